@@ -1,0 +1,130 @@
+// Package store is arbor's storage seam: the records the engine and the
+// agent loop persist, the interface every database dialect implements
+// (store/sqlite today, store/postgres later) and the errors they share.
+// storetest holds the one conformance suite every dialect must pass.
+//
+// Invariants: messages are append-only and numbered per session from 1 in
+// the order they were appended; an intent is written before its tool runs
+// and finished at most once; every method is safe for concurrent use.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// Sentinel errors; dialects wrap them with %w.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Session is one conversation of one agent.
+type Session struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Model     string    `json:"model"`
+	Workspace string    `json:"workspace"`
+	Status    string    `json:"status"` // see SessionStatus* constants
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Usage and CostUSD are totals over every model call of the session.
+	// CostKnown is false when any call used a model without a price.
+	Usage     llm.Usage `json:"usage"`
+	CostUSD   float64   `json:"cost_usd"`
+	CostKnown bool      `json:"cost_known"`
+}
+
+// Session statuses.
+const (
+	SessionActive      = "active"
+	SessionIdle        = "idle"
+	SessionInterrupted = "interrupted"
+	SessionFailed      = "failed"
+)
+
+// MessageRecord is one persisted message.
+type MessageRecord struct {
+	SessionID string      `json:"session_id"`
+	Seq       int64       `json:"seq"`
+	Message   llm.Message `json:"message"`
+	CreatedAt time.Time   `json:"created_at"`
+}
+
+// Intent statuses.
+const (
+	IntentStarted  = "started"
+	IntentFinished = "finished"
+)
+
+// Intent records that a tool call was about to run, and later its result.
+type Intent struct {
+	SessionID string          `json:"session_id"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input"`
+	Status    string          `json:"status"`
+	Result    string          `json:"result,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	StartedAt time.Time       `json:"started_at"`
+	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+}
+
+// UsageRecord is the cost of one model call.
+type UsageRecord struct {
+	SessionID string    `json:"session_id"`
+	Model     string    `json:"model"`
+	Usage     llm.Usage `json:"usage"`
+	CostUSD   float64   `json:"cost_usd"`
+	CostKnown bool      `json:"cost_known"`
+	At        time.Time `json:"at"`
+}
+
+// Compaction replaces messages 1..UpToSeq of a session in the model's
+// context with Summary. The messages themselves stay in the store.
+type Compaction struct {
+	SessionID string    `json:"session_id"`
+	UpToSeq   int64     `json:"up_to_seq"`
+	Summary   string    `json:"summary"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Store is what a database dialect implements. It is wider than the
+// usual small interface on purpose: it is the one seam between arbor and its
+// databases, and the conformance suite pins every method. Consumers declare
+// the narrow interfaces they need.
+type Store interface {
+	CreateSession(ctx context.Context, s Session) error
+	GetSession(ctx context.Context, id string) (Session, error)
+	// ListSessions returns sessions, newest first; limit <= 0 means all.
+	ListSessions(ctx context.Context, limit int) ([]Session, error)
+	SetSessionStatus(ctx context.Context, id, status string) error
+
+	// AppendMessages appends msgs in one transaction and returns the seq of
+	// the last one.
+	AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) (int64, error)
+	// Messages returns the session's messages with seq > afterSeq in order.
+	Messages(ctx context.Context, sessionID string, afterSeq int64) ([]MessageRecord, error)
+
+	// StartIntent records that a call is about to run. ErrConflict if the
+	// call id already has an intent.
+	StartIntent(ctx context.Context, in Intent) error
+	// FinishIntent stores the result. ErrNotFound if there is no started
+	// intent for the call.
+	FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error
+	Intents(ctx context.Context, sessionID string) ([]Intent, error)
+
+	// AddUsage records one model call and adds it to the session totals in
+	// the same transaction.
+	AddUsage(ctx context.Context, u UsageRecord) error
+
+	SaveCompaction(ctx context.Context, c Compaction) error
+	// LatestCompaction returns ErrNotFound when the session has none.
+	LatestCompaction(ctx context.Context, sessionID string) (Compaction, error)
+
+	Close() error
+}

@@ -1,0 +1,107 @@
+// Package tool defines what a tool is to arbor, derives each tool's JSON
+// schema from its Go argument struct, holds the registry that resolves the
+// model's tool names tolerantly, applies the permission decorator, and
+// implements the built-in tools (one file each).
+//
+// Invariants: a tool failure the model should see is a Result with IsError
+// set, never a Go error; every built-in caps its output; the permission
+// decorator wraps every tool exactly once (see Guard).
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// Kind says what a tool can do to the world; permission modes decide by it.
+type Kind int
+
+const (
+	// KindRead only reads (read_file, glob, grep, list_directory).
+	KindRead Kind = iota
+	// KindWrite changes files (write_file, edit).
+	KindWrite
+	// KindExecute runs commands (shell).
+	KindExecute
+	// KindInteract talks to the user or updates session state (ask_user,
+	// todo_write); it never needs approval.
+	KindInteract
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRead:
+		return "read"
+	case KindWrite:
+		return "write"
+	case KindExecute:
+		return "execute"
+	case KindInteract:
+		return "interact"
+	}
+	return "unknown"
+}
+
+// Info describes a tool.
+type Info struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments object.
+	Schema json.RawMessage
+	Kind   Kind
+}
+
+// Spec returns the description the model sees.
+func (i Info) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: i.Name, Description: i.Description, InputSchema: i.Schema}
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	// ID is the model's tool call id.
+	ID    string
+	Input json.RawMessage
+}
+
+// Result is what the model sees back.
+type Result struct {
+	Content string
+	IsError bool
+}
+
+// Errorf returns an error result.
+func Errorf(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// Tool is one capability offered to the model.
+type Tool interface {
+	Info() Info
+	// Target names what the call acts on, for permission rules: the path of
+	// a file tool, the command of shell, "" when nothing applies. It fails
+	// when the input does not decode.
+	Target(input json.RawMessage) (Target, error)
+	Run(ctx context.Context, call Call) Result
+}
+
+// Target is what a call acts on.
+type Target struct {
+	// Paths are the file system paths the call touches, as given.
+	Paths []string
+	// Command is the shell command, for KindExecute tools.
+	Command string
+}
+
+// Main returns the main argument a rule pattern is matched against.
+func (t Target) Main() string {
+	if t.Command != "" {
+		return t.Command
+	}
+	if len(t.Paths) > 0 {
+		return t.Paths[0]
+	}
+	return ""
+}
