@@ -1,0 +1,373 @@
+// Package agent is arbor's one agent loop, used by the root agent and by
+// every child node alike, with its typed events, its event bus and the
+// interaction broker through which tools wait on people and clients.
+//
+// A step is one model call plus the tool calls it asked for. Invariants:
+//   - the assistant message is stored before any of its tools runs, and an
+//     intent row is stored before each tool runs, so after a crash a tool
+//     that may have run is reported to the model as interrupted, never run
+//     twice (see Agent.Load);
+//   - every tool call in the stored transcript gets exactly one result, even
+//     when the run is cancelled (the result then says so);
+//   - the full transcript stays in the store; compaction only changes what
+//     the model is sent.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Store is what the loop persists. It is a journal of nine calls, wider
+// than the usual small interface because the loop's crash safety depends on
+// all of them together; store.Store implements it.
+type Store interface {
+	AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) (int64, error)
+	Messages(ctx context.Context, sessionID string, afterSeq int64) ([]store.MessageRecord, error)
+	StartIntent(ctx context.Context, in store.Intent) error
+	FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error
+	Intents(ctx context.Context, sessionID string) ([]store.Intent, error)
+	AddUsage(ctx context.Context, u store.UsageRecord) error
+	SaveCompaction(ctx context.Context, c store.Compaction) error
+	LatestCompaction(ctx context.Context, sessionID string) (store.Compaction, error)
+	SetSessionStatus(ctx context.Context, id, status string) error
+}
+
+// Outcome says how a Send ended.
+type Outcome string
+
+const (
+	OutcomeCompleted Outcome = "completed"
+	OutcomeMaxTurns  Outcome = "max_turns"
+	OutcomeCancelled Outcome = "cancelled"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeLoop      Outcome = "loop_detected"
+)
+
+// Result is the outcome of one Send.
+type Result struct {
+	Outcome Outcome
+	// Text is the last assistant text.
+	Text  string
+	Steps int
+	// Err is set for OutcomeFailed.
+	Err error
+}
+
+// Config wires one agent. Provider, Tools, Store and Bus are required.
+type Config struct {
+	SessionID string
+	// Model is the provider's model name; ModelRef the name shown to people.
+	Model    string
+	ModelRef string
+	Provider llm.Provider
+	System   string
+	Tools    *tool.Registry
+	Store    Store
+	Bus      *Bus
+	// Price is nil when the model's price is unknown.
+	Price *llm.Price
+	// MaxTurns bounds the steps of one Send; default 50.
+	MaxTurns int
+	// MaxTokens caps each response; 0 = provider default.
+	MaxTokens int64
+	// LoopLimit: the same tool call (name + arguments) this many times in a
+	// row draws a warning to the model; twice as many stops the run.
+	// Default 3; negative disables.
+	LoopLimit int
+	// ContextWindow in tokens (default 128k) and the compaction policy.
+	ContextWindow int64
+	Compaction    CompactionPolicy
+}
+
+// entry is one message of the model's context with its store seq (0 for
+// the synthetic summary message).
+type entry struct {
+	seq int64
+	msg llm.Message
+}
+
+// Agent runs one session's conversation. Send and Load must not be called
+// concurrently; Usage may be called from any goroutine.
+type Agent struct {
+	cfg Config
+
+	history []entry // the model's context, oldest first
+	summary string  // summary of compacted messages, "" if none
+
+	mu        sync.Mutex // guards usage, cost, costKnown
+	usage     llm.Usage
+	cost      float64
+	costKnown bool
+
+	loop loopDetector
+	// callIDs holds every tool call id of the session, so a model that
+	// reuses ids (some compatible servers number them per response) cannot
+	// make two calls share an intent or a result.
+	callIDs map[string]bool
+}
+
+// New returns an agent for cfg with an empty context; call Load to resume a
+// stored session.
+func New(cfg Config) *Agent {
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = 50
+	}
+	if cfg.LoopLimit == 0 {
+		cfg.LoopLimit = 3
+	}
+	if cfg.ContextWindow <= 0 {
+		cfg.ContextWindow = 128_000
+	}
+	cfg.Compaction = cfg.Compaction.withDefaults()
+	if cfg.ModelRef == "" {
+		cfg.ModelRef = cfg.Model
+	}
+	return &Agent{cfg: cfg, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}}
+}
+
+// SessionID returns the agent's session.
+func (a *Agent) SessionID() string { return a.cfg.SessionID }
+
+// Usage returns the tokens and cost of this agent's model calls so far.
+func (a *Agent) Usage() (llm.Usage, float64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.usage, a.cost, a.costKnown
+}
+
+// SetModel switches the provider and model for later steps.
+func (a *Agent) SetModel(p llm.Provider, model, ref string, price *llm.Price, window int64) {
+	a.cfg.Provider, a.cfg.Model, a.cfg.ModelRef, a.cfg.Price = p, model, ref, price
+	if window > 0 {
+		a.cfg.ContextWindow = window
+	}
+}
+
+func (a *Agent) publish(e Event) {
+	e.meta().SessionID = a.cfg.SessionID
+	a.cfg.Bus.Publish(e)
+}
+
+// Send appends msg to the conversation and runs steps until the model
+// answers without calling tools, the turn limit is reached, a loop is
+// detected, ctx is cancelled or an error ends it. It always publishes Idle
+// last.
+func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
+	if err := a.append(ctx, msg); err != nil {
+		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
+	}
+	return a.finish(ctx, a.run(ctx))
+}
+
+// Continue runs steps on the stored context without a new message, as after
+// Load when the session was interrupted mid-turn.
+func (a *Agent) Continue(ctx context.Context) Result {
+	return a.finish(ctx, a.run(ctx))
+}
+
+// NeedsContinue reports whether the context ends in a message the model has
+// not answered yet (a user message or tool results).
+func (a *Agent) NeedsContinue() bool {
+	return len(a.history) > 0 && a.history[len(a.history)-1].msg.Role == llm.RoleUser
+}
+
+func (a *Agent) finish(ctx context.Context, r Result) Result {
+	status := store.SessionIdle
+	switch r.Outcome {
+	case OutcomeCancelled:
+		status = store.SessionInterrupted
+	case OutcomeFailed:
+		status = store.SessionFailed
+		a.publish(&Error{Message: r.Err.Error()})
+	}
+	// The status must land even when ctx was cancelled.
+	_ = a.cfg.Store.SetSessionStatus(context.WithoutCancel(ctx), a.cfg.SessionID, status)
+	a.publish(&Idle{Outcome: r.Outcome, Result: r.Text})
+	return r
+}
+
+func (a *Agent) run(ctx context.Context) Result {
+	_ = a.cfg.Store.SetSessionStatus(ctx, a.cfg.SessionID, store.SessionActive)
+	a.loop.reset()
+	var last string
+	for step := 1; ; step++ {
+		if step > a.cfg.MaxTurns {
+			return Result{Outcome: OutcomeMaxTurns, Text: last, Steps: step - 1}
+		}
+		if err := ctx.Err(); err != nil {
+			return Result{Outcome: OutcomeCancelled, Text: last, Steps: step - 1}
+		}
+		a.maybeCompact(ctx)
+		a.publish(&StepStarted{Step: step, Model: a.cfg.ModelRef})
+		resp, err := a.call(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Result{Outcome: OutcomeCancelled, Text: last, Steps: step}
+			}
+			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
+		}
+		if err := a.record(ctx, resp); err != nil {
+			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
+		}
+		if t := resp.Message.Text(); t != "" {
+			last = t
+		}
+		calls := resp.Message.ToolCalls()
+		if len(calls) == 0 {
+			if resp.StopReason == llm.StopMaxTokens && last == "" {
+				return Result{Outcome: OutcomeFailed, Steps: step, Err: errors.New("the model hit its output limit before answering")}
+			}
+			return Result{Outcome: OutcomeCompleted, Text: last, Steps: step}
+		}
+		stop, err := a.runTools(ctx, calls)
+		if err != nil {
+			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
+		}
+		if ctx.Err() != nil {
+			return Result{Outcome: OutcomeCancelled, Text: last, Steps: step}
+		}
+		if stop {
+			return Result{Outcome: OutcomeLoop, Text: last, Steps: step,
+				Err: fmt.Errorf("stopped: the model repeated the same tool call %d times", a.loop.count)}
+		}
+	}
+}
+
+// call makes one streaming model call, publishing deltas as they arrive.
+func (a *Agent) call(ctx context.Context) (*llm.Response, error) {
+	req := &llm.Request{
+		Model:     a.cfg.Model,
+		System:    a.cfg.System,
+		Messages:  a.contextMessages(),
+		Tools:     a.cfg.Tools.Specs(),
+		MaxTokens: a.cfg.MaxTokens,
+	}
+	var resp *llm.Response
+	for ev, err := range a.cfg.Provider.Stream(ctx, req) {
+		if err != nil {
+			return nil, fmt.Errorf("model call to %s: %w", a.cfg.ModelRef, err)
+		}
+		switch ev := ev.(type) {
+		case llm.TextDelta:
+			a.publish(&TextDelta{Text: ev.Text})
+		case llm.ThinkingDelta:
+			a.publish(&ThinkingDelta{Text: ev.Text})
+		case llm.Done:
+			resp = ev.Response
+		}
+	}
+	if resp == nil {
+		return nil, fmt.Errorf("model call to %s: %w", a.cfg.ModelRef, llm.ErrNoResponse)
+	}
+	a.normalizeCalls(&resp.Message)
+	return resp, nil
+}
+
+// normalizeCalls gives every tool call a session-unique id and valid JSON
+// input, so the stored transcript can always be sent back to a provider.
+func (a *Agent) normalizeCalls(m *llm.Message) {
+	parts := make([]llm.Part, len(m.Parts))
+	copy(parts, m.Parts)
+	m.Parts = parts
+	for i, p := range m.Parts {
+		if p.Type != llm.PartToolCall || p.ToolCall == nil {
+			continue
+		}
+		c := *p.ToolCall
+		if c.ID == "" || a.callIDs[c.ID] {
+			base := c.ID
+			if base == "" {
+				base = "call"
+			}
+			for n := len(a.callIDs) + 1; ; n++ {
+				if id := fmt.Sprintf("%s_%d", base, n); !a.callIDs[id] {
+					c.ID = id
+					break
+				}
+			}
+		}
+		a.callIDs[c.ID] = true
+		if len(c.Input) == 0 || !json.Valid(c.Input) {
+			c.Input = json.RawMessage(`{}`)
+		}
+		m.Parts[i].ToolCall = &c
+	}
+}
+
+// record stores the assistant message and the call's usage.
+func (a *Agent) record(ctx context.Context, resp *llm.Response) error {
+	if len(resp.Message.Parts) == 0 {
+		resp.Message.Parts = []llm.Part{llm.TextPart("")}
+	}
+	resp.Message.Role = llm.RoleAssistant
+	if err := a.append(context.WithoutCancel(ctx), resp.Message); err != nil {
+		return err
+	}
+	cost, known := 0.0, a.cfg.Price != nil
+	if known {
+		cost = a.cfg.Price.Cost(resp.Usage)
+	}
+	a.mu.Lock()
+	a.usage = a.usage.Add(resp.Usage)
+	a.cost += cost
+	a.costKnown = a.costKnown && known
+	total, totalCost, totalKnown := a.usage, a.cost, a.costKnown
+	a.mu.Unlock()
+	err := a.cfg.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
+		SessionID: a.cfg.SessionID, Model: a.cfg.ModelRef, Usage: resp.Usage,
+		CostUSD: cost, CostKnown: known, At: time.Now().UTC(),
+	})
+	if err != nil {
+		return fmt.Errorf("record usage: %w", err)
+	}
+	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: a.cfg.ModelRef, ResponseID: resp.ID})
+	a.publish(&UsageUpdated{Model: a.cfg.ModelRef, Call: resp.Usage, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown})
+	return nil
+}
+
+// append stores msgs and adds them to the context.
+func (a *Agent) append(ctx context.Context, msgs ...llm.Message) error {
+	last, err := a.cfg.Store.AppendMessages(ctx, a.cfg.SessionID, msgs...)
+	if err != nil {
+		return fmt.Errorf("store messages: %w", err)
+	}
+	first := last - int64(len(msgs)) + 1
+	for i, m := range msgs {
+		a.history = append(a.history, entry{seq: first + int64(i), msg: m})
+		for _, c := range m.ToolCalls() {
+			a.callIDs[c.ID] = true
+		}
+	}
+	return nil
+}
+
+// contextMessages is what the model is sent: the summary of compacted
+// turns, if any, folded into the first kept user message, then the rest.
+func (a *Agent) contextMessages() []llm.Message {
+	out := make([]llm.Message, 0, len(a.history)+1)
+	for _, e := range a.history {
+		out = append(out, e.msg)
+	}
+	if a.summary == "" {
+		return out
+	}
+	note := llm.TextPart(summaryPreamble + a.summary)
+	if len(out) > 0 && out[0].Role == llm.RoleUser {
+		first := out[0]
+		first.Parts = append([]llm.Part{note}, first.Parts...)
+		out[0] = first
+		return out
+	}
+	return append([]llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{note}}}, out...)
+}
+
+const summaryPreamble = "[Earlier turns of this conversation were compacted. Summary:]\n"

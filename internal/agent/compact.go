@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// CompactionPolicy says when the context is compacted: when its estimated
+// size passes Threshold of the model's window, every message but the last
+// KeepRecent (adjusted so that no tool result loses its call) is replaced,
+// in the model's context only, by a summary the model writes.
+type CompactionPolicy struct {
+	Threshold  float64 // default 0.8
+	KeepRecent int     // default 6
+	Disabled   bool
+}
+
+func (p CompactionPolicy) withDefaults() CompactionPolicy {
+	if p.Threshold <= 0 || p.Threshold > 1 {
+		p.Threshold = 0.8
+	}
+	if p.KeepRecent <= 0 {
+		p.KeepRecent = 6
+	}
+	return p
+}
+
+const compactionSystem = `You compact conversations between a user and an AI coding agent.
+Write a summary that lets the agent continue the work without the original turns:
+the user's goals and constraints, decisions taken, files read or changed (with paths),
+commands run and their important results, open problems and next steps.
+Be specific and complete; omit pleasantries. Answer with the summary only.`
+
+// estimateTokens approximates the tokens of what the next call sends: four
+// characters a token, or the last call's real input size if larger.
+func (a *Agent) estimateTokens() int64 {
+	n := len(a.cfg.System) + len(a.summary)
+	for _, e := range a.history {
+		for _, p := range e.msg.Parts {
+			n += len(p.Text)
+			if p.ToolCall != nil {
+				n += len(p.ToolCall.Name) + len(p.ToolCall.Input)
+			}
+			if p.ToolResult != nil {
+				n += len(p.ToolResult.Content)
+			}
+		}
+	}
+	return int64(n / 4)
+}
+
+// Compact summarizes the older part of the context now, whatever its size.
+// It is a no-op when there is too little to compact.
+func (a *Agent) Compact(ctx context.Context) error {
+	return a.compact(ctx, a.estimateTokens())
+}
+
+func (a *Agent) maybeCompact(ctx context.Context) {
+	p := a.cfg.Compaction
+	if p.Disabled {
+		return
+	}
+	est := a.estimateTokens()
+	if float64(est) < p.Threshold*float64(a.cfg.ContextWindow) {
+		return
+	}
+	_ = a.compact(ctx, est) // a failed compaction is reported and the step goes on
+}
+
+func (a *Agent) compact(ctx context.Context, est int64) error {
+	cut := a.compactionCut()
+	if cut <= 0 {
+		return nil
+	}
+	a.publish(&CompactionStarted{EstimatedTokens: est, Window: a.cfg.ContextWindow})
+	summary, err := a.summarize(ctx, a.history[:cut])
+	if err == nil {
+		err = a.cfg.Store.SaveCompaction(context.WithoutCancel(ctx), store.Compaction{
+			SessionID: a.cfg.SessionID, UpToSeq: a.history[cut-1].seq, Summary: summary, CreatedAt: time.Now().UTC(),
+		})
+	}
+	if err != nil {
+		a.publish(&CompactionFinished{TokensBefore: est, TokensAfter: est, Err: err.Error()})
+		return err
+	}
+	upTo := a.history[cut-1].seq
+	a.history = append([]entry(nil), a.history[cut:]...)
+	a.summary = summary
+	a.publish(&CompactionFinished{UpToSeq: upTo, TokensBefore: est, TokensAfter: a.estimateTokens()})
+	return nil
+}
+
+// compactionCut returns how many leading messages to compact: all but the
+// last KeepRecent, moved earlier until the kept part starts with an
+// assistant message or a user message that carries no tool results.
+func (a *Agent) compactionCut() int {
+	for cut := len(a.history) - a.cfg.Compaction.KeepRecent; cut > 0; cut-- {
+		m := a.history[cut].msg
+		if m.Role == llm.RoleAssistant || !hasToolResults(m) {
+			return cut
+		}
+	}
+	return 0
+}
+
+func hasToolResults(m llm.Message) bool {
+	for _, p := range m.Parts {
+		if p.Type == llm.PartToolResult {
+			return true
+		}
+	}
+	return false
+}
+
+// summarize asks the model for a summary of old (and of the previous
+// summary, which old follows).
+func (a *Agent) summarize(ctx context.Context, old []entry) (string, error) {
+	var b strings.Builder
+	if a.summary != "" {
+		b.WriteString("Summary of even earlier turns:\n" + a.summary + "\n\n")
+	}
+	b.WriteString("Conversation to summarize:\n")
+	for _, e := range old {
+		renderMessage(&b, e.msg)
+	}
+	req := &llm.Request{
+		Model:    a.cfg.Model,
+		System:   compactionSystem,
+		Messages: []llm.Message{llm.UserText(b.String())},
+	}
+	resp, err := llm.Collect(a.cfg.Provider.Stream(ctx, req))
+	if err != nil {
+		return "", fmt.Errorf("compaction summary: %w", err)
+	}
+	text := strings.TrimSpace(resp.Message.Text())
+	if text == "" {
+		return "", fmt.Errorf("compaction summary: the model returned no text")
+	}
+	return text, nil
+}
+
+const renderCap = 2000
+
+func renderMessage(b *strings.Builder, m llm.Message) {
+	for _, p := range m.Parts {
+		switch p.Type {
+		case llm.PartText:
+			fmt.Fprintf(b, "%s: %s\n", strings.ToUpper(string(m.Role)), clip(p.Text))
+		case llm.PartToolCall:
+			fmt.Fprintf(b, "ASSISTANT called %s(%s)\n", p.ToolCall.Name, clip(string(p.ToolCall.Input)))
+		case llm.PartToolResult:
+			fmt.Fprintf(b, "TOOL RESULT: %s\n", clip(p.ToolResult.Content))
+		}
+	}
+}
+
+func clip(s string) string {
+	if len(s) <= renderCap {
+		return s
+	}
+	return s[:renderCap] + fmt.Sprintf(" […%d more bytes]", len(s)-renderCap)
+}

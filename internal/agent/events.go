@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// Meta is carried by every event. Seq is assigned by the Bus: strictly
+// increasing per process, in publication order.
+type Meta struct {
+	Seq       uint64    `json:"seq"`
+	SessionID string    `json:"session_id"`
+	At        time.Time `json:"at"`
+}
+
+func (m *Meta) meta() *Meta { return m }
+
+// Event is one thing that happened in an agent. The set is closed: the
+// types below. Front ends translate events into their wire formats.
+type Event interface{ meta() *Meta }
+
+// MetaOf returns the event's metadata.
+func MetaOf(e Event) Meta { return *e.meta() }
+
+// StepStarted opens step Step (1-based within one Send): one model call
+// plus the tools it asks for.
+type StepStarted struct {
+	Meta
+	Step  int    `json:"step"`
+	Model string `json:"model"`
+}
+
+// TextDelta is a fragment of assistant text as it streams.
+type TextDelta struct {
+	Meta
+	Text string `json:"text"`
+}
+
+// ThinkingDelta is a fragment of the model's reasoning as it streams.
+type ThinkingDelta struct {
+	Meta
+	Text string `json:"text"`
+}
+
+// ToolCallStarted is emitted before a tool runs (after its intent is stored).
+type ToolCallStarted struct {
+	Meta
+	CallID string          `json:"call_id"`
+	Tool   string          `json:"tool"`
+	Input  json.RawMessage `json:"input"`
+}
+
+// ToolCallFinished carries a tool's result.
+type ToolCallFinished struct {
+	Meta
+	CallID   string        `json:"call_id"`
+	Tool     string        `json:"tool"`
+	Result   string        `json:"result"`
+	IsError  bool          `json:"is_error"`
+	Duration time.Duration `json:"duration"`
+}
+
+// AssistantMessage is a complete assistant message, after it is stored.
+type AssistantMessage struct {
+	Meta
+	Message    llm.Message    `json:"message"`
+	StopReason llm.StopReason `json:"stop_reason"`
+	Model      string         `json:"model"`
+	ResponseID string         `json:"response_id,omitempty"`
+}
+
+// UsageUpdated reports one model call's usage and the session totals.
+type UsageUpdated struct {
+	Meta
+	Model     string    `json:"model"`
+	Call      llm.Usage `json:"call"`
+	CallCost  float64   `json:"call_cost_usd"`
+	Total     llm.Usage `json:"total"`
+	TotalCost float64   `json:"total_cost_usd"`
+	// CostKnown is false once any call used a model without a price.
+	CostKnown bool `json:"cost_known"`
+}
+
+// Retrying says a model call failed transiently and will be retried.
+type Retrying struct {
+	Meta
+	Attempt int           `json:"attempt"`
+	Delay   time.Duration `json:"delay"`
+	Error   string        `json:"error"`
+}
+
+// InteractionRequested says the agent waits on a person or client.
+type InteractionRequested struct {
+	Meta
+	Interaction Interaction `json:"interaction"`
+}
+
+// InteractionResolved says a pending interaction ended.
+type InteractionResolved struct {
+	Meta
+	ID   string          `json:"id"`
+	Kind InteractionKind `json:"kind"`
+	// Resolution says how: "answered", "timeout", "cancelled".
+	Resolution string   `json:"resolution"`
+	Response   Response `json:"response"`
+}
+
+// CompactionStarted and CompactionFinished bracket a context compaction.
+type CompactionStarted struct {
+	Meta
+	EstimatedTokens int64 `json:"estimated_tokens"`
+	Window          int64 `json:"window"`
+}
+
+// CompactionFinished reports a compaction's outcome; Err is set when it
+// failed (the loop goes on with the uncompacted context).
+type CompactionFinished struct {
+	Meta
+	UpToSeq      int64  `json:"up_to_seq"`
+	TokensBefore int64  `json:"tokens_before"`
+	TokensAfter  int64  `json:"tokens_after"`
+	Err          string `json:"error,omitempty"`
+}
+
+// LoopWarning says the model repeated the same call Count times in a row.
+type LoopWarning struct {
+	Meta
+	Tool  string `json:"tool"`
+	Count int    `json:"count"`
+}
+
+// Error reports a failure that ended a Send.
+type Error struct {
+	Meta
+	Message string `json:"message"`
+}
+
+// Idle says the agent finished a Send and waits for input.
+type Idle struct {
+	Meta
+	Outcome Outcome `json:"outcome"`
+	Result  string  `json:"result,omitempty"`
+}
+
+// Custom lets a layer above the loop (the tree, a front end) publish its own
+// typed events on the same bus, with the same sequence numbering. Body must
+// be a typed struct owned by that layer.
+type Custom struct {
+	Meta
+	Body any `json:"body"`
+}

@@ -1,0 +1,119 @@
+package agent_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// TestLoadRepairsInterruptedTools stores what a process killed in the
+// middle of a step leaves behind and checks that Load completes it without
+// running anything.
+func TestLoadRepairsInterruptedTools(t *testing.T) {
+	t.Parallel()
+	b := setup(t, text("resumed"))
+	asst := calls(call("done", "echo", `{"text":"a"}`), call("running", "echo", `{"text":"b"}`), call("never", "echo", `{"text":"c"}`)).resp.Message
+	if _, err := b.store.AppendMessages(b.ctx, "s1", llm.UserText("go"), asst); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"done", "running"} {
+		if err := b.store.StartIntent(b.ctx, store.Intent{SessionID: "s1", CallID: id, Tool: "echo", Status: store.IntentStarted, StartedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.store.FinishIntent(b.ctx, "s1", "done", "echo: a", false); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := b.agent.Load(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs := b.messages(t)
+	if len(msgs) != 3 {
+		t.Fatalf("want the repaired results stored, got %d messages", len(msgs))
+	}
+	r := results(msgs[2])
+	if r[0].Content != "echo: a" || r[0].IsError {
+		t.Fatalf("finished call should keep its result: %+v", r[0])
+	}
+	if !r[1].IsError || !strings.HasPrefix(r[1].Content, "interrupted") {
+		t.Fatalf("running call should be interrupted: %+v", r[1])
+	}
+	if !r[2].IsError || !strings.HasPrefix(r[2].Content, "not run") {
+		t.Fatalf("unstarted call should be not run: %+v", r[2])
+	}
+	intents, _ := b.store.Intents(b.ctx, "s1")
+	for _, in := range intents {
+		if in.Status != store.IntentFinished {
+			t.Fatalf("intent %s left %s", in.CallID, in.Status)
+		}
+	}
+	// Loading again changes nothing; continuing asks the model.
+	if err := b.agent.Load(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.messages(t)); n != 3 {
+		t.Fatalf("second load appended: %d messages", n)
+	}
+	if !b.agent.NeedsContinue() {
+		t.Fatal("should need a continue")
+	}
+	res := b.agent.Continue(b.ctx)
+	if res.Outcome != agent.OutcomeCompleted || res.Text != "resumed" {
+		t.Fatalf("continue: %+v", res)
+	}
+	if got := b.provider.requests()[0].Messages; len(got) != 3 {
+		t.Fatalf("continue sent %d messages", len(got))
+	}
+}
+
+func TestCompaction(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("lorem ipsum ", 200) // ~600 tokens each
+	b := setup(t,
+		text(long), text(long), text(long),
+		text("SUMMARY: the user said hello three times"), // the compaction call
+		text("final"))
+	b.cfg.ContextWindow = 2000
+	b.cfg.Compaction = agent.CompactionPolicy{Threshold: 0.8, KeepRecent: 2}
+	a := agent.New(b.cfg)
+	for i := range 3 {
+		if res := a.Send(b.ctx, llm.UserText("hello "+string(rune('a'+i)))); res.Outcome != agent.OutcomeCompleted {
+			t.Fatalf("send %d: %+v", i, res)
+		}
+	}
+	res := a.Send(b.ctx, llm.UserText("last"))
+	if res.Text != "final" {
+		t.Fatalf("result %+v", res)
+	}
+	reqs := b.provider.requests()
+	if len(reqs) != 5 {
+		t.Fatalf("want 5 model calls, got %d", len(reqs))
+	}
+	if !strings.Contains(reqs[3].System, "compact") {
+		t.Fatalf("4th call should be the summary, system %q", reqs[3].System)
+	}
+	final := reqs[4].Messages
+	if len(final) >= 8 || !strings.Contains(final[0].Text(), "SUMMARY: the user said hello") {
+		t.Fatalf("final request should start with the summary and drop old turns: %d messages, first %q", len(final), final[0].Text())
+	}
+	if n := len(b.messages(t)); n != 8 {
+		t.Fatalf("store must keep the full transcript, has %d", n)
+	}
+	c, err := b.store.LatestCompaction(b.ctx, "s1")
+	if err != nil || c.UpToSeq == 0 {
+		t.Fatalf("compaction %+v %v", c, err)
+	}
+	// A fresh agent loading the session sees the same compacted context.
+	again := agent.New(b.cfg)
+	if err := again.Load(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(again.History()); int64(got) != 8-c.UpToSeq {
+		t.Fatalf("loaded %d messages after compaction up to %d", got, c.UpToSeq)
+	}
+}

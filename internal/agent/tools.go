@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// Result texts the model sees for calls that did not run to the end.
+const (
+	cancelledResult   = "cancelled: the user interrupted this tool call"
+	notRunLoopResult  = "not run: the run was stopped because the same tool call repeated"
+	interruptedResult = "interrupted: the process stopped while this tool was running; it may or may not have taken effect — check before repeating it"
+	notStartedResult  = "not run: the session was interrupted before this tool started; call it again if it is still needed"
+)
+
+// runTools runs calls in order and stores their results as one user
+// message. It reports stop when loop detection ends the run. Only storage
+// failures are returned as errors.
+func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) (stop bool, err error) {
+	persist := context.WithoutCancel(ctx)
+	results := make([]llm.Part, 0, len(calls))
+	for _, c := range calls {
+		var res llm.ToolResult
+		switch {
+		case stop:
+			res = llm.ToolResult{CallID: c.ID, Content: notRunLoopResult, IsError: true}
+		case ctx.Err() != nil:
+			res = llm.ToolResult{CallID: c.ID, Content: cancelledResult, IsError: true}
+		default:
+			count := a.loop.observe(c)
+			if a.loop.limit > 0 && count >= 2*a.loop.limit {
+				stop = true
+				res = llm.ToolResult{CallID: c.ID, Content: notRunLoopResult, IsError: true}
+				break
+			}
+			res, err = a.runOne(ctx, c)
+			if err != nil {
+				return false, err
+			}
+			if a.loop.limit > 0 && count >= a.loop.limit {
+				a.publish(&LoopWarning{Tool: c.Name, Count: count})
+				res.Content += fmt.Sprintf("\n\n[warning: you have made this exact %s call %d times in a row; the result will not change. Try a different approach; repeating it again will stop the run.]", c.Name, count)
+			}
+		}
+		results = append(results, llm.Part{Type: llm.PartToolResult, ToolResult: &res})
+	}
+	if err := a.append(persist, llm.Message{Role: llm.RoleUser, Parts: results}); err != nil {
+		return false, err
+	}
+	return stop, nil
+}
+
+// runOne records the intent, runs the tool and records its result.
+func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, error) {
+	persist := context.WithoutCancel(ctx)
+	err := a.cfg.Store.StartIntent(persist, store.Intent{
+		SessionID: a.cfg.SessionID, CallID: c.ID, Tool: c.Name, Input: c.Input,
+		Status: store.IntentStarted, StartedAt: time.Now().UTC(),
+	})
+	if err != nil {
+		return llm.ToolResult{}, fmt.Errorf("record intent for %s: %w", c.Name, err)
+	}
+	a.publish(&ToolCallStarted{CallID: c.ID, Tool: c.Name, Input: c.Input})
+	start := time.Now()
+	out := a.cfg.Tools.Run(ctx, c)
+	res := llm.ToolResult{CallID: c.ID, Content: out.Content, IsError: out.IsError}
+	if ctx.Err() != nil {
+		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + out.Content, IsError: true}
+	}
+	if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, res.IsError); err != nil {
+		return llm.ToolResult{}, fmt.Errorf("record result of %s: %w", c.Name, err)
+	}
+	a.publish(&ToolCallFinished{CallID: c.ID, Tool: c.Name, Result: res.Content, IsError: res.IsError, Duration: time.Since(start)})
+	return res, nil
+}
+
+// loopDetector counts identical consecutive tool calls within one Send.
+type loopDetector struct {
+	limit int
+	last  string
+	count int
+}
+
+func (d *loopDetector) reset() { d.last, d.count = "", 0 }
+
+// observe records c and returns how many times in a row it has been made.
+func (d *loopDetector) observe(c llm.ToolCall) int {
+	key := c.Name + "\x00" + canonicalJSON(c.Input)
+	if key == d.last {
+		d.count++
+	} else {
+		d.last, d.count = key, 1
+	}
+	return d.count
+}
+
+// canonicalJSON re-encodes raw so that key order and spacing do not matter.
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(bytes.TrimSpace(raw))
+	}
+	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	return string(b)
+}

@@ -1,0 +1,122 @@
+// Package app is arbor's composition root: it turns configuration into a
+// store, providers, a permission engine, tools and agents. It is the only
+// package that knows every concrete type; front ends (cli, protocols) get
+// what they need from it.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/sqlite"
+)
+
+// Options open an App.
+type Options struct {
+	// Workspace is the directory the agent works in; "" = current directory.
+	Workspace string
+	Overrides config.Overrides
+	// Getenv reads the environment; nil = os.Getenv.
+	Getenv func(string) string
+}
+
+// App holds what every front end shares: config, store, event bus,
+// interaction broker and permission engine. Close releases it.
+type App struct {
+	Config      *config.Config
+	Workspace   string
+	Store       store.Store
+	Bus         *agent.Bus
+	Broker      *agent.Broker
+	Permissions *permission.Engine
+	getenv      func(string) string
+
+	mu      sync.Mutex // guards closers
+	closers []func()
+}
+
+// Open loads the configuration and opens the store.
+func Open(ctx context.Context, o Options) (*App, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	ws := o.Workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		ws = wd
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: o.Overrides, Getenv: getenv})
+	if err != nil {
+		return nil, err
+	}
+	mode, err := permission.ParseMode(cfg.Mode)
+	if err != nil {
+		return nil, &config.ValidationError{Field: "mode", Err: err}
+	}
+	perms, err := permission.New(permission.Options{
+		Mode: mode, Workspace: ws,
+		ProjectFile: cfg.ProjectPermissionsFile(), UserFile: cfg.UserPermissionsFile(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, cfg.DBPath())
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	bus := agent.NewBus()
+	a := &App{
+		Config: cfg, Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
+		Permissions: perms, getenv: getenv,
+	}
+	a.onClose(func() { _ = st.Close() })
+	return a, nil
+}
+
+func (a *App) onClose(fn func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closers = append(a.closers, fn)
+}
+
+// Close releases everything Open and later calls acquired, in reverse
+// order. It is safe to call twice.
+func (a *App) Close() {
+	a.mu.Lock()
+	cs := a.closers
+	a.closers = nil
+	a.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i]()
+	}
+}
+
+// ErrUsage marks errors the user fixes by changing flags or configuration
+// (exit code 2).
+var ErrUsage = errors.New("usage error")
+
+// NewID returns a new time-ordered id such as "20261129-213005-3f9a1c".
+func NewID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/anthropic"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/llm/openai"
+)
+
+// Model is a resolved model ready to call.
+type Model struct {
+	Ref      config.ModelRef
+	Provider llm.Provider
+}
+
+// ResolveModel picks the model: ref if given, else the configured default
+// (--model, ARBOR_MODEL, config, or inferred from API keys). Retries are
+// reported as events of sessionID. Errors that
+// the user fixes by configuration wrap config.ErrNoModel or
+// config.ErrMissingKey.
+func (a *App) ResolveModel(ref, sessionID string) (Model, error) {
+	if ref == "" {
+		var err error
+		if ref, err = a.Config.DefaultModelRef(); err != nil {
+			return Model{}, err
+		}
+	}
+	mr, err := a.Config.Resolve(ref)
+	if err != nil {
+		return Model{}, err
+	}
+	p, err := a.provider(mr, sessionID)
+	if err != nil {
+		return Model{}, err
+	}
+	return Model{Ref: mr, Provider: p}, nil
+}
+
+func (a *App) provider(mr config.ModelRef, sessionID string) (llm.Provider, error) {
+	// One client per provider type; no client-wide timeout, since streams
+	// are long: stalls are caught by the retry policy's stall timeout.
+	hc := &http.Client{}
+	var p llm.Provider
+	switch mr.Type {
+	case "anthropic":
+		p = anthropic.New(anthropic.Options{Name: mr.Provider, APIKey: mr.APIKey, BaseURL: mr.BaseURL, HTTPClient: hc, MaxTokens: mr.MaxOutput})
+	case "openai":
+		p = openai.New(openai.Options{Name: mr.Provider, APIKey: mr.APIKey, BaseURL: mr.BaseURL, HTTPClient: hc, MaxTokens: mr.MaxOutput})
+	case "script":
+		script, err := llmtest.LoadScript(mr.ScriptPath)
+		if err != nil {
+			return nil, err
+		}
+		srv := llmtest.NewServer(script.Turns...)
+		a.onClose(srv.Close)
+		// The scripted model speaks the Anthropic wire format over real
+		// HTTP, so offline demos exercise the same code path as production.
+		p = anthropic.New(anthropic.Options{Name: "script", APIKey: "script", BaseURL: srv.URL, HTTPClient: hc})
+	default:
+		return nil, fmt.Errorf("model %s: unknown provider type %q", mr.Ref, mr.Type)
+	}
+	pol := llm.RetryPolicy{
+		MaxAttempts:  a.Config.Retry.MaxAttempts,
+		StallTimeout: time.Duration(a.Config.Retry.StallTimeout),
+		OnRetry: func(attempt int, delay time.Duration, err error) {
+			a.Bus.Publish(&agent.Retrying{Meta: agent.Meta{SessionID: sessionID}, Attempt: attempt, Delay: delay, Error: err.Error()})
+		},
+	}
+	if mr.Type == "script" {
+		pol.MaxAttempts = 1
+	}
+	return llm.WithRetry(p, pol), nil
+}

@@ -1,0 +1,325 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// These tests build the arbor binary and run it as a user would, against
+// the scripted model server over real HTTP.
+
+var arborBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "arbor-e2e")
+	if err != nil {
+		panic(err)
+	}
+	arborBin = filepath.Join(dir, "arbor")
+	build := exec.Command("go", "build", "-o", arborBin, "../../cmd/arbor")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("build arbor: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type env struct {
+	t         *testing.T
+	workspace string
+	home      string
+	vars      []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, workspace: ws, home: home, vars: []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, "state"),
+	}}
+}
+
+type outcome struct {
+	stdout, stderr string
+	code           int
+}
+
+func (e *env) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, arborBin, args...)
+	c.Dir = e.workspace
+	c.Env = e.vars
+	c.Stdin = strings.NewReader("")
+	return c
+}
+
+func (e *env) run(args ...string) outcome {
+	e.t.Helper()
+	c := e.cmd(context.Background(), args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return outcome{out.String(), errb.String(), code}
+}
+
+// useProvider points arbor at srv with the given provider and returns the
+// --model value.
+func (e *env) useProvider(provider, url string) string {
+	switch provider {
+	case "anthropic":
+		e.vars = append(e.vars, "ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=test-key")
+		return "anthropic/claude-test"
+	default:
+		e.vars = append(e.vars, "OPENAI_BASE_URL="+url+"/v1", "OPENAI_API_KEY=test-key")
+		return "openai/gpt-test"
+	}
+}
+
+var sessionLine = regexp.MustCompile(`session (\S+),`)
+
+func sessionID(t *testing.T, stderr string) string {
+	t.Helper()
+	m := sessionLine.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no session id in stderr:\n%s", stderr)
+	}
+	return m[1]
+}
+
+type shown struct {
+	Session  store.Session         `json:"session"`
+	Messages []store.MessageRecord `json:"messages"`
+	Intents  []store.Intent        `json:"intents"`
+}
+
+func (e *env) show(id string) shown {
+	e.t.Helper()
+	o := e.run("sessions", "show", "--json", id)
+	if o.code != 0 {
+		e.t.Fatalf("sessions show: %d %s", o.code, o.stderr)
+	}
+	var s shown
+	if err := json.Unmarshal([]byte(o.stdout), &s); err != nil {
+		e.t.Fatalf("sessions show output: %v\n%s", err, o.stdout)
+	}
+	return s
+}
+
+func TestRunEditsFilesWithApproval(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"anthropic", "openai"} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			if err := os.WriteFile(filepath.Join(e.workspace, "notes.txt"), []byte("color: red\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			srv := llmtest.NewServer(
+				llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": "out/poem.txt", "content": "roots hold the hill\n"}}}},
+				llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "edit", Input: map[string]any{"path": "notes.txt", "old_string": "red", "new_string": "green"}}}},
+				llmtest.Turn{Text: "Wrote the poem and changed the color."},
+			)
+			defer srv.Close()
+			model := e.useProvider(provider, srv.URL)
+
+			o := e.run("run", "--model", model, "--yes", "write a poem and fix the color")
+			if o.code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", o.code, o.stderr)
+			}
+			if strings.TrimSpace(o.stdout) != "Wrote the poem and changed the color." {
+				t.Fatalf("stdout %q", o.stdout)
+			}
+			if b, _ := os.ReadFile(filepath.Join(e.workspace, "out/poem.txt")); string(b) != "roots hold the hill\n" {
+				t.Fatalf("poem.txt = %q", b)
+			}
+			if b, _ := os.ReadFile(filepath.Join(e.workspace, "notes.txt")); string(b) != "color: green\n" {
+				t.Fatalf("notes.txt = %q", b)
+			}
+			if !strings.Contains(o.stderr, "→ write_file out/poem.txt") {
+				t.Fatalf("progress missing from stderr:\n%s", o.stderr)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 3 || reqs[0].Model != strings.SplitN(model, "/", 2)[1] || !strings.Contains(reqs[0].System, "arbor") {
+				t.Fatalf("requests: %d, first model %q", len(reqs), reqs[0].Model)
+			}
+			s := e.show(sessionID(t, o.stderr))
+			if s.Session.Status != store.SessionIdle || len(s.Messages) != 6 || len(s.Intents) != 2 || s.Session.Usage.OutputTokens == 0 {
+				t.Fatalf("session %+v, %d messages, %d intents", s.Session, len(s.Messages), len(s.Intents))
+			}
+		})
+	}
+}
+
+func TestRunDeniesWithoutTerminal(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"anthropic", "openai"} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			srv := llmtest.NewServer(
+				llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", Input: map[string]any{"command": "touch pwned"}}}},
+				llmtest.Turn{Text: "I could not run the command.", Expect: "not a terminal"},
+			)
+			defer srv.Close()
+			model := e.useProvider(provider, srv.URL)
+			o := e.run("run", "--model", model, "touch a file")
+			if o.code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", o.code, o.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(e.workspace, "pwned")); !os.IsNotExist(err) {
+				t.Fatal("a denied shell command ran")
+			}
+			if strings.TrimSpace(o.stdout) != "I could not run the command." {
+				t.Fatalf("stdout %q stderr %s", o.stdout, o.stderr)
+			}
+			last := srv.Requests()[1].LastUserText()
+			if !strings.Contains(last, "denied") || !strings.Contains(last, "--yes") {
+				t.Fatalf("the model should learn why: %q", last)
+			}
+		})
+	}
+}
+
+func TestRunWithoutModelExplains(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	o := e.run("run", "hello")
+	if o.code != 2 {
+		t.Fatalf("exit %d, want 2; stderr %s", o.code, o.stderr)
+	}
+	for _, want := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "--model"} {
+		if !strings.Contains(o.stderr, want) {
+			t.Fatalf("stderr should name %s:\n%s", want, o.stderr)
+		}
+	}
+}
+
+func TestRunScriptedDemo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script, err := filepath.Abs("../../examples/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.run("run", "--model", "script:"+script, "--yes", "Write a haiku about trees into haiku.txt")
+	if o.code != 0 {
+		t.Fatalf("exit %d\n%s", o.code, o.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(e.workspace, "haiku.txt"))
+	if err != nil || len(b) == 0 || strings.TrimSpace(o.stdout) == "" {
+		t.Fatalf("haiku %q %v; stdout %q", b, err, o.stdout)
+	}
+	if o := e.run("sessions", "list"); o.code != 0 || !strings.Contains(o.stdout, "haiku") {
+		t.Fatalf("sessions list: %d %q", o.code, o.stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if o := e.run("run"); o.code != 2 {
+		t.Fatalf("run without a goal: exit %d", o.code)
+	}
+	if o := e.run("run", "--mode", "sideways", "--model", "anthropic/x", "hi"); o.code != 2 || !strings.Contains(o.stderr, "mode") {
+		t.Fatalf("bad mode: exit %d %s", o.code, o.stderr)
+	}
+	if o := e.run("--bogus"); o.code != 2 {
+		t.Fatalf("unknown flag: exit %d", o.code)
+	}
+	if o := e.run("version"); o.code != 0 || !strings.HasPrefix(o.stdout, "arbor ") {
+		t.Fatalf("version: %d %q", o.code, o.stdout)
+	}
+	if o := e.run("completion", "bash"); o.code != 0 || !strings.Contains(o.stdout, "arbor") {
+		t.Fatalf("completion: %d", o.code)
+	}
+}
+
+// TestKillDuringToolThenResume kills arbor with SIGKILL while a shell tool
+// runs, then resumes the session: the transcript is consistent and the
+// model is told the tool was interrupted.
+func TestKillDuringToolThenResume(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fifo := filepath.Join(e.home, "started")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", Input: map[string]any{"command": "echo $$ > " + fifo + "; exec sleep 60"}}}},
+		llmtest.Turn{Text: "The command was interrupted; not repeating it.", Expect: "interrupted"},
+	)
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+
+	c := e.cmd(context.Background(), "run", "--model", model, "--yes", "sleep a while")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(fifo) // blocks until the tool is running
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	n, _ := f.Read(buf)
+	f.Close()
+	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	var sleepPid int
+	if _, err := fmt.Sscan(strings.TrimSpace(string(buf[:n])), &sleepPid); err == nil && sleepPid > 0 {
+		_ = syscall.Kill(sleepPid, syscall.SIGKILL)
+	}
+
+	id := sessionID(t, errb.String())
+	s := e.show(id)
+	if len(s.Messages) != 2 || len(s.Intents) != 1 || s.Intents[0].Status != store.IntentStarted {
+		t.Fatalf("after kill: %d messages, intents %+v", len(s.Messages), s.Intents)
+	}
+
+	o := e.run("run", "--model", model, "--resume", id)
+	if o.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", o.code, o.stderr)
+	}
+	if !strings.Contains(o.stdout, "not repeating") {
+		t.Fatalf("stdout %q", o.stdout)
+	}
+	s = e.show(id)
+	if len(s.Messages) != 4 || s.Intents[0].Status != store.IntentFinished || !s.Intents[0].IsError {
+		t.Fatalf("after resume: %d messages, intents %+v", len(s.Messages), s.Intents)
+	}
+	res := s.Messages[2].Message.Parts[0].ToolResult
+	if res == nil || !strings.HasPrefix(res.Content, "interrupted") {
+		t.Fatalf("tool result after resume: %+v", s.Messages[2].Message)
+	}
+	if len(srv.Requests()) != 2 {
+		t.Fatalf("the shell tool must not run again; requests %d", len(srv.Requests()))
+	}
+}

@@ -1,0 +1,144 @@
+// Package cli is arbor's command line: one cobra command per file, each a
+// thin front end over internal/app. Run returns the process exit code:
+// 0 success, 1 agent or model error, 2 usage or configuration error,
+// 130 interrupted.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+)
+
+// Exit codes.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// Streams are the process's standard streams.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// globals are the persistent flags every command shares.
+type globals struct {
+	model     string
+	mode      string
+	store     string
+	workspace string
+}
+
+func (g *globals) open(ctx context.Context) (*app.App, error) {
+	a, err := app.Open(ctx, app.Options{
+		Workspace: g.workspace,
+		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode},
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return a, nil
+}
+
+// classify maps configuration mistakes to exit code 2.
+func classify(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	if errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey) ||
+		errors.Is(err, config.ErrInvalid) || errors.Is(err, app.ErrUsage) {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	return err
+}
+
+// Run executes the command line args and returns the exit code.
+func Run(ctx context.Context, args []string, s Streams) int {
+	root := newRoot(s)
+	root.SetArgs(args)
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(s.Err, "arbor:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(s.Err, "arbor:", err)
+	if isUsage(err) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// usageError marks cobra's own flag and argument errors.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+func newRoot(s Streams) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "arbor",
+		Short: "LLM agents that build and run their own task trees",
+		Long: `arbor runs an LLM agent on a goal in your workspace. The agent reads, edits
+and runs things with tools; writes and shell commands ask for your approval
+unless --mode or a permission rule allows them. Sessions are stored, so they
+can be listed, inspected and continued.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.model, "model", "m", "", "model as provider/name (anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3) or script:FILE")
+	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit or trust")
+	pf.StringVar(&g.store, "store", "", "database file (default $XDG_STATE_HOME/arbor/arbor.db; env ARBOR_STORE)")
+	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
+	root.AddCommand(newVersion(), newRunCmd(g, s), newSessionsCmd(g))
+	return root
+}
+
+// isTerminal reports whether r is an interactive terminal (not merely a
+// character device such as /dev/null).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+func newSessionsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List and inspect stored sessions",
+	}
+	var limit int
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ss, err := a.Store.ListSessions(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), ss)
+			}
+			printSessions(cmd.OutOrStdout(), ss)
+			return nil
+		},
+	}
+	list.Flags().IntVarP(&limit, "limit", "n", 20, "how many sessions (0 = all)")
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a session's transcript",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			s, err := a.Store.GetSession(ctx, args[0])
+			if err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+			msgs, err := a.Store.Messages(ctx, s.ID, 0)
+			if err != nil {
+				return err
+			}
+			intents, err := a.Store.Intents(ctx, s.ID)
+			if err != nil {
+				return err
+			}
+			if showJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Session  store.Session         `json:"session"`
+					Messages []store.MessageRecord `json:"messages"`
+					Intents  []store.Intent        `json:"intents"`
+				}{s, msgs, intents})
+			}
+			printTranscript(cmd.OutOrStdout(), s, msgs)
+			return nil
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print JSON: the session, every message and every tool intent")
+	cmd.AddCommand(list, show)
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func costText(s store.Session) string {
+	if !s.CostKnown {
+		return "?"
+	}
+	return fmt.Sprintf("$%.4f", s.CostUSD)
+}
+
+func printSessions(w io.Writer, ss []store.Session) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tUPDATED\tTOKENS\tCOST\tTITLE")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, s.Model,
+			s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.Usage.Total(), costText(s), clipLine(s.Title, 60))
+	}
+	tw.Flush()
+}
+
+func printTranscript(w io.Writer, s store.Session, msgs []store.MessageRecord) {
+	fmt.Fprintf(w, "session %s  (%s, model %s)\nworkspace %s\ntokens %d in / %d out, cost %s\n\n",
+		s.ID, s.Status, s.Model, s.Workspace, s.Usage.InputTokens, s.Usage.OutputTokens, costText(s))
+	for _, r := range msgs {
+		for _, p := range r.Message.Parts {
+			switch p.Type {
+			case llm.PartText:
+				if strings.TrimSpace(p.Text) != "" {
+					fmt.Fprintf(w, "[%d] %s: %s\n", r.Seq, r.Message.Role, p.Text)
+				}
+			case llm.PartThinking:
+				fmt.Fprintf(w, "[%d] thinking: %s\n", r.Seq, clipLine(p.Text, 200))
+			case llm.PartToolCall:
+				fmt.Fprintf(w, "[%d] → %s %s\n", r.Seq, p.ToolCall.Name, string(p.ToolCall.Input))
+			case llm.PartToolResult:
+				mark := "✓"
+				if p.ToolResult.IsError {
+					mark = "✗"
+				}
+				fmt.Fprintf(w, "[%d]   %s %s\n", r.Seq, mark, clipLine(p.ToolResult.Content, 200))
+			}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+// Package anthropic is arbor's llm.Provider for Anthropic's Messages API,
+// streamed through the official Go SDK. It works with api.anthropic.com and
+// with any server speaking the same wire format.
+//
+// Invariants:
+//   - The SDK never retries (llm.WithRetry owns retries) and never reads the
+//     environment: the caller resolves keys and base URLs.
+//   - Every stream ends with exactly one llm.Done or one error. Errors are a
+//     *llm.APIError for HTTP error answers (also for errors sent in-band
+//     inside a stream) or wrap llm.ErrConnection (transport failures, a
+//     stream cut before message_stop) or llm.ErrBadResponse (undecodable
+//     events); a cancelled ctx yields ctx.Err().
+//   - Thinking blocks are returned as llm.PartThinking with their signature
+//     and sent back unchanged. A redacted thinking block is kept as a
+//     thinking part with an empty Text and the opaque data in Signature, so
+//     it too round-trips.
+//   - Tool call input is always a JSON object; an empty input becomes {}.
+//   - Prompt caching: a cache breakpoint is set at the end of the system
+//     prompt (or the tools, when there is no system prompt) and on the last
+//     block of the conversation, so each step of an agent loop re-reads the
+//     previous step's prefix from the cache.
+package anthropic
+
+import (
+	"context"
+	"iter"
+	"net/http"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// DefaultMaxTokens is the output cap used when neither the request nor the
+// options set one.
+const DefaultMaxTokens = 8192
+
+// Options configure a Provider.
+type Options struct {
+	// Name is the provider's name in errors and logs; default "anthropic".
+	Name   string
+	APIKey string
+	// BaseURL is the server's root URL (the SDK appends /v1/messages);
+	// empty means the SDK's production default. ANTHROPIC_BASE_URL is
+	// resolved by the caller, not here.
+	BaseURL string
+	// HTTPClient sends the requests; default a client without a timeout
+	// (streams are bounded by ctx and the stall watchdog of llm.WithRetry).
+	HTTPClient *http.Client
+	// MaxTokens caps the output of requests that set none; default
+	// DefaultMaxTokens.
+	MaxTokens int64
+}
+
+// Provider streams model calls from the Messages API.
+type Provider struct {
+	name      string
+	maxTokens int64
+	messages  sdk.MessageService
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a Provider configured by o.
+func New(o Options) *Provider {
+	if o.Name == "" {
+		o.Name = "anthropic"
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(o.HTTPClient),
+		option.WithMaxRetries(0),
+	}
+	if o.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(o.BaseURL))
+	}
+	if o.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(o.APIKey))
+	}
+	client := sdk.NewClient(opts...)
+	return &Provider{name: o.Name, maxTokens: o.MaxTokens, messages: client.Messages}
+}
+
+// Name returns the provider's configured name.
+func (p *Provider) Name() string { return p.name }
+
+// Stream sends req and yields the response as it arrives.
+func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		params, err := buildParams(req, p.maxTokens)
+		if err != nil {
+			yield(nil, p.requestError(err))
+			return
+		}
+		stream := p.messages.NewStreaming(ctx, params)
+		defer stream.Close()
+
+		asm := newAssembler()
+		for stream.Next() {
+			events, err := asm.add(stream.Current())
+			if err != nil {
+				yield(nil, p.badResponse(err))
+				return
+			}
+			for _, ev := range events {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if asm.done {
+				resp, err := asm.response()
+				if err != nil {
+					yield(nil, p.badResponse(err))
+					return
+				}
+				yield(llm.Done{Response: resp}, nil)
+				return
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(nil, p.streamError(ctx, err))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		yield(nil, p.cut())
+	}
+}

@@ -1,0 +1,263 @@
+package llmtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Server is a running scripted model server.
+type Server struct {
+	// URL is "http://127.0.0.1:PORT", without a trailing slash.
+	URL string
+
+	hs *httptest.Server
+	fn func(Request) Turn
+	// done is closed by Close; it releases stalled and slow handlers.
+	done      chan struct{}
+	closeOnce sync.Once
+
+	// fnMu serializes calls of fn (and the recording that precedes them), so
+	// fn sees requests one at a time and in recorded order.
+	fnMu sync.Mutex
+
+	mu        sync.Mutex  // guards the fields below
+	turns     []Turn      // unconsumed scripted turns
+	requests  []Request   // every model request, in arrival order
+	stopWatch func() bool // stops Serve's context watch; nil otherwise
+}
+
+// NewServer starts a server on 127.0.0.1 that answers with turns, in order.
+func NewServer(turns ...Turn) *Server {
+	return start(nil, nil, turns)
+}
+
+// NewServerFunc starts a server that answers each request with fn(req).
+// Turns added with Push are served first. fn is called one request at a
+// time, in the order the requests are recorded.
+func NewServerFunc(fn func(Request) Turn) *Server {
+	return start(nil, fn, nil)
+}
+
+// Serve validates script and serves it on addr (e.g. "127.0.0.1:0") until
+// ctx ends or Close is called. The app uses it for --model script:FILE.
+func Serve(ctx context.Context, addr string, script Script) (*Server, error) {
+	if err := script.Validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("llmtest: listening on %s: %w", addr, err)
+	}
+	s := start(ln, nil, script.Turns)
+	stop := context.AfterFunc(ctx, s.Close)
+	s.mu.Lock()
+	s.stopWatch = stop
+	s.mu.Unlock()
+	return s, nil
+}
+
+func start(ln net.Listener, fn func(Request) Turn, turns []Turn) *Server {
+	s := &Server{fn: fn, done: make(chan struct{}), turns: slices.Clone(turns)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", s.handleModel(anthropic{}))
+	mux.HandleFunc("POST /v1/chat/completions", s.handleModel(openai{}))
+	mux.HandleFunc("POST /chat/completions", s.handleModel(openai{}))
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /models", s.handleModels)
+	mux.HandleFunc("/", s.handleUnknown)
+	s.hs = httptest.NewUnstartedServer(mux)
+	if ln != nil {
+		_ = s.hs.Listener.Close() // the default loopback listener is replaced
+		s.hs.Listener = ln
+	}
+	s.hs.Start()
+	s.URL = s.hs.URL
+	return s
+}
+
+// Close stops the server. It does not wait for stalled or slow streams: it
+// releases them and closes every client connection first. Safe to call
+// more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		stop := s.stopWatch
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		close(s.done)
+		s.hs.CloseClientConnections()
+		s.hs.Close()
+	})
+}
+
+// Push appends turns to the script.
+func (s *Server) Push(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns = append(s.turns, turns...)
+}
+
+// Requests returns every model request received, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// Remaining returns the number of unconsumed scripted turns.
+func (s *Server) Remaining() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.turns)
+}
+
+// record appends req and returns its 1-based number.
+func (s *Server) record(req Request) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	return len(s.requests)
+}
+
+// take records req and returns the turn that answers it and the request's
+// 1-based number; ok is false when the script is exhausted.
+func (s *Server) take(req Request) (t Turn, n int, ok bool) {
+	if s.fn != nil {
+		s.fnMu.Lock()
+		defer s.fnMu.Unlock()
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	n = len(s.requests)
+	if len(s.turns) > 0 {
+		t = s.turns[0]
+		s.turns = s.turns[1:]
+		s.mu.Unlock()
+		return t, n, true
+	}
+	s.mu.Unlock()
+	if s.fn == nil {
+		return Turn{}, n, false
+	}
+	return s.fn(req), n, true
+}
+
+// wireFormat is one of the two API dialects the server speaks. It has more
+// methods than a seam usually should because it is a closed, internal set
+// of two encoders, not a point of extension.
+type wireFormat interface {
+	name() string
+	decode(body []byte, r *Request) error
+	resolve(t Turn, r Request) (answer, error)
+	message(a answer) []byte
+	events(a answer) []sseEvent
+	malformed() sseEvent
+	errorBody(status int, msg string) []byte
+	requestIDHeader() string
+}
+
+func (s *Server) handleModel(f wireFormat) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := Request{Format: f.name(), Path: r.URL.Path, Header: r.Header.Clone()}
+		body, err := io.ReadAll(r.Body)
+		req.Body = body
+		if err == nil {
+			err = f.decode(body, &req)
+		}
+		if err != nil {
+			req.DecodeErr = err
+			n := s.record(req)
+			s.fail(w, f, n, http.StatusBadRequest, fmt.Sprintf("llmtest: request %d: cannot decode %s request body: %v", n, f.name(), err), 0)
+			return
+		}
+		turn, n, ok := s.take(req)
+		if !ok {
+			s.fail(w, f, n, http.StatusInternalServerError, fmt.Sprintf("llmtest: script exhausted after %d requests", n-1), 0)
+			return
+		}
+		if err := turn.Validate(); err != nil {
+			s.fail(w, f, n, http.StatusInternalServerError, fmt.Sprintf("llmtest: request %d: %v", n, err), 0)
+			return
+		}
+		if turn.Expect != "" {
+			if last := req.LastUserText(); !strings.Contains(last, turn.Expect) {
+				s.fail(w, f, n, http.StatusBadRequest, fmt.Sprintf("llmtest: request %d: expected the last user message to contain %q, but it was %q", n, turn.Expect, clip(last, 500)), 0)
+				return
+			}
+		}
+		if fl := turn.Fault; fl != nil {
+			switch fl.Kind {
+			case FaultRateLimit:
+				s.fail(w, f, n, cmp(fl.Status, http.StatusTooManyRequests), fmt.Sprintf("llmtest: request %d: scripted rate limit", n), cmp(fl.RetryAfter, 1))
+				return
+			case FaultServer:
+				s.fail(w, f, n, cmp(fl.Status, http.StatusInternalServerError), fmt.Sprintf("llmtest: request %d: scripted server error", n), fl.RetryAfter)
+				return
+			}
+		}
+		a, err := f.resolve(turn, req)
+		if err != nil {
+			s.fail(w, f, n, http.StatusInternalServerError, fmt.Sprintf("llmtest: request %d: %v", n, err), 0)
+			return
+		}
+		w.Header().Set(f.requestIDHeader(), requestID(n))
+		if req.Stream {
+			s.stream(w, r, f, a, turn.Fault)
+		} else {
+			s.reply(w, r, f, a, turn.Fault)
+		}
+	}
+}
+
+// fail answers with an error body in f's format; retryAfter > 0 adds a
+// Retry-After header (seconds).
+func (s *Server) fail(w http.ResponseWriter, f wireFormat, n, status int, msg string, retryAfter int) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(f.requestIDHeader(), requestID(n))
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(f.errorBody(status, msg))
+}
+
+func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
+	var f wireFormat = openai{}
+	if isAnthropic(r) {
+		f = anthropic{}
+	}
+	s.fail(w, f, 0, http.StatusNotFound, fmt.Sprintf("llmtest: no route for %s %s (serves POST /v1/messages, POST /v1/chat/completions, GET /v1/models)", r.Method, r.URL.Path), 0)
+}
+
+// isAnthropic tells the Anthropic SDK's requests apart on shared paths.
+func isAnthropic(r *http.Request) bool {
+	return r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != ""
+}
+
+func requestID(n int) string { return "req_llmtest_" + strconv.Itoa(n) }
+
+// cmp returns v, or def when v is zero.
+func cmp(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

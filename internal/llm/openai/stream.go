@@ -1,0 +1,230 @@
+package openai
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// call is a tool call being streamed.
+type call struct {
+	id, name string
+	args     strings.Builder
+}
+
+// assembler turns chunks into llm events and assembles the final response.
+// It is used by one goroutine.
+type assembler struct {
+	id, model string
+	thinking  strings.Builder
+	text      strings.Builder
+	refused   bool
+	// calls are in the order the model opened them; byIndex maps the wire
+	// index of a call to its position.
+	calls    []*call
+	byIndex  map[int64]int
+	finish   string
+	finished bool
+	usage    llm.Usage
+}
+
+func newAssembler() *assembler {
+	return &assembler{byIndex: make(map[int64]int)}
+}
+
+// add consumes one chunk and returns the llm events it produces.
+func (a *assembler) add(c sdk.ChatCompletionChunk) ([]llm.Event, error) {
+	if a.id == "" {
+		a.id = c.ID
+	}
+	if a.model == "" {
+		a.model = c.Model
+	}
+	if c.JSON.Usage.Valid() {
+		a.setUsage(c.Usage)
+	}
+	var out []llm.Event
+	for _, choice := range c.Choices {
+		if choice.Index != 0 {
+			continue // arbor asks for one choice
+		}
+		evs, err := a.delta(choice.Delta)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+		if choice.FinishReason != "" && !a.finished {
+			a.finished, a.finish = true, choice.FinishReason
+			for i := range a.calls {
+				out = append(out, llm.ToolCallEnd{Index: i})
+			}
+		}
+	}
+	return out, nil
+}
+
+func (a *assembler) delta(d sdk.ChatCompletionChunkChoiceDelta) ([]llm.Event, error) {
+	var out []llm.Event
+	reasoning, err := reasoningOf(d)
+	if err != nil {
+		return nil, err
+	}
+	if reasoning != "" {
+		a.thinking.WriteString(reasoning)
+		out = append(out, llm.ThinkingDelta{Text: reasoning})
+	}
+	if d.Content != "" {
+		a.text.WriteString(d.Content)
+		out = append(out, llm.TextDelta{Text: d.Content})
+	}
+	if d.Refusal != "" {
+		a.refused = true
+		a.text.WriteString(d.Refusal)
+		out = append(out, llm.TextDelta{Text: d.Refusal})
+	}
+	for _, tc := range d.ToolCalls {
+		out = append(out, a.toolDelta(tc)...)
+	}
+	return out, nil
+}
+
+// reasoningOf reads the reasoning text of a delta, which is not part of
+// OpenAI's schema: DeepSeek, Qwen and vLLM send reasoning_content, Ollama
+// and OpenRouter reasoning.
+func reasoningOf(d sdk.ChatCompletionChunkChoiceDelta) (string, error) {
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		// Extra fields are never Valid (the SDK has no type for them);
+		// their raw JSON is what counts.
+		raw := d.JSON.ExtraFields[key].Raw()
+		if raw == "" || raw == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			return "", fmt.Errorf("delta %s is not a string: %w", key, err)
+		}
+		if s != "" {
+			return s, nil
+		}
+	}
+	return "", nil
+}
+
+// toolDelta accumulates one fragment of a tool call. The first fragment of
+// an index carries its id and name; a fragment with a new id on an index
+// whose call already has arguments opens a new call (some servers reuse
+// index 0 for parallel calls).
+func (a *assembler) toolDelta(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) []llm.Event {
+	var out []llm.Event
+	pos, ok := a.byIndex[tc.Index]
+	if ok && tc.ID != "" && tc.ID != a.calls[pos].id && a.calls[pos].args.Len() > 0 {
+		ok = false
+	}
+	if !ok {
+		id := tc.ID
+		if id == "" {
+			id = newCallID()
+		}
+		pos = len(a.calls)
+		a.calls = append(a.calls, &call{id: id, name: tc.Function.Name})
+		a.byIndex[tc.Index] = pos
+		out = append(out, llm.ToolCallBegin{Index: pos, ID: id, Name: tc.Function.Name})
+	} else if a.calls[pos].name == "" && tc.Function.Name != "" {
+		a.calls[pos].name = tc.Function.Name
+	}
+	if args := tc.Function.Arguments; args != "" {
+		a.calls[pos].args.WriteString(args)
+		out = append(out, llm.ToolCallDelta{Index: pos, JSON: args})
+	}
+	return out
+}
+
+// setUsage records a usage report. prompt_tokens includes cached and
+// cache-write tokens; InputTokens must not, or cost is counted twice.
+func (a *assembler) setUsage(u sdk.CompletionUsage) {
+	cached := u.PromptTokensDetails.CachedTokens
+	written := u.PromptTokensDetails.CacheWriteTokens
+	a.usage = llm.Usage{
+		InputTokens:      max(u.PromptTokens-cached-written, 0),
+		OutputTokens:     u.CompletionTokens,
+		CacheReadTokens:  cached,
+		CacheWriteTokens: written,
+	}
+}
+
+// response returns the assembled response; call it once the stream ended
+// after a finish_reason.
+func (a *assembler) response() (*llm.Response, error) {
+	msg := llm.Message{Role: llm.RoleAssistant}
+	if a.thinking.Len() > 0 {
+		msg.Parts = append(msg.Parts, llm.Part{Type: llm.PartThinking, Text: a.thinking.String()})
+	}
+	if a.text.Len() > 0 {
+		msg.Parts = append(msg.Parts, llm.TextPart(a.text.String()))
+	}
+	for _, c := range a.calls {
+		if c.name == "" {
+			return nil, fmt.Errorf("tool call %q has no name", c.id)
+		}
+		input, err := toolInput(c.args.String())
+		if err != nil {
+			return nil, fmt.Errorf("tool call %q: %w", c.id, err)
+		}
+		msg.Parts = append(msg.Parts, llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: c.id, Name: c.name, Input: input}})
+	}
+	return &llm.Response{
+		ID:         a.id,
+		Model:      a.model,
+		Message:    msg,
+		StopReason: a.stopReason(),
+		Usage:      a.usage,
+	}, nil
+}
+
+func (a *assembler) stopReason() llm.StopReason {
+	switch a.finish {
+	case "stop":
+		switch {
+		case len(a.calls) > 0:
+			// Some compatible servers finish tool calls with "stop".
+			return llm.StopToolUse
+		case a.refused:
+			return llm.StopRefusal
+		}
+		return llm.StopEndTurn
+	case "tool_calls", "function_call":
+		return llm.StopToolUse
+	case "length":
+		return llm.StopMaxTokens
+	case "content_filter":
+		return llm.StopRefusal
+	default:
+		return llm.StopOther
+	}
+}
+
+// toolInput is a call's complete arguments; empty arguments become {}.
+func toolInput(args string) (json.RawMessage, error) {
+	s := strings.TrimSpace(args)
+	if s == "" || s == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("arguments are not valid JSON: %.200q", s)
+	}
+	return json.RawMessage(s), nil
+}
+
+// newCallID makes an id for a call the server sent without one, so that
+// its result can still be matched to it.
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "call_" + hex.EncodeToString(b[:])
+}

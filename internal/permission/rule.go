@@ -1,0 +1,192 @@
+package permission
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Rule allows, asks for or denies calls of one tool, optionally only those
+// whose main argument (command or path) matches Pattern.
+type Rule struct {
+	Tool string
+	// Pattern is a glob over the tool's main argument; "" matches every
+	// call of the tool.
+	Pattern string
+	Action  Action
+	Scope   Scope
+}
+
+// ParseRule reads "tool" or "tool(pattern)".
+func ParseRule(spec string, a Action, s Scope) (Rule, error) {
+	spec = strings.TrimSpace(spec)
+	tool, pattern := spec, ""
+	if i := strings.IndexByte(spec, '('); i >= 0 {
+		if !strings.HasSuffix(spec, ")") {
+			return Rule{}, fmt.Errorf("%w %q: missing closing parenthesis", ErrInvalidRule, spec)
+		}
+		tool, pattern = strings.TrimSpace(spec[:i]), strings.TrimSpace(spec[i+1:len(spec)-1])
+		if pattern == "" {
+			return Rule{}, fmt.Errorf("%w %q: empty pattern (write %q to match every call)", ErrInvalidRule, spec, tool)
+		}
+	}
+	if !validTool(tool) {
+		return Rule{}, fmt.Errorf("%w %q: a rule is tool or tool(pattern), tool made of letters, digits, '_', '-', '.', ':'", ErrInvalidRule, spec)
+	}
+	if !a.valid() {
+		return Rule{}, fmt.Errorf("%w %q: %w %q", ErrInvalidRule, spec, ErrInvalidAction, a)
+	}
+	if !s.valid() {
+		return Rule{}, fmt.Errorf("%w %q: %w %q", ErrInvalidRule, spec, ErrInvalidScope, s)
+	}
+	return Rule{Tool: tool, Pattern: pattern, Action: a, Scope: s}, nil
+}
+
+// String writes the rule the way ParseRule reads it, without action and
+// scope.
+func (r Rule) String() string {
+	if r.Pattern == "" {
+		return r.Tool
+	}
+	return r.Tool + "(" + r.Pattern + ")"
+}
+
+// same reports whether r and o are the same rule, tool names compared
+// tolerantly.
+func (r Rule) same(o Rule) bool {
+	return normalize(r.Tool) == normalize(o.Tool) && r.Pattern == o.Pattern &&
+		r.Action == o.Action && r.Scope == o.Scope
+}
+
+func validTool(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == '-' || c == '.' || c == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// matcher is a rule compiled against one workspace.
+type matcher struct {
+	rule Rule
+	tool string // normalized
+	// command matches one simple command; nil when the rule has no pattern.
+	command *regexp.Regexp
+	// paths match absolute paths: the pattern anchored at the workspace
+	// (relative patterns) or as written, plus variants with symlinks in
+	// its literal prefix resolved. Empty when the rule has no pattern.
+	paths []*regexp.Regexp
+}
+
+func compile(r Rule, ws workspace) (*matcher, error) {
+	m := &matcher{rule: r, tool: normalize(r.Tool)}
+	if r.Pattern == "" {
+		return m, nil
+	}
+	var err error
+	if m.command, err = commandGlob(r.Pattern); err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalidRule, r, err)
+	}
+	for _, p := range pathPatterns(r.Pattern, ws) {
+		re, err := pathGlob(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrInvalidRule, r, err)
+		}
+		m.paths = append(m.paths, re)
+	}
+	return m, nil
+}
+
+// pathPatterns turns a rule's path pattern into absolute patterns.
+func pathPatterns(p string, ws workspace) []string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = escapeGlob(filepath.ToSlash(home)) + p[1:]
+		}
+	}
+	if !strings.HasPrefix(p, "/") {
+		out := []string{path.Join(escapeGlob(filepath.ToSlash(ws.real)), p)}
+		if ws.abs != ws.real {
+			out = append(out, path.Join(escapeGlob(filepath.ToSlash(ws.abs)), p))
+		}
+		return out
+	}
+	p = path.Clean(p)
+	out := []string{p}
+	// "/tmp/**" must also match when /tmp is a symlink (macOS).
+	lit := p
+	if i := strings.IndexAny(p, `*?\`); i >= 0 {
+		lit = p[:strings.LastIndexByte(p[:i], '/')+1]
+	}
+	if lit != "" && lit != "/" {
+		if real, err := realpath(filepath.FromSlash(lit)); err == nil {
+			real = escapeGlob(filepath.ToSlash(real))
+			if want := strings.TrimSuffix(lit, "/"); real != want {
+				out = append(out, real+p[len(want):])
+			}
+		}
+	}
+	return out
+}
+
+// bare reports whether the rule has no pattern and so matches every call.
+func (m *matcher) bare() bool { return m.rule.Pattern == "" }
+
+// appliesTo reports whether the rule names this tool.
+func (m *matcher) appliesTo(tool string) bool { return m.tool == tool }
+
+// matchSegment matches one simple shell command.
+func (m *matcher) matchSegment(seg string) bool {
+	return m.bare() || m.command.MatchString(seg)
+}
+
+// matchPath reports whether the rule covers the path: every resolved form
+// must match when strict (allow and ask), any form including the
+// unresolved one otherwise (deny).
+func (m *matcher) matchPath(r resolved, strict bool) bool {
+	if m.bare() {
+		return true
+	}
+	if strict {
+		for _, real := range r.reals {
+			if !m.anyPath(real) {
+				return false
+			}
+		}
+		return true
+	}
+	if m.anyPath(r.abs) {
+		return true
+	}
+	for _, real := range r.reals {
+		if m.anyPath(real) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesPath reports whether the rule's pattern explicitly matches a path
+// outside the workspace; a rule without a pattern never does.
+func (m *matcher) namesPath(r resolved) bool {
+	return !m.bare() && m.matchPath(r, true)
+}
+
+func (m *matcher) anyPath(p string) bool {
+	p = filepath.ToSlash(p)
+	for _, re := range m.paths {
+		if re.MatchString(p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrSchemaTooNew reports a database migrated by a newer arbor than this
+// one. Opening it would risk writing rows the newer schema does not expect.
+var ErrSchemaTooNew = errors.New("database schema is newer than this arbor")
+
+// migrationFiles holds the schema history: migrations/NNNN_name.sql,
+// numbered from 1 without gaps. A released file is never edited; a change
+// is a new file.
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations reads migrations/*.sql from fsys and checks that their
+// versions run 1, 2, 3… without gaps or duplicates.
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	// fs.Glob returns names sorted; with zero-padded numbers that is
+	// version order, and the gap check below catches anything else.
+	ms := make([]migration, 0, len(names))
+	for i, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(strings.TrimSuffix(base, ".sql"), "_")
+		if !ok {
+			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", base)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql: %w", base, err)
+		}
+		if v != i+1 {
+			return nil, fmt.Errorf("migration %s: version %d, want %d (versions run from 1 without gaps)", base, v, i+1)
+		}
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", base, err)
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(body)})
+	}
+	return ms, nil
+}
+
+// migrate brings db up to the last of ms. Each migration runs in its own
+// write transaction that first re-reads the version, so several processes
+// opening the same new file at once apply every migration exactly once.
+func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
+	err := inTx(ctx, db, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    BIGINT PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at BIGINT NOT NULL
+		)`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for {
+		var done bool
+		err := inTx(ctx, db, func(tx *sql.Tx) error {
+			v, err := schemaVersion(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if v > len(ms) {
+				return fmt.Errorf("%w: the file is at schema version %d, this arbor knows versions up to %d; use a newer arbor", ErrSchemaTooNew, v, len(ms))
+			}
+			if v == len(ms) {
+				done = true
+				return nil
+			}
+			m := ms[v]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			_, err = tx.ExecContext(ctx,
+				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, time.Now().UnixNano())
+			if err != nil {
+				return fmt.Errorf("record migration %s: %w", m.name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// schemaVersion returns the highest applied migration, 0 for a new file.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var v int
+	err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,163 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+const sessionColumns = `id, title, model, workspace, status, created_at, updated_at,
+	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_known`
+
+// CreateSession inserts s. An empty Status becomes store.SessionActive, a
+// zero CreatedAt becomes now and a zero UpdatedAt becomes CreatedAt. The
+// usage totals always start at zero with a known cost: they belong to
+// AddUsage. ErrConflict when the id is taken.
+func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
+	if err := sess.Validate(); err != nil {
+		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	if sess.Status == "" {
+		sess.Status = store.SessionActive
+	}
+	now := time.Now()
+	created, err := nanos(sess.CreatedAt, now)
+	if err != nil {
+		return fmt.Errorf("create session %s: created_at: %w", sess.ID, err)
+	}
+	updated, err := nanos(sess.UpdatedAt, fromNanos(created))
+	if err != nil {
+		return fmt.Errorf("create session %s: updated_at: %w", sess.ID, err)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO sessions
+			(id, title, model, workspace, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`,
+			sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("id already taken: %w", store.ErrConflict)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// GetSession returns the session with id, ErrNotFound if there is none.
+func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+	row := s.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id)
+	sess, err := scanSession(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("get session %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("get session %s: %w", id, err)
+	}
+	return sess, nil
+}
+
+// ListSessions returns sessions by creation time, newest first (ties by id,
+// descending); limit <= 0 means all.
+func (s *Store) ListSessions(ctx context.Context, limit int) ([]store.Session, error) {
+	q := `SELECT ` + sessionColumns + ` FROM sessions ORDER BY created_at DESC, id DESC`
+	var args []any
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Session{}
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// SetSessionStatus changes the status of session id; ErrInvalid for a status
+// outside the store.Session* set, ErrNotFound for an unknown session.
+func (s *Store) SetSessionStatus(ctx context.Context, id, status string) error {
+	if !store.ValidSessionStatus(status) {
+		return fmt.Errorf("set status of session %s: %w: unknown session status %q", id, store.ErrInvalid, status)
+	}
+	now := time.Now().UnixNano()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status = ?, `+touch+` WHERE id = ?`,
+			status, now, now, id)
+		if err != nil {
+			return err
+		}
+		return requireRow(res)
+	})
+	if err != nil {
+		return fmt.Errorf("set status of session %s: %w", id, err)
+	}
+	return nil
+}
+
+// touchSession advances the session's updated_at inside tx; ErrNotFound
+// when the session does not exist.
+func touchSession(ctx context.Context, tx *sql.Tx, id string) error {
+	now := time.Now().UnixNano()
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET `+touch+` WHERE id = ?`, now, now, id)
+	if err != nil {
+		return err
+	}
+	return requireRow(res)
+}
+
+// requireRow turns an update that matched no row into ErrNotFound.
+func requireRow(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("no such session: %w", store.ErrNotFound)
+	}
+	return nil
+}
+
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+func scanSession(sc scanner) (store.Session, error) {
+	var (
+		sess             store.Session
+		created, updated int64
+	)
+	err := sc.Scan(&sess.ID, &sess.Title, &sess.Model, &sess.Workspace, &sess.Status,
+		&created, &updated,
+		&sess.Usage.InputTokens, &sess.Usage.OutputTokens,
+		&sess.Usage.CacheReadTokens, &sess.Usage.CacheWriteTokens,
+		&sess.CostUSD, &sess.CostKnown)
+	if err != nil {
+		return store.Session{}, err
+	}
+	sess.CreatedAt = fromNanos(created)
+	sess.UpdatedAt = fromNanos(updated)
+	return sess, nil
+}

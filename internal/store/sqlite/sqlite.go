@@ -1,0 +1,174 @@
+// Package sqlite is arbor's default store dialect: one SQLite file accessed
+// through modernc.org/sqlite (pure Go, no cgo).
+//
+// Invariants:
+//   - Every write runs in a BEGIN IMMEDIATE transaction on the one writer
+//     connection. Writes of this process queue in database/sql; writes of
+//     other processes sharing the file wait for the write lock (busy_timeout)
+//     up front, so no transaction ever fails with SQLITE_BUSY while
+//     upgrading a read lock to a write lock.
+//   - Reads go through a separate pool of query_only connections. In WAL
+//     mode they see the last committed state and never block the writer.
+//   - Open applies the embedded migrations, one transaction each, and
+//     refuses a database whose schema is newer than this binary knows.
+//   - Times are stored as UTC unix nanoseconds and read back as UTC
+//     time.Time values equal to what was written.
+//   - A session's updated_at strictly increases on every write that touches
+//     the session, even when the wall clock stalls or steps back.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	// Registers the "sqlite" database/sql driver.
+	_ "modernc.org/sqlite"
+
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// busyTimeout is how long a connection waits for a lock another connection
+// or process holds before giving up with SQLITE_BUSY.
+const busyTimeout = 5 * time.Second
+
+// readConns is the size of the read pool. Reads are short and mostly wait
+// on the page cache or the disk, so a few more than the cores is fine.
+const readConns = 4
+
+// Store is a store.Store on one SQLite file. It is safe for concurrent use,
+// and several Stores (in one or several processes) may share one file.
+type Store struct {
+	write *sql.DB // exactly one connection; transactions are BEGIN IMMEDIATE
+	read  *sql.DB // query_only pool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path, creating its parent
+// directory with mode 0700, and migrates it to the current schema. It fails
+// with ErrSchemaTooNew when a newer arbor already migrated the file.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite store: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: create directory: %w", abs, err)
+	}
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", abs, err)
+	}
+
+	busy := fmt.Sprint(busyTimeout.Milliseconds())
+	write, err := openDB(ctx, abs, url.Values{
+		"_busy_timeout": {busy},
+		"_foreign_keys": {"1"},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_txlock":       {"immediate"},
+	}, 1)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)
+	}
+	if err := migrate(ctx, write, ms); err != nil {
+		_ = write.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", abs, err)
+	}
+	// The reader is opened after the writer switched the file to WAL, which
+	// is a persistent property of the file.
+	read, err := openDB(ctx, abs, url.Values{
+		"_busy_timeout": {busy},
+		"_query_only":   {"1"},
+	}, readConns)
+	if err != nil {
+		_ = write.Close()
+		return nil, fmt.Errorf("open sqlite store %s: readers: %w", abs, err)
+	}
+	return &Store{write: write, read: read}, nil
+}
+
+// openDB opens a pool of at most conns connections to the file at abs with
+// the given driver parameters and checks that one connection works.
+func openDB(ctx context.Context, abs string, params url.Values, conns int) (*sql.DB, error) {
+	// A file: URI with an escaped path, so '?', '#' and '%' in directory
+	// names cannot be mistaken for parameters.
+	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: params.Encode()}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes both pools. It is safe to call more than once; later calls
+// return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
+	})
+	return s.closeErr
+}
+
+// inTx runs fn in a write transaction and commits it when fn succeeds.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return inTx(ctx, s.write, fn)
+}
+
+func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// touch is the SET clause that advances a session's updated_at to now, or
+// by one nanosecond when now is not later than the stored value. It takes
+// the now argument twice.
+const touch = "updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at + 1 END"
+
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// nanos converts t to unix nanoseconds, substituting now for a zero t.
+func nanos(t, now time.Time) (int64, error) {
+	if t.IsZero() {
+		t = now
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return 0, fmt.Errorf("%w: time %s is outside the storable range", store.ErrInvalid, t)
+	}
+	return t.UnixNano(), nil
+}
+
+// fromNanos is the inverse of nanos.
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

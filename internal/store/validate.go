@@ -1,0 +1,100 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// ErrInvalid reports a record a dialect refuses to write: a required field
+// is empty or a value is outside its closed set. Dialects wrap it with %w,
+// so every dialect rejects exactly the same records.
+var ErrInvalid = errors.New("invalid record")
+
+// ValidSessionStatus reports whether status is one of the Session* constants.
+func ValidSessionStatus(status string) bool {
+	switch status {
+	case SessionActive, SessionIdle, SessionInterrupted, SessionFailed:
+		return true
+	}
+	return false
+}
+
+// Validate reports whether s can be created. An empty Status is allowed:
+// dialects store it as SessionActive.
+func (s Session) Validate() error {
+	if s.ID == "" {
+		return fmt.Errorf("%w: session id is empty", ErrInvalid)
+	}
+	if s.Status != "" && !ValidSessionStatus(s.Status) {
+		return fmt.Errorf("%w: unknown session status %q", ErrInvalid, s.Status)
+	}
+	return nil
+}
+
+// ValidateMessage reports whether m can be appended: its role is one of
+// llm's roles and every part's payload matches its type.
+func ValidateMessage(m llm.Message) error {
+	if m.Role != llm.RoleUser && m.Role != llm.RoleAssistant {
+		return fmt.Errorf("%w: unknown message role %q", ErrInvalid, m.Role)
+	}
+	for i, p := range m.Parts {
+		switch p.Type {
+		case llm.PartText, llm.PartThinking:
+		case llm.PartToolCall:
+			if p.ToolCall == nil {
+				return fmt.Errorf("%w: part %d is a tool call without a call", ErrInvalid, i)
+			}
+		case llm.PartToolResult:
+			if p.ToolResult == nil {
+				return fmt.Errorf("%w: part %d is a tool result without a result", ErrInvalid, i)
+			}
+		default:
+			return fmt.Errorf("%w: part %d has unknown type %q", ErrInvalid, i, p.Type)
+		}
+	}
+	return nil
+}
+
+// Validate reports whether in can be started. Status, Result, IsError and
+// EndedAt are ignored: a dialect always records a new intent as started.
+func (in Intent) Validate() error {
+	switch {
+	case in.SessionID == "":
+		return fmt.Errorf("%w: intent session id is empty", ErrInvalid)
+	case in.CallID == "":
+		return fmt.Errorf("%w: intent call id is empty", ErrInvalid)
+	case in.Tool == "":
+		return fmt.Errorf("%w: intent tool is empty", ErrInvalid)
+	}
+	return nil
+}
+
+// Validate reports whether u can be recorded.
+func (u UsageRecord) Validate() error {
+	if u.SessionID == "" {
+		return fmt.Errorf("%w: usage session id is empty", ErrInvalid)
+	}
+	n := u.Usage
+	if n.InputTokens < 0 || n.OutputTokens < 0 || n.CacheReadTokens < 0 || n.CacheWriteTokens < 0 || u.CostUSD < 0 {
+		return fmt.Errorf("%w: usage has a negative count or cost", ErrInvalid)
+	}
+	if math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
+		return fmt.Errorf("%w: usage cost is not a finite number", ErrInvalid)
+	}
+	return nil
+}
+
+// Validate reports whether c can be saved. Dialects additionally check that
+// UpToSeq does not pass the session's last message.
+func (c Compaction) Validate() error {
+	if c.SessionID == "" {
+		return fmt.Errorf("%w: compaction session id is empty", ErrInvalid)
+	}
+	if c.UpToSeq < 1 {
+		return fmt.Errorf("%w: compaction up_to_seq %d is below 1", ErrInvalid, c.UpToSeq)
+	}
+	return nil
+}

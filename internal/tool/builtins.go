@@ -1,0 +1,50 @@
+package tool
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// BuiltinOptions configures the built-in tools.
+type BuiltinOptions struct {
+	// Workspace is the directory relative paths are resolved against and
+	// shell commands run in. Empty means the current directory.
+	Workspace string
+	// Asker answers ask_user; nil makes ask_user report that no one is
+	// available.
+	Asker Asker
+	// Todos receives todo_write's lists; nil gives todo_write a private list.
+	Todos *TodoList
+	// ShellTimeout is shell's default timeout (DefaultShellTimeout when
+	// zero); ShellMaxTimeout the largest a call may ask for
+	// (DefaultShellMaxTimeout when zero).
+	ShellTimeout, ShellMaxTimeout time.Duration
+}
+
+// Builtins returns the built-in tools: read_file, write_file, edit,
+// list_directory, glob, grep, shell, todo_write and ask_user, in that order.
+// They are not guarded: wrap them with the permission decorator.
+func Builtins(o BuiltinOptions) []Tool {
+	ws, err := filepath.Abs(o.Workspace)
+	if err != nil {
+		// Only a missing working directory makes Abs fail; fall back to the
+		// path as given rather than refusing to build the tools.
+		ws = filepath.Clean(o.Workspace)
+	}
+	root := workRoot(ws)
+	todos := o.Todos
+	if todos == nil {
+		todos = NewTodoList(nil)
+	}
+	return []Tool{
+		newReadFile(root),
+		newWriteFile(root),
+		newEdit(root),
+		newListDirectory(root),
+		newGlob(root),
+		newGrep(root),
+		newShell(root, o.ShellTimeout, o.ShellMaxTimeout),
+		newTodoWrite(todos),
+		newAskUser(o.Asker),
+	}
+}

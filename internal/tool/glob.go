@@ -1,0 +1,126 @@
+package tool
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// globMaxResults caps one glob result.
+const globMaxResults = 1000
+
+type globArgs struct {
+	Pattern string `json:"pattern" jsonschema_description:"Glob pattern, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\". \"**\" matches any number of directories; \"*\" stays within one."`
+	Path    string `json:"path,omitempty" jsonschema_description:"Directory to search in: relative to the workspace root, or absolute. Default: the workspace root."`
+}
+
+// Target names the directory actually searched: path joined with the
+// pattern's leading directories, so "../../**" is seen for what it is.
+func (a globArgs) Target() Target {
+	dir, _ := staticPrefix(a.Pattern)
+	if filepath.IsAbs(dir) {
+		return Target{Paths: []string{dir}}
+	}
+	return Target{Paths: []string{filepath.Join(cmp.Or(a.Path, "."), dir)}}
+}
+
+const globDescription = `Find files by name pattern. Results are paths relative to the search directory (absolute for an absolute pattern), newest first ` +
+	`(by modification time); .git is skipped; at most 1000 are shown. A pattern without "**" does not descend: use "**/*.go" to search all directories.`
+
+func newGlob(root workRoot) Tool {
+	return New("glob", globDescription, KindRead, func(ctx context.Context, _ Call, a globArgs) Result {
+		return root.glob(ctx, a)
+	})
+}
+
+type globHit struct {
+	rel   string
+	mtime time.Time
+}
+
+func (w workRoot) glob(ctx context.Context, a globArgs) Result {
+	given := cmp.Or(a.Path, ".")
+	searchRoot := w.abs(given)
+	prefix, rest := staticPrefix(a.Pattern)
+	walkRoot := searchRoot
+	absolute := filepath.IsAbs(prefix)
+	if absolute {
+		walkRoot, searchRoot, given = prefix, prefix, prefix
+	} else if prefix != "" {
+		walkRoot = filepath.Join(searchRoot, prefix)
+	}
+	matcher, err := compileGlob(rest)
+	if err != nil {
+		return Errorf("%v", err)
+	}
+	info, err := os.Stat(searchRoot)
+	if err != nil {
+		return pathError(given, err)
+	}
+	if !info.IsDir() {
+		return Errorf("%s is not a directory", given)
+	}
+
+	var hits []globHit
+	err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if err != nil {
+			// An unreadable directory (or a prefix that does not exist) has
+			// nothing to match; keep walking the rest.
+			if d != nil && d.IsDir() && p != walkRoot {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" && p != walkRoot {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		relToWalk, err := filepath.Rel(walkRoot, p)
+		if err != nil || !matcher.match(filepath.ToSlash(relToWalk)) {
+			return nil
+		}
+		rel, err := filepath.Rel(searchRoot, p)
+		if err != nil || absolute {
+			rel = p
+		}
+		hit := globHit{rel: filepath.ToSlash(rel)}
+		if fi, err := d.Info(); err == nil {
+			hit.mtime = fi.ModTime()
+		}
+		hits = append(hits, hit)
+		return nil
+	})
+	if err != nil {
+		return Errorf("glob %q cancelled: %v", a.Pattern, err)
+	}
+	if len(hits) == 0 {
+		return Result{Content: fmt.Sprintf("no files match %q in %s", a.Pattern, given)}
+	}
+	slices.SortFunc(hits, func(x, y globHit) int {
+		if c := y.mtime.Compare(x.mtime); c != 0 {
+			return c
+		}
+		return strings.Compare(x.rel, y.rel)
+	})
+	var out strings.Builder
+	for i, h := range hits {
+		if i == globMaxResults {
+			fmt.Fprintf(&out, "[… %d more files not shown; narrow the pattern]\n", len(hits)-globMaxResults)
+			break
+		}
+		out.WriteString(h.rel)
+		out.WriteByte('\n')
+	}
+	return Result{Content: out.String()}
+}

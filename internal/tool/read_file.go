@@ -1,0 +1,117 @@
+package tool
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Output caps of read_file.
+const (
+	// readDefaultLimit is how many lines read_file returns when no limit is
+	// given.
+	readDefaultLimit = 2000
+	// readMaxLineChars is where read_file cuts long lines.
+	readMaxLineChars = 2000
+	// readMaxOutputBytes caps one read_file result however many lines were
+	// asked for.
+	readMaxOutputBytes = 256 << 10
+)
+
+type readFileArgs struct {
+	Path   string `json:"path" jsonschema_description:"File to read: relative to the workspace root, or absolute."`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"Line number to start at (1-based). Default 1."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=0" jsonschema_description:"Maximum number of lines to return. Default 2000."`
+}
+
+func (a readFileArgs) Target() Target { return Target{Paths: []string{a.Path}} }
+
+const readFileDescription = `Read a text file. Lines come numbered like "cat -n" (line number, tab, text), starting at offset. ` +
+	`By default up to 2000 lines are returned; use offset and limit to page through longer files. ` +
+	`Lines longer than 2000 characters are cut. Binary files and directories are refused (use list_directory for directories).`
+
+func newReadFile(root workRoot) Tool {
+	return New("read_file", readFileDescription, KindRead, func(_ context.Context, _ Call, a readFileArgs) Result {
+		return root.readFile(a)
+	})
+}
+
+func (w workRoot) readFile(a readFileArgs) Result {
+	if a.Path == "" {
+		return Errorf("path is empty")
+	}
+	f, err := os.Open(w.abs(a.Path))
+	if err != nil {
+		return pathError(a.Path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return pathError(a.Path, err)
+	}
+	if info.IsDir() {
+		return Errorf("%s is a directory; use list_directory", a.Path)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	binary, err := sniffBinary(br)
+	if err != nil {
+		return pathError(a.Path, err)
+	}
+	if binary {
+		return Errorf("%s is a binary file (%d bytes); read_file only shows text", a.Path, info.Size())
+	}
+
+	first := max(a.Offset, 1)
+	limit := a.Limit
+	if limit <= 0 {
+		limit = readDefaultLimit
+	}
+	var out strings.Builder
+	lineNo := 0
+	for {
+		// Lines before the window are consumed without keeping them.
+		keep := 0
+		if lineNo+1 >= first {
+			keep = readMaxLineChars * 4 // enough bytes for 2000 runes of UTF-8
+		}
+		line, dropped, err := readLine(br, keep)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return pathError(a.Path, err)
+		}
+		lineNo++
+		if lineNo < first {
+			continue
+		}
+		text, cut := cutRunes(string(line), readMaxLineChars)
+		formatted := fmt.Sprintf("%6d\t%s", lineNo, text)
+		if cut || dropped > 0 {
+			formatted += " [… line truncated]"
+		}
+		if out.Len()+len(formatted)+1 > readMaxOutputBytes {
+			fmt.Fprintf(&out, "[output capped at %d bytes; continue with offset=%d]\n", readMaxOutputBytes, lineNo)
+			return Result{Content: out.String()}
+		}
+		out.WriteString(formatted)
+		out.WriteByte('\n')
+		if lineNo-first+1 == limit {
+			if _, err := br.Peek(1); err == nil {
+				fmt.Fprintf(&out, "[showing lines %d-%d; the file continues: read again with offset=%d]\n", first, lineNo, lineNo+1)
+			}
+			return Result{Content: out.String()}
+		}
+	}
+	switch {
+	case lineNo == 0:
+		return Result{Content: fmt.Sprintf("(%s is empty)", a.Path)}
+	case lineNo < first:
+		return Errorf("%s has %s; offset %d is past the end", a.Path, plural(lineNo, "line"), first)
+	}
+	return Result{Content: out.String()}
+}

@@ -1,0 +1,106 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// Registry holds the tools offered to one agent and resolves the names the
+// model uses. Lookup is tolerant: case, '_' and '-' are ignored, so
+// "TodoWrite", "todo-write" and "TODO_WRITE" all find "todo_write". Tools
+// keep the order they were added in, so Specs is stable from call to call
+// (which keeps provider prompt caches warm).
+//
+// A Registry is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex    // guards order and byKey
+	order []Tool          // in the order added
+	byKey map[string]Tool // normalized name → tool
+}
+
+// NewRegistry returns a registry holding tools.
+func NewRegistry(tools ...Tool) *Registry {
+	r := &Registry{byKey: make(map[string]Tool, len(tools))}
+	for _, t := range tools {
+		r.Add(t)
+	}
+	return r
+}
+
+// Add registers t. It panics when another tool already has the same name
+// after normalization: two tools the model cannot tell apart are a
+// programming error.
+func (r *Registry) Add(t Tool) {
+	name := t.Info().Name
+	key := toolNameKey(name)
+	if key == "" {
+		panic(fmt.Sprintf("tool.Registry: tool name %q is empty after normalization", name))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev, ok := r.byKey[key]; ok {
+		panic(fmt.Sprintf("tool.Registry: tool %q clashes with already registered %q", name, prev.Info().Name))
+	}
+	r.byKey[key] = t
+	r.order = append(r.order, t)
+}
+
+// Lookup finds a tool by name, ignoring case, '_' and '-'.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.byKey[toolNameKey(name)]
+	return t, ok
+}
+
+// Specs describes every tool to the model, in the order they were added.
+func (r *Registry) Specs() []llm.ToolSpec {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	specs := make([]llm.ToolSpec, len(r.order))
+	for i, t := range r.order {
+		specs[i] = t.Info().Spec()
+	}
+	return specs
+}
+
+// Names returns every tool's name, in the order they were added.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, len(r.order))
+	for i, t := range r.order {
+		names[i] = t.Info().Name
+	}
+	return names
+}
+
+// Run runs one call of the model. An unknown tool is an error result that
+// names it and lists the tools that exist.
+func (r *Registry) Run(ctx context.Context, call llm.ToolCall) Result {
+	t, ok := r.Lookup(call.Name)
+	if !ok {
+		names := r.Names()
+		if len(names) == 0 {
+			return Errorf("unknown tool %q: no tools are available", call.Name)
+		}
+		return Errorf("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
+	}
+	return t.Run(ctx, Call{ID: call.ID, Input: call.Input})
+}
+
+// toolNameKey is the normalized form names are compared by.
+func toolNameKey(name string) string {
+	var b strings.Builder
+	for _, c := range strings.TrimSpace(name) {
+		if c == '_' || c == '-' {
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return strings.ToLower(b.String())
+}

@@ -1,0 +1,79 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+func namedTool(name string) Tool {
+	return New(name, "returns its name", KindRead, func(context.Context, Call, noArgs) Result {
+		return Result{Content: name}
+	})
+}
+
+func TestRegistry(t *testing.T) {
+	t.Parallel()
+
+	setup := func() *Registry {
+		return NewRegistry(namedTool("read_file"), namedTool("todo_write"), namedTool("shell"))
+	}
+
+	t.Run("LookupIsTolerant", func(t *testing.T) {
+		t.Parallel()
+		reg := setup()
+		for _, name := range []string{"todo_write", "TodoWrite", "todo-write", "TODO_WRITE", "todowrite", " todo_write "} {
+			tl, ok := reg.Lookup(name)
+			if !ok {
+				t.Fatalf("Lookup(%q) found nothing", name)
+			}
+			reqEqual(t, tl.Info().Name, "todo_write")
+		}
+		if _, ok := reg.Lookup("todo_read"); ok {
+			t.Fatal("Lookup found a tool that does not exist")
+		}
+	})
+
+	t.Run("RunDispatchesByTolerantName", func(t *testing.T) {
+		t.Parallel()
+		res := setup().Run(context.Background(), llm.ToolCall{ID: "1", Name: "ReadFile", Input: json.RawMessage(`{}`)})
+		reqEqual(t, reqOK(t, res), "read_file")
+	})
+
+	t.Run("UnknownToolListsAvailable", func(t *testing.T) {
+		t.Parallel()
+		res := setup().Run(context.Background(), llm.ToolCall{ID: "1", Name: "bash"})
+		reqEqual(t, reqErr(t, res), `unknown tool "bash"; available tools: read_file, todo_write, shell`)
+
+		res = NewRegistry().Run(context.Background(), llm.ToolCall{ID: "1", Name: "bash"})
+		reqContains(t, reqErr(t, res), "no tools are available")
+	})
+
+	t.Run("SpecsAndNamesKeepInsertionOrder", func(t *testing.T) {
+		t.Parallel()
+		reg := setup()
+		reg.Add(namedTool("ask_user"))
+		want := []string{"read_file", "todo_write", "shell", "ask_user"}
+		reqEqual(t, slices.Equal(reg.Names(), want), true)
+		specs := reg.Specs()
+		for i, s := range specs {
+			reqEqual(t, s.Name, want[i])
+			reqEqual(t, s.Description, "returns its name")
+			reqEqual(t, string(s.InputSchema), `{"properties":{},"additionalProperties":false,"type":"object"}`)
+		}
+	})
+
+	t.Run("DuplicateNamePanics", func(t *testing.T) {
+		t.Parallel()
+		reg := setup()
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Add accepted a name that normalizes to an existing one")
+			}
+		}()
+		reg.Add(namedTool("Todo-Write"))
+	})
+}

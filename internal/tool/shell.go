@@ -1,0 +1,144 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Limits of shell.
+const (
+	// DefaultShellTimeout applies when neither the call nor the options
+	// give one.
+	DefaultShellTimeout = 120 * time.Second
+	// DefaultShellMaxTimeout is the largest timeout a call may ask for
+	// unless the options say otherwise.
+	DefaultShellMaxTimeout = 600 * time.Second
+	// shellMaxOutputBytes caps the output kept: its first and last halves.
+	shellMaxOutputBytes = 30000
+	// shellWaitDelay is how long Run keeps reading output after the command
+	// exited or was killed, when a process that escaped the kill (one that
+	// started its own session) still holds the output pipe open.
+	shellWaitDelay = 2 * time.Second
+)
+
+type shellArgs struct {
+	Command     string `json:"command" jsonschema_description:"The command line, run with bash -c in the workspace root."`
+	Timeout     int    `json:"timeout,omitempty" jsonschema:"minimum=0" jsonschema_description:"Timeout in seconds. Default 120, maximum 600."`
+	Description string `json:"description,omitempty" jsonschema_description:"A few words saying what the command does, shown to the user."`
+}
+
+func (a shellArgs) Target() Target { return Target{Command: a.Command} }
+
+const shellDescription = `Run a shell command with bash -c in the workspace root; stdout and stderr are merged. ` +
+	`The exit code is reported and a nonzero one marks the call as failed. ` +
+	`The command and everything it started are killed when the timeout expires (default 120 s, maximum 600 s). ` +
+	`Output beyond 30000 characters is cut in the middle. Stdin is empty: do not run interactive programs.`
+
+// shellTool runs commands. Its fields are fixed at construction.
+type shellTool struct {
+	dir        string
+	timeout    time.Duration // when the call gives none
+	maxTimeout time.Duration
+	waitDelay  time.Duration
+}
+
+func newShell(root workRoot, timeout, maxTimeout time.Duration) Tool {
+	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay}
+	if s.maxTimeout <= 0 {
+		s.maxTimeout = DefaultShellMaxTimeout
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultShellTimeout
+	}
+	s.timeout = min(s.timeout, s.maxTimeout)
+	return s.tool()
+}
+
+func (s *shellTool) tool() Tool {
+	return New("shell", shellDescription, KindExecute, s.run)
+}
+
+func (s *shellTool) run(ctx context.Context, _ Call, a shellArgs) Result {
+	if strings.TrimSpace(a.Command) == "" {
+		return Errorf("command is empty")
+	}
+	timeout := s.timeout
+	var notes []string
+	if a.Timeout > 0 {
+		timeout = time.Duration(a.Timeout) * time.Second
+		if timeout > s.maxTimeout {
+			notes = append(notes, fmt.Sprintf("timeout %ds exceeds the maximum; clamped to %s", a.Timeout, s.maxTimeout))
+			timeout = s.maxTimeout
+		}
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	out := newHeadTail(shellMaxOutputBytes)
+	cmd := exec.CommandContext(runCtx, "bash", "-c", a.Command)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
+	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
+	// Its own process group, so that a timeout kills everything the command
+	// started, not just bash.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = s.waitDelay
+	err := cmd.Run()
+
+	var status string
+	isError := true
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		status = "command cancelled; it and every process it started were killed"
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		status = fmt.Sprintf("command timed out after %s; it and every process it started were killed", timeout)
+	case errors.Is(err, exec.ErrWaitDelay):
+		notes = append(notes, fmt.Sprintf("stopped reading output %s after the command exited: a background process kept it open", s.waitDelay))
+		status, isError = exitStatus(cmd.ProcessState.ExitCode())
+	case errors.As(err, &exitErr):
+		status, isError = exitStatus(exitErr.ExitCode())
+	case err != nil:
+		return Errorf("cannot run command: %v", err)
+	default:
+		status, isError = exitStatus(0)
+	}
+
+	var b strings.Builder
+	if text := out.String(); text != "" {
+		b.WriteString(text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteByte('\n')
+		}
+	} else {
+		b.WriteString("(no output)\n")
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "[%s]\n", n)
+	}
+	b.WriteString(status)
+	return Result{Content: b.String(), IsError: isError}
+}
+
+func exitStatus(code int) (string, bool) {
+	if code < 0 {
+		return "command was killed by a signal", true
+	}
+	return fmt.Sprintf("exit code %d", code), code != 0
+}
+
+// killGroup kills the process group led by pid.
+func killGroup(pid int) error {
+	err := syscall.Kill(-pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}

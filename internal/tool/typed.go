@@ -1,0 +1,151 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+)
+
+// Targeter is implemented by argument structs that can say what a call acts
+// on. The typed adapter calls it from Tool.Target.
+type Targeter interface {
+	Target() Target
+}
+
+// ErrInvalidArgs is what every argument decoding failure unwraps to.
+var ErrInvalidArgs = errors.New("invalid arguments")
+
+// ArgsError says why a tool's input did not decode. Its message is written
+// for the model: it names the tool and every offending field.
+type ArgsError struct {
+	Tool string
+	// Problems are the individual complaints in a stable order, e.g.
+	// `missing required field "path"`.
+	Problems []string
+}
+
+func (e *ArgsError) Error() string {
+	return fmt.Sprintf("invalid arguments for %s: %s", e.Tool, strings.Join(e.Problems, "; "))
+}
+
+func (e *ArgsError) Unwrap() error { return ErrInvalidArgs }
+
+// New returns a Tool whose arguments are the struct A. The JSON schema the
+// model sees is derived from A: properties from json tags, descriptions from
+// `jsonschema_description:"…"` or `jsonschema:"description=…"` tags,
+// required = every field without omitempty/omitzero, no additional
+// properties. Input is checked against that same schema before it is
+// decoded, so the model gets one error naming every wrong field. Empty or
+// null input means {}.
+//
+// If A or *A implements Targeter, Target decodes the input and asks it;
+// otherwise Target returns Target{}.
+//
+// New panics when A is not a struct: that is a programming error.
+func New[A any](name, description string, kind Kind, run func(ctx context.Context, call Call, args A) Result) Tool {
+	t := reflect.TypeFor[A]()
+	if t.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("tool.New(%q): argument type %s is not a struct", name, t))
+	}
+	r := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
+	schema := r.ReflectFromType(t)
+	schema.Version = ""
+	schema.Type = "object"
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("tool.New(%q): marshal schema: %v", name, err))
+	}
+	return &typed[A]{
+		info:   Info{Name: name, Description: description, Schema: raw, Kind: kind},
+		schema: schema,
+		run:    run,
+	}
+}
+
+// typed is the Tool New returns. It is immutable after construction.
+type typed[A any] struct {
+	info   Info
+	schema *jsonschema.Schema
+	run    func(ctx context.Context, call Call, args A) Result
+}
+
+func (t *typed[A]) Info() Info { return t.info }
+
+func (t *typed[A]) Target(input json.RawMessage) (Target, error) {
+	args, err := t.decode(input)
+	if err != nil {
+		return Target{}, err
+	}
+	if tg, ok := any(args).(Targeter); ok {
+		return tg.Target(), nil
+	}
+	if tg, ok := any(&args).(Targeter); ok {
+		return tg.Target(), nil
+	}
+	return Target{}, nil
+}
+
+func (t *typed[A]) Run(ctx context.Context, call Call) (res Result) {
+	args, err := t.decode(call.Input)
+	if err != nil {
+		return Result{Content: err.Error(), IsError: true}
+	}
+	// A panicking tool must not take the whole run (and every sibling agent)
+	// down with it; the model sees a failed call instead.
+	defer func() {
+		if p := recover(); p != nil {
+			res = Errorf("%s failed unexpectedly: %v", t.info.Name, p)
+		}
+	}()
+	return t.run(ctx, call, args)
+}
+
+// decode checks input against the schema and decodes it into A.
+func (t *typed[A]) decode(input json.RawMessage) (A, error) {
+	var args A
+	input = bytes.TrimSpace(input)
+	if len(input) == 0 || bytes.Equal(input, []byte("null")) {
+		input = []byte("{}")
+	}
+	fail := func(problems ...string) (A, error) {
+		return args, &ArgsError{Tool: t.info.Name, Problems: problems}
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return fail("input is not valid JSON: " + err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("unexpected data after the JSON object")
+	}
+	if problems := checkSchema(t.schema, generic, ""); len(problems) > 0 {
+		return fail(problems...)
+	}
+
+	strict := json.NewDecoder(bytes.NewReader(input))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(&args); err != nil {
+		return fail(describeDecodeError(err))
+	}
+	return args, nil
+}
+
+// describeDecodeError words what encoding/json found for the model. The
+// schema check catches nearly everything first; this covers what a schema
+// cannot say (an integer that overflows its Go type, for instance).
+func describeDecodeError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return fmt.Sprintf("field %q: cannot use %s as %s", typeErr.Field, typeErr.Value, typeErr.Type)
+	}
+	return err.Error()
+}

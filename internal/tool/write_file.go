@@ -1,0 +1,51 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+type writeFileArgs struct {
+	Path    string `json:"path" jsonschema_description:"File to write: relative to the workspace root, or absolute. Missing parent directories are created."`
+	Content string `json:"content" jsonschema_description:"The complete new content of the file."`
+}
+
+func (a writeFileArgs) Target() Target { return Target{Paths: []string{a.Path}} }
+
+const writeFileDescription = `Write a file, replacing it completely if it exists. Parent directories are created as needed. ` +
+	`To change part of an existing file, prefer edit.`
+
+func newWriteFile(root workRoot) Tool {
+	return New("write_file", writeFileDescription, KindWrite, func(_ context.Context, _ Call, a writeFileArgs) Result {
+		return root.writeFile(a)
+	})
+}
+
+func (w workRoot) writeFile(a writeFileArgs) Result {
+	if a.Path == "" {
+		return Errorf("path is empty")
+	}
+	p := w.abs(a.Path)
+	mode := fs.FileMode(0o644)
+	verb := "created"
+	info, err := os.Stat(p)
+	switch {
+	case err == nil && info.IsDir():
+		return Errorf("%s is a directory; give a file path", a.Path)
+	case err == nil:
+		mode = info.Mode().Perm()
+		verb = "overwrote"
+	case !errors.Is(err, fs.ErrNotExist):
+		return pathError(a.Path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return pathError(filepath.Dir(a.Path), err)
+	}
+	if err := os.WriteFile(p, []byte(a.Content), mode); err != nil {
+		return pathError(a.Path, err)
+	}
+	return Result{Content: verb + " " + a.Path + " (" + plural(len(a.Content), "byte") + ")"}
+}
