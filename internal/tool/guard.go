@@ -65,7 +65,7 @@ func (g *guarded) Run(ctx context.Context, call Call) Result {
 	info := g.inner.Info()
 	target, err := g.inner.Target(call.Input)
 	if err != nil {
-		return Errorf("invalid arguments for %s: %v", info.Name, err)
+		return invalidArgs(info.Name, err)
 	}
 	d := g.policy.Decide(request(info, target))
 	switch d.Action {
@@ -169,4 +169,13 @@ func classOf(k Kind) permission.Class {
 		return permission.ClassNone
 	}
 	return permission.ClassExecute
+}
+
+// invalidArgs reports undecodable arguments once: the typed adapter's
+// *ArgsError already names the tool.
+func invalidArgs(name string, err error) Result {
+	if errors.Is(err, ErrInvalidArgs) {
+		return Result{Content: err.Error(), IsError: true}
+	}
+	return Errorf("invalid arguments for %s: %v", name, err)
 }

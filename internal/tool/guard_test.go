@@ -184,6 +184,20 @@ func TestGuardDecisions(t *testing.T) {
 		requireResult(t, run(b.shell, b.engine, nil, `{"command": 7}`), true, "invalid arguments for shell: ")
 		requireRuns(t, b.shell)
 	})
+	t.Run("typed adapter argument errors are reported once", func(t *testing.T) {
+		t.Parallel()
+		b := setupGuard(t, permission.ModeTrust)
+		typed := tool.New("typed", "d", tool.KindRead, func(context.Context, tool.Call, struct {
+			Path string `json:"path"`
+		}) tool.Result {
+			return tool.Result{Content: "ran"}
+		})
+		r := run(typed, b.engine, nil, `{}`)
+		requireResult(t, r, true, `invalid arguments for typed: missing required field "path"`)
+		if n := strings.Count(r.Content, "invalid arguments"); n != 1 {
+			t.Fatalf("prefix repeated %d times: %q", n, r.Content)
+		}
+	})
 	t.Run("unknown kinds are treated as commands", func(t *testing.T) {
 		t.Parallel()
 		b := setupGuard(t, permission.ModeAutoEdit)

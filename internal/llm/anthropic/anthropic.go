@@ -82,7 +82,9 @@ func New(o Options) *Provider {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
 	if o.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(o.APIKey))
+		// The SDK sends the key as a bearer token; Anthropic-compatible
+		// servers (and older gateways) read x-api-key, so send both.
+		opts = append(opts, option.WithAPIKey(o.APIKey), option.WithHeader("x-api-key", o.APIKey))
 	}
 	client := sdk.NewClient(opts...)
 	return &Provider{name: o.Name, maxTokens: o.MaxTokens, messages: client.Messages}

@@ -58,7 +58,7 @@ func TestOptions(t *testing.T) {
 		if rec.MaxTokens != anthropic.DefaultMaxTokens {
 			t.Fatalf("max_tokens = %d, want %d", rec.MaxTokens, anthropic.DefaultMaxTokens)
 		}
-		if rec.Header.Get("Authorization") != "Bearer sk-test" && rec.Header.Get("X-Api-Key") != "sk-test" {
+		if rec.Header.Get("Authorization") != "Bearer sk-test" || rec.Header.Get("X-Api-Key") != "sk-test" {
 			t.Fatalf("request does not carry the key: %v", rec.Header)
 		}
 		if rec.Header.Get("Anthropic-Version") == "" {

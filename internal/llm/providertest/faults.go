@@ -29,7 +29,7 @@ func (s *suite) testFaults(t *testing.T) {
 	t.Run("RateLimit", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultRateLimit, RetryAfter: 7}})
-		r := failed(t, b.p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, b.p.Stream(context.Background(), request("hi")))
 		apiErr := requireAPIError(t, r.err, http.StatusTooManyRequests)
 		if !errors.Is(r.err, llm.ErrRateLimited) || !llm.Retryable(r.err) {
 			t.Fatalf("err = %v, want retryable ErrRateLimited", r.err)
@@ -45,7 +45,7 @@ func (s *suite) testFaults(t *testing.T) {
 	t.Run("ServerError", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer}})
-		r := failed(t, b.p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, b.p.Stream(context.Background(), request("hi")))
 		requireAPIError(t, r.err, http.StatusInternalServerError)
 		if !errors.Is(r.err, llm.ErrServer) || !llm.Retryable(r.err) {
 			t.Fatalf("err = %v, want retryable ErrServer", r.err)
@@ -55,14 +55,14 @@ func (s *suite) testFaults(t *testing.T) {
 	t.Run("Unavailable", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: http.StatusServiceUnavailable}})
-		r := failed(t, b.p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, b.p.Stream(context.Background(), request("hi")))
 		requireAPIError(t, r.err, http.StatusServiceUnavailable)
 	})
 
 	t.Run("BadRequestIsNotRetryable", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Text: "never", Expect: "a word the request lacks"})
-		r := failed(t, b.p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, b.p.Stream(context.Background(), request("hi")))
 		requireAPIError(t, r.err, http.StatusBadRequest)
 		if !errors.Is(r.err, llm.ErrInvalidRequest) || llm.Retryable(r.err) {
 			t.Fatalf("err = %v, want non-retryable ErrInvalidRequest", r.err)
@@ -72,7 +72,7 @@ func (s *suite) testFaults(t *testing.T) {
 	t.Run("CutMidStream", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Text: longText, Fault: &llmtest.Fault{Kind: llmtest.FaultCut, AfterEvents: 5}})
-		r := failed(t, b.p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, b.p.Stream(context.Background(), request("hi")))
 		if !errors.Is(r.err, llm.ErrConnection) {
 			t.Fatalf("err = %v, want ErrConnection", r.err)
 		}
@@ -84,7 +84,7 @@ func (s *suite) testFaults(t *testing.T) {
 	t.Run("CutBeforeFirstEvent", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Text: longText, Fault: &llmtest.Fault{Kind: llmtest.FaultCut}})
-		r := failed(t, b.p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, b.p.Stream(context.Background(), request("hi")))
 		if !errors.Is(r.err, llm.ErrConnection) {
 			t.Fatalf("err = %v, want ErrConnection", r.err)
 		}
@@ -93,7 +93,7 @@ func (s *suite) testFaults(t *testing.T) {
 	t.Run("Malformed", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Text: longText, Fault: &llmtest.Fault{Kind: llmtest.FaultMalformed, AfterEvents: 4}})
-		r := failed(t, b.p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, b.p.Stream(context.Background(), request("hi")))
 		if !errors.Is(r.err, llm.ErrBadResponse) && !errors.Is(r.err, llm.ErrConnection) {
 			t.Fatalf("err = %v, want ErrBadResponse or ErrConnection", r.err)
 		}
@@ -106,7 +106,7 @@ func (s *suite) testFaults(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, llmtest.Turn{Text: longText, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}})
 		p := llm.WithRetry(b.p, llm.RetryPolicy{StallTimeout: 200 * time.Millisecond, MaxAttempts: 1})
-		r := failed(t, p.Stream(context.Background(), request("hi")))
+		r := mustFail(t, p.Stream(context.Background(), request("hi")))
 		if !errors.Is(r.err, llm.ErrStalled) || errors.Is(r.err, context.Canceled) {
 			t.Fatalf("err = %v, want ErrStalled", r.err)
 		}
@@ -146,7 +146,7 @@ func (s *suite) testRetry(t *testing.T) {
 				return ctx.Err()
 			},
 		})
-		r := ok(t, p.Stream(context.Background(), request("hi")))
+		r := mustSucceed(t, p.Stream(context.Background(), request("hi")))
 		if r.resp.Message.Text() != "recovered" {
 			t.Fatalf("text = %q, want recovered", r.resp.Message.Text())
 		}

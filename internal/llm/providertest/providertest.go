@@ -101,8 +101,8 @@ func drain(t *testing.T, seq iter.Seq2[llm.Event, error]) result {
 	return r
 }
 
-// ok drains seq and requires success.
-func ok(t *testing.T, seq iter.Seq2[llm.Event, error]) result {
+// mustSucceed drains seq and requires success.
+func mustSucceed(t *testing.T, seq iter.Seq2[llm.Event, error]) result {
 	t.Helper()
 	r := drain(t, seq)
 	if r.err != nil {
@@ -111,8 +111,8 @@ func ok(t *testing.T, seq iter.Seq2[llm.Event, error]) result {
 	return r
 }
 
-// failed drains seq and requires an error.
-func failed(t *testing.T, seq iter.Seq2[llm.Event, error]) result {
+// mustFail drains seq and requires an error.
+func mustFail(t *testing.T, seq iter.Seq2[llm.Event, error]) result {
 	t.Helper()
 	r := drain(t, seq)
 	if r.err == nil {

@@ -16,7 +16,7 @@ func (s *suite) testStream(t *testing.T) {
 		t.Parallel()
 		const want = "The quick brown fox jumps over the lazy dog."
 		b := s.setup(t, llmtest.Turn{Text: want, Usage: llmtest.Usage{Input: 11, Output: 7}})
-		r := ok(t, b.p.Stream(context.Background(), request("say something")))
+		r := mustSucceed(t, b.p.Stream(context.Background(), request("say something")))
 
 		text, _, n, _ := deltas(r.events)
 		if text != want || n < 2 {
@@ -55,7 +55,7 @@ func (s *suite) testStream(t *testing.T) {
 		b := s.setup(t, llmtest.Turn{Thinking: thought, Text: answer})
 		req := request("what is 2+2?")
 		req.ThinkingBudget = 2048
-		r := ok(t, b.p.Stream(context.Background(), req))
+		r := mustSucceed(t, b.p.Stream(context.Background(), req))
 
 		text, thinking, _, n := deltas(r.events)
 		if thinking != thought || n < 2 || text != answer {
@@ -82,7 +82,7 @@ func (s *suite) testStream(t *testing.T) {
 		t.Parallel()
 		u := llmtest.Usage{Input: 100, Output: 20, CacheRead: 50, CacheWrite: 30}
 		b := s.setup(t, llmtest.Turn{Text: "cached", Usage: u})
-		r := ok(t, b.p.Stream(context.Background(), request("again")))
+		r := mustSucceed(t, b.p.Stream(context.Background(), request("again")))
 		// InputTokens excludes cache reads and writes in every format, so
 		// that llm.Price.Cost counts each token once.
 		want := llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 50, CacheWriteTokens: 30}
@@ -96,7 +96,7 @@ func (s *suite) testStream(t *testing.T) {
 		b := s.setup(t, llmtest.Turn{Text: "This answer was cut", StopReason: "max_tokens"})
 		req := request("write a lot")
 		req.MaxTokens = 5
-		r := ok(t, b.p.Stream(context.Background(), req))
+		r := mustSucceed(t, b.p.Stream(context.Background(), req))
 		if r.resp.StopReason != llm.StopMaxTokens {
 			t.Fatalf("stop reason = %q, want max_tokens", r.resp.StopReason)
 		}
@@ -109,7 +109,7 @@ func (s *suite) testStream(t *testing.T) {
 		t.Parallel()
 		const want = "one two three four"
 		b := s.setup(t, llmtest.Turn{Text: want, Fault: &llmtest.Fault{Kind: llmtest.FaultSlow, Delay: llmtest.Duration(5 * time.Millisecond)}})
-		r := ok(t, b.p.Stream(context.Background(), request("slowly")))
+		r := mustSucceed(t, b.p.Stream(context.Background(), request("slowly")))
 		if r.resp.Message.Text() != want {
 			t.Fatalf("text = %q, want %q", r.resp.Message.Text(), want)
 		}

@@ -30,7 +30,7 @@ func (s *suite) testTools(t *testing.T) {
 		b := s.setup(t, llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_one", Name: "read_file", Input: input}}})
 		req := request("read docs/a.txt")
 		req.Tools = []llm.ToolSpec{readFileSpec}
-		r := ok(t, b.p.Stream(context.Background(), req))
+		r := mustSucceed(t, b.p.Stream(context.Background(), req))
 
 		calls := streamedCalls(t, r.events)
 		if len(calls) != 1 || calls[0].id != "call_one" || calls[0].name != "read_file" || !calls[0].ended {
@@ -52,7 +52,7 @@ func (s *suite) testTools(t *testing.T) {
 		b := s.setup(t, llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_e", Name: "list_directory"}}})
 		req := request("list")
 		req.Tools = []llm.ToolSpec{listDirSpec}
-		r := ok(t, b.p.Stream(context.Background(), req))
+		r := mustSucceed(t, b.p.Stream(context.Background(), req))
 		got := r.resp.Message.ToolCalls()
 		if len(got) != 1 {
 			t.Fatalf("tool calls = %+v", got)
@@ -70,7 +70,7 @@ func (s *suite) testTools(t *testing.T) {
 		b := s.setup(t, llmtest.Turn{Text: "Looking at three things.", ToolCalls: want})
 		req := request("look around")
 		req.Tools = []llm.ToolSpec{readFileSpec, listDirSpec}
-		r := ok(t, b.p.Stream(context.Background(), req))
+		r := mustSucceed(t, b.p.Stream(context.Background(), req))
 
 		calls := streamedCalls(t, r.events)
 		got := r.resp.Message.ToolCalls()
@@ -123,7 +123,7 @@ func (s *suite) testRoundTrip(t *testing.T) {
 			}},
 		},
 	}
-	r := ok(t, b.p.Stream(context.Background(), req))
+	r := mustSucceed(t, b.p.Stream(context.Background(), req))
 	if r.resp.Message.Text() != "a.txt says hello; b.txt is missing." {
 		t.Fatalf("text = %q", r.resp.Message.Text())
 	}
