@@ -86,7 +86,9 @@ func (b *Broker) Pending() []Interaction {
 	for _, p := range b.pending {
 		out = append(out, p.in)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) || (out[i].Created.Equal(out[j].Created) && out[i].ID < out[j].ID) })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Created.Before(out[j].Created) || (out[i].Created.Equal(out[j].Created) && out[i].ID < out[j].ID)
+	})
 	return out
 }
 

@@ -53,6 +53,7 @@ type globals struct {
 	mode      string
 	store     string
 	workspace string
+	stderr    io.Writer
 }
 
 func (g *globals) open(ctx context.Context) (*app.App, error) {
@@ -62,6 +63,9 @@ func (g *globals) open(ctx context.Context) (*app.App, error) {
 	})
 	if err != nil {
 		return nil, classify(err)
+	}
+	for _, w := range a.Config.Warnings() {
+		fmt.Fprintln(g.stderr, "arbor: warning:", w)
 	}
 	return a, nil
 }
@@ -115,7 +119,7 @@ func isUsage(err error) bool {
 }
 
 func newRoot(s Streams) *cobra.Command {
-	g := &globals{}
+	g := &globals{stderr: s.Err}
 	root := &cobra.Command{
 		Use:   "arbor",
 		Short: "LLM agents that build and run their own task trees",

@@ -8,7 +8,7 @@ import (
 // anthropic speaks the Messages API.
 type anthropic struct{}
 
-func (anthropic) name() string                        { return FormatAnthropic }
+func (anthropic) name() string                         { return FormatAnthropic }
 func (anthropic) decode(body []byte, r *Request) error { return decodeAnthropic(body, r) }
 func (anthropic) resolve(t Turn, r Request) (answer, error) {
 	return resolve(t, r, "msg_", "toolu_")

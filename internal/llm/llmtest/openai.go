@@ -8,7 +8,7 @@ import (
 // reasoning_content for thinking.
 type openai struct{}
 
-func (openai) name() string                        { return FormatOpenAI }
+func (openai) name() string                         { return FormatOpenAI }
 func (openai) decode(body []byte, r *Request) error { return decodeOpenAI(body, r) }
 func (openai) resolve(t Turn, r Request) (answer, error) {
 	return resolve(t, r, "chatcmpl-", "call_")
