@@ -1,10 +1,27 @@
 package agent_test
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
 )
+
+// freshAgent returns an agent on a new session of bd's store, so every
+// iteration measures the same work instead of a growing conversation.
+func freshAgent(b *testing.B, bd *bundle, i int) *agent.Agent {
+	b.StopTimer()
+	defer b.StartTimer()
+	id := fmt.Sprintf("bench-%d", i)
+	if err := bd.store.CreateSession(bd.ctx, store.Session{ID: id, Status: store.SessionIdle}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := bd.cfg
+	cfg.SessionID = id
+	return agent.New(cfg)
+}
 
 // BenchmarkStep measures one loop step end to end with an instant
 // in-process provider and a real SQLite file: stream a three-word answer,
@@ -15,25 +32,31 @@ func BenchmarkStep(b *testing.B) {
 	bd := setup(&testing.T{}, turn)
 	msg := llm.UserText("go")
 	b.ReportAllocs()
+	i := 0
 	for b.Loop() {
-		if r := bd.agent.Send(bd.ctx, msg); r.Outcome != "completed" {
+		i++
+		a := freshAgent(b, bd, i)
+		if r := a.Send(bd.ctx, msg); r.Outcome != agent.OutcomeCompleted {
 			b.Fatal(r)
 		}
 	}
 }
 
-// BenchmarkToolStep measures a step that runs one tool: the intent row,
-// the tool, its result, and the follow-up model call.
+// BenchmarkToolStep measures a turn that runs one tool: two model calls,
+// the intent row, the tool, its result message.
 func BenchmarkToolStep(b *testing.B) {
 	bd := setup(&testing.T{})
 	msg := llm.UserText("go")
 	b.ReportAllocs()
+	i := 0
 	for b.Loop() {
+		i++
+		a := freshAgent(b, bd, i)
 		bd.provider.mu.Lock()
-		bd.provider.turns = append(bd.provider.turns, calls(call("", "echo", `{"text":"x"}`)), text("ok"))
+		bd.provider.turns = append(bd.provider.turns, calls(call("c1", "echo", `{"text":"x"}`)), text("ok"))
 		bd.provider.reqs = nil
 		bd.provider.mu.Unlock()
-		if r := bd.agent.Send(bd.ctx, msg); r.Outcome != "completed" {
+		if r := a.Send(bd.ctx, msg); r.Outcome != agent.OutcomeCompleted {
 			b.Fatal(r)
 		}
 	}

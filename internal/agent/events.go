@@ -143,11 +143,3 @@ type Idle struct {
 	Outcome Outcome `json:"outcome"`
 	Result  string  `json:"result,omitempty"`
 }
-
-// Custom lets a layer above the loop (the tree, a front end) publish its own
-// typed events on the same bus, with the same sequence numbering. Body must
-// be a typed struct owned by that layer.
-type Custom struct {
-	Meta
-	Body any `json:"body"`
-}

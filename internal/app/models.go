@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -57,7 +58,10 @@ func (a *App) provider(mr config.ModelRef, sessionID string) (llm.Provider, erro
 		if err != nil {
 			return nil, err
 		}
-		srv := llmtest.NewServer(script.Turns...)
+		srv, err := llmtest.Serve(context.Background(), "127.0.0.1:0", script)
+		if err != nil {
+			return nil, err
+		}
 		a.onClose(srv.Close)
 		// The scripted model speaks the Anthropic wire format over real
 		// HTTP, so offline demos exercise the same code path as production.

@@ -323,3 +323,43 @@ func TestKillDuringToolThenResume(t *testing.T) {
 		t.Fatalf("the shell tool must not run again; requests %d", len(srv.Requests()))
 	}
 }
+
+// TestInterruptExits130 sends SIGINT while the model stream is stalled:
+// arbor cancels the call, stores the session as interrupted and exits 130;
+// resuming it asks the model again.
+func TestInterruptExits130(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServer(
+		llmtest.Turn{Text: "never finished", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}},
+		llmtest.Turn{Text: "finished on resume"},
+	)
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c := e.cmd(context.Background(), "run", "--model", model, "hello")
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srv.WaitRequests(1) // the stream is open and stalled
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Wait()
+	if c.ProcessState.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, errb.String())
+	}
+	id := sessionID(t, errb.String())
+	if !strings.Contains(errb.String(), "arbor run --resume "+id) {
+		t.Fatalf("stderr should say how to resume:\n%s", errb.String())
+	}
+	s := e.show(id)
+	if s.Session.Status != store.SessionInterrupted || len(s.Messages) != 1 {
+		t.Fatalf("after interrupt: %+v, %d messages", s.Session, len(s.Messages))
+	}
+	o := e.run("run", "--model", model, "--resume", id)
+	if o.code != 0 || strings.TrimSpace(o.stdout) != "finished on resume" {
+		t.Fatalf("resume: %d %q\n%s", o.code, o.stdout, o.stderr)
+	}
+}

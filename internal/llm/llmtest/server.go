@@ -28,10 +28,11 @@ type Server struct {
 	// fn sees requests one at a time and in recorded order.
 	fnMu sync.Mutex
 
-	mu        sync.Mutex  // guards the fields below
-	turns     []Turn      // unconsumed scripted turns
-	requests  []Request   // every model request, in arrival order
-	stopWatch func() bool // stops Serve's context watch; nil otherwise
+	mu        sync.Mutex    // guards the fields below
+	turns     []Turn        // unconsumed scripted turns
+	requests  []Request     // every model request, in arrival order
+	arrived   chan struct{} // closed and replaced whenever a request is recorded
+	stopWatch func() bool   // stops Serve's context watch; nil otherwise
 }
 
 // NewServer starts a server on 127.0.0.1 that answers with turns, in order.
@@ -65,7 +66,7 @@ func Serve(ctx context.Context, addr string, script Script) (*Server, error) {
 }
 
 func start(ln net.Listener, fn func(Request) Turn, turns []Turn) *Server {
-	s := &Server{fn: fn, done: make(chan struct{}), turns: slices.Clone(turns)}
+	s := &Server{fn: fn, done: make(chan struct{}), turns: slices.Clone(turns), arrived: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.handleModel(anthropic{}))
 	mux.HandleFunc("POST /v1/chat/completions", s.handleModel(openai{}))
@@ -125,8 +126,36 @@ func (s *Server) Remaining() int {
 func (s *Server) record(req Request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.recordLocked(req)
+}
+
+// recordLocked appends req, wakes WaitRequests and returns req's number.
+// s.mu must be held.
+func (s *Server) recordLocked(req Request) int {
 	s.requests = append(s.requests, req)
+	close(s.arrived)
+	s.arrived = make(chan struct{})
 	return len(s.requests)
+}
+
+// WaitRequests blocks until at least n model requests have been recorded
+// (the n-th is then being answered) or the server is closed. Tests use it
+// to act while a client is inside a model call, without sleeping.
+func (s *Server) WaitRequests(n int) {
+	for {
+		s.mu.Lock()
+		if len(s.requests) >= n {
+			s.mu.Unlock()
+			return
+		}
+		ch := s.arrived
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // take records req and returns the turn that answers it and the request's
@@ -137,8 +166,7 @@ func (s *Server) take(req Request) (t Turn, n int, ok bool) {
 		defer s.fnMu.Unlock()
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	n = len(s.requests)
+	n = s.recordLocked(req)
 	if len(s.turns) > 0 {
 		t = s.turns[0]
 		s.turns = s.turns[1:]
