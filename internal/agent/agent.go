@@ -86,6 +86,10 @@ type Config struct {
 	// ContextWindow in tokens (default 128k) and the compaction policy.
 	ContextWindow int64
 	Compaction    CompactionPolicy
+	// Secrets are values (API keys, tokens) that must never reach the
+	// transcript, the model or events: tool output containing one is stored
+	// and shown with the value replaced by [REDACTED].
+	Secrets []string
 }
 
 // entry is one message of the model's context with its store seq (0 for

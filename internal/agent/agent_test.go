@@ -270,6 +270,29 @@ func TestToolRoundTrip(t *testing.T) {
 	}
 }
 
+func TestSecretsRedactedFromToolOutput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, calls(call("c1", "echo", `{"text":"key=sk-live-123456789"}`)), text("ok"))
+	b.cfg.Secrets = []string{"sk-live-123456789"}
+	a := agent.New(b.cfg)
+	if res := a.Send(b.ctx, llm.UserText("go")); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("result %+v", res)
+	}
+	r := results(b.messages(t)[2])[0]
+	if r.Content != "echo: key=[REDACTED]" {
+		t.Fatalf("stored result %q", r.Content)
+	}
+	intents, _ := b.store.Intents(b.ctx, "s1")
+	for _, e := range b.events.all() {
+		if f, ok := e.(*agent.ToolCallFinished); ok && strings.Contains(f.Result, "sk-live") {
+			t.Fatal("secret reached an event")
+		}
+	}
+	if strings.Contains(intents[0].Result, "sk-live") {
+		t.Fatal("secret reached the intent record")
+	}
+}
+
 func TestCancelDuringTool(t *testing.T) {
 	t.Parallel()
 	b := setup(t, calls(call("c1", "wait", `{"text":""}`), call("c2", "echo", `{"text":"x"}`)))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
@@ -69,9 +70,9 @@ func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, err
 	a.publish(&ToolCallStarted{CallID: c.ID, Tool: c.Name, Input: c.Input})
 	start := time.Now()
 	out := a.cfg.Tools.Run(ctx, c)
-	res := llm.ToolResult{CallID: c.ID, Content: out.Content, IsError: out.IsError}
+	res := llm.ToolResult{CallID: c.ID, Content: a.redact(out.Content), IsError: out.IsError}
 	if ctx.Err() != nil {
-		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + out.Content, IsError: true}
+		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + res.Content, IsError: true}
 	}
 	if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, res.IsError); err != nil {
 		return llm.ToolResult{}, fmt.Errorf("record result of %s: %w", c.Name, err)
@@ -108,4 +109,14 @@ func canonicalJSON(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v) // maps marshal with sorted keys
 	return string(b)
+}
+
+// redact replaces every configured secret in s.
+func (a *Agent) redact(s string) string {
+	for _, v := range a.cfg.Secrets {
+		if v != "" && strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "[REDACTED]")
+		}
+	}
+	return s
 }

@@ -120,3 +120,17 @@ func NewID() string {
 	_, _ = rand.Read(b[:])
 	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
+
+// secrets returns every API key the configuration can reach, so the agent
+// can keep them out of transcripts and events.
+func (a *App) secrets() []string {
+	var out []string
+	for _, p := range a.Config.Providers {
+		for _, v := range []string{p.APIKey, a.getenv(p.APIKeyEnv)} {
+			if len(v) >= 8 { // shorter values are not keys and would redact noise
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}

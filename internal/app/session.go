@@ -87,7 +87,7 @@ func (a *App) session(id string, m Model, o SessionOptions) *Session {
 		SessionID: id, Model: m.Ref.Name, ModelRef: m.Ref.Ref, Provider: m.Provider,
 		System: SystemPrompt(a.Workspace, reg.Names()), Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
-		ContextWindow: m.Ref.ContextWindow,
+		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(),
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config.Compaction.Threshold, KeepRecent: a.Config.Compaction.KeepRecent,
 		},
