@@ -60,6 +60,8 @@ type Result struct {
 	Steps int
 	// Err is set for OutcomeFailed.
 	Err error
+	// EndedByTool is set when a tool ended the turn (Result.EndTurn).
+	EndedByTool bool
 }
 
 // Config wires one agent. Provider, Tools, Store and Bus are required.
@@ -86,6 +88,9 @@ type Config struct {
 	// ContextWindow in tokens (default 128k) and the compaction policy.
 	ContextWindow int64
 	Compaction    CompactionPolicy
+	// Gate, when set, is asked before every model call; an error ends the
+	// Send as failed with that error (the tree's run budget uses it).
+	Gate func(ctx context.Context) error
 	// Secrets are values (API keys, tokens) that must never reach the
 	// transcript, the model or events: tool output containing one is stored
 	// and shown with the value replaced by [REDACTED].
@@ -210,6 +215,11 @@ func (a *Agent) run(ctx context.Context) Result {
 		if err := ctx.Err(); err != nil {
 			return Result{Outcome: OutcomeCancelled, Text: last, Steps: step - 1}
 		}
+		if a.cfg.Gate != nil {
+			if err := a.cfg.Gate(ctx); err != nil {
+				return Result{Outcome: OutcomeFailed, Text: last, Steps: step - 1, Err: err}
+			}
+		}
 		a.maybeCompact(ctx)
 		a.publish(&StepStarted{Step: step, Model: a.cfg.ModelRef})
 		resp, err := a.call(ctx)
@@ -232,7 +242,7 @@ func (a *Agent) run(ctx context.Context) Result {
 			}
 			return Result{Outcome: OutcomeCompleted, Text: last, Steps: step}
 		}
-		stop, err := a.runTools(ctx, calls)
+		stop, endTurn, err := a.runTools(ctx, calls)
 		if err != nil {
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
 		}
@@ -242,6 +252,9 @@ func (a *Agent) run(ctx context.Context) Result {
 		if stop {
 			return Result{Outcome: OutcomeLoop, Text: last, Steps: step,
 				Err: fmt.Errorf("stopped: the model repeated the same tool call %d times", a.loop.count)}
+		}
+		if endTurn {
+			return Result{Outcome: OutcomeCompleted, Text: last, Steps: step, EndedByTool: true}
 		}
 	}
 }
@@ -361,17 +374,28 @@ func (a *Agent) contextMessages() []llm.Message {
 	for _, e := range a.history {
 		out = append(out, e.msg)
 	}
-	if a.summary == "" {
-		return out
+	if a.summary != "" {
+		note := llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart(summaryPreamble + a.summary)}}
+		out = append([]llm.Message{note}, out...)
 	}
-	note := llm.TextPart(summaryPreamble + a.summary)
-	if len(out) > 0 && out[0].Role == llm.RoleUser {
-		first := out[0]
-		first.Parts = append([]llm.Part{note}, first.Parts...)
-		out[0] = first
-		return out
+	return mergeRoles(out)
+}
+
+// mergeRoles joins consecutive messages of one role (a turn ended by a tool
+// leaves tool results that the next user message follows), since providers
+// expect roles to alternate. The store keeps them apart.
+func mergeRoles(msgs []llm.Message) []llm.Message {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			merged := out[n-1]
+			merged.Parts = append(append([]llm.Part(nil), merged.Parts...), m.Parts...)
+			out[n-1] = merged
+			continue
+		}
+		out = append(out, m)
 	}
-	return append([]llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{note}}}, out...)
+	return out
 }
 
 const summaryPreamble = "[Earlier turns of this conversation were compacted. Summary:]\n"

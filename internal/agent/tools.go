@@ -21,9 +21,10 @@ const (
 )
 
 // runTools runs calls in order and stores their results as one user
-// message. It reports stop when loop detection ends the run. Only storage
-// failures are returned as errors.
-func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) (stop bool, err error) {
+// message. It reports stop when loop detection ends the run and endTurn
+// when a tool asked to end the turn. Only storage failures are returned as
+// errors.
+func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) (stop, endTurn bool, err error) {
 	persist := context.WithoutCancel(ctx)
 	results := make([]llm.Part, 0, len(calls))
 	for _, c := range calls {
@@ -40,10 +41,12 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) (stop bool, 
 				res = llm.ToolResult{CallID: c.ID, Content: notRunLoopResult, IsError: true}
 				break
 			}
-			res, err = a.runOne(ctx, c)
+			var end bool
+			res, end, err = a.runOne(ctx, c)
 			if err != nil {
-				return false, err
+				return false, false, err
 			}
+			endTurn = endTurn || end
 			if a.loop.limit > 0 && count >= a.loop.limit {
 				a.publish(&LoopWarning{Tool: c.Name, Count: count})
 				res.Content += fmt.Sprintf("\n\n[warning: you have made this exact %s call %d times in a row; the result will not change. Try a different approach; repeating it again will stop the run.]", c.Name, count)
@@ -52,20 +55,20 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) (stop bool, 
 		results = append(results, llm.Part{Type: llm.PartToolResult, ToolResult: &res})
 	}
 	if err := a.append(persist, llm.Message{Role: llm.RoleUser, Parts: results}); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return stop, nil
+	return stop, endTurn, nil
 }
 
 // runOne records the intent, runs the tool and records its result.
-func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, error) {
+func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, bool, error) {
 	persist := context.WithoutCancel(ctx)
 	err := a.cfg.Store.StartIntent(persist, store.Intent{
 		SessionID: a.cfg.SessionID, CallID: c.ID, Tool: c.Name, Input: c.Input,
 		Status: store.IntentStarted, StartedAt: time.Now().UTC(),
 	})
 	if err != nil {
-		return llm.ToolResult{}, fmt.Errorf("record intent for %s: %w", c.Name, err)
+		return llm.ToolResult{}, false, fmt.Errorf("record intent for %s: %w", c.Name, err)
 	}
 	a.publish(&ToolCallStarted{CallID: c.ID, Tool: c.Name, Input: c.Input})
 	start := time.Now()
@@ -75,10 +78,10 @@ func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, err
 		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + res.Content, IsError: true}
 	}
 	if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, res.IsError); err != nil {
-		return llm.ToolResult{}, fmt.Errorf("record result of %s: %w", c.Name, err)
+		return llm.ToolResult{}, false, fmt.Errorf("record result of %s: %w", c.Name, err)
 	}
 	a.publish(&ToolCallFinished{CallID: c.ID, Tool: c.Name, Result: res.Content, IsError: res.IsError, Duration: time.Since(start)})
-	return res, nil
+	return res, out.EndTurn && !res.IsError, nil
 }
 
 // loopDetector counts identical consecutive tool calls within one Send.

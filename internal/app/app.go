@@ -42,8 +42,9 @@ type App struct {
 	Permissions *permission.Engine
 	getenv      func(string) string
 
-	mu      sync.Mutex // guards closers
+	mu      sync.Mutex // guards closers, models
 	closers []func()
+	models  map[string]Model // by resolved ref
 }
 
 // Open loads the configuration and opens the store.
@@ -86,7 +87,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	bus := agent.NewBus()
 	a := &App{
 		Config: cfg, Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
-		Permissions: perms, getenv: getenv,
+		Permissions: perms, getenv: getenv, models: map[string]Model{},
 	}
 	a.onClose(func() { _ = st.Close() })
 	return a, nil

@@ -20,12 +20,12 @@ type Model struct {
 	Provider llm.Provider
 }
 
-// ResolveModel picks the model: ref if given, else the configured default
-// (--model, ARBOR_MODEL, config, or inferred from API keys). Retries are
-// reported as events of sessionID. Errors that
-// the user fixes by configuration wrap config.ErrNoModel or
-// config.ErrMissingKey.
-func (a *App) ResolveModel(ref, sessionID string) (Model, error) {
+// Model picks the model: ref if given, else the configured default
+// (--model, ARBOR_MODEL, config, or inferred from API keys). Every user of
+// one model in this process shares its provider (and, for script:FILE, its
+// one scripted server). Errors that the user fixes by configuration wrap
+// config.ErrNoModel or config.ErrMissingKey.
+func (a *App) Model(ref string) (Model, error) {
 	if ref == "" {
 		var err error
 		if ref, err = a.Config.DefaultModelRef(); err != nil {
@@ -36,14 +36,21 @@ func (a *App) ResolveModel(ref, sessionID string) (Model, error) {
 	if err != nil {
 		return Model{}, err
 	}
-	p, err := a.provider(mr, sessionID)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if m, ok := a.models[mr.Ref]; ok {
+		return m, nil
+	}
+	p, err := a.provider(mr)
 	if err != nil {
 		return Model{}, err
 	}
-	return Model{Ref: mr, Provider: p}, nil
+	m := Model{Ref: mr, Provider: p}
+	a.models[mr.Ref] = m
+	return m, nil
 }
 
-func (a *App) provider(mr config.ModelRef, sessionID string) (llm.Provider, error) {
+func (a *App) provider(mr config.ModelRef) (llm.Provider, error) {
 	// One client per provider type; no client-wide timeout, since streams
 	// are long: stalls are caught by the retry policy's stall timeout.
 	hc := &http.Client{}
@@ -62,7 +69,7 @@ func (a *App) provider(mr config.ModelRef, sessionID string) (llm.Provider, erro
 		if err != nil {
 			return nil, err
 		}
-		a.onClose(srv.Close)
+		a.closers = append(a.closers, srv.Close) // a.mu is held by Model
 		// The scripted model speaks the Anthropic wire format over real
 		// HTTP, so offline demos exercise the same code path as production.
 		p = anthropic.New(anthropic.Options{Name: "script", APIKey: "script", BaseURL: srv.URL, HTTPClient: hc})
@@ -73,7 +80,7 @@ func (a *App) provider(mr config.ModelRef, sessionID string) (llm.Provider, erro
 		MaxAttempts:  a.Config.Retry.MaxAttempts,
 		StallTimeout: time.Duration(a.Config.Retry.StallTimeout),
 		OnRetry: func(attempt int, delay time.Duration, err error) {
-			a.Bus.Publish(&agent.Retrying{Meta: agent.Meta{SessionID: sessionID}, Attempt: attempt, Delay: delay, Error: err.Error()})
+			a.Bus.Publish(&agent.Retrying{Attempt: attempt, Delay: delay, Error: err.Error()})
 		},
 	}
 	if mr.Type == "script" {

@@ -13,12 +13,19 @@ import (
 
 // SessionOptions shape a new or resumed session.
 type SessionOptions struct {
-	// Model is a model ref; "" = the configured default.
+	// Model is a model ref; "" = the configured default (or, on resume,
+	// the session's own).
 	Model    string
 	MaxTurns int
 	Title    string
 	// OnTodos observes todo_write updates.
 	OnTodos func([]tool.Todo)
+	// Tools are added to the built-ins (the tree's tools for a node).
+	Tools []tool.Tool
+	// System is appended to the standing system prompt.
+	System string
+	// Gate is checked before every model call.
+	Gate func(ctx context.Context) error
 }
 
 // Session is one agent with its tools, bound to a stored session.
@@ -29,10 +36,14 @@ type Session struct {
 	Todos *tool.TodoList
 }
 
-// NewSession creates and stores a new session.
+// NewSession creates and stores a new session with a fresh id.
 func (a *App) NewSession(ctx context.Context, o SessionOptions) (*Session, error) {
-	id := NewID()
-	m, err := a.ResolveModel(o.Model, id)
+	return a.CreateSession(ctx, NewID(), o)
+}
+
+// CreateSession creates and stores a new session with the given id.
+func (a *App) CreateSession(ctx context.Context, id string, o SessionOptions) (*Session, error) {
+	m, err := a.Model(o.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +59,7 @@ func (a *App) NewSession(ctx context.Context, o SessionOptions) (*Session, error
 }
 
 // ResumeSession loads a stored session, completing a transcript that a
-// crash left with unanswered tool calls. An empty model keeps the
-// session's own.
+// crash left with unanswered tool calls.
 func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*Session, error) {
 	st, err := a.Store.GetSession(ctx, id)
 	if err != nil {
@@ -62,7 +72,7 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 	if ref == "" {
 		ref = st.Model
 	}
-	m, err := a.ResolveModel(ref, id)
+	m, err := a.Model(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -77,17 +87,22 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 func (a *App) session(id string, m Model, o SessionOptions) *Session {
 	todos := tool.NewTodoList(o.OnTodos)
 	broker := a.Broker.For(id)
-	builtins := tool.Builtins(tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos})
-	reg := tool.NewRegistry(tool.GuardAll(builtins, a.Permissions, broker)...)
+	tools := tool.Builtins(tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos})
+	tools = append(tools, o.Tools...)
+	reg := tool.NewRegistry(tool.GuardAll(tools, a.Permissions, broker)...)
 	maxTurns := o.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = a.Config.MaxTurns
 	}
+	system := SystemPrompt(a.Workspace, reg.Names())
+	if o.System != "" {
+		system += "\n" + o.System
+	}
 	ag := agent.New(agent.Config{
 		SessionID: id, Model: m.Ref.Name, ModelRef: m.Ref.Ref, Provider: m.Provider,
-		System: SystemPrompt(a.Workspace, reg.Names()), Tools: reg, Store: a.Store, Bus: a.Bus,
+		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
-		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(),
+		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config.Compaction.Threshold, KeepRecent: a.Config.Compaction.KeepRecent,
 		},

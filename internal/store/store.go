@@ -126,5 +126,7 @@ type Store interface {
 	// LatestCompaction returns ErrNotFound when the session has none.
 	LatestCompaction(ctx context.Context, sessionID string) (Compaction, error)
 
+	TreeStore
+
 	Close() error
 }

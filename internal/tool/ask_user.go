@@ -25,6 +25,9 @@ type Question struct {
 	Question    string   `json:"question"`
 	Options     []string `json:"options,omitempty"`
 	MultiSelect bool     `json:"multi_select,omitempty"`
+	// Default is the answer taken when the person just presses Enter; ""
+	// means an empty answer declines.
+	Default string `json:"default,omitempty"`
 }
 
 // Answer is the reply. Declined means the person chose not to answer.

@@ -70,6 +70,9 @@ type Call struct {
 type Result struct {
 	Content string
 	IsError bool
+	// EndTurn asks the agent loop to end its turn after this step instead
+	// of calling the model again (the tree's complete tool sets it).
+	EndTurn bool
 }
 
 // Errorf returns an error result.

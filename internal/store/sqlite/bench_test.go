@@ -78,3 +78,38 @@ func BenchmarkMessagesLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCommitTransition commits one engine transition: a node's new
+// state plus the run row, in one transaction, on a run of ten nodes.
+func BenchmarkCommitTransition(b *testing.B) {
+	st := benchStore(b)
+	ctx := b.Context()
+	run := store.Run{ID: "bench-run", Goal: "Port the parser to Go", Status: store.RunRunning, Model: "anthropic/claude-sonnet-4-5", MaxParallel: 4}
+	if err := st.CreateRun(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	nodes := []store.Node{{RunID: run.ID, ID: 1, Kind: "goal", Goal: run.Goal, State: "waiting"}}
+	for id := int64(2); id <= 10; id++ {
+		nodes = append(nodes, store.Node{
+			RunID: run.ID, ID: id, ParentID: 1, Kind: "task", Spawn: "spawn",
+			Goal: "Port one module", Prompt: strings.Repeat("Keep the public API. ", 20),
+			BlockedBy: []int64{id - 1}, Returns: "text", State: "pending",
+		})
+	}
+	if err := st.Commit(ctx, &run, nodes...); err != nil {
+		b.Fatal(err)
+	}
+	node := nodes[4]
+	states := []string{"active", "waiting", "synthesizing", "complete"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		node.State = states[i%len(states)]
+		node.Attempts = i
+		run.Result = node.State
+		if err := st.Commit(ctx, &run, node); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

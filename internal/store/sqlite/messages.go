@@ -30,7 +30,7 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...ll
 		if err := store.ValidateMessage(m); err != nil {
 			return 0, fmt.Errorf("append messages to session %s: message %d: %w", sessionID, i, err)
 		}
-		b, err := encodeMessage(m)
+		b, err := encodeJSON(m)
 		if err != nil {
 			return 0, fmt.Errorf("append messages to session %s: encode message %d: %w", sessionID, i, err)
 		}
@@ -116,13 +116,13 @@ func (s *Store) lastSeq(ctx context.Context, sessionID string) (int64, error) {
 	return last, err
 }
 
-// encodeMessage is json.Marshal without HTML escaping, so text and tool
+// encodeJSON is json.Marshal without HTML escaping, so text and tool
 // input holding '<', '>' or '&' are stored as written.
-func encodeMessage(m llm.Message) (string, error) {
+func encodeJSON(v any) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return "", err
 	}
 	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil

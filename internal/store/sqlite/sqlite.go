@@ -13,8 +13,11 @@
 //     refuses a database whose schema is newer than this binary knows.
 //   - Times are stored as UTC unix nanoseconds and read back as UTC
 //     time.Time values equal to what was written.
-//   - A session's updated_at strictly increases on every write that touches
-//     the session, even when the wall clock stalls or steps back.
+//   - The updated_at of a session, a run and a node strictly increases on
+//     every write that touches it, even when the wall clock stalls or steps
+//     back.
+//   - A tree Commit is one transaction: the run row and every node of an
+//     engine transition are written together or not at all.
 package sqlite
 
 import (

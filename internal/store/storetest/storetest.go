@@ -8,8 +8,14 @@
 //     now and a zero UpdatedAt to CreatedAt, and starts usage totals at zero
 //     with a known cost, ignoring the totals it is given;
 //   - UpdatedAt strictly increases on every write that concerns the session;
+//   - CreateRun defaults an empty status to running and zero times to now;
+//     Commit validates every record before writing any, writes all of them
+//     or none, sets the UpdatedAt of the run and of every node to now (a
+//     run's strictly increases, like a session's), ignores the UpdatedAt it
+//     is given and keeps a node's first CreatedAt; nil and empty BlockedBy
+//     and Options round-trip as they were;
 //   - invalid records fail with store.ErrInvalid and write nothing;
-//   - reads of an unknown session fail with store.ErrNotFound;
+//   - reads of an unknown session or run fail with store.ErrNotFound;
 //   - Close may be called twice.
 //
 // The suite only uses the store.Store interface, so it holds for every
@@ -44,6 +50,7 @@ func Run(t *testing.T, open Opener) {
 		{"Intents", testIntents},
 		{"Usage", testUsage},
 		{"Compactions", testCompactions},
+		{"Tree", testTree},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,263 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// nodeFields are the node columns an upsert replaces, in the order
+// nodeArgs binds them; run_id, id and created_at precede them and are kept
+// by an update. updated_at follows them and strictly increases.
+var nodeFields = []string{
+	"parent_id", "kind", "spawn", "goal", "prompt", "blocked_by", "returns",
+	"context_query", "question", "options", "default_answer", "state", "result",
+	"error", "draft", "has_draft", "context", "session_id", "attempts",
+	"synthesized", "notice", "started_at", "ended_at",
+}
+
+var (
+	nodeColumns = "run_id, id, created_at, " + strings.Join(nodeFields, ", ") + ", updated_at"
+	upsertNode  = func() string {
+		set := make([]string, 0, len(nodeFields)+1)
+		for _, f := range nodeFields {
+			set = append(set, f+" = excluded."+f)
+		}
+		set = append(set, "updated_at = CASE WHEN nodes.updated_at < excluded.updated_at"+
+			" THEN excluded.updated_at ELSE nodes.updated_at + 1 END")
+		return "INSERT INTO nodes (" + nodeColumns + ") VALUES (" +
+			strings.TrimSuffix(strings.Repeat("?, ", len(nodeFields)+4), ", ") + ")" +
+			" ON CONFLICT (run_id, id) DO UPDATE SET " + strings.Join(set, ", ")
+	}()
+)
+
+// Commit writes one engine transition in one BEGIN IMMEDIATE transaction:
+// when run is non-nil it replaces the run row (all but ID and CreatedAt),
+// then it upserts every node (all but RunID, ID and CreatedAt on update).
+// Every record is validated before the transaction starts; a malformed one
+// is ErrInvalid, a run or a node's run that does not exist is ErrNotFound,
+// and on any error nothing is written. The UpdatedAt of the run and of every
+// node becomes now (strictly later than the stored value); a new node's
+// zero CreatedAt becomes now. The given UpdatedAt values are ignored and
+// run is not modified.
+func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node) error {
+	what := "commit"
+	switch {
+	case run != nil:
+		what = "commit run " + run.ID
+	case len(nodes) > 0:
+		what = "commit run " + nodes[0].RunID
+	default:
+		return nil
+	}
+	if run != nil {
+		if err := validateRun(*run); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	now := time.Now()
+	args := make([][]any, len(nodes))
+	for i, n := range nodes {
+		a, err := nodeArgs(n, now)
+		if err != nil {
+			return fmt.Errorf("%s: node %d (#%d of the commit): %w", what, n.ID, i+1, err)
+		}
+		args[i] = a
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		known := map[string]bool{}
+		if run != nil {
+			if err := updateRun(ctx, tx, run, now.UnixNano()); err != nil {
+				return err
+			}
+			known[run.ID] = true
+		}
+		for i, n := range nodes {
+			if !known[n.RunID] {
+				if err := requireRun(ctx, tx, n.RunID); err != nil {
+					return fmt.Errorf("node %d: %w", n.ID, err)
+				}
+				known[n.RunID] = true
+			}
+			if _, err := tx.ExecContext(ctx, upsertNode, args[i]...); err != nil {
+				return fmt.Errorf("node %d: %w", n.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// nodeArgs validates n and returns the values of nodeColumns for it.
+func nodeArgs(n store.Node, now time.Time) ([]any, error) {
+	if err := validateNode(n); err != nil {
+		return nil, err
+	}
+	created, err := nanos(n.CreatedAt, now)
+	if err != nil {
+		return nil, fmt.Errorf("created_at: %w", err)
+	}
+	started, err := nullableNanos(n.StartedAt)
+	if err != nil {
+		return nil, fmt.Errorf("started_at: %w", err)
+	}
+	ended, err := nullableNanos(n.EndedAt)
+	if err != nil {
+		return nil, fmt.Errorf("ended_at: %w", err)
+	}
+	// nil and empty slices encode as null and [] and decode back as they
+	// were, so both round-trip exactly.
+	blockedBy, err := encodeJSON(n.BlockedBy)
+	if err != nil {
+		return nil, fmt.Errorf("encode blocked_by: %w", err)
+	}
+	options, err := encodeJSON(n.Options)
+	if err != nil {
+		return nil, fmt.Errorf("encode options: %w", err)
+	}
+	return []any{
+		n.RunID, n.ID, created,
+		n.ParentID, n.Kind, n.Spawn, n.Goal, n.Prompt, blockedBy, n.Returns,
+		n.ContextQuery, n.Question, options, n.Default, n.State, n.Result,
+		n.Error, n.Draft, boolInt(n.HasDraft), n.Context, n.SessionID, n.Attempts,
+		n.Synthesized, n.Notice, started, ended,
+		now.UnixNano(),
+	}, nil
+}
+
+// Nodes returns the run's nodes ordered by id; ErrNotFound for an unknown
+// run.
+func (s *Store) Nodes(ctx context.Context, runID string) ([]store.Node, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT `+nodeColumns+` FROM nodes WHERE run_id = ? ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("load nodes of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	out := []store.Node{}
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, fmt.Errorf("load nodes of run %s: %w", runID, err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load nodes of run %s: %w", runID, err)
+	}
+	if len(out) == 0 {
+		// Runs are never deleted, so checking after the query is exact.
+		if err := requireRun(ctx, s.read, runID); err != nil {
+			return nil, fmt.Errorf("load nodes of run %s: %w", runID, err)
+		}
+	}
+	return out, nil
+}
+
+// GetNode returns node id of the run, ErrNotFound if there is none.
+func (s *Store) GetNode(ctx context.Context, runID string, id int64) (store.Node, error) {
+	row := s.read.QueryRowContext(ctx,
+		`SELECT `+nodeColumns+` FROM nodes WHERE run_id = ? AND id = ?`, runID, id)
+	n, err := scanNode(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Node{}, fmt.Errorf("get node %d of run %s: %w", id, runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Node{}, fmt.Errorf("get node %d of run %s: %w", id, runID, err)
+	}
+	return n, nil
+}
+
+func scanNode(sc scanner) (store.Node, error) {
+	var (
+		n                  store.Node
+		blockedBy, options []byte
+		hasDraft           int64
+		created, updated   int64
+		started, ended     sql.NullInt64
+	)
+	err := sc.Scan(&n.RunID, &n.ID, &created,
+		&n.ParentID, &n.Kind, &n.Spawn, &n.Goal, &n.Prompt, &blockedBy, &n.Returns,
+		&n.ContextQuery, &n.Question, &options, &n.Default, &n.State, &n.Result,
+		&n.Error, &n.Draft, &hasDraft, &n.Context, &n.SessionID, &n.Attempts,
+		&n.Synthesized, &n.Notice, &started, &ended,
+		&updated)
+	if err != nil {
+		return store.Node{}, err
+	}
+	if err := json.Unmarshal(blockedBy, &n.BlockedBy); err != nil {
+		return store.Node{}, fmt.Errorf("decode blocked_by of node %d: %w", n.ID, err)
+	}
+	if err := json.Unmarshal(options, &n.Options); err != nil {
+		return store.Node{}, fmt.Errorf("decode options of node %d: %w", n.ID, err)
+	}
+	n.HasDraft = hasDraft != 0
+	n.CreatedAt = fromNanos(created)
+	n.UpdatedAt = fromNanos(updated)
+	n.StartedAt = nullableTime(started)
+	n.EndedAt = nullableTime(ended)
+	return n, nil
+}
+
+// validateNode reports, wrapping store.ErrInvalid, why n cannot be written.
+// Like validateRun it belongs beside store's other Validate methods. The
+// state is the engine's business and is not checked here.
+func validateNode(n store.Node) error {
+	switch {
+	case n.RunID == "":
+		return fmt.Errorf("%w: node run id is empty", store.ErrInvalid)
+	case n.ID < 1:
+		return fmt.Errorf("%w: node id %d is below 1", store.ErrInvalid, n.ID)
+	case n.ParentID < 0 || n.ParentID == n.ID:
+		return fmt.Errorf("%w: node %d has parent %d", store.ErrInvalid, n.ID, n.ParentID)
+	case n.Kind != "goal" && n.Kind != "task" && n.Kind != "ask":
+		return fmt.Errorf("%w: unknown node kind %q", store.ErrInvalid, n.Kind)
+	case n.Attempts < 0 || n.Synthesized < 0:
+		return fmt.Errorf("%w: node %d has a negative attempt or synthesis count", store.ErrInvalid, n.ID)
+	}
+	for _, dep := range n.BlockedBy {
+		if dep < 1 {
+			return fmt.Errorf("%w: node %d is blocked by node id %d", store.ErrInvalid, n.ID, dep)
+		}
+	}
+	return nil
+}
+
+// nullableNanos is nanos for an optional time: nil stays NULL.
+// A non-nil zero time is outside the storable range and so ErrInvalid.
+func nullableNanos(t *time.Time) (sql.NullInt64, error) {
+	if t == nil {
+		return sql.NullInt64{}, nil
+	}
+	n, err := nanos(*t, time.Time{})
+	if err != nil {
+		return sql.NullInt64{}, err
+	}
+	return sql.NullInt64{Int64: n, Valid: true}, nil
+}
+
+// nullableTime is the inverse of nullableNanos.
+func nullableTime(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNanos(n.Int64)
+	return &t
+}
+
+// boolInt stores a boolean as INTEGER 0/1, the same way in every dialect.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,173 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_tokens,
+	max_parallel, node_timeout_ms, result, error, created_at, updated_at`
+
+// CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
+// CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
+// ErrInvalid when r is malformed.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	if r.Status == "" {
+		r.Status = store.RunRunning
+	}
+	if err := validateRun(r); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	now := time.Now()
+	created, err := nanos(r.CreatedAt, now)
+	if err != nil {
+		return fmt.Errorf("create run %s: created_at: %w", r.ID, err)
+	}
+	updated, err := nanos(r.UpdatedAt, now)
+	if err != nil {
+		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
+			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("id already taken: %w", store.ErrConflict)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetRun returns the run with id, ErrNotFound if there is none.
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	row := s.read.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
+	r, err := scanRun(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs by creation time, newest first (ties by id,
+// descending); limit <= 0 means all.
+func (s *Store) ListRuns(ctx context.Context, limit int) ([]store.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs ORDER BY created_at DESC, id DESC`
+	var args []any
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// updateRun replaces every column of the run row but id and created_at
+// inside tx and advances updated_at to now (by one nanosecond when the
+// stored value is not earlier, so it strictly increases like a session's).
+// ErrNotFound when the run does not exist.
+func updateRun(ctx context.Context, tx *sql.Tx, r *store.Run, now int64) error {
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET goal = ?, status = ?, model = ?,
+		workspace = ?, mode = ?, budget_usd = ?, max_tokens = ?, max_parallel = ?,
+		node_timeout_ms = ?, result = ?, error = ?, `+touch+` WHERE id = ?`,
+		r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens, r.MaxParallel,
+		r.NodeTimeout, r.Result, r.Error, now, now, r.ID)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("no such run %s: %w", r.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// requireRun returns ErrNotFound unless the run exists; q is the write
+// transaction or the read pool.
+func requireRun(ctx context.Context, q querier, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("no such run %s: %w", id, store.ErrNotFound)
+	}
+	return err
+}
+
+func scanRun(sc scanner) (store.Run, error) {
+	var (
+		r                store.Run
+		created, updated int64
+	)
+	err := sc.Scan(&r.ID, &r.Goal, &r.Status, &r.Model, &r.Workspace, &r.Mode, &r.BudgetUSD,
+		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.CreatedAt = fromNanos(created)
+	r.UpdatedAt = fromNanos(updated)
+	return r, nil
+}
+
+// validRunStatus reports whether status is one of the store.Run* constants.
+func validRunStatus(status string) bool {
+	switch status {
+	case store.RunRunning, store.RunComplete, store.RunFailed, store.RunCancelled,
+		store.RunBudget, store.RunInterrupted:
+		return true
+	}
+	return false
+}
+
+// validateRun reports, wrapping store.ErrInvalid, why r cannot be written.
+// It belongs beside store's other Validate methods; it lives here because
+// this dialect is the first to need it.
+func validateRun(r store.Run) error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("%w: run id is empty", store.ErrInvalid)
+	case !validRunStatus(r.Status):
+		return fmt.Errorf("%w: unknown run status %q", store.ErrInvalid, r.Status)
+	case math.IsNaN(r.BudgetUSD) || math.IsInf(r.BudgetUSD, 0) || r.BudgetUSD < 0:
+		return fmt.Errorf("%w: run budget %v is not a finite amount >= 0", store.ErrInvalid, r.BudgetUSD)
+	case r.MaxTokens < 0 || r.MaxParallel < 0 || r.NodeTimeout < 0:
+		return fmt.Errorf("%w: run has a negative token limit, parallelism or node timeout", store.ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Run statuses.
+const (
+	RunRunning     = "running"
+	RunComplete    = "complete"
+	RunFailed      = "failed"
+	RunCancelled   = "cancelled"
+	RunBudget      = "budget_exhausted"
+	RunInterrupted = "interrupted"
+)
+
+// Run is one coordination tree: a goal, its budget and its outcome.
+type Run struct {
+	ID          string    `json:"id"`
+	Goal        string    `json:"goal"`
+	Status      string    `json:"status"`
+	Model       string    `json:"model"`
+	Workspace   string    `json:"workspace"`
+	Mode        string    `json:"mode"`
+	BudgetUSD   float64   `json:"budget_usd"`      // 0 = none
+	MaxTokens   int64     `json:"max_tokens"`      // 0 = none
+	MaxParallel int       `json:"max_parallel"`    // running agents at once
+	NodeTimeout int64     `json:"node_timeout_ms"` // per-node wall time; 0 = none
+	Result      string    `json:"result"`
+	Error       string    `json:"error"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Node is one node of a run's tree. IDs are per run, from 1 (the root).
+type Node struct {
+	RunID    string `json:"run_id"`
+	ID       int64  `json:"id"`
+	ParentID int64  `json:"parent_id"` // 0 for the root
+	Kind     string `json:"kind"`      // "goal" (root), "task", "ask"
+	Spawn    string `json:"spawn"`     // "spawn" or "fork" for tasks, "" otherwise
+	Goal     string `json:"goal"`
+	Prompt   string `json:"prompt"`
+	// BlockedBy lists the nodes whose results this node needs.
+	BlockedBy    []int64 `json:"blocked_by"`
+	Returns      string  `json:"returns"` // "text", "json", "list", "file"
+	ContextQuery string  `json:"context_query"`
+	// Question, Options and Default are set for ask nodes.
+	Question string   `json:"question"`
+	Options  []string `json:"options"`
+	Default  string   `json:"default"`
+
+	State  string `json:"state"`
+	Result string `json:"result"`
+	Error  string `json:"error"`
+	// Draft is the result the node's agent last passed to complete, kept
+	// until the node really completes (after its children and synthesis).
+	Draft    string `json:"draft"`
+	HasDraft bool   `json:"has_draft"`
+	// Context is the text injected into the node's first prompt (dependency
+	// and sibling results, distilled when ContextQuery is set).
+	Context string `json:"context"`
+	// SessionID is the agent transcript of the node ("" until it starts).
+	SessionID string `json:"session_id"`
+	Attempts  int    `json:"attempts"`
+	// Synthesized is how many of the node's children its last synthesis
+	// covered; children beyond it call for another synthesis.
+	Synthesized int `json:"synthesized"`
+	// Notice is a message for the node's agent on its next start (a
+	// modification, a resume after pause); cleared when delivered.
+	Notice string `json:"notice"`
+
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+}
+
+// TreeStore persists runs and their nodes. Every state transition of the
+// engine is one Commit: the run row and every changed node in one
+// transaction, so a crash leaves either all of a transition or none of it.
+type TreeStore interface {
+	CreateRun(ctx context.Context, r Run) error
+	GetRun(ctx context.Context, id string) (Run, error)
+	// ListRuns returns runs newest first; limit <= 0 means all.
+	ListRuns(ctx context.Context, limit int) ([]Run, error)
+	// Commit writes run (when non-nil) and upserts nodes, atomically.
+	// Upserting a node that exists replaces every field but RunID, ID and
+	// CreatedAt.
+	Commit(ctx context.Context, run *Run, nodes ...Node) error
+	// Nodes returns the run's nodes ordered by id.
+	Nodes(ctx context.Context, runID string) ([]Node, error)
+	GetNode(ctx context.Context, runID string, id int64) (Node, error)
+}

@@ -1,0 +1,72 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Answer gives ask node id of run runID its answer. When this engine is
+// driving the run, the answer goes through the interaction broker (or,
+// for an ask not yet asked, straight to the node); otherwise it is written
+// to the store and the run picks it up when resumed.
+func (e *Engine) Answer(ctx context.Context, runID string, id int64, text string) error {
+	if v, ok := e.live.Load(runID); ok {
+		return v.(*run).answer(id, text)
+	}
+	n, err := e.o.Store.GetNode(ctx, runID, id)
+	if err != nil {
+		return fmt.Errorf("answer #%d: %w", id, err)
+	}
+	if err := answerable(n); err != nil {
+		return err
+	}
+	now := e.o.Now().UTC()
+	n.State, n.Result, n.EndedAt = StateComplete, text, &now
+	if err := e.o.Store.Commit(ctx, nil, n); err != nil {
+		return fmt.Errorf("answer #%d: %w", id, err)
+	}
+	return nil
+}
+
+func answerable(n store.Node) error {
+	if n.Kind != KindAsk {
+		return fmt.Errorf("#%d is a %s node, not an ask: %w", n.ID, n.Kind, ErrBadState)
+	}
+	if n.State != StatePending && n.State != StateActive {
+		return fmt.Errorf("#%d is already %s: %w", n.ID, n.State, ErrBadState)
+	}
+	return nil
+}
+
+func (r *run) answer(id int64, text string) error {
+	r.mu.Lock()
+	n, ok := r.nodes[id]
+	if !ok {
+		r.mu.Unlock()
+		return fmt.Errorf("#%d: %w", id, ErrUnknownNode)
+	}
+	if err := answerable(*n); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	for _, in := range r.e.o.Broker.Pending() {
+		if in.SessionID == r.id && in.Question != nil && in.Question.CallID == askCallID(id) {
+			r.mu.Unlock()
+			return r.e.o.Broker.Resolve(in.ID, agent.Response{Answer: &tool.Answer{Text: text}})
+		}
+	}
+	// Not asked yet (blocked, or between scheduling and asking): answer
+	// ahead; dependents start when their other needs are met.
+	if cancel, busy := r.running[id]; busy {
+		cancel(errStopped)
+	}
+	r.answerLocked(id, tool.Answer{Text: text})
+	r.scheduleLocked()
+	r.unlock()
+	return nil
+}
+

@@ -1,0 +1,140 @@
+package tree
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+var errPaused = errors.New("node paused")
+var errStopped = errors.New("node stopped")
+
+// control applies op to target on behalf of caller, which must be a
+// strict ancestor of target.
+func (r *run) control(caller, target int64, op func(id int64) error) tool.Result {
+	r.mu.Lock()
+	defer r.unlock()
+	if _, ok := r.nodes[target]; !ok {
+		return tool.Errorf("#%d does not exist (read_tree lists the nodes)", target)
+	}
+	if !r.descendantLocked(target, caller) {
+		return tool.Errorf("#%d is %v: you may only control nodes you created or their descendants; use ask to involve someone who can", target, ErrNotInSubtree)
+	}
+	if err := op(target); err != nil {
+		return tool.Errorf("#%d: %v", target, err)
+	}
+	r.scheduleLocked()
+	return tool.Result{Content: fmt.Sprintf("#%d is now %s.", target, r.nodes[target].State)}
+}
+
+// descendantLocked reports whether id is a strict descendant of anc.
+func (r *run) descendantLocked(id, anc int64) bool {
+	for p := r.nodes[id].ParentID; p != 0; p = r.nodes[p].ParentID {
+		if p == anc {
+			return true
+		}
+	}
+	return false
+}
+
+// subtreeLocked returns id and all its descendants, parents first.
+func (r *run) subtreeLocked(id int64) []int64 {
+	out := []int64{id}
+	for i := 0; i < len(out); i++ {
+		out = append(out, r.children[out[i]]...)
+	}
+	return out
+}
+
+// cascadeLocked moves every node of id's subtree that accept allows into
+// state to, in one transaction, and cancels their running work with cause.
+func (r *run) cascadeLocked(id int64, to, reason string, cause error, accept func(n *store.Node) bool, edit func(n *store.Node)) int {
+	var changes []change
+	for _, s := range r.subtreeLocked(id) {
+		n := r.nodes[s]
+		if !accept(n) {
+			continue
+		}
+		c := *n
+		c.State = to
+		if edit != nil {
+			edit(&c)
+		}
+		if Terminal(to) {
+			c.EndedAt = r.nowPtr()
+		}
+		changes = append(changes, change{node: c, from: n.State, reason: reason})
+	}
+	if len(changes) == 0 {
+		return 0
+	}
+	r.commitLocked(changes)
+	for _, c := range changes {
+		if cancel, ok := r.running[c.node.ID]; ok && cause != nil {
+			cancel(cause)
+		}
+	}
+	return len(changes)
+}
+
+func (r *run) stopLocked(id int64) error {
+	if Terminal(r.nodes[id].State) {
+		return fmt.Errorf("already %s: %w", r.nodes[id].State, ErrBadState)
+	}
+	r.cascadeLocked(id, StateCancelled, "stopped", errStopped,
+		func(n *store.Node) bool { return !Terminal(n.State) },
+		func(n *store.Node) { n.Error = fmt.Sprintf("stopped (with #%d)", id) })
+	return nil
+}
+
+func (r *run) pauseLocked(id int64) error {
+	switch s := r.nodes[id].State; {
+	case Terminal(s):
+		return fmt.Errorf("already %s: %w", s, ErrBadState)
+	case s == StatePaused:
+		return fmt.Errorf("already paused: %w", ErrBadState)
+	}
+	r.cascadeLocked(id, StatePaused, "paused", errPaused,
+		func(n *store.Node) bool { return !Terminal(n.State) && n.State != StatePaused }, nil)
+	return nil
+}
+
+// resumeLocked puts a paused subtree back to pending. Nodes that were
+// running get a notice so their agent knows what happened.
+func (r *run) resumeLocked(id int64) error {
+	if r.nodes[id].State != StatePaused {
+		return fmt.Errorf("is %s, not paused: %w", r.nodes[id].State, ErrBadState)
+	}
+	r.cascadeLocked(id, StatePending, "resumed", nil,
+		func(n *store.Node) bool { return n.State == StatePaused },
+		func(n *store.Node) {
+			if n.SessionID != "" && !n.HasDraft && n.Notice == "" {
+				n.Notice = "You were paused and have now been resumed. Continue your task."
+			}
+		})
+	return nil
+}
+
+func (r *run) modifyLocked(id int64, goal, prompt string) error {
+	n := r.nodes[id]
+	if n.State != StatePending && n.State != StatePaused {
+		return fmt.Errorf("is %s; only pending or paused nodes can be modified: %w", n.State, ErrBadState)
+	}
+	if goal == "" && prompt == "" {
+		return errors.New("give a new goal, a new prompt, or both")
+	}
+	r.setLocked(id, "modified", func(m *store.Node) {
+		if goal != "" {
+			m.Goal = goal
+		}
+		if prompt != "" {
+			m.Prompt = prompt
+		}
+		if m.SessionID != "" {
+			m.Notice = fmt.Sprintf("Your task was modified.\nGoal: %s\nInstructions: %s\nContinue with the modified task.", m.Goal, m.Prompt)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,215 @@
+package tree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// runAgent runs one turn of node id's agent: its first turn, a synthesis
+// turn, or the continuation of a turn interrupted by a crash or a pause.
+func (r *run) runAgent(ctx context.Context, id int64) {
+	r.mu.Lock()
+	n := *r.nodes[id]
+	r.mu.Unlock()
+
+	first := n.SessionID == ""
+	if first {
+		text, err := r.startContext(ctx, &n)
+		if err != nil {
+			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+			return
+		}
+		r.mu.Lock()
+		if r.nodes[id].State != StateActive {
+			r.unlock()
+			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeCancelled})
+			return
+		}
+		r.setLocked(id, "", func(m *store.Node) { m.SessionID = sessionID(r.id, id); m.Context = text })
+		n = *r.nodes[id]
+		r.unlock()
+	}
+	r.addSession(n.SessionID, id)
+	ag, err := r.e.o.Agents.NewAgent(ctx, AgentSpec{
+		RunID: r.id, NodeID: id, SessionID: n.SessionID, Resume: !first,
+		Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
+		Tools: r.tools(id), Gate: r.gate,
+	})
+	if err != nil {
+		r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+		return
+	}
+	var res agent.Result
+	switch {
+	case first:
+		res = ag.Send(ctx, llm.UserText(r.initialPrompt(n)))
+	case n.Notice != "" && !delivered(ag.History(), n.Notice):
+		res = ag.Send(ctx, llm.UserText(n.Notice))
+	case n.HasDraft:
+		res = agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
+	case ag.NeedsContinue():
+		res = ag.Continue(ctx)
+	default:
+		res = agent.Result{Outcome: agent.OutcomeCompleted, Text: lastText(ag.History())}
+	}
+	r.endTurn(ctx, id, res)
+}
+
+// delivered reports whether notice is already the conversation's last user
+// text (it was sent before a crash).
+func delivered(h []llm.Message, notice string) bool {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role == llm.RoleUser && h[i].Text() != "" {
+			return strings.Contains(h[i].Text(), notice)
+		}
+	}
+	return false
+}
+
+func lastText(h []llm.Message) string {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role == llm.RoleAssistant && h[i].Text() != "" {
+			return h[i].Text()
+		}
+	}
+	return ""
+}
+
+func sessionID(run string, node int64) string { return fmt.Sprintf("%s.%d", run, node) }
+
+// endTurn applies the outcome of a node's turn. A node whose state changed
+// meanwhile (stopped, paused) keeps that state: late exits never overwrite.
+func (r *run) endTurn(ctx context.Context, id int64, res agent.Result) {
+	r.mu.Lock()
+	defer r.unlock()
+	delete(r.running, id)
+	n := r.nodes[id]
+	if r.finished || (n.State != StateActive && n.State != StateSynthesizing) {
+		r.scheduleLocked()
+		return
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case r.ctx.Err() != nil || errors.Is(cause, errInterrupted):
+		return // the run is shutting down; the node resumes with it
+	case errors.Is(cause, errTimeout):
+		r.failLocked(id, fmt.Sprintf("timed out after %dms", r.meta.NodeTimeout))
+	case res.Outcome == agent.OutcomeFailed && errors.Is(res.Err, ErrBudgetExhausted):
+		r.finishBudgetLocked(res.Err)
+		return
+	case res.Outcome == agent.OutcomeFailed && llm.Retryable(res.Err) && n.Attempts+1 < r.e.o.MaxAttempts:
+		r.setLocked(id, "retrying after: "+res.Err.Error(), func(m *store.Node) { m.Attempts++ })
+	case res.Outcome == agent.OutcomeCancelled:
+		r.failLocked(id, "cancelled: "+errText(cause))
+	case res.Outcome != agent.OutcomeCompleted:
+		msg := string(res.Outcome)
+		if res.Err != nil {
+			msg = res.Err.Error()
+		}
+		r.failLocked(id, msg)
+	default:
+		r.turnDoneLocked(id, res)
+	}
+	r.scheduleLocked()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "unknown cause"
+	}
+	return err.Error()
+}
+
+// turnDoneLocked decides what a finished turn means: wait for children,
+// synthesize their results, or complete.
+func (r *run) turnDoneLocked(id int64, res agent.Result) {
+	n := r.nodes[id]
+	result := res.Text
+	if n.HasDraft {
+		result = n.Draft
+	}
+	switch {
+	case !r.childrenDoneLocked(id):
+		r.setLocked(id, "", func(m *store.Node) {
+			m.State, m.Draft, m.HasDraft, m.Notice = StateWaiting, result, true, ""
+		})
+	case len(r.children[id]) > n.Synthesized:
+		r.startSynthesisLocked(id)
+		r.launchLocked(id, r.runAgent)
+	default:
+		r.setLocked(id, "", func(m *store.Node) {
+			m.State, m.Result, m.Notice = StateComplete, result, ""
+		})
+	}
+}
+
+// startSynthesisLocked moves a node whose children all ended into
+// synthesis: the message with their results is stored as the node's
+// notice in the same transition, so a crash cannot skip it.
+func (r *run) startSynthesisLocked(id int64) {
+	kids := r.children[id]
+	var b strings.Builder
+	fmt.Fprintf(&b, "All %d of your child tasks have ended. Their results:\n", len(kids))
+	for _, c := range kids {
+		k := r.nodes[c]
+		fmt.Fprintf(&b, "\n#%d %s (%s) %s\n", k.ID, k.Kind, k.State, k.Goal)
+		switch k.State {
+		case StateComplete:
+			b.WriteString(k.Result + "\n")
+		default:
+			b.WriteString("error: " + k.Error + "\n")
+		}
+	}
+	b.WriteString("\nSynthesize these into your own result and call complete(result). " +
+		"If something is missing you may spawn more children; you will be woken again when they end.")
+	r.setLocked(id, "", func(m *store.Node) {
+		m.State, m.Synthesized, m.HasDraft, m.Notice = StateSynthesizing, len(kids), false, b.String()
+	})
+}
+
+func (r *run) failLocked(id int64, msg string) {
+	r.setLocked(id, msg, func(m *store.Node) { m.State, m.Error = StateFailed, msg })
+}
+
+// askNode puts an ask node's question to a person through the broker.
+func (r *run) askNode(ctx context.Context, id int64) {
+	r.mu.Lock()
+	n := *r.nodes[id]
+	r.mu.Unlock()
+	q := tool.Question{CallID: askCallID(id), Question: n.Question, Options: n.Options, Default: n.Default}
+	ans, err := r.e.o.Broker.For(r.id).Ask(ctx, q)
+
+	r.mu.Lock()
+	defer r.unlock()
+	delete(r.running, id)
+	if r.finished || r.nodes[id].State != StateActive {
+		r.scheduleLocked()
+		return
+	}
+	if err != nil {
+		return // the run is shutting down or the node was stopped
+	}
+	r.answerLocked(id, ans)
+	r.scheduleLocked()
+}
+
+func askCallID(id int64) string { return fmt.Sprintf("ask:#%d", id) }
+
+func (r *run) answerLocked(id int64, ans tool.Answer) {
+	n := r.nodes[id]
+	text := ans.Text
+	if ans.Declined || text == "" {
+		text = n.Default
+		if text == "" {
+			text = "(the person declined to answer)"
+		}
+	}
+	r.setLocked(id, "answered", func(m *store.Node) { m.State, m.Result = StateComplete, text })
+}

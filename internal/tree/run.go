@@ -1,0 +1,234 @@
+package tree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// run is one run being driven. Every field below mu is guarded by it.
+// Events are collected under mu and published after it is released, since
+// bus subscribers may call back into the run.
+type run struct {
+	e    *Engine
+	id   string
+	ctx  context.Context // the Drive context
+	disp *Local
+
+	usageMu   sync.Mutex // guards tokens, cost, sessions (read by the budget gate)
+	tokens    int64
+	cost      float64
+	sessions  map[string]int64 // node agent session → node id
+	budgetHit bool
+
+	mu       sync.Mutex
+	meta     store.Run
+	nodes    map[int64]*store.Node
+	children map[int64][]int64
+	running  map[int64]context.CancelCauseFunc
+	maxID    int64
+	pending  []agent.Event // events to publish after unlock
+	done     chan struct{}
+	finished bool
+}
+
+var errInterrupted = errors.New("run interrupted")
+
+func (e *Engine) open(ctx context.Context, id string) (*run, error) {
+	meta, err := e.o.Store.GetRun(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("open run %s: %w", id, err)
+	}
+	nodes, err := e.o.Store.Nodes(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("open run %s: %w", id, err)
+	}
+	r := &run{
+		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
+		running: map[int64]context.CancelCauseFunc{}, sessions: map[string]int64{}, done: make(chan struct{}),
+		disp: &Local{},
+	}
+	for i := range nodes {
+		n := nodes[i]
+		r.nodes[n.ID] = &n
+		if n.ParentID != 0 {
+			r.children[n.ParentID] = append(r.children[n.ParentID], n.ID)
+		}
+		r.maxID = max(r.maxID, n.ID)
+		if n.SessionID != "" {
+			r.sessions[n.SessionID] = n.ID
+			if s, err := e.o.Store.GetSession(ctx, n.SessionID); err == nil {
+				r.tokens += s.Usage.Total()
+				r.cost += s.CostUSD
+			}
+		}
+	}
+	if _, ok := r.nodes[1]; !ok {
+		return nil, fmt.Errorf("open run %s: root node missing: %w", id, store.ErrNotFound)
+	}
+	return r, nil
+}
+
+func (r *run) drive(ctx context.Context) (store.Run, error) {
+	r.ctx = ctx
+	unsub := r.e.o.Bus.Subscribe(r.observe)
+	defer unsub()
+
+	r.mu.Lock()
+	if Terminal(r.nodes[1].State) {
+		meta := r.meta
+		r.mu.Unlock()
+		return meta, nil
+	}
+	r.meta.Status = store.RunRunning
+	r.meta.Error = ""
+	r.commitLocked(nil)
+	r.scheduleLocked()
+	r.unlock()
+
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.mu.Lock()
+		for _, cancel := range r.running {
+			cancel(errInterrupted)
+		}
+		r.unlock()
+	}
+	r.disp.Wait()
+
+	r.mu.Lock()
+	if !r.finished {
+		r.meta.Status = store.RunInterrupted
+		r.meta.Error = "interrupted; resume with: arbor resume " + r.id
+		r.commitLocked(nil)
+	}
+	meta := r.meta
+	r.unlock()
+	return meta, nil
+}
+
+// observe is the run's bus subscriber: it totals usage of its node agents.
+func (r *run) observe(ev agent.Event) {
+	u, ok := ev.(*agent.UsageUpdated)
+	if !ok {
+		return
+	}
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	if _, mine := r.sessions[u.SessionID]; mine {
+		r.tokens += u.Call.Total()
+		r.cost += u.CallCost
+	}
+}
+
+// gate is checked before every model call of every node.
+func (r *run) gate(context.Context) error {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	b := r.meta.BudgetUSD // set at creation, never changed
+	switch {
+	case b > 0 && r.cost >= b:
+		r.budgetHit = true
+		return fmt.Errorf("%w: spent $%.4f of $%.2f", ErrBudgetExhausted, r.cost, b)
+	case r.meta.MaxTokens > 0 && r.tokens >= r.meta.MaxTokens:
+		r.budgetHit = true
+		return fmt.Errorf("%w: used %d of %d tokens", ErrBudgetExhausted, r.tokens, r.meta.MaxTokens)
+	}
+	return nil
+}
+
+func (r *run) addSession(id string, node int64) {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	r.sessions[id] = node
+}
+
+// unlock releases mu and publishes the events collected under it.
+func (r *run) unlock() {
+	evs := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	for _, ev := range evs {
+		r.e.o.Bus.Publish(ev)
+	}
+}
+
+// change is one node transition to commit.
+type change struct {
+	node   store.Node
+	from   string
+	reason string
+}
+
+// commitLocked writes the run row and the changed nodes in one
+// transaction, then queues their events. A failed commit is fatal to the
+// run: the in-memory state would no longer match the store.
+func (r *run) commitLocked(changes []change) {
+	now := r.e.o.Now().UTC()
+	nodes := make([]store.Node, len(changes))
+	for i, c := range changes {
+		c.node.UpdatedAt = now
+		nodes[i] = c.node
+	}
+	r.meta.UpdatedAt = now
+	meta := r.meta
+	if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta, nodes...); err != nil {
+		r.failRunLocked(fmt.Errorf("store: %w", err))
+		return
+	}
+	for i, c := range changes {
+		n := nodes[i]
+		r.nodes[n.ID] = &n
+		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
+	}
+}
+
+// set applies fn to a copy of node id and commits it as one transition.
+func (r *run) setLocked(id int64, reason string, fn func(n *store.Node)) {
+	n := *r.nodes[id]
+	from := n.State
+	fn(&n)
+	if Terminal(n.State) && n.EndedAt == nil {
+		t := r.e.o.Now().UTC()
+		n.EndedAt = &t
+	}
+	r.commitLocked([]change{{node: n, from: from, reason: reason}})
+}
+
+func (r *run) failRunLocked(err error) {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	r.meta.Status = store.RunFailed
+	r.meta.Error = err.Error()
+	for _, cancel := range r.running {
+		cancel(err)
+	}
+	meta := r.meta
+	_ = r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta)
+	r.pending = append(r.pending, &RunFinished{RunID: r.id, Outcome: r.meta.Status, Error: r.meta.Error})
+	close(r.done)
+}
+
+func view(n store.Node) NodeView {
+	return NodeView{
+		ID: n.ID, ParentID: n.ParentID, Kind: n.Kind, Spawn: n.Spawn, Goal: n.Goal, State: n.State,
+		BlockedBy: slices.Clone(n.BlockedBy), Result: n.Result, Error: n.Error, Question: n.Question,
+		Options: slices.Clone(n.Options), SessionID: n.SessionID,
+	}
+}
+
+// usage returns the run's totals.
+func (r *run) usage() (int64, float64) {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	return r.tokens, r.cost
+}
+

@@ -1,0 +1,206 @@
+package tree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+var errTimeout = errors.New("node timed out")
+
+// scheduleLocked moves the run forward after any change: it fails the
+// dependents of failed nodes, finishes the run when its root ended, starts
+// synthesis for waiting nodes whose children all ended, and launches ready
+// nodes up to the parallelism limit. It is the only place work starts.
+func (r *run) scheduleLocked() {
+	for !r.finished {
+		if r.propagateLocked() {
+			continue
+		}
+		if root := r.nodes[1]; Terminal(root.State) {
+			r.finishLocked(root)
+			return
+		}
+		break
+	}
+	if r.finished {
+		return
+	}
+	for _, id := range r.idsLocked() {
+		n := r.nodes[id]
+		if _, busy := r.running[id]; busy {
+			continue
+		}
+		switch {
+		case n.Kind == KindAsk && (n.State == StateActive || n.State == StatePending && r.readyLocked(n)):
+			if n.State == StatePending {
+				r.setLocked(id, "", func(n *store.Node) { n.State = StateActive; n.StartedAt = r.nowPtr() })
+			}
+			r.launchLocked(id, r.askNode)
+		case n.Kind == KindAsk:
+		case !r.slotLocked():
+			// No slot free: the next agent exit schedules again.
+		case n.State == StateActive || n.State == StateSynthesizing:
+			// Left running by a crash or an interrupt: continue it.
+			r.launchLocked(id, r.runAgent)
+		case n.State == StatePending && r.readyLocked(n):
+			r.setLocked(id, "", func(n *store.Node) { n.State = StateActive; n.StartedAt = r.nowPtr() })
+			r.launchLocked(id, r.runAgent)
+		case n.State == StateWaiting && r.childrenDoneLocked(id):
+			r.startSynthesisLocked(id)
+			r.launchLocked(id, r.runAgent)
+		}
+	}
+	if len(r.running) == 0 && !r.finished {
+		r.unstickLocked()
+	}
+}
+
+// propagateLocked fails pending nodes whose dependencies failed or were
+// cancelled. It reports whether it changed anything.
+func (r *run) propagateLocked() bool {
+	var changes []change
+	for _, id := range r.idsLocked() {
+		n := r.nodes[id]
+		if n.State != StatePending {
+			continue
+		}
+		for _, dep := range n.BlockedBy {
+			d := r.nodes[dep]
+			if d.State == StateFailed || d.State == StateCancelled {
+				c := *n
+				c.State = StateFailed
+				c.Error = fmt.Sprintf("dependency #%d %s: %s", dep, d.State, firstLine(d.Error))
+				c.EndedAt = r.nowPtr()
+				changes = append(changes, change{node: c, from: StatePending, reason: "dependency ended without a result"})
+				break
+			}
+		}
+	}
+	if len(changes) == 0 {
+		return false
+	}
+	r.commitLocked(changes)
+	return true
+}
+
+// unstickLocked runs when nothing is running and the root has not ended:
+// the only way there is a paused node that nothing can resume any more.
+// Those nodes are cancelled, so their dependents and parents move on.
+func (r *run) unstickLocked() {
+	var changes []change
+	for _, id := range r.idsLocked() {
+		if n := r.nodes[id]; n.State == StatePaused {
+			c := *n
+			c.State = StateCancelled
+			c.Error = "paused, and no running node was left to resume it"
+			c.EndedAt = r.nowPtr()
+			changes = append(changes, change{node: c, from: StatePaused, reason: c.Error})
+		}
+	}
+	if len(changes) == 0 {
+		r.failRunLocked(errors.New("the run is stuck: no node can run (this is a bug in arbor)"))
+		return
+	}
+	r.commitLocked(changes)
+	r.scheduleLocked()
+}
+
+func (r *run) finishLocked(root *store.Node) {
+	r.finished = true
+	switch root.State {
+	case StateComplete:
+		r.meta.Status, r.meta.Result = store.RunComplete, root.Result
+	case StateFailed:
+		r.meta.Status, r.meta.Error = store.RunFailed, root.Error
+	default:
+		r.meta.Status, r.meta.Error = store.RunCancelled, root.Error
+	}
+	r.closeLocked()
+}
+
+// finishBudgetLocked ends the run because its budget is spent. Nodes keep
+// their states, so the run can be resumed with a larger budget.
+func (r *run) finishBudgetLocked(err error) {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	r.meta.Status, r.meta.Error = store.RunBudget, err.Error()
+	r.closeLocked()
+}
+
+func (r *run) closeLocked() {
+	for _, cancel := range r.running {
+		cancel(errInterrupted)
+	}
+	meta := r.meta
+	if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta); err != nil {
+		r.meta.Error += "; store: " + err.Error()
+	}
+	r.pending = append(r.pending, &RunFinished{RunID: r.id, Outcome: r.meta.Status, Result: r.meta.Result, Error: r.meta.Error})
+	close(r.done)
+}
+
+func (r *run) idsLocked() []int64 {
+	ids := make([]int64, 0, len(r.nodes))
+	for id := range r.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (r *run) readyLocked(n *store.Node) bool {
+	for _, dep := range n.BlockedBy {
+		if r.nodes[dep].State != StateComplete {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *run) childrenDoneLocked(id int64) bool {
+	for _, c := range r.children[id] {
+		if !Terminal(r.nodes[c].State) {
+			return false
+		}
+	}
+	return true
+}
+
+// slotLocked reports whether another agent may start.
+func (r *run) slotLocked() bool {
+	agents := 0
+	for id := range r.running {
+		if r.nodes[id].Kind != KindAsk {
+			agents++
+		}
+	}
+	return agents < r.meta.MaxParallel
+}
+
+// launchLocked dispatches work for node id with its own cancellable
+// context (and deadline, when the run sets a node timeout).
+func (r *run) launchLocked(id int64, work func(ctx context.Context, id int64)) {
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	stop := func() {}
+	if d := time.Duration(r.meta.NodeTimeout) * time.Millisecond; d > 0 && r.nodes[id].Kind != KindAsk {
+		ctx, stop = context.WithTimeoutCause(ctx, d, errTimeout)
+	}
+	r.running[id] = cancel
+	r.disp.Dispatch(func() {
+		defer cancel(nil)
+		defer stop()
+		work(ctx, id)
+	})
+}
+
+func (r *run) nowPtr() *time.Time {
+	t := r.e.o.Now().UTC()
+	return &t
+}

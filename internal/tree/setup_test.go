@@ -1,0 +1,200 @@
+package tree_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+// script maps a node id to its turns: turn i answers the node's request
+// that carries i assistant messages, so parallel nodes stay deterministic.
+type script map[int64][]llmtest.Turn
+
+var nodeLine = regexp.MustCompile(`You are (?:the root )?node #(\d+)`)
+
+// nodeOf returns the node a recorded request belongs to (0 for a
+// context_query distillation).
+func nodeOf(req llmtest.Request) int64 {
+	if len(req.Messages) == 0 {
+		return -1
+	}
+	m := nodeLine.FindStringSubmatch(req.Messages[0].Text())
+	if m == nil {
+		return 0
+	}
+	id, _ := strconv.ParseInt(m[1], 10, 64)
+	return id
+}
+
+func assistantTurns(req llmtest.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleAssistant {
+			n++
+		}
+	}
+	return n
+}
+
+type bundle struct {
+	ctx    context.Context
+	srv    *llmtest.Server
+	app    *app.App
+	engine *tree.Engine
+	run    store.Run
+
+	mu     sync.Mutex
+	events []agent.Event
+}
+
+func call(name string, input map[string]any) llmtest.ToolCall {
+	return llmtest.ToolCall{Name: name, Input: input}
+}
+
+func calls(cs ...llmtest.ToolCall) llmtest.Turn { return llmtest.Turn{ToolCalls: cs} }
+
+func complete(result string) llmtest.Turn {
+	return calls(call("complete", map[string]any{"result": result}))
+}
+
+type setupOpts struct {
+	budgetTokens int64
+	maxParallel  int
+	goal         string
+}
+
+func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
+	t.Helper()
+	o := setupOpts{goal: "the goal"}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	var mu sync.Mutex
+	srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		id := nodeOf(req)
+		if id == 0 {
+			return llmtest.Turn{Text: "DISTILLED(" + firstLineOf(req.LastUserText()) + ")"}
+		}
+		turns := s[id]
+		i := assistantTurns(req)
+		if i >= len(turns) {
+			return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 400}, Text: fmt.Sprintf("no turn %d for #%d", i, id)}
+		}
+		return turns[i]
+	})
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	env := map[string]string{
+		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
+	}
+	if err := mkdir(ws); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Open(context.Background(), app.Options{
+		Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "trust"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	e, _, err := a.Engine("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{ctx: context.Background(), srv: srv, app: a, engine: e}
+	a.Bus.Subscribe(func(ev agent.Event) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.events = append(b.events, ev)
+	})
+	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, MaxParallel: o.maxParallel, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func firstLineOf(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+func (b *bundle) drive(t *testing.T) store.Run {
+	t.Helper()
+	r, err := b.engine.Drive(b.ctx, b.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (b *bundle) node(t *testing.T, id int64) store.Node {
+	t.Helper()
+	n, err := b.app.Store.GetNode(b.ctx, b.run.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// requests returns the recorded requests of node id, in order.
+func (b *bundle) requests(id int64) []llmtest.Request {
+	var out []llmtest.Request
+	for _, r := range b.srv.Requests() {
+		if nodeOf(r) == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// toolResult returns the content of the first tool result in node id's
+// request number i.
+func (b *bundle) lastToolResults(t *testing.T, id int64, i int) string {
+	t.Helper()
+	reqs := b.requests(id)
+	if i >= len(reqs) {
+		t.Fatalf("#%d made %d requests, want more than %d", id, len(reqs), i)
+	}
+	return reqs[i].LastUserText()
+}
+
+func (b *bundle) transitions(id int64) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, ev := range b.events {
+		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == id && c.From != c.Node.State {
+			out = append(out, c.Node.State)
+		}
+	}
+	return out
+}
+
+func wantState(t *testing.T, n store.Node, state string) {
+	t.Helper()
+	if n.State != state {
+		t.Fatalf("#%d is %s (error %q), want %s", n.ID, n.State, n.Error, state)
+	}
+}
+
+func mkdir(p string) error { return os.MkdirAll(p, 0o755) }

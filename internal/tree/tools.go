@@ -1,0 +1,262 @@
+package tree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// NodeRef is a node id as the model writes it: "#4", "4" or 4.
+type NodeRef int64
+
+// UnmarshalJSON accepts a number or a string with an optional '#'.
+func (r *NodeRef) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("a node id must look like \"#3\", not %s", b)
+		}
+		*r = NodeRef(n)
+		return nil
+	}
+	n, err := ParseID(s)
+	if err != nil {
+		return err
+	}
+	*r = NodeRef(n)
+	return nil
+}
+
+// JSONSchema describes NodeRef to the model.
+func (NodeRef) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Description: `a node id such as "#3"`,
+		OneOf:       []*jsonschema.Schema{{Type: "string", Pattern: `^#?[0-9]+$`}, {Type: "integer"}},
+	}
+}
+
+// ParseID parses "#4" or "4".
+func ParseID(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "#"), 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("a node id must look like \"#3\", not %q", s)
+	}
+	return n, nil
+}
+
+type spawnArgs struct {
+	Goal         string    `json:"goal" jsonschema:"description=A short title for the child's task"`
+	Prompt       string    `json:"prompt" jsonschema:"description=Everything the child needs to know to do the task"`
+	BlockedBy    []NodeRef `json:"blocked_by,omitempty" jsonschema:"description=Nodes that must complete before the child starts; their results are given to it"`
+	Returns      string    `json:"returns,omitempty" jsonschema:"enum=text,enum=json,enum=list,enum=file,description=The form of the child's result (default text)"`
+	ContextQuery string    `json:"context_query,omitempty" jsonschema:"description=If set, the context given to the child is first distilled to what this asks for"`
+}
+
+type askArgs struct {
+	Question  string    `json:"question" jsonschema:"description=The question for the human"`
+	Options   []string  `json:"options,omitempty" jsonschema:"description=Suggested answers"`
+	Default   string    `json:"default,omitempty" jsonschema:"description=The answer taken when the human just presses Enter"`
+	BlockedBy []NodeRef `json:"blocked_by,omitempty" jsonschema:"description=Nodes that must complete before the question is asked"`
+}
+
+type completeArgs struct {
+	Result string `json:"result" jsonschema:"description=Your result; it must stand on its own"`
+}
+
+type idArgs struct {
+	ID NodeRef `json:"id"`
+}
+
+type modifyArgs struct {
+	ID     NodeRef `json:"id"`
+	Goal   string  `json:"goal,omitempty"`
+	Prompt string  `json:"prompt,omitempty"`
+}
+
+type noArgs struct{}
+
+// tools returns the tree tools of node caller.
+func (r *run) tools(caller int64) []tool.Tool {
+	spawn := func(kind string) func(context.Context, tool.Call, spawnArgs) tool.Result {
+		return func(_ context.Context, _ tool.Call, a spawnArgs) tool.Result {
+			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
+				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery})
+		}
+	}
+	return []tool.Tool{
+		tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id.", tool.KindInteract, spawn("spawn")),
+		tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id.", tool.KindInteract, spawn("fork")),
+		tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a askArgs) tool.Result {
+				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
+					Options: a.Options, Default: a.Default, BlockedBy: refs(a.BlockedBy)})
+			}),
+		tool.New("complete", "Finish your task with its result. With children, this is a draft until you synthesize their results.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a completeArgs) tool.Result { return r.complete(caller, a.Result) }),
+		tool.New("read_tree", "Show the whole coordination tree: ids, kinds, states, goals, dependencies and short results.", tool.KindInteract,
+			func(context.Context, tool.Call, noArgs) tool.Result {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return tool.Result{Content: r.renderTreeLocked()}
+			}),
+		tool.New("read_node", "Show one node in full, including its whole result.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.readNode(int64(a.ID)) }),
+		tool.New("stop", "Stop a node in your subtree and everything under it; it ends as cancelled.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.control(caller, int64(a.ID), r.stopLocked) }),
+		tool.New("pause", "Pause a node in your subtree and everything under it, until resume.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.control(caller, int64(a.ID), r.pauseLocked) }),
+		tool.New("resume", "Resume a paused node in your subtree.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.control(caller, int64(a.ID), r.resumeLocked) }),
+		tool.New("modify", "Change the goal or prompt of a pending or paused node in your subtree.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a modifyArgs) tool.Result {
+				return r.control(caller, int64(a.ID), func(id int64) error { return r.modifyLocked(id, a.Goal, a.Prompt) })
+			}),
+	}
+}
+
+func refs(rs []NodeRef) []int64 {
+	out := make([]int64, len(rs))
+	for i, r := range rs {
+		out[i] = int64(r)
+	}
+	return out
+}
+
+// create adds a child of parent after validating its dependencies.
+func (r *run) create(parent int64, n store.Node) tool.Result {
+	if strings.TrimSpace(n.Goal) == "" {
+		return tool.Errorf("goal must not be empty")
+	}
+	if n.Returns == "" && n.Kind == KindTask {
+		n.Returns = "text"
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	if r.finished {
+		return tool.Errorf("the run has ended")
+	}
+	if err := r.checkDepsLocked(parent, n.BlockedBy); err != nil {
+		return tool.Errorf("%v", err)
+	}
+	r.maxID++
+	n.RunID, n.ID, n.ParentID, n.State = r.id, r.maxID, parent, StatePending
+	n.CreatedAt = r.e.o.Now().UTC()
+	r.commitLocked([]change{{node: n}})
+	if r.finished { // the commit failed
+		return tool.Errorf("could not store the node")
+	}
+	r.children[parent] = append(r.children[parent], n.ID)
+	r.scheduleLocked()
+	return tool.Result{Content: fmt.Sprintf(`{"id": "#%d"}`, n.ID)}
+}
+
+// checkDepsLocked validates blocked_by for a new child of parent: every
+// node exists and is not the parent or one of its ancestors (they wait for
+// their children, so the child would never start). A new node cannot close
+// a cycle: nothing depends on it yet.
+func (r *run) checkDepsLocked(parent int64, deps []int64) error {
+	seen := map[int64]bool{}
+	for _, d := range deps {
+		if _, ok := r.nodes[d]; !ok {
+			return fmt.Errorf("blocked_by: #%d does not exist (read_tree lists the nodes)", d)
+		}
+		if seen[d] {
+			return fmt.Errorf("blocked_by: #%d is listed twice", d)
+		}
+		seen[d] = true
+		for a := parent; a != 0; a = r.nodes[a].ParentID {
+			if a == d {
+				return fmt.Errorf("blocked_by: #%d is an ancestor of the new node; an ancestor completes only after its children, so this would never start", d)
+			}
+		}
+	}
+	return nil
+}
+
+// complete records caller's result (a draft until children and synthesis
+// are done) and ends its turn.
+func (r *run) complete(caller int64, result string) tool.Result {
+	r.mu.Lock()
+	defer r.unlock()
+	n := r.nodes[caller]
+	if n.State != StateActive && n.State != StateSynthesizing {
+		return tool.Errorf("#%d is %s; complete is only for a running node", caller, n.State)
+	}
+	if err := checkReturns(n.Returns, result, r.meta.Workspace); err != nil {
+		return tool.Errorf("result rejected: %v", err)
+	}
+	r.setLocked(caller, "", func(m *store.Node) { m.Draft, m.HasDraft = result, true })
+	msg := "Result recorded."
+	if !r.childrenDoneLocked(caller) {
+		msg = "Draft recorded. You will be woken with your children's results when they have all ended."
+	}
+	return tool.Result{Content: msg, EndTurn: true}
+}
+
+func checkReturns(kind, result, workspace string) error {
+	switch kind {
+	case "json":
+		if !json.Valid([]byte(result)) {
+			return errors.New("returns is json, and this is not valid JSON")
+		}
+	case "list":
+		var xs []string
+		if err := json.Unmarshal([]byte(result), &xs); err != nil {
+			return errors.New(`returns is list: give a JSON array of strings, like ["a", "b"]`)
+		}
+	case "file":
+		p := strings.TrimSpace(result)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(workspace, p)
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("returns is file, and %q is not a file in the workspace", result)
+		}
+	}
+	return nil
+}
+
+func (r *run) readNode(id int64) tool.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.nodes[id]
+	if !ok {
+		return tool.Errorf("#%d does not exist (read_tree lists the nodes)", id)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d %s", n.ID, n.Kind)
+	if n.Spawn != "" {
+		fmt.Fprintf(&b, " (%s)", n.Spawn)
+	}
+	fmt.Fprintf(&b, " [%s]\nparent: #%d\ngoal: %s\n", n.State, n.ParentID, n.Goal)
+	if n.Prompt != "" {
+		fmt.Fprintf(&b, "prompt: %s\n", n.Prompt)
+	}
+	if n.Kind == KindAsk && len(n.Options) > 0 {
+		fmt.Fprintf(&b, "options: %s\n", strings.Join(n.Options, " | "))
+	}
+	if len(n.BlockedBy) > 0 {
+		fmt.Fprintf(&b, "blocked_by: %s\n", ids(n.BlockedBy))
+	}
+	if kids := r.children[id]; len(kids) > 0 {
+		fmt.Fprintf(&b, "children: %s\n", ids(kids))
+	}
+	if n.Result != "" {
+		fmt.Fprintf(&b, "result:\n%s\n", n.Result)
+	}
+	if n.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", n.Error)
+	}
+	return tool.Result{Content: b.String()}
+}

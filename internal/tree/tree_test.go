@@ -1,0 +1,203 @@
+package tree_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+func TestSingleNodeWorksAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{1: {{Text: "The answer is 42."}}})
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "The answer is 42." {
+		t.Fatalf("run %+v", r)
+	}
+	if got := strings.Join(b.transitions(1), ","); got != "active,complete" {
+		t.Fatalf("root transitions %s", got)
+	}
+	req := b.requests(1)[0]
+	if !strings.Contains(req.System, "coordination tree") || !strings.Contains(req.Messages[0].Text(), "the goal") {
+		t.Fatalf("root request: system %q first %q", req.System, req.Messages[0].Text())
+	}
+	for _, name := range []string{"spawn", "fork", "ask", "complete", "read_tree", "read_node", "stop", "pause", "resume", "modify", "shell"} {
+		found := false
+		for _, tl := range req.Tools {
+			found = found || tl.Name == name
+		}
+		if !found {
+			t.Fatalf("tool %s not offered", name)
+		}
+	}
+}
+
+func TestChainAndSynthesis(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {
+			calls(call("spawn", map[string]any{"goal": "Audit the API", "prompt": "Count endpoints."}),
+				call("spawn", map[string]any{"goal": "Recommend", "prompt": "Use the audit.", "blocked_by": []any{"#2"}})),
+			complete("draft before children"),
+			complete("FINAL: migrate"),
+		},
+		2: {complete("47 endpoints")},
+		3: {{Text: "Recommendation: migrate slowly."}}, // ends without complete
+	})
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "FINAL: migrate" {
+		t.Fatalf("run %+v", r)
+	}
+	wantState(t, b.node(t, 2), tree.StateComplete)
+	n3 := b.node(t, 3)
+	if n3.Result != "Recommendation: migrate slowly." || n3.ParentID != 1 {
+		t.Fatalf("#3 %+v", n3)
+	}
+	// #3 started only after #2, with #2's result in its first request.
+	first3 := b.requests(3)[0].Messages[0].Text()
+	if !strings.Contains(first3, "47 endpoints") || !strings.Contains(first3, "Use the audit.") || !strings.Contains(first3, "#1 the goal") {
+		t.Fatalf("#3 first prompt:\n%s", first3)
+	}
+	// The spawn call returned ids.
+	if got := b.lastToolResults(t, 1, 1); !strings.Contains(got, `"#2"`) || !strings.Contains(got, `"#3"`) {
+		t.Fatalf("spawn results %q", got)
+	}
+	// Root: waiting, then one synthesis that saw both results.
+	if got := strings.Join(b.transitions(1), ","); got != "active,waiting,synthesizing,complete" {
+		t.Fatalf("root transitions %s", got)
+	}
+	syn := b.requests(1)[2].LastUserText()
+	if !strings.Contains(syn, "All 2 of your child tasks have ended") || !strings.Contains(syn, "47 endpoints") || !strings.Contains(syn, "migrate slowly") {
+		t.Fatalf("synthesis message %q", syn)
+	}
+	if n := len(b.requests(1)); n != 3 {
+		t.Fatalf("root made %d model calls, want 3 (synthesis exactly once)", n)
+	}
+}
+
+func TestFanOutForkAndContextQuery(t *testing.T) {
+	t.Parallel()
+	spawns := []llmtest.ToolCall{}
+	for _, g := range []string{"alpha", "beta", "gamma"} {
+		spawns = append(spawns, call("spawn", map[string]any{"goal": "Research " + g, "prompt": "Find facts about " + g}))
+	}
+	spawns = append(spawns,
+		call("fork", map[string]any{"goal": "Compare", "prompt": "Compare all findings.", "blocked_by": []any{"2", 3, "#4"}}),
+		call("spawn", map[string]any{"goal": "Summarize", "prompt": "Summarize.", "blocked_by": []any{"#2"}, "context_query": "only the numbers"}))
+	b := setup(t, script{
+		1: {calls(spawns...), complete("draft"), complete("done")},
+		2: {complete("alpha has 1 leg")},
+		3: {complete("beta has 2 legs")},
+		4: {complete("gamma has 3 legs")},
+		5: {calls(call("read_node", map[string]any{"id": "#2"})), complete("alpha < beta < gamma")},
+		6: {complete("1")},
+	})
+	r := b.drive(t)
+	if r.Status != store.RunComplete {
+		t.Fatalf("run %+v", r)
+	}
+	fork := b.requests(5)[0].Messages[0].Text()
+	for _, want := range []string{"alpha has 1 leg", "beta has 2 legs", "gamma has 3 legs"} {
+		if !strings.Contains(fork, want) {
+			t.Fatalf("fork context lacks %q:\n%s", want, fork)
+		}
+	}
+	// context_query: one distillation request, and #6 sees only its output.
+	var distill []llmtest.Request
+	for _, req := range b.srv.Requests() {
+		if nodeOf(req) == 0 {
+			distill = append(distill, req)
+		}
+	}
+	if len(distill) != 1 || !strings.Contains(distill[0].LastUserText(), "only the numbers") || !strings.Contains(distill[0].LastUserText(), "alpha has 1 leg") {
+		t.Fatalf("distillation requests: %d", len(distill))
+	}
+	six := b.requests(6)[0].Messages[0].Text()
+	if !strings.Contains(six, "DISTILLED(") || strings.Contains(six, "alpha has 1 leg") {
+		t.Fatalf("#6 should see the distilled context only:\n%s", six)
+	}
+	if n := b.node(t, 6); n.Context == "" || !strings.Contains(n.Context, "DISTILLED") {
+		t.Fatalf("#6 context %q", n.Context)
+	}
+	// read_node still returns the raw result.
+	if got := b.lastToolResults(t, 5, 1); !strings.Contains(got, "alpha has 1 leg") {
+		t.Fatalf("read_node %q", got)
+	}
+	if n := len(b.requests(1)); n != 3 {
+		t.Fatalf("root made %d calls, want 3", n)
+	}
+}
+
+func TestSynthesisSpawnsMoreAndWaitsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {
+			calls(call("spawn", map[string]any{"goal": "first", "prompt": "p"})),
+			complete("draft"),
+			calls(call("spawn", map[string]any{"goal": "second", "prompt": "p"})),
+			complete("draft 2"),
+			complete("both done"),
+		},
+		2: {complete("one")},
+		3: {complete("two")},
+	})
+	r := b.drive(t)
+	if r.Result != "both done" {
+		t.Fatalf("run %+v", r)
+	}
+	if got := strings.Join(b.transitions(1), ","); got != "active,waiting,synthesizing,waiting,synthesizing,complete" {
+		t.Fatalf("root transitions %s", got)
+	}
+	if syn := b.requests(1)[4].LastUserText(); !strings.Contains(syn, "All 2 of your child tasks") || !strings.Contains(syn, "two") {
+		t.Fatalf("second synthesis %q", syn)
+	}
+}
+
+func TestFailurePropagates(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {
+			calls(call("spawn", map[string]any{"goal": "breaks", "prompt": "p"}),
+				call("spawn", map[string]any{"goal": "needs it", "prompt": "p", "blocked_by": []any{"#2"}}),
+				call("spawn", map[string]any{"goal": "needs that", "prompt": "p", "blocked_by": []any{"#3"}})),
+			complete("draft"),
+			complete("reported the failure"),
+		},
+		2: {{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 400}}},
+	})
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "reported the failure" {
+		t.Fatalf("run %+v", r)
+	}
+	wantState(t, b.node(t, 2), tree.StateFailed)
+	for _, id := range []int64{3, 4} {
+		n := b.node(t, id)
+		wantState(t, n, tree.StateFailed)
+		if !strings.Contains(n.Error, "dependency #") {
+			t.Fatalf("#%d error %q", id, n.Error)
+		}
+		if len(b.requests(id)) != 0 {
+			t.Fatalf("#%d ran", id)
+		}
+	}
+	if syn := b.requests(1)[2].LastUserText(); !strings.Contains(syn, "#2 task (failed)") || !strings.Contains(syn, "#4 task (failed)") {
+		t.Fatalf("synthesis should list the failures: %q", syn)
+	}
+}
+
+func TestBudgetExhausted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "a", "prompt": "p"})), complete("draft"), complete("done")},
+		2: {complete("child result")},
+	}, setupOpts{goal: "g", budgetTokens: 1})
+	r := b.drive(t)
+	if r.Status != store.RunBudget || !strings.Contains(r.Error, "budget exhausted") {
+		t.Fatalf("run %+v", r)
+	}
+	if n := len(b.srv.Requests()); n != 1 {
+		t.Fatalf("%d model calls after the budget was spent, want 1", n)
+	}
+}
