@@ -65,7 +65,8 @@ func TestChainAndSynthesis(t *testing.T) {
 		t.Fatalf("spawn results %q", got)
 	}
 	// Root: waiting, then one synthesis that saw both results.
-	if got := strings.Join(b.transitions(1), ","); got != "active,waiting,synthesizing,complete" {
+	// The root waits unless its children finish before its own turn ends.
+	if got := strings.Join(b.transitions(1), ","); got != "active,waiting,synthesizing,complete" && got != "active,synthesizing,complete" {
 		t.Fatalf("root transitions %s", got)
 	}
 	syn := b.requests(1)[2].LastUserText()
@@ -147,8 +148,16 @@ func TestSynthesisSpawnsMoreAndWaitsAgain(t *testing.T) {
 	if r.Result != "both done" {
 		t.Fatalf("run %+v", r)
 	}
-	if got := strings.Join(b.transitions(1), ","); got != "active,waiting,synthesizing,waiting,synthesizing,complete" {
+	// Whether the root waits between the two syntheses depends on how fast
+	// #3 is; either way it synthesizes once per set of children.
+	if got := strings.Join(b.transitions(1), ","); !strings.HasPrefix(got, "active,") || !strings.HasSuffix(got, ",synthesizing,complete") {
 		t.Fatalf("root transitions %s", got)
+	}
+	if syn := b.requests(1)[2].LastUserText(); !strings.Contains(syn, "All 1 of your child tasks") {
+		t.Fatalf("first synthesis %q", syn)
+	}
+	if n := len(b.requests(1)); n != 5 {
+		t.Fatalf("root made %d calls, want 5", n)
 	}
 	if syn := b.requests(1)[4].LastUserText(); !strings.Contains(syn, "All 2 of your child tasks") || !strings.Contains(syn, "two") {
 		t.Fatalf("second synthesis %q", syn)
