@@ -69,4 +69,3 @@ func (r *run) answer(id int64, text string) error {
 	r.unlock()
 	return nil
 }
-

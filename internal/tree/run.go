@@ -231,4 +231,3 @@ func (r *run) usage() (int64, float64) {
 	defer r.usageMu.Unlock()
 	return r.tokens, r.cost
 }
-

@@ -113,11 +113,17 @@ func (r *run) tools(caller int64) []tool.Tool {
 		tool.New("read_node", "Show one node in full, including its whole result.", tool.KindInteract,
 			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.readNode(int64(a.ID)) }),
 		tool.New("stop", "Stop a node in your subtree and everything under it; it ends as cancelled.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.control(caller, int64(a.ID), r.stopLocked) }),
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result {
+				return r.control(caller, int64(a.ID), r.stopLocked)
+			}),
 		tool.New("pause", "Pause a node in your subtree and everything under it, until resume.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.control(caller, int64(a.ID), r.pauseLocked) }),
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result {
+				return r.control(caller, int64(a.ID), r.pauseLocked)
+			}),
 		tool.New("resume", "Resume a paused node in your subtree.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.control(caller, int64(a.ID), r.resumeLocked) }),
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result {
+				return r.control(caller, int64(a.ID), r.resumeLocked)
+			}),
 		tool.New("modify", "Change the goal or prompt of a pending or paused node in your subtree.", tool.KindInteract,
 			func(_ context.Context, _ tool.Call, a modifyArgs) tool.Result {
 				return r.control(caller, int64(a.ID), func(id int64) error { return r.modifyLocked(id, a.Goal, a.Prompt) })
