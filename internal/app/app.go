@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -134,4 +135,16 @@ func (a *App) secrets() []string {
 		}
 	}
 	return out
+}
+
+// AnswerSocket is the unix socket on which the process driving run id
+// takes answers from 'arbor answer'. It lives beside the database, or in
+// the temporary directory when that path would be too long for a socket.
+func (a *App) AnswerSocket(id string) string {
+	p := filepath.Join(filepath.Dir(a.Config.DBPath()), "runs", id+".sock")
+	if len(p) < 100 {
+		return p
+	}
+	sum := sha256.Sum256([]byte(p))
+	return filepath.Join(os.TempDir(), "arbor-"+hex.EncodeToString(sum[:8])+".sock")
 }

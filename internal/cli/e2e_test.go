@@ -100,16 +100,20 @@ func (e *env) useProvider(provider, url string) string {
 	}
 }
 
-var sessionLine = regexp.MustCompile(`session (\S+),`)
+var runLine = regexp.MustCompile(`run (\S+), model`)
 
-func sessionID(t *testing.T, stderr string) string {
+// runID returns the run id arbor announced on stderr.
+func runID(t *testing.T, stderr string) string {
 	t.Helper()
-	m := sessionLine.FindStringSubmatch(stderr)
+	m := runLine.FindStringSubmatch(stderr)
 	if m == nil {
-		t.Fatalf("no session id in stderr:\n%s", stderr)
+		t.Fatalf("no run id in stderr:\n%s", stderr)
 	}
 	return m[1]
 }
+
+// rootSession is the session of a run's root node.
+func rootSession(run string) string { return run + ".1" }
 
 type shown struct {
 	Session  store.Session         `json:"session"`
@@ -167,7 +171,7 @@ func TestRunEditsFilesWithApproval(t *testing.T) {
 			if len(reqs) != 3 || reqs[0].Model != strings.SplitN(model, "/", 2)[1] || !strings.Contains(reqs[0].System, "arbor") {
 				t.Fatalf("requests: %d, first model %q", len(reqs), reqs[0].Model)
 			}
-			s := e.show(sessionID(t, o.stderr))
+			s := e.show(rootSession(runID(t, o.stderr)))
 			if s.Session.Status != store.SessionIdle || len(s.Messages) != 6 || len(s.Intents) != 2 || s.Session.Usage.OutputTokens == 0 {
 				t.Fatalf("session %+v, %d messages, %d intents", s.Session, len(s.Messages), len(s.Intents))
 			}
@@ -298,20 +302,20 @@ func TestKillDuringToolThenResume(t *testing.T) {
 		_ = syscall.Kill(sleepPid, syscall.SIGKILL)
 	}
 
-	id := sessionID(t, errb.String())
-	s := e.show(id)
+	id := runID(t, errb.String())
+	s := e.show(rootSession(id))
 	if len(s.Messages) != 2 || len(s.Intents) != 1 || s.Intents[0].Status != store.IntentStarted {
 		t.Fatalf("after kill: %d messages, intents %+v", len(s.Messages), s.Intents)
 	}
 
-	o := e.run("run", "--model", model, "--resume", id)
+	o := e.run("resume", id)
 	if o.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", o.code, o.stderr)
 	}
 	if !strings.Contains(o.stdout, "not repeating") {
 		t.Fatalf("stdout %q", o.stdout)
 	}
-	s = e.show(id)
+	s = e.show(rootSession(id))
 	if len(s.Messages) != 4 || s.Intents[0].Status != store.IntentFinished || !s.Intents[0].IsError {
 		t.Fatalf("after resume: %d messages, intents %+v", len(s.Messages), s.Intents)
 	}
@@ -350,15 +354,15 @@ func TestInterruptExits130(t *testing.T) {
 	if c.ProcessState.ExitCode() != 130 {
 		t.Fatalf("exit %v, want 130\n%s", err, errb.String())
 	}
-	id := sessionID(t, errb.String())
-	if !strings.Contains(errb.String(), "arbor run --resume "+id) {
+	id := runID(t, errb.String())
+	if !strings.Contains(errb.String(), "arbor resume "+id) {
 		t.Fatalf("stderr should say how to resume:\n%s", errb.String())
 	}
-	s := e.show(id)
+	s := e.show(rootSession(id))
 	if s.Session.Status != store.SessionInterrupted || len(s.Messages) != 1 {
 		t.Fatalf("after interrupt: %+v, %d messages", s.Session, len(s.Messages))
 	}
-	o := e.run("run", "--model", model, "--resume", id)
+	o := e.run("resume", id)
 	if o.code != 0 || strings.TrimSpace(o.stdout) != "finished on resume" {
 		t.Fatalf("resume: %d %q\n%s", o.code, o.stdout, o.stderr)
 	}

@@ -136,13 +136,13 @@ can be listed, inspected and continued.`,
 	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit or trust")
 	pf.StringVar(&g.store, "store", "", "database file (default $XDG_STATE_HOME/arbor/arbor.db; env ARBOR_STORE)")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
-	root.AddCommand(newVersion(), newRunCmd(g, s), newSessionsCmd(g))
+	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g))
 	return root
 }
 
-// isTerminal reports whether r is an interactive terminal (not merely a
-// character device such as /dev/null).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// isTerminal reports whether stream (a reader or writer) is an
+// interactive terminal, not merely a character device such as /dev/null.
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -6,50 +6,98 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
-	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tui"
 )
 
 type runFlags struct {
-	yes      bool
-	maxTurns int
-	resume   string
-	quiet    bool
+	yes         bool
+	maxTurns    int
+	quiet       bool
+	plain       bool
+	budget      float64
+	maxTokens   int64
+	maxParallel int
+	nodeTimeout time.Duration
+}
+
+func (f *runFlags) bind(cmd *cobra.Command, create bool) {
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.yes, "yes", "y", false, "approve every call that would ask (deny rules and workspace limits still apply)")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final result")
+	fl.BoolVar(&f.plain, "plain", false, "print one line per transition even on a terminal")
+	if create {
+		fl.Float64Var(&f.budget, "budget", 0, "stop the run when it has cost this many US dollars (0 = no limit)")
+		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "stop the run when it has used this many tokens (0 = no limit)")
+		fl.IntVar(&f.maxParallel, "max-parallel", 8, "agents running at once")
+		fl.DurationVar(&f.nodeTimeout, "node-timeout", 0, "fail a node whose agent runs longer than this (0 = no limit)")
+	}
 }
 
 func newRunCmd(g *globals, s Streams) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   `run [flags] "goal" | FILE`,
-		Short: "Run an agent on a goal in the workspace",
-		Long: `Run an agent on a goal. The final answer goes to stdout; progress and tool
-activity go to stderr. Writes and shell commands ask for approval on the
-terminal (yes / no / always for this session) unless --yes, --mode or a
-permission rule allows them; with stdin not a terminal and no --yes, such
-calls are denied. If the only argument names an existing file, its text is
-the goal.`,
-		Example: `  arbor run --model script:examples/hello.yaml "Write a haiku about trees into haiku.txt"
-  ANTHROPIC_API_KEY=… arbor run "Find and fix the failing test"
-  arbor run --resume 20261129-213005-3f9a1c "Now add a README section"`,
+		Short: "Run a goal as a coordination tree of agents",
+		Long: `Run a goal. The root agent decides whether to work alone or to split the goal
+into child tasks (spawn, fork, ask) with dependencies; children run in
+parallel and hand their results up for synthesis. If the only argument names
+an existing file (a plan.md), its text is the goal.
+
+On a terminal a live tree view shows the run; otherwise one line per
+transition goes to stderr. The root's final result goes to stdout. Writes and
+shell commands ask for approval unless --yes, --mode or a rule allows them.
+Questions of ask nodes are answered in the view, or from another shell with
+'arbor answer RUN #N "text"'. Ctrl-C stops cleanly; 'arbor resume RUN'
+continues.`,
+		Example: `  arbor run --model script:examples/hello.yaml --yes "Write a haiku about trees into haiku.txt"
+  arbor run --budget 2 "Should we migrate our API from REST to GraphQL? Evaluate and recommend."
+  arbor run plan.md --budget 5`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && f.resume == "" {
-				return usageError{errors.New(`run needs a goal: arbor run "goal" (or --resume ID)`)}
+			if len(args) == 0 {
+				return usageError{errors.New(`run needs a goal: arbor run "goal" (or a plan file)`)}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAgent(cmd.Context(), g, f, s, args)
+			goal, err := goalText(args)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			if strings.TrimSpace(goal) == "" {
+				return usageError{errors.New("the goal is empty")}
+			}
+			return driveRun(cmd.Context(), g, f, s, goal, "")
 		},
 	}
-	fl := cmd.Flags()
-	fl.BoolVarP(&f.yes, "yes", "y", false, "approve every call that would ask (deny rules and workspace limits still apply)")
-	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls for this run (default from config, 50)")
-	fl.StringVarP(&f.resume, "resume", "r", "", "continue stored session ID")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
+	f.bind(cmd, true)
+	return cmd
+}
+
+func newResumeCmd(g *globals, s Streams) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue an interrupted run",
+		Long: `Continue a run after Ctrl-C, a crash or a spent budget. Completed results are
+kept; nodes that were running continue from their stored transcripts at the
+last step boundary; a tool that was running when the process died is
+reported to its agent as interrupted, never run twice.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return driveRun(cmd.Context(), g, f, s, "", args[0])
+		},
+	}
+	f.bind(cmd, false)
+	cmd.Flags().Float64Var(&f.budget, "budget", 0, "raise the run's budget to this many US dollars")
+	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "raise the run's token limit")
 	return cmd
 }
 
@@ -66,65 +114,140 @@ func goalText(args []string) (string, error) {
 	return strings.Join(args, " "), nil
 }
 
-func runAgent(ctx context.Context, g *globals, f *runFlags, s Streams, args []string) error {
-	goal, err := goalText(args)
-	if err != nil {
-		return &exitError{code: ExitUsage, err: err}
-	}
+// driveRun creates (goal != "") or resumes (runID != "") a run and drives it
+// to its end with a live view or plain lines.
+func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, runID string) error {
 	a, err := g.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 
-	prog := newProgress(s.Err, f.quiet)
-	term := &terminal{in: s.In, out: s.Err, yes: f.yes, interactive: isTerminal(s.In)}
-	opts := app.SessionOptions{MaxTurns: f.maxTurns, Title: title(goal), OnTodos: prog.todos}
-	var sess *app.Session
-	if f.resume != "" {
-		sess, err = a.ResumeSession(ctx, f.resume, opts)
-	} else {
-		sess, err = a.NewSession(ctx, opts)
+	var r store.Run
+	ref := ""
+	if runID != "" {
+		if r, err = a.Store.GetRun(ctx, runID); err != nil {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", runID, err)}
+		}
+		ref = r.Model
+		if g.model != "" {
+			ref = g.model
+		}
 	}
+	e, m, err := a.Engine(ref, f.maxTurns)
 	if err != nil {
 		return classify(err)
 	}
-	prog.session = sess.ID
-	stopEvents := a.Bus.Subscribe(prog.handle)
-	defer stopEvents()
-	stopInteractions := term.serve(ctx, a)
-	defer stopInteractions()
-
-	fmt.Fprintf(s.Err, "arbor: session %s, model %s\n", sess.ID, sess.Model.Ref.Ref)
-	var res agent.Result
-	switch {
-	case goal != "":
-		res = sess.Agent.Send(ctx, llm.UserText(goal))
-	case sess.Agent.NeedsContinue():
-		res = sess.Agent.Continue(ctx)
-	default:
-		return &exitError{code: ExitUsage, err: fmt.Errorf("session %s is not waiting for anything; give a goal to continue it", sess.ID)}
+	if runID == "" {
+		r, err = e.Create(ctx, tree.RunOptions{
+			ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
+			BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,
+		})
+		if err != nil {
+			return err
+		}
+	} else if f.budget > 0 || f.maxTokens > 0 {
+		if err := e.Raise(ctx, r.ID, f.budget, f.maxTokens); err != nil {
+			return err
+		}
 	}
-	prog.summary(sess)
-	switch res.Outcome {
-	case agent.OutcomeCompleted:
-		if res.Text != "" {
-			fmt.Fprintln(s.Out, strings.TrimRight(res.Text, "\n"))
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopFront := startFrontEnd(ctx, a, f, s, r, cancel)
+	stopAnswers := serveAnswers(ctx, a, e, r.ID, s.Err)
+	fin, err := e.Drive(ctx, r.ID)
+	stopAnswers()
+	stopFront()
+	if err != nil {
+		return classify(err)
+	}
+	return report(ctx, a, fin, s, f.quiet)
+}
+
+// startFrontEnd shows the run: the live view when stdin and stderr are
+// terminals, else plain lines on stderr with approvals answered by the
+// terminal rules.
+func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r store.Run, cancel func()) (stop func()) {
+	if !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err) {
+		live := tui.NewLive(tui.LiveOptions{RunID: r.ID, In: s.In, Out: s.Err, Resolver: a.Broker, Title: title(r.Goal), OnInterrupt: cancel})
+		unsub := a.Bus.Subscribe(live.Handle)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = live.Run(context.WithoutCancel(ctx))
+		}()
+		if f.yes {
+			stopYes := (&terminal{yes: true, approvalsOnly: true, runID: r.ID, out: s.Err}).serve(ctx, a)
+			return func() { stopYes(); unsub(); live.Quit(); <-done }
+		}
+		return func() { unsub(); live.Quit(); <-done }
+	}
+	fmt.Fprintf(s.Err, "arbor: run %s, model %s\n", r.ID, r.Model)
+	var unsub func()
+	if !f.quiet {
+		unsub = a.Bus.Subscribe(tui.NewPlain(s.Err, r.ID).Handle)
+	}
+	term := &terminal{in: s.In, out: s.Err, yes: f.yes, interactive: isTerminal(s.In), runID: r.ID}
+	stopTerm := term.serve(ctx, a)
+	return func() {
+		stopTerm()
+		if unsub != nil {
+			unsub()
+		}
+	}
+}
+
+// report prints the outcome and maps it to the exit code.
+func report(ctx context.Context, a *app.App, r store.Run, s Streams, quiet bool) error {
+	if !quiet {
+		printTotals(ctx, a, r, s)
+	}
+	switch r.Status {
+	case store.RunComplete:
+		if r.Result != "" {
+			fmt.Fprintln(s.Out, strings.TrimRight(r.Result, "\n"))
 		}
 		return nil
-	case agent.OutcomeCancelled:
-		return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; continue with: arbor run --resume %s", sess.ID)}
-	case agent.OutcomeMaxTurns:
-		return &exitError{code: ExitFailure, err: fmt.Errorf("stopped after %d model calls (--max-turns); continue with: arbor run --resume %s \"continue\"", res.Steps, sess.ID)}
+	case store.RunInterrupted:
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; continue with: arbor resume %s", r.ID)}
+	case store.RunBudget:
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s; continue with a larger budget: arbor resume %s --budget N", r.Error, r.ID)}
 	default:
-		return &exitError{code: ExitFailure, err: res.Err}
+		return &exitError{code: ExitFailure, err: fmt.Errorf("run %s %s: %s", r.ID, r.Status, r.Error)}
 	}
+}
+
+func printTotals(ctx context.Context, a *app.App, r store.Run, s Streams) {
+	nodes, err := a.Store.Nodes(ctx, r.ID)
+	if err != nil {
+		return
+	}
+	var in, out int64
+	var cost float64
+	known := true
+	for _, n := range nodes {
+		if n.SessionID == "" {
+			continue
+		}
+		if ss, err := a.Store.GetSession(ctx, n.SessionID); err == nil {
+			in += ss.Usage.InputTokens + ss.Usage.CacheReadTokens + ss.Usage.CacheWriteTokens
+			out += ss.Usage.OutputTokens
+			cost += ss.CostUSD
+			known = known && ss.CostKnown
+		}
+	}
+	c := "unknown"
+	if known {
+		c = fmt.Sprintf("$%.4f", cost)
+	}
+	fmt.Fprintf(s.Err, "arbor: run %s %s: %d nodes, %d input + %d output tokens, cost %s\n", r.ID, r.Status, len(nodes), in, out, c)
 }
 
 func title(goal string) string {
 	t := strings.TrimSpace(strings.SplitN(strings.TrimSpace(goal), "\n", 2)[0])
-	if len(t) > 80 {
-		t = t[:77] + "..."
+	if r := []rune(t); len(r) > 80 {
+		t = string(r[:77]) + "..."
 	}
 	return t
 }

@@ -16,12 +16,16 @@ import (
 
 // terminal answers interactions: approvals and questions. With yes it
 // approves every call; when in is not a terminal it denies approvals and
-// declines questions, saying why.
+// declines the agents' own questions, saying why, and leaves the questions
+// of ask nodes pending for 'arbor answer'.
 type terminal struct {
 	in          io.Reader
 	out         io.Writer
 	yes         bool
 	interactive bool
+	// approvalsOnly leaves questions to another front end (the live view).
+	approvalsOnly bool
+	runID         string
 
 	once   sync.Once
 	reader *bufio.Reader
@@ -46,6 +50,9 @@ func (t *terminal) serve(ctx context.Context, a *app.App) (stop func()) {
 			case <-ctx.Done():
 				return
 			case in := <-queue:
+				if t.approvalsOnly && in.Kind != agent.KindApproval {
+					continue
+				}
 				resp, ok := t.answer(in)
 				if ok {
 					// A stale id (the call was cancelled meanwhile) is fine to ignore.
@@ -71,6 +78,10 @@ func (t *terminal) answer(in agent.Interaction) (agent.Response, bool) {
 		ap := t.approve(*in.Approval)
 		return agent.Response{Approval: &ap}, true
 	case agent.KindQuestion:
+		if strings.HasPrefix(in.Question.CallID, askPrefix) {
+			ans, ok := t.answerAskNode(*in.Question)
+			return agent.Response{Answer: &ans}, ok
+		}
 		ans := t.ask(*in.Question)
 		return agent.Response{Answer: &ans}, true
 	}
@@ -130,6 +141,18 @@ func promptApproval(out io.Writer, line func() (string, bool), r tool.ApprovalRe
 	}
 }
 
+// askPrefix marks the questions of ask nodes ("ask:#4").
+const askPrefix = "ask:#"
+
+func (t *terminal) answerAskNode(q tool.Question) (tool.Answer, bool) {
+	node := strings.TrimPrefix(q.CallID, "ask:")
+	if !t.interactive {
+		fmt.Fprintf(t.out, "? %s asks: %s\n  answer with: arbor answer %s '%s' \"…\"\n", node, q.Question, t.runID, node)
+		return tool.Answer{}, false
+	}
+	return promptQuestion(t.out, t.line, q), true
+}
+
 func (t *terminal) ask(q tool.Question) tool.Answer {
 	if !t.interactive {
 		fmt.Fprintf(t.out, "! question not answered (stdin is not a terminal): %s\n", q.Question)
@@ -139,15 +162,23 @@ func (t *terminal) ask(q tool.Question) tool.Answer {
 }
 
 // promptQuestion shows a question with numbered options; a number picks an
-// option, other text is the answer, an empty line declines.
+// option, other text is the answer, an empty line takes the default (or
+// declines when there is none).
 func promptQuestion(out io.Writer, line func() (string, bool), q tool.Question) tool.Answer {
 	fmt.Fprintf(out, "\n? %s\n", q.Question)
 	for i, o := range q.Options {
 		fmt.Fprintf(out, "  %d. %s\n", i+1, o)
 	}
-	fmt.Fprint(out, "  answer (empty to decline): ")
+	if q.Default != "" {
+		fmt.Fprintf(out, "  answer (Enter for %q): ", q.Default)
+	} else {
+		fmt.Fprint(out, "  answer (empty to decline): ")
+	}
 	s, ok := line()
 	if !ok || s == "" {
+		if q.Default != "" && ok {
+			return tool.Answer{Text: q.Default}
+		}
 		return tool.Answer{Declined: true}
 	}
 	if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(q.Options) {

@@ -109,7 +109,7 @@ func TestTerminalApprovalAlways(t *testing.T) {
 	)
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	con, wait := startOnTerminal(t, e, "run", "--model", model, "write two files")
+	con, wait := startOnTerminal(t, e, "run", "--plain", "--model", model, "write two files")
 	con.expect("[y] yes", 1)
 	if !strings.Contains(con.text(), "echo one > one.txt") || !strings.Contains(con.text(), "shell(echo one *)") {
 		t.Fatalf("prompt should show the command and the rule 'always' saves:\n%s", con.text())
@@ -139,7 +139,7 @@ func TestTerminalApprovalYesAndNo(t *testing.T) {
 	)
 	defer srv.Close()
 	model := e.useProvider("openai", srv.URL)
-	con, wait := startOnTerminal(t, e, "run", "--model", model, "write files")
+	con, wait := startOnTerminal(t, e, "run", "--plain", "--model", model, "write files")
 	con.expect("[y] yes", 1)
 	con.send("y\n")
 	con.expect("[y] yes", 2)

@@ -69,3 +69,23 @@ func (r *run) answer(id int64, text string) error {
 	r.unlock()
 	return nil
 }
+
+// Raise sets a larger money or token budget on a run that is not being
+// driven (for resuming a run whose budget was spent). Zero leaves a limit
+// unchanged.
+func (e *Engine) Raise(ctx context.Context, runID string, budgetUSD float64, maxTokens int64) error {
+	if _, live := e.live.Load(runID); live {
+		return fmt.Errorf("raise budget of %s: %w", runID, ErrRunActive)
+	}
+	r, err := e.o.Store.GetRun(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("raise budget of %s: %w", runID, err)
+	}
+	if budgetUSD > 0 {
+		r.BudgetUSD = budgetUSD
+	}
+	if maxTokens > 0 {
+		r.MaxTokens = maxTokens
+	}
+	return e.o.Store.Commit(ctx, &r)
+}

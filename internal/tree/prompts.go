@@ -133,12 +133,34 @@ func (r *run) rawContextLocked(n *store.Node) string {
 	return strings.TrimSpace(b.String())
 }
 
-// renderTree is read_tree's compact text: one line per node.
+// renderTreeLocked is read_tree's compact text.
 func (r *run) renderTreeLocked() string {
+	nodes := make([]store.Node, 0, len(r.nodes))
+	for _, id := range r.idsLocked() {
+		nodes = append(nodes, *r.nodes[id])
+	}
+	return Render(nodes)
+}
+
+// Render prints a tree compactly, one line per node, children indented
+// under their parent: id, state, kind, goal, blocked_by, and the result or
+// error cut short.
+func Render(nodes []store.Node) string {
+	byID := make(map[int64]store.Node, len(nodes))
+	children := map[int64][]int64{}
+	for _, n := range nodes {
+		byID[n.ID] = n
+		if n.ParentID != 0 {
+			children[n.ParentID] = append(children[n.ParentID], n.ID)
+		}
+	}
 	var b strings.Builder
 	var walk func(id int64, depth int)
 	walk = func(id int64, depth int) {
-		n := r.nodes[id]
+		n, ok := byID[id]
+		if !ok {
+			return
+		}
 		tag := n.Kind
 		if n.Spawn != "" {
 			tag = n.Spawn
@@ -158,7 +180,7 @@ func (r *run) renderTreeLocked() string {
 			fmt.Fprintf(&b, " — error: %s", abbrev(n.Error, 120))
 		}
 		b.WriteString("\n")
-		for _, c := range r.children[id] {
+		for _, c := range children[id] {
 			walk(c, depth+1)
 		}
 	}

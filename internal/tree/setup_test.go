@@ -2,11 +2,8 @@ package tree_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,41 +11,21 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
-	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
-// script maps a node id to its turns: turn i answers the node's request
-// that carries i assistant messages, so parallel nodes stay deterministic.
-type script map[int64][]llmtest.Turn
+type script = treetest.Script
 
-var nodeLine = regexp.MustCompile(`You are (?:the root )?node #(\d+)`)
-
-// nodeOf returns the node a recorded request belongs to (0 for a
-// context_query distillation).
-func nodeOf(req llmtest.Request) int64 {
-	if len(req.Messages) == 0 {
-		return -1
-	}
-	m := nodeLine.FindStringSubmatch(req.Messages[0].Text())
-	if m == nil {
-		return 0
-	}
-	id, _ := strconv.ParseInt(m[1], 10, 64)
-	return id
-}
-
-func assistantTurns(req llmtest.Request) int {
-	n := 0
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleAssistant {
-			n++
-		}
-	}
-	return n
-}
+var (
+	nodeOf         = treetest.NodeOf
+	assistantTurns = treetest.Turns
+	call           = treetest.Call
+	calls          = treetest.Calls
+	complete       = treetest.Complete
+)
 
 type bundle struct {
 	ctx    context.Context
@@ -59,16 +36,6 @@ type bundle struct {
 
 	mu     sync.Mutex
 	events []agent.Event
-}
-
-func call(name string, input map[string]any) llmtest.ToolCall {
-	return llmtest.ToolCall{Name: name, Input: input}
-}
-
-func calls(cs ...llmtest.ToolCall) llmtest.Turn { return llmtest.Turn{ToolCalls: cs} }
-
-func complete(result string) llmtest.Turn {
-	return calls(call("complete", map[string]any{"result": result}))
 }
 
 type setupOpts struct {
@@ -83,21 +50,7 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	var mu sync.Mutex
-	srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
-		mu.Lock()
-		defer mu.Unlock()
-		id := nodeOf(req)
-		if id == 0 {
-			return llmtest.Turn{Text: "DISTILLED(" + firstLineOf(req.LastUserText()) + ")"}
-		}
-		turns := s[id]
-		i := assistantTurns(req)
-		if i >= len(turns) {
-			return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 400}, Text: fmt.Sprintf("no turn %d for #%d", i, id)}
-		}
-		return turns[i]
-	})
+	srv := llmtest.NewServerFunc(treetest.Responder(s))
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")

@@ -100,7 +100,7 @@ func (l *Live) Run(ctx context.Context) error {
 			return msg
 		}),
 		// Used only when Out is not a terminal; a terminal reports its size.
-		tea.WithWindowSize(defaultWidth, 0),
+		tea.WithWindowSize(defaultWidth, defaultHeight),
 	}
 	if l.opts.In != nil {
 		opts = append(opts, tea.WithInput(l.opts.In))

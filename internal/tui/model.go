@@ -90,8 +90,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// View renders the model for bubbletea.
-func (m *model) View() tea.View { return tea.NewView(m.render(m.width)) }
+// View renders the model for bubbletea. The trailing newline leaves an
+// empty last line: bubbletea erases the line the cursor rests on when it
+// stops, and it must not be the totals.
+func (m *model) View() tea.View { return tea.NewView(m.render(m.width) + "\n") }
 
 // advance moves the clock forward to t; it never goes back.
 func (m *model) advance(t time.Time) {

@@ -153,11 +153,11 @@ func TestRender(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		growTree(b)
-		b.update(tea.WindowSizeMsg{Width: 100, Height: 9})
+		b.update(tea.WindowSizeMsg{Width: 100, Height: 10})
 		if s := b.screen(100); !strings.Contains(s, "└") || !strings.Contains(s, "→ shell") {
 			t.Fatalf("details dropped though they fit:\n%s", s)
 		}
-		b.update(tea.WindowSizeMsg{Width: 100, Height: 8})
+		b.update(tea.WindowSizeMsg{Width: 100, Height: 9})
 		s := b.screen(100)
 		if strings.Contains(s, "└") || strings.Contains(s, "→ shell") || !strings.Contains(s, "#4 ") {
 			t.Fatalf("details kept:\n%s", s)
@@ -165,7 +165,7 @@ func TestRender(t *testing.T) {
 		if n := strings.Count(s, "\n") + 1; n != 7 {
 			t.Fatalf("%d lines:\n%s", n, s)
 		}
-		b.update(tea.WindowSizeMsg{Width: 100, Height: 5})
+		b.update(tea.WindowSizeMsg{Width: 100, Height: 6})
 		s = b.screen(100)
 		if n := strings.Count(s, "\n") + 1; n != 5 || !strings.Contains(s, "#1 ") || !strings.Contains(s, "… 3 more nodes") {
 			t.Fatalf("%d lines:\n%s", n, s)

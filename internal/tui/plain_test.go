@@ -34,7 +34,7 @@ func TestPlain(t *testing.T) {
 		toolStarted(3, "s-unknown", "shell", `{"command":"rm -rf /"}`),
 		changed(3, tree.StatePending, activeResearch),
 		toolStarted(4, "s2", "shell", `{"command":"go test ./...\necho done"}`),
-		changed(5, tree.StateActive, with(activeResearch, func(n *tree.NodeView) { n.State, n.Result = tree.StateComplete, long + "\nsecond line" })),
+		changed(5, tree.StateActive, with(activeResearch, func(n *tree.NodeView) { n.State, n.Result = tree.StateComplete, long+"\nsecond line" })),
 		changed(6, tree.StatePending, with(ask, func(n *tree.NodeView) { n.State = tree.StateFailed; n.Error = "no answer before the deadline" })),
 		changed(6, tree.StatePending, with(compare, func(n *tree.NodeView) { n.State = tree.StateCancelled; n.BlockedBy = nil })),
 		&tree.NodeChanged{Meta: at(7), RunID: "r1", From: tree.StateActive, Node: with(activeRoot, func(n *tree.NodeView) { n.State = tree.StateFailed; n.Error = "needed #4 failed" }), Reason: "dependency failed"},
@@ -57,11 +57,11 @@ func TestPlain(t *testing.T) {
 		"run r1 failed: root failed: needed #4 failed",
 	}
 
-	for _, runID := range []string{"r1", ""} {
-		t.Run("run id "+map[string]string{"r1": "given", "": "adopted"}[runID], func(t *testing.T) {
+	for _, tc := range []struct{ name, runID string }{{"run id given", "r1"}, {"run id adopted", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
-			p := NewPlain(&out, runID)
+			p := NewPlain(&out, tc.runID)
 			for _, e := range events {
 				p.Handle(e)
 			}

@@ -13,8 +13,12 @@ import (
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
-// defaultWidth is used until the terminal reports its size.
-const defaultWidth = 100
+// The size assumed until the terminal reports its own, and for output
+// that is not a terminal.
+const (
+	defaultWidth  = 100
+	defaultHeight = 40
+)
 
 var (
 	styleDim    = lipgloss.NewStyle().Faint(true)
@@ -70,7 +74,8 @@ func (m *model) render(width int) string {
 	head, foot := m.header(width), m.footer(width)
 	body := m.treeLines(width, true)
 	if m.height > 0 {
-		budget := max(m.height-len(head)-len(foot), 1)
+		// View adds one empty line below.
+		budget := max(m.height-1-len(head)-len(foot), 1)
 		if len(body) > budget {
 			body = m.treeLines(width, false)
 		}
@@ -91,7 +96,7 @@ func (m *model) header(width int) []string {
 	if m.title == "" {
 		return []string{styleBold.Render("arbor " + run)}
 	}
-	title := ansi.Truncate(m.title, max(width-len(run)-2, 10), "…")
+	title := ansi.Truncate(firstLine(m.title, width), max(width-len(run)-2, 10), "…")
 	return []string{styleBold.Render(title) + "  " + styleDim.Render(run)}
 }
 

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+// answerRequest and answerReply are the one-line JSON messages of the
+// answer socket.
+type answerRequest struct {
+	Node   int64  `json:"node"`
+	Answer string `json:"answer"`
+}
+
+type answerReply struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+func newAnswerCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   `answer RUN '#N' "text"`,
+		Short: "Answer the question of an ask node",
+		Long: `Answer ask node #N of a run. If a process is driving the run, the answer goes
+to it at once and the nodes waiting on the answer start; otherwise it is
+stored and used when the run is resumed.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := tree.ParseID(args[1])
+			if err != nil {
+				return usageError{err}
+			}
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			sent, err := sendAnswer(a.AnswerSocket(args[0]), answerRequest{Node: id, Answer: args[2]})
+			if !sent {
+				e := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker})
+				err = e.Answer(cmd.Context(), args[0], id, args[2])
+			}
+			if err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+			how := "stored; it is used when the run resumes"
+			if sent {
+				how = "delivered to the running process"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "answered #%d of %s (%s)\n", id, args[0], how)
+			return nil
+		},
+	}
+}
+
+// sendAnswer delivers req to the process driving the run. sent is false
+// when no process listens (the caller then answers in the store).
+func sendAnswer(socket string, req answerRequest) (sent bool, err error) {
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		return false, nil
+	}
+	defer conn.Close()
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
+		return false, nil
+	}
+	var rep answerReply
+	if err := json.NewDecoder(conn).Decode(&rep); err != nil {
+		return true, fmt.Errorf("the running process did not confirm the answer: %w", err)
+	}
+	if !rep.OK {
+		return true, errors.New(rep.Error)
+	}
+	return true, nil
+}
+
+// serveAnswers listens on the run's answer socket until stop is called.
+// Failing to listen is reported and otherwise ignored: answers then go
+// through the store.
+func serveAnswers(ctx context.Context, a *app.App, e *tree.Engine, runID string, diag io.Writer) (stop func()) {
+	path := a.AnswerSocket(runID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		fmt.Fprintf(diag, "arbor: answers from other shells disabled: %v\n", err)
+		return func() {}
+	}
+	_ = os.Remove(path) // a stale socket of a killed process
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Fprintf(diag, "arbor: answers from other shells disabled: %v\n", err)
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { handleAnswer(ctx, e, runID, conn) })
+		}
+	})
+	return func() {
+		ln.Close()
+		wg.Wait()
+		_ = os.Remove(path)
+	}
+}
+
+func handleAnswer(ctx context.Context, e *tree.Engine, runID string, conn net.Conn) {
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second)) // a silent client cannot hold shutdown
+	line, err := bufio.NewReader(io.LimitReader(conn, 1<<20)).ReadBytes('\n')
+	rep := answerReply{OK: true}
+	var req answerRequest
+	if err == nil {
+		err = json.Unmarshal(line, &req)
+	}
+	if err == nil {
+		err = e.Answer(ctx, runID, req.Node, req.Answer)
+	}
+	if err != nil {
+		rep = answerReply{Error: err.Error()}
+	}
+	_ = json.NewEncoder(conn).Encode(rep)
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+func newRunsCmd(g *globals) *cobra.Command {
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			rs, err := a.Store.ListRuns(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rs)
+			}
+			printRuns(cmd.OutOrStdout(), rs)
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "how many runs (0 = all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printRuns(w io.Writer, rs []store.Run) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tUPDATED\tGOAL")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Model, r.UpdatedAt.Local().Format("2006-01-02 15:04"), clipLine(title(r.Goal), 60))
+	}
+	tw.Flush()
+}
+
+func newTreeCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tree RUN",
+		Short: "Print a run's tree",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			r, err := a.Store.GetRun(cmd.Context(), args[0])
+			if err != nil {
+				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", args[0], err)}
+			}
+			nodes, err := a.Store.Nodes(cmd.Context(), r.ID)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Run   store.Run    `json:"run"`
+					Nodes []store.Node `json:"nodes"`
+				}{r, nodes})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s [%s] model %s\n", r.ID, r.Status, r.Model)
+			if r.Error != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "error: %s\n", r.Error)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), tree.Render(nodes))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the run and every node in full")
+	return cmd
+}
