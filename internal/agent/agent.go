@@ -122,6 +122,10 @@ type Agent struct {
 	// reuses ids (some compatible servers number them per response) cannot
 	// make two calls share an intent or a result.
 	callIDs map[string]bool
+	// unsettled holds, after Load, the intents of a stored assistant
+	// message whose tool calls have no results yet (by call id); nil when
+	// there is none. See settle.
+	unsettled map[string]store.Intent
 }
 
 // New returns an agent for cfg with an empty context; call Load to resume a
@@ -171,6 +175,9 @@ func (a *Agent) publish(e Event) {
 // detected, ctx is cancelled or an error ends it. It always publishes Idle
 // last.
 func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
+	if _, err := a.settle(ctx); err != nil {
+		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
+	}
 	if err := a.append(ctx, msg); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
@@ -178,15 +185,37 @@ func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
 }
 
 // Continue runs steps on the stored context without a new message, as after
-// Load when the session was interrupted mid-turn.
+// Load when the session was interrupted mid-turn: tool calls left without
+// results are settled first (see Load), then the model is asked again —
+// unless one of those calls ended the turn.
 func (a *Agent) Continue(ctx context.Context) Result {
+	endTurn, err := a.settle(ctx)
+	switch {
+	case err != nil:
+		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
+	case ctx.Err() != nil:
+		return a.finish(ctx, Result{Outcome: OutcomeCancelled})
+	case endTurn:
+		return a.finish(ctx, Result{Outcome: OutcomeCompleted, Text: a.lastText(), EndedByTool: true})
+	}
 	return a.finish(ctx, a.run(ctx))
 }
 
-// NeedsContinue reports whether the context ends in a message the model has
-// not answered yet (a user message or tool results).
+// NeedsContinue reports whether the context ends in something the model
+// has not answered yet: a user message, tool results, or tool calls still
+// to settle.
 func (a *Agent) NeedsContinue() bool {
-	return len(a.history) > 0 && a.history[len(a.history)-1].msg.Role == llm.RoleUser
+	return a.unsettled != nil || len(a.history) > 0 && a.history[len(a.history)-1].msg.Role == llm.RoleUser
+}
+
+// lastText is the text of the last assistant message that has some.
+func (a *Agent) lastText() string {
+	for i := len(a.history) - 1; i >= 0; i-- {
+		if m := a.history[i].msg; m.Role == llm.RoleAssistant && m.Text() != "" {
+			return m.Text()
+		}
+	}
+	return ""
 }
 
 func (a *Agent) finish(ctx context.Context, r Result) Result {
@@ -242,7 +271,7 @@ func (a *Agent) run(ctx context.Context) Result {
 			}
 			return Result{Outcome: OutcomeCompleted, Text: last, Steps: step}
 		}
-		stop, endTurn, err := a.runTools(ctx, calls)
+		stop, endTurn, err := a.runTools(ctx, calls, nil)
 		if err != nil {
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
 		}

@@ -11,11 +11,11 @@ import (
 
 // Load rebuilds the context from the store: the latest compaction summary
 // and the messages after it. If the session stopped between storing an
-// assistant message and storing its tool results (a crash or a kill), Load
-// completes the transcript: a call whose result was stored gets that
-// result, a call whose intent was recorded but never finished is reported
-// as interrupted (and its intent finished so), and a call that never
-// started is reported as not run. Nothing is run again.
+// assistant message and storing its tool results (a crash or a kill), the
+// calls are left to settle on the next Send or Continue: a call whose result
+// was stored gets that result, a call whose intent was recorded but never
+// finished is reported as interrupted (never run twice), and a call that
+// never started runs then.
 func (a *Agent) Load(ctx context.Context) error {
 	sid := a.cfg.SessionID
 	var after int64
@@ -45,7 +45,8 @@ func (a *Agent) Load(ctx context.Context) error {
 			a.callIDs[c.ID] = true
 		}
 	}
-	return a.repair(ctx, intents)
+	a.unsettled = unsettled(a.history, intents)
+	return nil
 }
 
 // SetTotals seeds the usage totals, as loaded from the stored session.
@@ -64,34 +65,33 @@ func (a *Agent) History() []llm.Message {
 	return out
 }
 
-func (a *Agent) repair(ctx context.Context, intents []store.Intent) error {
-	if len(a.history) == 0 {
+// unsettled returns the intents (by call id) of the last message's tool
+// calls when that message is an assistant message without results yet.
+func unsettled(h []entry, intents []store.Intent) map[string]store.Intent {
+	if len(h) == 0 {
 		return nil
 	}
-	last := a.history[len(a.history)-1].msg
-	calls := last.ToolCalls()
-	if last.Role != llm.RoleAssistant || len(calls) == 0 {
+	last := h[len(h)-1].msg
+	if last.Role != llm.RoleAssistant || len(last.ToolCalls()) == 0 {
 		return nil
 	}
-	byCall := make(map[string]store.Intent, len(intents))
+	out := map[string]store.Intent{}
 	for _, in := range intents {
-		byCall[in.CallID] = in
+		out[in.CallID] = in
 	}
-	parts := make([]llm.Part, 0, len(calls))
-	for _, c := range calls {
-		res := llm.ToolResult{CallID: c.ID, Content: notStartedResult, IsError: true}
-		if in, ok := byCall[c.ID]; ok {
-			switch in.Status {
-			case store.IntentFinished:
-				res = llm.ToolResult{CallID: c.ID, Content: in.Result, IsError: in.IsError}
-			default:
-				res.Content = interruptedResult
-				if err := a.cfg.Store.FinishIntent(ctx, a.cfg.SessionID, c.ID, interruptedResult, true); err != nil {
-					return fmt.Errorf("repair session %s: %w", a.cfg.SessionID, err)
-				}
-			}
-		}
-		parts = append(parts, llm.Part{Type: llm.PartToolResult, ToolResult: &res})
+	return out
+}
+
+// settle gives the tool calls left unanswered by a crash their results
+// (see Load) and stores them. It reports whether a settled call ended the
+// turn.
+func (a *Agent) settle(ctx context.Context) (endTurn bool, err error) {
+	if a.unsettled == nil {
+		return false, nil
 	}
-	return a.append(ctx, llm.Message{Role: llm.RoleUser, Parts: parts})
+	known := a.unsettled
+	a.unsettled = nil
+	calls := a.history[len(a.history)-1].msg.ToolCalls()
+	_, endTurn, err = a.runTools(ctx, calls, known)
+	return endTurn, err
 }

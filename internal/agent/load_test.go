@@ -32,39 +32,38 @@ func TestLoadRepairsInterruptedTools(t *testing.T) {
 	if err := b.agent.Load(b.ctx); err != nil {
 		t.Fatal(err)
 	}
-	msgs := b.messages(t)
-	if len(msgs) != 3 {
-		t.Fatalf("want the repaired results stored, got %d messages", len(msgs))
-	}
-	r := results(msgs[2])
-	if r[0].Content != "echo: a" || r[0].IsError {
-		t.Fatalf("finished call should keep its result: %+v", r[0])
-	}
-	if !r[1].IsError || !strings.HasPrefix(r[1].Content, "interrupted") {
-		t.Fatalf("running call should be interrupted: %+v", r[1])
-	}
-	if !r[2].IsError || !strings.HasPrefix(r[2].Content, "not run") {
-		t.Fatalf("unstarted call should be not run: %+v", r[2])
-	}
-	intents, _ := b.store.Intents(b.ctx, "s1")
-	for _, in := range intents {
-		if in.Status != store.IntentFinished {
-			t.Fatalf("intent %s left %s", in.CallID, in.Status)
-		}
-	}
-	// Loading again changes nothing; continuing asks the model.
-	if err := b.agent.Load(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(b.messages(t)); n != 3 {
-		t.Fatalf("second load appended: %d messages", n)
+	if n := len(b.messages(t)); n != 2 {
+		t.Fatalf("Load must not write; %d messages", n)
 	}
 	if !b.agent.NeedsContinue() {
-		t.Fatal("should need a continue")
+		t.Fatal("unsettled calls should need a continue")
 	}
 	res := b.agent.Continue(b.ctx)
 	if res.Outcome != agent.OutcomeCompleted || res.Text != "resumed" {
 		t.Fatalf("continue: %+v", res)
+	}
+	msgs := b.messages(t)
+	if len(msgs) != 4 {
+		t.Fatalf("want user, calls, results, answer; got %d messages", len(msgs))
+	}
+	r := results(msgs[2])
+	if r[0].Content != "echo: a" || r[0].IsError {
+		t.Fatalf("finished call should keep its stored result: %+v", r[0])
+	}
+	if !r[1].IsError || !strings.HasPrefix(r[1].Content, "interrupted") {
+		t.Fatalf("running call should be interrupted, not run again: %+v", r[1])
+	}
+	if r[2].IsError || r[2].Content != "echo: c" {
+		t.Fatalf("a call that never started runs on resume: %+v", r[2])
+	}
+	intents, _ := b.store.Intents(b.ctx, "s1")
+	if len(intents) != 3 {
+		t.Fatalf("%d intents", len(intents))
+	}
+	for _, in := range intents {
+		if in.Status != store.IntentFinished {
+			t.Fatalf("intent %s left %s", in.CallID, in.Status)
+		}
 	}
 	if got := b.provider.requests()[0].Messages; len(got) != 3 {
 		t.Fatalf("continue sent %d messages", len(got))

@@ -17,19 +17,36 @@ const (
 	cancelledResult   = "cancelled: the user interrupted this tool call"
 	notRunLoopResult  = "not run: the run was stopped because the same tool call repeated"
 	interruptedResult = "interrupted: the process stopped while this tool was running; it may or may not have taken effect — check before repeating it"
-	notStartedResult  = "not run: the session was interrupted before this tool started; call it again if it is still needed"
 )
 
 // runTools runs calls in order and stores their results as one user
 // message. It reports stop when loop detection ends the run and endTurn
 // when a tool asked to end the turn. Only storage failures are returned as
 // errors.
-func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall) (stop, endTurn bool, err error) {
+//
+// known, when set, holds intents stored before a crash: a finished one
+// gives its stored result, a started one is reported interrupted; neither
+// runs again.
+func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[string]store.Intent) (stop, endTurn bool, err error) {
 	persist := context.WithoutCancel(ctx)
 	results := make([]llm.Part, 0, len(calls))
 	for _, c := range calls {
 		var res llm.ToolResult
+		in, wasKnown := known[c.ID]
 		switch {
+		case wasKnown && in.Status == store.IntentFinished:
+			res = llm.ToolResult{CallID: c.ID, Content: in.Result, IsError: in.IsError}
+		case wasKnown && a.idempotent(c.Name):
+			var end bool
+			if res, end, err = a.execute(ctx, c); err != nil {
+				return false, false, err
+			}
+			endTurn = endTurn || end
+		case wasKnown:
+			res = llm.ToolResult{CallID: c.ID, Content: interruptedResult, IsError: true}
+			if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, interruptedResult, true); err != nil {
+				return false, false, fmt.Errorf("record interrupted %s: %w", c.Name, err)
+			}
 		case stop:
 			res = llm.ToolResult{CallID: c.ID, Content: notRunLoopResult, IsError: true}
 		case ctx.Err() != nil:
@@ -70,6 +87,19 @@ func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, boo
 	if err != nil {
 		return llm.ToolResult{}, false, fmt.Errorf("record intent for %s: %w", c.Name, err)
 	}
+	return a.execute(ctx, c)
+}
+
+// idempotent reports whether the named tool may run again after an
+// interruption.
+func (a *Agent) idempotent(name string) bool {
+	t, ok := a.cfg.Tools.Lookup(name)
+	return ok && t.Info().Idempotent
+}
+
+// execute runs c, whose intent is stored, and stores its result.
+func (a *Agent) execute(ctx context.Context, c llm.ToolCall) (llm.ToolResult, bool, error) {
+	persist := context.WithoutCancel(ctx)
 	a.publish(&ToolCallStarted{CallID: c.ID, Tool: c.Name, Input: c.Input})
 	start := time.Now()
 	out := a.cfg.Tools.Run(ctx, c)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -40,6 +41,11 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 	var err error
 	if spec.Resume {
 		s, err = n.app.ResumeSession(ctx, spec.SessionID, o)
+		if errors.Is(err, store.ErrNotFound) {
+			// The node's session id was stored, then the process died
+			// before the session was.
+			s, err = n.app.CreateSession(ctx, spec.SessionID, o)
+		}
 	} else {
 		s, err = n.app.CreateSession(ctx, spec.SessionID, o)
 	}

@@ -70,6 +70,9 @@ type Node struct {
 	// Notice is a message for the node's agent on its next start (a
 	// modification, a resume after pause); cleared when delivered.
 	Notice string `json:"notice"`
+	// CallID is the tool call of the parent's agent that created the node;
+	// it makes spawn, fork and ask idempotent across a crash.
+	CallID string `json:"call_id,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

@@ -52,6 +52,21 @@ type Info struct {
 	// Schema is the JSON Schema of the arguments object.
 	Schema json.RawMessage
 	Kind   Kind
+	// Idempotent tools have the same effect run twice as once (reads, or
+	// writes keyed by the call id). The agent runs such a tool again when a
+	// crash interrupted it, instead of reporting it interrupted.
+	Idempotent bool
+}
+
+// Idempotent marks t as safe to run again after an interruption.
+func Idempotent(t Tool) Tool { return idempotent{t} }
+
+type idempotent struct{ Tool }
+
+func (i idempotent) Info() Info {
+	info := i.Tool.Info()
+	info.Idempotent = true
+	return info
 }
 
 // Spec returns the description the model sees.

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -142,10 +143,56 @@ func rootAnswers(fanOut llm.Message, turn int) (llm.Message, bool) {
 	return llm.Message{}, false
 }
 
+// countingStore counts the write transactions of the store it wraps, so
+// the figures can be read as "so many writes of so many µs each".
+type countingStore struct {
+	store.Store
+	writes atomic.Int64
+}
+
+func (s *countingStore) count(err error) error { s.writes.Add(1); return err }
+
+func (s *countingStore) CreateRun(ctx context.Context, r store.Run) error {
+	return s.count(s.Store.CreateRun(ctx, r))
+}
+
+func (s *countingStore) Commit(ctx context.Context, r *store.Run, nodes ...store.Node) error {
+	return s.count(s.Store.Commit(ctx, r, nodes...))
+}
+
+func (s *countingStore) CreateSession(ctx context.Context, sess store.Session) error {
+	return s.count(s.Store.CreateSession(ctx, sess))
+}
+
+func (s *countingStore) SetSessionStatus(ctx context.Context, id, status string) error {
+	return s.count(s.Store.SetSessionStatus(ctx, id, status))
+}
+
+func (s *countingStore) AppendMessages(ctx context.Context, id string, msgs ...llm.Message) (int64, error) {
+	seq, err := s.Store.AppendMessages(ctx, id, msgs...)
+	return seq, s.count(err)
+}
+
+func (s *countingStore) StartIntent(ctx context.Context, in store.Intent) error {
+	return s.count(s.Store.StartIntent(ctx, in))
+}
+
+func (s *countingStore) FinishIntent(ctx context.Context, id, callID, result string, isError bool) error {
+	return s.count(s.Store.FinishIntent(ctx, id, callID, result, isError))
+}
+
+func (s *countingStore) AddUsage(ctx context.Context, u store.UsageRecord) error {
+	return s.count(s.Store.AddUsage(ctx, u))
+}
+
+func (s *countingStore) SaveCompaction(ctx context.Context, c store.Compaction) error {
+	return s.count(s.Store.SaveCompaction(ctx, c))
+}
+
 // benchAgents is the benchmarks' tree.Agents: every node is a session of the
 // one agent loop with the instant model and only the tree tools.
 type benchAgents struct {
-	store *sqlite.Store
+	store store.Store
 	bus   *agent.Bus
 	model llm.Provider
 }
@@ -174,6 +221,7 @@ func (a *benchAgents) Distill(_ context.Context, _, text string) (string, error)
 // benchEnv is one benchmark's engine on its own SQLite file.
 type benchEnv struct {
 	ctx    context.Context
+	store  *countingStore
 	bus    *agent.Bus
 	broker *agent.Broker
 	engine *tree.Engine
@@ -190,10 +238,11 @@ func benchSetup(b *testing.B, answer answerFunc) *benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
+	cs := &countingStore{Store: st}
 	bus := agent.NewBus()
-	env := &benchEnv{ctx: context.Background(), bus: bus, broker: agent.NewBroker(bus), completed: map[string]int{}}
+	env := &benchEnv{ctx: context.Background(), store: cs, bus: bus, broker: agent.NewBroker(bus), completed: map[string]int{}}
 	env.engine = tree.New(tree.Options{
-		Store: st, Agents: &benchAgents{store: st, bus: bus, model: &benchModel{answer: answer}},
+		Store: cs, Agents: &benchAgents{store: cs, bus: bus, model: &benchModel{answer: answer}},
 		Bus: bus, Broker: env.broker,
 	})
 	bus.Subscribe(func(ev agent.Event) {
@@ -264,6 +313,7 @@ func BenchmarkFanOutFanIn1000(b *testing.B) {
 		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {
 			env := benchSetup(b, answer)
 			runs := 0
+			env.store.writes.Store(0)
 			for b.Loop() {
 				if err := env.drive(env.create(b, parallel), "final", children+1); err != nil {
 					b.Fatal(err)
@@ -273,6 +323,7 @@ func BenchmarkFanOutFanIn1000(b *testing.B) {
 			perRun := float64(b.Elapsed().Nanoseconds()) / float64(runs)
 			b.ReportMetric(perRun/(children+1), "ns/node")
 			b.ReportMetric(perRun/1e6, "ms/run")
+			b.ReportMetric(float64(env.store.writes.Load())/float64(runs*(children+1)), "writes/node")
 		})
 	}
 }
@@ -298,6 +349,7 @@ func BenchmarkChain200(b *testing.B) {
 	}
 	env := benchSetup(b, answer)
 	runs := 0
+	env.store.writes.Store(0)
 	for b.Loop() {
 		if err := env.drive(env.create(b, 0), "result of #1", depth+1); err != nil {
 			b.Fatal(err)
@@ -305,6 +357,7 @@ func BenchmarkChain200(b *testing.B) {
 		runs++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs*depth), "ns/hop")
+	b.ReportMetric(float64(env.store.writes.Load())/float64(runs*depth), "writes/hop")
 }
 
 // hopClock records, for the run being measured, when each node's first

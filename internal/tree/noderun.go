@@ -48,7 +48,13 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	}
 	var res agent.Result
 	switch {
-	case first:
+	case first || len(ag.History()) == 0: // a crash may come before the first message
+		if !first && n.Context == "" {
+			if n.Context, err = r.startContext(ctx, &n); err != nil {
+				r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+				return
+			}
+		}
 		res = ag.Send(ctx, llm.UserText(r.initialPrompt(n)))
 	case n.Notice != "" && !delivered(ag.History(), n.Notice):
 		res = ag.Send(ctx, llm.UserText(n.Notice))

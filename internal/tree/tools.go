@@ -89,18 +89,20 @@ type noArgs struct{}
 // tools returns the tree tools of node caller.
 func (r *run) tools(caller int64) []tool.Tool {
 	spawn := func(kind string) func(context.Context, tool.Call, spawnArgs) tool.Result {
-		return func(_ context.Context, _ tool.Call, a spawnArgs) tool.Result {
+		return func(_ context.Context, c tool.Call, a spawnArgs) tool.Result {
 			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
-				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery})
+				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID})
 		}
 	}
-	return []tool.Tool{
+	// spawn, fork and ask find the node an interrupted call created (by
+	// call id); complete and the reads are naturally idempotent.
+	ts := []tool.Tool{
 		tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id.", tool.KindInteract, spawn("spawn")),
 		tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id.", tool.KindInteract, spawn("fork")),
 		tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a askArgs) tool.Result {
+			func(_ context.Context, c tool.Call, a askArgs) tool.Result {
 				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
-					Options: a.Options, Default: a.Default, BlockedBy: refs(a.BlockedBy)})
+					Options: a.Options, Default: a.Default, BlockedBy: refs(a.BlockedBy), CallID: c.ID})
 			}),
 		tool.New("complete", "Finish your task with its result. With children, this is a draft until you synthesize their results.", tool.KindInteract,
 			func(_ context.Context, _ tool.Call, a completeArgs) tool.Result { return r.complete(caller, a.Result) }),
@@ -129,6 +131,10 @@ func (r *run) tools(caller int64) []tool.Tool {
 				return r.control(caller, int64(a.ID), func(id int64) error { return r.modifyLocked(id, a.Goal, a.Prompt) })
 			}),
 	}
+	for i := range 6 { // spawn, fork, ask, complete, read_tree, read_node
+		ts[i] = tool.Idempotent(ts[i])
+	}
+	return ts
 }
 
 func refs(rs []NodeRef) []int64 {
@@ -151,6 +157,13 @@ func (r *run) create(parent int64, n store.Node) tool.Result {
 	defer r.unlock()
 	if r.finished {
 		return tool.Errorf("the run has ended")
+	}
+	if n.CallID != "" {
+		for _, c := range r.children[parent] {
+			if r.nodes[c].CallID == n.CallID { // the call ran before a crash
+				return tool.Result{Content: fmt.Sprintf(`{"id": "#%d"}`, c)}
+			}
+		}
 	}
 	if err := r.checkDepsLocked(parent, n.BlockedBy); err != nil {
 		return tool.Errorf("%v", err)

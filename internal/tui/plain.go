@@ -33,7 +33,9 @@ func (p *Plain) Handle(e agent.Event) {
 	var line string
 	switch e := e.(type) {
 	case *tree.NodeChanged:
-		if _, ok := p.tr.node(e); ok {
+		// A change within one state (a draft stored, a session assigned)
+		// is tracked but not printed unless the engine gave a reason.
+		if _, ok := p.tr.node(e); ok && (e.From != e.Node.State || e.Reason != "") {
 			line = transitionLine(e)
 		}
 	case *tree.RunFinished:

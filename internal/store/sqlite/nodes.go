@@ -19,7 +19,7 @@ var nodeFields = []string{
 	"parent_id", "kind", "spawn", "goal", "prompt", "blocked_by", "returns",
 	"context_query", "question", "options", "default_answer", "state", "result",
 	"error", "draft", "has_draft", "context", "session_id", "attempts",
-	"synthesized", "notice", "started_at", "ended_at",
+	"synthesized", "notice", "call_id", "started_at", "ended_at",
 }
 
 var (
@@ -129,7 +129,7 @@ func nodeArgs(n store.Node, now time.Time) ([]any, error) {
 		n.ParentID, n.Kind, n.Spawn, n.Goal, n.Prompt, blockedBy, n.Returns,
 		n.ContextQuery, n.Question, options, n.Default, n.State, n.Result,
 		n.Error, n.Draft, boolInt(n.HasDraft), n.Context, n.SessionID, n.Attempts,
-		n.Synthesized, n.Notice, started, ended,
+		n.Synthesized, n.Notice, n.CallID, started, ended,
 		now.UnixNano(),
 	}, nil
 }
@@ -189,7 +189,7 @@ func scanNode(sc scanner) (store.Node, error) {
 		&n.ParentID, &n.Kind, &n.Spawn, &n.Goal, &n.Prompt, &blockedBy, &n.Returns,
 		&n.ContextQuery, &n.Question, &options, &n.Default, &n.State, &n.Result,
 		&n.Error, &n.Draft, &hasDraft, &n.Context, &n.SessionID, &n.Attempts,
-		&n.Synthesized, &n.Notice, &started, &ended,
+		&n.Synthesized, &n.Notice, &n.CallID, &started, &ended,
 		&updated)
 	if err != nil {
 		return store.Node{}, err

@@ -361,7 +361,7 @@ func fullNode(runID string, id int64) store.Node {
 		Question: "q", Options: []string{"x", "y"}, Default: "x",
 		State: "synthesizing", Result: "r", Error: "e", Draft: "draft", HasDraft: true,
 		Context: "results of node 3", SessionID: "sess-1", Attempts: 2, Synthesized: 3,
-		Notice: "you were resumed", CreatedAt: when, StartedAt: &started, EndedAt: &ended,
+		Notice: "you were resumed", CallID: "toolu_42", CreatedAt: when, StartedAt: &started, EndedAt: &ended,
 	}
 }
 

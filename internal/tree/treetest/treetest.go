@@ -46,23 +46,63 @@ func Turns(req llmtest.Request) int {
 	return n
 }
 
+var goalLine = regexp.MustCompile(`(?m)^Your goal: (.*)$`)
+
+// GoalOf returns the goal of the node a request belongs to: the root's
+// whole goal, a child's goal line; "" when the request is no node's turn.
+func GoalOf(req llmtest.Request) string {
+	if len(req.Messages) == 0 {
+		return ""
+	}
+	first := req.Messages[0].Text()
+	if g, ok := strings.CutPrefix(first, "You are the root node #1. Your goal:\n\n"); ok {
+		return g
+	}
+	if m := goalLine.FindStringSubmatch(first); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// ByGoal scripts nodes by their goal instead of their id, for trees whose
+// ids depend on which parallel parent spawns first.
+type ByGoal map[string][]llmtest.Turn
+
+// GoalResponder answers requests from s like Responder, finding each
+// node's turns by its goal.
+func GoalResponder(s ByGoal) func(llmtest.Request) llmtest.Turn {
+	return respond(func(req llmtest.Request) ([]llmtest.Turn, string, bool) {
+		g := GoalOf(req)
+		turns, ok := s[g]
+		return turns, fmt.Sprintf("goal %q", g), ok || g != ""
+	})
+}
+
 // Responder answers requests from s, for llmtest.NewServerFunc. Other
 // requests (distillations) get "DISTILLED(<first line>)". A node that runs
 // out of turns gets an HTTP 400, so a test fails loudly.
 func Responder(s Script) func(llmtest.Request) llmtest.Turn {
+	return respond(func(req llmtest.Request) ([]llmtest.Turn, string, bool) {
+		id := NodeOf(req)
+		return s[id], fmt.Sprintf("#%d", id), id != 0
+	})
+}
+
+// respond builds a responder from a lookup of a node's turns; isNode is
+// false for requests that are no node's turn.
+func respond(lookup func(llmtest.Request) (turns []llmtest.Turn, name string, isNode bool)) func(llmtest.Request) llmtest.Turn {
 	var mu sync.Mutex
 	return func(req llmtest.Request) llmtest.Turn {
 		mu.Lock()
 		defer mu.Unlock()
-		id := NodeOf(req)
-		if id == 0 {
+		turns, name, isNode := lookup(req)
+		if !isNode {
 			first, _, _ := strings.Cut(strings.TrimSpace(req.LastUserText()), "\n")
 			return llmtest.Turn{Text: "DISTILLED(" + first + ")"}
 		}
-		turns := s[id]
 		i := Turns(req)
 		if i >= len(turns) {
-			return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 400}, Text: fmt.Sprintf("no turn %d for #%d", i, id)}
+			return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 400}, Text: fmt.Sprintf("no turn %d for %s", i, name)}
 		}
 		return turns[i]
 	}

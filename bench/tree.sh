@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the coordination tree benchmarks (internal/tree/bench_test.go) and
+# prints their figures against the targets: under 1 ms per hop and under
+# 256 KiB per active node. Runnable from any directory; COUNT (default 3)
+# sets how often each benchmark is repeated; the summary takes the median.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+count="${COUNT:-3}"
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+
+# Whole runs of 1,000 and 200 nodes take seconds: one run per sample.
+go test -run '^$' -bench 'FanOut|Chain200' -benchtime 1x -count "$count" ./internal/tree | tee "$out"
+# The others take well under a second per run: more runs per sample.
+go test -run '^$' -bench 'DispatchLatency|ActiveNodeMemory|IdleCPU' -benchtime 5x -count "$count" ./internal/tree | tee -a "$out"
+
+# metric NAME UNIT prints the median of UNIT over the samples of benchmark
+# NAME (without its -GOMAXPROCS suffix).
+metric() {
+	awk -v name="$1" -v unit="$2" '
+		$1 ~ /^Benchmark/ {
+			n = $1
+			sub(/-[0-9]+$/, "", n)
+			if (n != name) next
+			for (i = 3; i < NF; i += 2) if ($(i + 1) == unit) print $i
+		}' "$out" | sort -g | awk '
+		{ v[NR] = $1 }
+		END {
+			if (NR == 0) { print "NaN"; exit }
+			if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+		}'
+}
+
+echo
+echo "== coordination tree: medians of $count samples =="
+for p in 8 64; do
+	name="BenchmarkFanOutFanIn1000/parallel=$p"
+	awk -v p="$p" -v ms="$(metric "$name" ms/run)" -v ns="$(metric "$name" ns/node)" -v w="$(metric "$name" writes/node)" \
+		'BEGIN { printf "fan-out 1000, %2d parallel: %.0f ms/run, %.2f ms/node, %.1f store writes/node\n", p, ms, ns / 1e6, w }'
+done
+awk -v ns="$(metric BenchmarkChain200 ns/hop)" -v w="$(metric BenchmarkChain200 writes/hop)" \
+	'BEGIN { printf "chain: %.2f ms/hop (%.2fx of the 1 ms target), %.1f store writes/hop\n", ns / 1e6, ns / 1e6, w }'
+awk -v us="$(metric BenchmarkDispatchLatency µs/hop)" \
+	'BEGIN { printf "dispatch: %.2f ms/hop from complete to the next model call (%.2fx of the 1 ms target)\n", us / 1e3, us / 1e3 }'
+awk -v b="$(metric BenchmarkActiveNodeMemory B/active-node)" -v s="$(metric BenchmarkActiveNodeMemory stack-B/active-node)" \
+	'BEGIN { printf "memory: %.1f KiB heap/active node (%.2fx of the 256 KiB target), plus %.1f KiB of goroutine stack\n", b / 1024, b / 1024 / 256, s / 1024 }'
+awk -v ms="$(metric BenchmarkIdleCPU cpu-ms/idle-200ms)" \
+	'BEGIN { printf "idle: %.2f ms of CPU in 200 ms waiting on an ask (%.3f%% of one core)\n", ms, ms / 200 * 100 }'
