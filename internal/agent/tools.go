@@ -38,7 +38,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 			res = llm.ToolResult{CallID: c.ID, Content: in.Result, IsError: in.IsError}
 		case wasKnown && a.idempotent(c.Name):
 			var end bool
-			if res, end, err = a.execute(ctx, c); err != nil {
+			if res, end, err = a.execute(ctx, c, true); err != nil {
 				return false, false, err
 			}
 			endTurn = endTurn || end
@@ -80,6 +80,11 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 // runOne records the intent, runs the tool and records its result.
 func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, bool, error) {
 	persist := context.WithoutCancel(ctx)
+	if a.idempotent(c.Name) {
+		// Running it again after a crash is correct (a call that left no
+		// intent is run when the session settles), so it needs none.
+		return a.execute(ctx, c, false)
+	}
 	err := a.cfg.Store.StartIntent(persist, store.Intent{
 		SessionID: a.cfg.SessionID, CallID: c.ID, Tool: c.Name, Input: c.Input,
 		Status: store.IntentStarted, StartedAt: time.Now().UTC(),
@@ -87,7 +92,7 @@ func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, boo
 	if err != nil {
 		return llm.ToolResult{}, false, fmt.Errorf("record intent for %s: %w", c.Name, err)
 	}
-	return a.execute(ctx, c)
+	return a.execute(ctx, c, true)
 }
 
 // idempotent reports whether the named tool may run again after an
@@ -97,8 +102,8 @@ func (a *Agent) idempotent(name string) bool {
 	return ok && t.Info().Idempotent
 }
 
-// execute runs c, whose intent is stored, and stores its result.
-func (a *Agent) execute(ctx context.Context, c llm.ToolCall) (llm.ToolResult, bool, error) {
+// execute runs c and, when it has an intent, stores its result there.
+func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.ToolResult, bool, error) {
 	persist := context.WithoutCancel(ctx)
 	a.publish(&ToolCallStarted{CallID: c.ID, Tool: c.Name, Input: c.Input})
 	start := time.Now()
@@ -107,8 +112,10 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall) (llm.ToolResult, bo
 	if ctx.Err() != nil {
 		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + res.Content, IsError: true}
 	}
-	if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, res.IsError); err != nil {
-		return llm.ToolResult{}, false, fmt.Errorf("record result of %s: %w", c.Name, err)
+	if intent {
+		if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, res.IsError); err != nil {
+			return llm.ToolResult{}, false, fmt.Errorf("record result of %s: %w", c.Name, err)
+		}
 	}
 	a.publish(&ToolCallFinished{CallID: c.ID, Tool: c.Name, Result: res.Content, IsError: res.IsError, Duration: time.Since(start)})
 	return res, out.EndTurn && !res.IsError, nil

@@ -37,16 +37,8 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 		Model: n.model.Ref.Ref, MaxTurns: n.maxTurns, Title: spec.Title,
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate,
 	}
-	var s *Session
-	var err error
-	if spec.Resume {
-		s, err = n.app.ResumeSession(ctx, spec.SessionID, o)
-		if errors.Is(err, store.ErrNotFound) {
-			// The node's session id was stored, then the process died
-			// before the session was.
-			s, err = n.app.CreateSession(ctx, spec.SessionID, o)
-		}
-	} else {
+	s, err := n.app.ResumeSession(ctx, spec.SessionID, o)
+	if errors.Is(err, store.ErrNotFound) { // the node's first turn
 		s, err = n.app.CreateSession(ctx, spec.SessionID, o)
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/invopop/jsonschema"
 )
@@ -54,19 +55,38 @@ func New[A any](name, description string, kind Kind, run func(ctx context.Contex
 	if t.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("tool.New(%q): argument type %s is not a struct", name, t))
 	}
+	schema, raw := schemaOf(t)
+	return &typed[A]{
+		info:   Info{Name: name, Description: description, Schema: raw, Kind: kind},
+		schema: schema,
+		run:    run,
+	}
+}
+
+type derived struct {
+	schema *jsonschema.Schema
+	raw    json.RawMessage
+}
+
+// schemas caches the schema of each argument type: tools are built per
+// session (and per tree node), reflection is not cheap, and a schema
+// depends on the type alone. Schemas are never mutated after derivation.
+var schemas sync.Map // reflect.Type → derived
+
+func schemaOf(t reflect.Type) (*jsonschema.Schema, json.RawMessage) {
+	if d, ok := schemas.Load(t); ok {
+		return d.(derived).schema, d.(derived).raw
+	}
 	r := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
 	schema := r.ReflectFromType(t)
 	schema.Version = ""
 	schema.Type = "object"
 	raw, err := json.Marshal(schema)
 	if err != nil {
-		panic(fmt.Sprintf("tool.New(%q): marshal schema: %v", name, err))
+		panic(fmt.Sprintf("tool: marshal the schema of %s: %v", t, err))
 	}
-	return &typed[A]{
-		info:   Info{Name: name, Description: description, Schema: raw, Kind: kind},
-		schema: schema,
-		run:    run,
-	}
+	schemas.Store(t, derived{schema, raw})
+	return schema, raw
 }
 
 // typed is the Tool New returns. It is immutable after construction.

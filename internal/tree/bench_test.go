@@ -198,17 +198,20 @@ type benchAgents struct {
 }
 
 func (a *benchAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
-	if !spec.Resume {
-		if err := a.store.CreateSession(ctx, store.Session{ID: spec.SessionID, Title: spec.Title, Model: "bench/instant"}); err != nil {
-			return nil, err
-		}
+	_, err := a.store.GetSession(ctx, spec.SessionID)
+	resume := err == nil
+	if errors.Is(err, store.ErrNotFound) {
+		err = a.store.CreateSession(ctx, store.Session{ID: spec.SessionID, Title: spec.Title, Model: "bench/instant"})
+	}
+	if err != nil {
+		return nil, err
 	}
 	ag := agent.New(agent.Config{
 		SessionID: spec.SessionID, Model: "instant", ModelRef: "bench/instant", Provider: a.model,
 		Tools: tool.NewRegistry(spec.Tools...), Store: a.store, Bus: a.bus, System: spec.System,
 		Gate: spec.Gate, LoopLimit: -1, Compaction: agent.CompactionPolicy{Disabled: true},
 	})
-	if spec.Resume {
+	if resume {
 		if err := ag.Load(ctx); err != nil {
 			return nil, err
 		}

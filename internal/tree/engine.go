@@ -52,9 +52,7 @@ type AgentSpec struct {
 	RunID     string
 	NodeID    int64
 	SessionID string
-	// Resume is true when the session exists and must be loaded.
-	Resume bool
-	Title  string
+	Title     string
 	System string
 	// Tools are the tree tools of the node, added to the built-ins.
 	Tools []tool.Tool
@@ -64,8 +62,8 @@ type AgentSpec struct {
 
 // Agents builds node agents and distils context; internal/app implements it.
 type Agents interface {
-	// NewAgent returns the loaded agent of spec's session, creating the
-	// session when spec.Resume is false.
+	// NewAgent returns the agent of spec's session: loaded when the
+	// session exists (a resumed node), created otherwise.
 	NewAgent(ctx context.Context, spec AgentSpec) (*agent.Agent, error)
 	// Distill asks the run's model to reduce text to what query asks for.
 	Distill(ctx context.Context, query, text string) (string, error)

@@ -14,46 +14,46 @@ import (
 
 // runAgent runs one turn of node id's agent: its first turn, a synthesis
 // turn, or the continuation of a turn interrupted by a crash or a pause.
+// The agent is built once per process and node, then reused.
 func (r *run) runAgent(ctx context.Context, id int64) {
 	r.mu.Lock()
 	n := *r.nodes[id]
+	ag := r.agents[id]
 	r.mu.Unlock()
-
-	first := n.SessionID == ""
-	if first {
-		text, err := r.startContext(ctx, &n)
+	if n.SessionID == "" { // activated by an older arbor
+		n.SessionID = sessionID(r.id, id)
+	}
+	r.addSession(n.SessionID, id)
+	if ag == nil {
+		var err error
+		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
+			RunID: r.id, NodeID: id, SessionID: n.SessionID,
+			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
+			Tools: r.tools(id), Gate: r.gate,
+		})
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
 			return
 		}
 		r.mu.Lock()
-		if r.nodes[id].State != StateActive {
-			r.unlock()
-			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeCancelled})
-			return
-		}
-		r.setLocked(id, "", func(m *store.Node) { m.SessionID = sessionID(r.id, id); m.Context = text })
-		n = *r.nodes[id]
-		r.unlock()
-	}
-	r.addSession(n.SessionID, id)
-	ag, err := r.e.o.Agents.NewAgent(ctx, AgentSpec{
-		RunID: r.id, NodeID: id, SessionID: n.SessionID, Resume: !first,
-		Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
-		Tools: r.tools(id), Gate: r.gate,
-	})
-	if err != nil {
-		r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
-		return
+		r.agents[id] = ag
+		r.mu.Unlock()
 	}
 	var res agent.Result
 	switch {
-	case first || len(ag.History()) == 0: // a crash may come before the first message
-		if !first && n.Context == "" {
-			if n.Context, err = r.startContext(ctx, &n); err != nil {
+	case len(ag.History()) == 0: // the first turn (perhaps again, after a crash)
+		if n.ContextQuery != "" || len(n.BlockedBy) > 0 || n.Spawn == "fork" {
+			text, err := r.startContext(ctx, &n)
+			if err != nil {
 				r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
 				return
 			}
+			r.mu.Lock()
+			if r.nodes[id].State == StateActive {
+				r.setLocked(id, "", func(m *store.Node) { m.Context = text })
+			}
+			r.unlock()
+			n.Context = text
 		}
 		res = ag.Send(ctx, llm.UserText(r.initialPrompt(n)))
 	case n.Notice != "" && !delivered(ag.History(), n.Notice):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/store"
@@ -28,6 +29,9 @@ type run struct {
 
 	mu       sync.Mutex
 	meta     store.Run
+	saved    store.Run // meta as last committed, to skip rewriting it
+	order    []int64   // node ids, ascending (ids only grow)
+	agents   map[int64]*agent.Agent // node agents built in this process
 	nodes    map[int64]*store.Node
 	children map[int64][]int64
 	running  map[int64]context.CancelCauseFunc
@@ -51,11 +55,12 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	r := &run{
 		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
 		running: map[int64]context.CancelCauseFunc{}, sessions: map[string]int64{}, done: make(chan struct{}),
-		disp: &Local{},
+		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{},
 	}
 	for i := range nodes {
 		n := nodes[i]
 		r.nodes[n.ID] = &n
+		r.order = append(r.order, n.ID)
 		if n.ParentID != 0 {
 			r.children[n.ParentID] = append(r.children[n.ParentID], n.ID)
 		}
@@ -176,11 +181,20 @@ func (r *run) commitLocked(changes []change) {
 		c.node.UpdatedAt = now
 		nodes[i] = c.node
 	}
-	r.meta.UpdatedAt = now
-	meta := r.meta
-	if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta, nodes...); err != nil {
+	var meta *store.Run
+	cur, prev := r.meta, r.saved
+	cur.UpdatedAt, prev.UpdatedAt = time.Time{}, time.Time{}
+	if cur != prev {
+		r.meta.UpdatedAt = now
+		m := r.meta
+		meta = &m
+	}
+	if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), meta, nodes...); err != nil {
 		r.failRunLocked(fmt.Errorf("store: %w", err))
 		return
+	}
+	if meta != nil {
+		r.saved = *meta
 	}
 	for i, c := range changes {
 		n := nodes[i]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/store"
@@ -30,11 +29,13 @@ func (r *run) scheduleLocked() {
 	if r.finished {
 		return
 	}
+	free := r.meta.MaxParallel - r.agentsRunningLocked()
 	for _, id := range r.idsLocked() {
 		n := r.nodes[id]
 		if _, busy := r.running[id]; busy {
 			continue
 		}
+		before := len(r.running)
 		switch {
 		case n.Kind == KindAsk && (n.State == StateActive || n.State == StatePending && r.readyLocked(n)):
 			if n.State == StatePending {
@@ -42,17 +43,25 @@ func (r *run) scheduleLocked() {
 			}
 			r.launchLocked(id, r.askNode)
 		case n.Kind == KindAsk:
-		case !r.slotLocked():
+		case free <= 0:
 			// No slot free: the next agent exit schedules again.
 		case n.State == StateActive || n.State == StateSynthesizing:
 			// Left running by a crash or an interrupt: continue it.
 			r.launchLocked(id, r.runAgent)
 		case n.State == StatePending && r.readyLocked(n):
-			r.setLocked(id, "", func(n *store.Node) { n.State = StateActive; n.StartedAt = r.nowPtr() })
+			r.setLocked(id, "", func(m *store.Node) {
+				m.State, m.StartedAt = StateActive, r.nowPtr()
+				if m.SessionID == "" {
+					m.SessionID = sessionID(r.id, id)
+				}
+			})
 			r.launchLocked(id, r.runAgent)
 		case n.State == StateWaiting && r.childrenDoneLocked(id):
 			r.startSynthesisLocked(id)
 			r.launchLocked(id, r.runAgent)
+		}
+		if len(r.running) > before && n.Kind != KindAsk {
+			free--
 		}
 	}
 	if len(r.running) == 0 && !r.finished {
@@ -146,14 +155,9 @@ func (r *run) closeLocked() {
 	close(r.done)
 }
 
-func (r *run) idsLocked() []int64 {
-	ids := make([]int64, 0, len(r.nodes))
-	for id := range r.nodes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
+// idsLocked returns the node ids in ascending order. The slice is shared:
+// callers only read it.
+func (r *run) idsLocked() []int64 { return r.order }
 
 func (r *run) readyLocked(n *store.Node) bool {
 	for _, dep := range n.BlockedBy {
@@ -173,15 +177,15 @@ func (r *run) childrenDoneLocked(id int64) bool {
 	return true
 }
 
-// slotLocked reports whether another agent may start.
-func (r *run) slotLocked() bool {
+// agentsRunningLocked counts the running agents (asks do not count).
+func (r *run) agentsRunningLocked() int {
 	agents := 0
 	for id := range r.running {
 		if r.nodes[id].Kind != KindAsk {
 			agents++
 		}
 	}
-	return agents < r.meta.MaxParallel
+	return agents
 }
 
 // launchLocked dispatches work for node id with its own cancellable

@@ -21,7 +21,7 @@ func (s *Store) SaveCompaction(ctx context.Context, c store.Compaction) error {
 	if err != nil {
 		return fmt.Errorf("save compaction of session %s: created_at: %w", c.SessionID, err)
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		var last int64
 		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, c.SessionID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {

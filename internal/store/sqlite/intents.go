@@ -27,7 +27,7 @@ func (s *Store) StartIntent(ctx context.Context, in store.Intent) error {
 		v := string(in.Input)
 		input = &v
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		if err := touchSession(ctx, tx, in.SessionID); err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func (s *Store) StartIntent(ctx context.Context, in store.Intent) error {
 // was already finished.
 func (s *Store) FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error {
 	now := time.Now().UnixNano()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE intents
 			SET status = ?, result = ?, is_error = ?, ended_at = ?
 			WHERE session_id = ? AND call_id = ? AND status = ?`,

@@ -38,7 +38,7 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...ll
 	}
 	now := time.Now().UnixNano()
 	var last int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		err := tx.QueryRowContext(ctx,
 			`UPDATE sessions SET last_seq = last_seq + ?, `+touch+` WHERE id = ? RETURNING last_seq`,
 			len(msgs), now, now, sessionID).Scan(&last)

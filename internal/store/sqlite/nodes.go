@@ -70,7 +70,7 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 		}
 		args[i] = a
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		known := map[string]bool{}
 		if run != nil {
 			if err := updateRun(ctx, tx, run, now.UnixNano()); err != nil {

@@ -33,7 +33,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
@@ -100,7 +100,7 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]store.Run, error) {
 // inside tx and advances updated_at to now (by one nanosecond when the
 // stored value is not earlier, so it strictly increases like a session's).
 // ErrNotFound when the run does not exist.
-func updateRun(ctx context.Context, tx *sql.Tx, r *store.Run, now int64) error {
+func updateRun(ctx context.Context, tx *wtx, r *store.Run, now int64) error {
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET goal = ?, status = ?, model = ?,
 		workspace = ?, mode = ?, budget_usd = ?, max_tokens = ?, max_parallel = ?,
 		node_timeout_ms = ?, result = ?, error = ?, `+touch+` WHERE id = ?`,

@@ -33,7 +33,7 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session %s: updated_at: %w", sess.ID, err)
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions
 			(id, title, model, workspace, status, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -103,7 +103,7 @@ func (s *Store) SetSessionStatus(ctx context.Context, id, status string) error {
 		return fmt.Errorf("set status of session %s: %w: unknown session status %q", id, store.ErrInvalid, status)
 	}
 	now := time.Now().UnixNano()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status = ?, `+touch+` WHERE id = ?`,
 			status, now, now, id)
 		if err != nil {
@@ -119,7 +119,7 @@ func (s *Store) SetSessionStatus(ctx context.Context, id, status string) error {
 
 // touchSession advances the session's updated_at inside tx; ErrNotFound
 // when the session does not exist.
-func touchSession(ctx context.Context, tx *sql.Tx, id string) error {
+func touchSession(ctx context.Context, tx *wtx, id string) error {
 	now := time.Now().UnixNano()
 	res, err := tx.ExecContext(ctx, `UPDATE sessions SET `+touch+` WHERE id = ?`, now, now, id)
 	if err != nil {

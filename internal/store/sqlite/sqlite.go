@@ -50,6 +50,7 @@ const readConns = 4
 // and several Stores (in one or several processes) may share one file.
 type Store struct {
 	write *sql.DB // exactly one connection; transactions are BEGIN IMMEDIATE
+	stmts stmts   // prepared statements of write
 	read  *sql.DB // query_only pool
 
 	closeOnce sync.Once
@@ -130,14 +131,17 @@ func openDB(ctx context.Context, abs string, params url.Values, conns int) (*sql
 // return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stmts.close()
 		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
 	})
 	return s.closeErr
 }
 
 // inTx runs fn in a write transaction and commits it when fn succeeds.
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return inTx(ctx, s.write, fn)
+func (s *Store) inTx(ctx context.Context, fn func(*wtx) error) error {
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error { return fn(&wtx{Tx: tx, s: s}) })
+	s.stmts.prepareWanted(context.WithoutCancel(ctx), s.write)
+	return err
 }
 
 func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {

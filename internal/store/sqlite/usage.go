@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -23,7 +22,7 @@ func (s *Store) AddUsage(ctx context.Context, u store.UsageRecord) error {
 		return fmt.Errorf("add usage to session %s: at: %w", u.SessionID, err)
 	}
 	n := u.Usage
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		ts := now.UnixNano()
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET
 			input_tokens = input_tokens + ?,
