@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,9 +105,15 @@ func TestCrashAndResumeThreeLevels(t *testing.T) {
 					t.Fatalf("%s ran %d times:\n%s", leaf, n, b)
 				}
 			}
-			// Parents complete twice (draft, synthesis), leaves once.
-			for id, want := range map[int64]int{1: 2, 2: 2, 3: 2, 4: 1, 5: 1, 6: 1} {
-				s := e.show(fmt.Sprintf("%s.%d", run, id))
+			// Parents complete twice (draft, synthesis), leaves once. Ids
+			// depend on which parent spawned first, so go by goal.
+			var shown treeShown
+			if err := json.Unmarshal([]byte(e.run("tree", run, "--json").stdout), &shown); err != nil || len(shown.Nodes) != 6 {
+				t.Fatalf("tree --json: %v, %d nodes", err, len(shown.Nodes))
+			}
+			want := map[string]int{"build the thing": 2, "left": 2, "right": 2, "left-a": 1, "left-b": 1, "right-a": 1}
+			for _, n := range shown.Nodes {
+				s := e.show(n.SessionID)
 				completes := 0
 				for _, m := range s.Messages {
 					for _, c := range m.Message.ToolCalls() {
@@ -115,8 +122,8 @@ func TestCrashAndResumeThreeLevels(t *testing.T) {
 						}
 					}
 				}
-				if completes != want {
-					t.Fatalf("#%d called complete %d times, want %d", id, completes, want)
+				if completes != want[n.Goal] {
+					t.Fatalf("#%d %s called complete %d times, want %d", n.ID, n.Goal, completes, want[n.Goal])
 				}
 			}
 			o = e.run("tree", run, "--json")

@@ -53,7 +53,7 @@ type AgentSpec struct {
 	NodeID    int64
 	SessionID string
 	Title     string
-	System string
+	System    string
 	// Tools are the tree tools of the node, added to the built-ins.
 	Tools []tool.Tool
 	// Gate is checked before every model call (the run budget).

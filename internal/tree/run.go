@@ -29,8 +29,8 @@ type run struct {
 
 	mu       sync.Mutex
 	meta     store.Run
-	saved    store.Run // meta as last committed, to skip rewriting it
-	order    []int64   // node ids, ascending (ids only grow)
+	saved    store.Run              // meta as last committed, to skip rewriting it
+	order    []int64                // node ids, ascending (ids only grow)
 	agents   map[int64]*agent.Agent // node agents built in this process
 	nodes    map[int64]*store.Node
 	children map[int64][]int64
