@@ -14,6 +14,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
 // console is the user's side of a pseudo-terminal running arbor.
@@ -155,5 +156,41 @@ func TestTerminalApprovalYesAndNo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.workspace, "b.txt")); !os.IsNotExist(err) {
 		t.Fatal("denied write happened")
+	}
+}
+
+// TestLiveViewAnswersAsk runs a tree on a terminal: the live view shows
+// the tree and the ask node's question, and a typed option number answers
+// it.
+func TestLiveViewAnswersAsk(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
+		1: {
+			treetest.Calls(
+				treetest.Call("ask", map[string]any{"question": "Which region?", "options": []any{"us-east", "eu-west"}, "default": "us-east"}),
+				treetest.Call("spawn", map[string]any{"goal": "Deploy", "prompt": "Deploy to the chosen region.", "blocked_by": []any{"#2"}})),
+			treetest.Complete("draft"),
+			treetest.Complete("Deployed."),
+		},
+		3: {treetest.Complete("deployed")},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	con, wait := startOnTerminal(t, e, "run", "--model", model, "deploy the service")
+	con.expect("Which region?", 1)
+	con.expect("eu-west", 1)
+	con.send("2\r")
+	stdout, code := wait()
+	if code != 0 || strings.TrimSpace(stdout) != "Deployed." {
+		t.Fatalf("exit %d stdout %q\n%s", code, stdout, con.text())
+	}
+	for _, req := range srv.Requests() {
+		if treetest.NodeOf(req) == 3 && !strings.Contains(req.Messages[0].Text(), "eu-west") {
+			t.Fatalf("#3 should get the answer:\n%s", req.Messages[0].Text())
+		}
+	}
+	if !strings.Contains(con.text(), "Deploy") || !strings.Contains(con.text(), "#3") {
+		t.Fatalf("the view should show the tree:\n%s", con.text())
 	}
 }
