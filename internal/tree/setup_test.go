@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
@@ -42,6 +43,7 @@ type setupOpts struct {
 	budgetTokens int64
 	maxParallel  int
 	goal         string
+	nodeTimeout  time.Duration
 }
 
 func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
@@ -79,7 +81,7 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 		defer b.mu.Unlock()
 		b.events = append(b.events, ev)
 	})
-	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, MaxParallel: o.maxParallel, Workspace: ws})
+	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, MaxParallel: o.maxParallel, NodeTimeout: o.nodeTimeout, Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

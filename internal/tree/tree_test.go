@@ -3,6 +3,7 @@ package tree_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
@@ -208,5 +209,22 @@ func TestBudgetExhausted(t *testing.T) {
 	}
 	if n := len(b.srv.Requests()); n != 1 {
 		t.Fatalf("%d model calls after the budget was spent, want 1", n)
+	}
+}
+
+func TestNodeTimeoutFailsTheNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "slow", "prompt": "p"})), complete("draft"), complete("the child timed out")},
+		2: {{Text: "never", Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}},
+	}, setupOpts{goal: "g", nodeTimeout: 300 * time.Millisecond})
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "the child timed out" {
+		t.Fatalf("run %+v", r)
+	}
+	n := b.node(t, 2)
+	wantState(t, n, tree.StateFailed)
+	if !strings.Contains(n.Error, "timed out after 300ms") {
+		t.Fatalf("#2 error %q", n.Error)
 	}
 }
