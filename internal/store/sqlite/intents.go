@@ -31,20 +31,11 @@ func (s *Store) StartIntent(ctx context.Context, in store.Intent) error {
 		if err := touchSession(ctx, tx, in.SessionID); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO intents
+		return insertNew(ctx, tx, "call already has an intent", `INSERT INTO intents
 			(session_id, call_id, tool, input, status, is_error, started_at)
 			VALUES (?, ?, ?, ?, ?, FALSE, ?)
 			ON CONFLICT (session_id, call_id) DO NOTHING`,
 			in.SessionID, in.CallID, in.Tool, input, store.IntentStarted, started)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("call already has an intent: %w", store.ErrConflict)
-		}
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("start intent %s of session %s: %w", in.CallID, in.SessionID, err)

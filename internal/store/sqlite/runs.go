@@ -34,20 +34,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
 	}
 	err = s.inTx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
+		return insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
 			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("id already taken: %w", store.ErrConflict)
-		}
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
@@ -71,26 +62,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 // ListRuns returns runs by creation time, newest first (ties by id,
 // descending); limit <= 0 means all.
 func (s *Store) ListRuns(ctx context.Context, limit int) ([]store.Run, error) {
-	q := `SELECT ` + runColumns + ` FROM runs ORDER BY created_at DESC, id DESC`
-	var args []any
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
-	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	out, err := listNewest(ctx, s.read, `SELECT `+runColumns+` FROM runs ORDER BY created_at DESC, id DESC`, limit, scanRun)
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return out, nil

@@ -34,20 +34,11 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 		return fmt.Errorf("create session %s: updated_at: %w", sess.ID, err)
 	}
 	err = s.inTx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO sessions
+		return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
 			(id, title, model, workspace, status, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("id already taken: %w", store.ErrConflict)
-		}
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
@@ -71,26 +62,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 // ListSessions returns sessions by creation time, newest first (ties by id,
 // descending); limit <= 0 means all.
 func (s *Store) ListSessions(ctx context.Context, limit int) ([]store.Session, error) {
-	q := `SELECT ` + sessionColumns + ` FROM sessions ORDER BY created_at DESC, id DESC`
-	var args []any
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
-	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	out, err := listNewest(ctx, s.read, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at DESC, id DESC`, limit, scanSession)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Session{}
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	return out, nil
