@@ -27,6 +27,8 @@ type run struct {
 	sessions  map[string]int64 // node agent session → node id
 	budgetHit bool
 
+	pubMu sync.Mutex // serializes publishing; see unlock
+
 	mu       sync.Mutex
 	meta     store.Run
 	saved    store.Run              // meta as last committed, to skip rewriting it
@@ -154,11 +156,15 @@ func (r *run) addSession(id string, node int64) {
 	r.sessions[id] = node
 }
 
-// unlock releases mu and publishes the events collected under it.
+// unlock releases mu and publishes the events collected under it. pubMu
+// is taken before mu is released, so events reach the bus in commit order
+// even when another goroutine commits while these are published.
 func (r *run) unlock() {
 	evs := r.pending
 	r.pending = nil
+	r.pubMu.Lock()
 	r.mu.Unlock()
+	defer r.pubMu.Unlock()
 	for _, ev := range evs {
 		r.e.o.Bus.Publish(ev)
 	}
