@@ -367,3 +367,21 @@ func TestInterruptExits130(t *testing.T) {
 		t.Fatalf("resume: %d %q\n%s", o.code, o.stdout, o.stderr)
 	}
 }
+
+// TestTreeDemoScript keeps examples/tree.yaml, the README's offline tree
+// demo, working.
+func TestTreeDemoScript(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	script, err := filepath.Abs("../../examples/tree.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.run("run", "--model", "script:"+script, "--max-parallel", "1", "Which tree should we plant in the courtyard?")
+	if o.code != 0 || !strings.HasPrefix(o.stdout, "Plant a pine.") {
+		t.Fatalf("exit %d stdout %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	if !strings.Contains(o.stderr, "#4 pending → active  task(fork) Compare oak and pine") {
+		t.Fatalf("transitions:\n%s", o.stderr)
+	}
+}
