@@ -180,8 +180,15 @@ func (r *run) startSynthesisLocked(id int64) {
 	})
 }
 
+// failLocked fails node id and cancels what still runs under it: that
+// work was for the failed node, and nothing can use its results now.
 func (r *run) failLocked(id int64, msg string) {
 	r.setLocked(id, msg, func(m *store.Node) { m.State, m.Error = StateFailed, msg })
+	for _, c := range r.children[id] {
+		r.cascadeLocked(c, StateCancelled, fmt.Sprintf("parent #%d failed", id), errStopped,
+			func(n *store.Node) bool { return !Terminal(n.State) },
+			func(n *store.Node) { n.Error = fmt.Sprintf("parent #%d failed: %s", id, firstLine(msg)) })
+	}
 }
 
 // askNode puts an ask node's question to a person through the broker.

@@ -228,3 +228,26 @@ func TestNodeTimeoutFailsTheNode(t *testing.T) {
 		t.Fatalf("#2 error %q", n.Error)
 	}
 }
+
+func TestFailedParentCancelsItsSubtree(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "middle", "prompt": "p"})), complete("draft"), complete("root saw the failure")},
+		2: {
+			calls(call("spawn", map[string]any{"goal": "leaf", "prompt": "p"})),
+			{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 400}}, // the middle node fails while its leaf waits
+		},
+		3: {calls(call("ask_user", map[string]any{"question": "leaf waits"}))},
+	})
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "root saw the failure" {
+		t.Fatalf("run %+v", r)
+	}
+	wantState(t, b.node(t, 2), tree.StateFailed)
+	// The leaf waits on a question nobody answers: only the cascade ends it.
+	leaf := b.node(t, 3)
+	wantState(t, leaf, tree.StateCancelled)
+	if !strings.Contains(leaf.Error, "parent #2 failed") {
+		t.Fatalf("leaf error %q", leaf.Error)
+	}
+}
