@@ -307,6 +307,12 @@ func (a *Agent) call(ctx context.Context) (*llm.Response, error) {
 			a.publish(&TextDelta{Text: ev.Text})
 		case llm.ThinkingDelta:
 			a.publish(&ThinkingDelta{Text: ev.Text})
+		case llm.ToolCallBegin:
+			a.publish(&ToolInputStarted{Index: ev.Index, CallID: ev.ID, Tool: ev.Name})
+		case llm.ToolCallDelta:
+			a.publish(&ToolInputDelta{Index: ev.Index, JSON: ev.JSON})
+		case llm.ToolCallEnd:
+			a.publish(&ToolInputFinished{Index: ev.Index})
 		case llm.Done:
 			resp = ev.Response
 		}

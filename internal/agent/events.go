@@ -44,6 +44,28 @@ type ThinkingDelta struct {
 	Text string `json:"text"`
 }
 
+// ToolInputStarted opens the streaming of a tool call's arguments, as the
+// model writes them (before the call is complete or run).
+type ToolInputStarted struct {
+	Meta
+	Index  int    `json:"index"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+}
+
+// ToolInputDelta is a fragment of a tool call's JSON arguments.
+type ToolInputDelta struct {
+	Meta
+	Index int    `json:"index"`
+	JSON  string `json:"json"`
+}
+
+// ToolInputFinished closes the streaming of call Index's arguments.
+type ToolInputFinished struct {
+	Meta
+	Index int `json:"index"`
+}
+
 // ToolCallStarted is emitted before a tool runs (after its intent is stored).
 type ToolCallStarted struct {
 	Meta

@@ -42,6 +42,8 @@ type App struct {
 	Broker      *agent.Broker
 	Permissions *permission.Engine
 	getenv      func(string) string
+	overrides   config.Overrides
+	env         map[string]string // values set with SetEnv; guarded by mu
 
 	mu      sync.Mutex // guards closers, models
 	closers []func()
@@ -87,8 +89,9 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	}
 	bus := agent.NewBus()
 	a := &App{
+		env:    map[string]string{},
 		Config: cfg, Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
-		Permissions: perms, getenv: getenv, models: map[string]Model{},
+		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides,
 	}
 	a.onClose(func() { _ = st.Close() })
 	return a, nil
@@ -128,7 +131,7 @@ func NewID() string {
 func (a *App) secrets() []string {
 	var out []string
 	for _, p := range a.Config.Providers {
-		for _, v := range []string{p.APIKey, a.getenv(p.APIKeyEnv)} {
+		for _, v := range []string{p.APIKey, a.lookupEnv(p.APIKeyEnv)} {
 			if len(v) >= 8 { // shorter values are not keys and would redact noise
 				out = append(out, v)
 			}
@@ -147,4 +150,44 @@ func (a *App) AnswerSocket(id string) string {
 	}
 	sum := sha256.Sum256([]byte(p))
 	return filepath.Join(os.TempDir(), "arbor-"+hex.EncodeToString(sum[:8])+".sock")
+}
+
+// Reload reads the configuration files and environment again (flags keep
+// their values): later sessions and model switches use the new providers,
+// prices and pools, and the permission mode follows the new config. It must
+// not run while a session is being created.
+func (a *App) Reload() error {
+	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: a.overrides, Getenv: a.lookupEnv})
+	if err != nil {
+		return err
+	}
+	mode, err := permission.ParseMode(cfg.Mode)
+	if err != nil {
+		return &config.ValidationError{Field: "mode", Err: err}
+	}
+	a.mu.Lock()
+	a.Config = cfg
+	a.models = map[string]Model{}
+	a.mu.Unlock()
+	a.Permissions.SetMode(mode)
+	return nil
+}
+
+// SetEnv sets an environment value for this process's configuration only
+// (a credential received over a protocol), without touching the real
+// environment; Reload applies it.
+func (a *App) SetEnv(key, value string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.env[key] = value
+}
+
+func (a *App) lookupEnv(key string) string {
+	a.mu.Lock()
+	v, ok := a.env[key]
+	a.mu.Unlock()
+	if ok {
+		return v
+	}
+	return a.getenv(key)
 }

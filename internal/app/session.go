@@ -34,6 +34,8 @@ type Session struct {
 	Model Model
 	Agent *agent.Agent
 	Todos *tool.TodoList
+	// Tools are the session's tools, as offered to the model.
+	Tools *tool.Registry
 }
 
 // NewSession creates and stores a new session with a fresh id.
@@ -107,5 +109,5 @@ func (a *App) session(id string, m Model, o SessionOptions) *Session {
 			Threshold: a.Config.Compaction.Threshold, KeepRecent: a.Config.Compaction.KeepRecent,
 		},
 	})
-	return &Session{ID: id, Model: m, Agent: ag, Todos: todos}
+	return &Session{ID: id, Model: m, Agent: ag, Todos: todos, Tools: reg}
 }

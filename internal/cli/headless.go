@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/protocol/streamjson"
+)
+
+type headlessFlags struct {
+	protocol     string
+	approvalMode string
+	resume       string
+	allowedTools []string
+	maxTurns     int
+	partial      bool
+	appendSystem string
+}
+
+func newHeadlessCmd(g *globals, s Streams) *cobra.Command {
+	f := &headlessFlags{}
+	cmd := &cobra.Command{
+		Use:   `headless [flags] ["prompt"]`,
+		Short: "Serve a JSONL protocol on stdin/stdout for another program",
+		Long: `Run arbor for another program over JSONL on stdin/stdout. With
+--protocol stream-json (spec 001/003, a dialect of the Claude Code SDK's
+stream-json protocol) arbor reads user, control_request, control_response
+and registry_request lines and writes system, stream_event, assistant, user,
+control_request, control_response and result lines. With a prompt argument
+it runs that one turn and exits. Diagnostics go to stderr.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.protocol != "stream-json" {
+				return usageError{fmt.Errorf("--protocol %q is not available yet: use --protocol stream-json", f.protocol)}
+			}
+			o := streamjson.Options{Model: g.model, Resume: f.resume, MaxTurns: f.maxTurns,
+				AllowedTools: f.allowedTools, PartialMessages: f.partial, AppendSystemPrompt: f.appendSystem}
+			if len(args) == 1 {
+				o.Prompt = args[0]
+			}
+			if f.approvalMode != "" {
+				g.mode = f.approvalMode
+			}
+			return serveStreamJSON(cmd.Context(), g, s, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.protocol, "protocol", "envelope", "wire protocol: stream-json (envelope comes next)")
+	fl.StringVar(&f.approvalMode, "approval-mode", "", "permission mode: default, auto-edit, trust (also the Claude names acceptEdits, bypassPermissions)")
+	fl.StringVarP(&f.resume, "resume", "r", "", "continue stored session ID")
+	fl.StringSliceVar(&f.allowedTools, "allowed-tools", nil, "tools (or rules like shell(git *)) allowed without asking")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per turn")
+	fl.BoolVar(&f.partial, "include-partial-messages", true, "send stream_event lines with text, thinking and tool deltas")
+	fl.StringVar(&f.appendSystem, "append-system-prompt", "", "text added to the system prompt")
+	return cmd
+}
+
+func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Options) error {
+	a, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	for _, t := range o.AllowedTools {
+		r, err := permission.ParseRule(t, permission.Allow, permission.ScopeSession)
+		if err != nil {
+			return usageError{err}
+		}
+		if err := a.Permissions.AddRule(r); err != nil {
+			return err
+		}
+	}
+	return streamjson.Serve(ctx, a, s.In, s.Out, s.Err, o)
+}
+
+// sdkMode reports whether args are the Claude Agent SDK's invocation of its
+// CLI (no subcommand; stream-json in and out), which arbor serves as the
+// stream-json protocol.
+func sdkMode(args []string) bool {
+	in, out := false, false
+	for i, a := range args {
+		next := ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		switch {
+		case a == "--input-format" && next == "stream-json", a == "--input-format=stream-json":
+			in = true
+		case a == "--output-format" && next == "stream-json", a == "--output-format=stream-json":
+			out = true
+		}
+	}
+	return in && out
+}
+
+// runSDK serves the Claude Agent SDK: it accepts the flags that SDK passes
+// to its CLI (both --k=v and --k v), honours the ones arbor has a meaning
+// for, and ignores the rest.
+func runSDK(ctx context.Context, args []string, s Streams) int {
+	fs := pflag.NewFlagSet("arbor", pflag.ContinueOnError)
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	fs.SetOutput(s.Err)
+	var (
+		g                              globals
+		o                              streamjson.Options
+		permMode, allowed, disallowed  string
+		outputFormat, inputFormat, ppt string
+		verbose                        bool
+	)
+	fs.StringVar(&outputFormat, "output-format", "", "")
+	fs.StringVar(&inputFormat, "input-format", "", "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.StringVar(&ppt, "permission-prompt-tool", "", "")
+	fs.StringVar(&g.model, "model", "", "")
+	fs.IntVar(&o.MaxTurns, "max-turns", 0, "")
+	fs.StringVar(&permMode, "permission-mode", "", "")
+	fs.StringVar(&allowed, "allowedTools", "", "")
+	fs.StringVar(&disallowed, "disallowedTools", "", "")
+	fs.StringVar(&o.AppendSystemPrompt, "append-system-prompt", "", "")
+	fs.StringVar(&o.Resume, "resume", "", "")
+	fs.BoolVar(&o.PartialMessages, "include-partial-messages", false, "")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(s.Err, "arbor:", err)
+		return ExitUsage
+	}
+	g.stderr = s.Err
+	if permMode != "" {
+		if _, err := permission.ParseMode(permMode); err != nil {
+			fmt.Fprintln(s.Err, "arbor:", err)
+			return ExitUsage
+		}
+		g.mode = permMode
+	}
+	if allowed != "" {
+		o.AllowedTools = strings.Split(allowed, ",")
+	}
+	_ = disallowed // arbor's deny rules come from its permission files; see docs/headless-stream-json.md
+	if err := serveStreamJSON(ctx, &g, s, o); err != nil {
+		fmt.Fprintln(s.Err, "arbor:", err)
+		if errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrInvalid) {
+			return ExitUsage
+		}
+		return ExitFailure
+	}
+	return ExitOK
+}

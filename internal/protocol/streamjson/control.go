@@ -1,0 +1,261 @@
+package streamjson
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// capabilities are what arbor declares in its initialize response.
+type capabilities struct {
+	CanUseTool        bool `json:"can_handle_can_use_tool"`
+	HostExecutedShell bool `json:"can_handle_host_executed_shell_tool_result"`
+	ShellEvidenceTool bool `json:"can_handle_shell_evidence_tool"`
+}
+
+// initializeResponse answers initialize: the spec's capabilities plus the
+// fields Claude Agent SDK clients read through their accessors.
+type initializeResponse struct {
+	Subtype               string       `json:"subtype"`
+	Capabilities          capabilities `json:"capabilities"`
+	Commands              []string     `json:"commands"`
+	Agents                []string     `json:"agents"`
+	OutputStyle           string       `json:"output_style"`
+	AvailableOutputStyles []string     `json:"available_output_styles"`
+	Models                []modelInfo  `json:"models"`
+	Account               accountInfo  `json:"account"`
+	PID                   int          `json:"pid"`
+}
+
+type modelInfo struct {
+	Value       string `json:"value"`
+	DisplayName string `json:"displayName"`
+	Description string `json:"description"`
+}
+
+type accountInfo struct {
+	APIKeySource string `json:"apiKeySource"`
+}
+
+type interruptResponse struct {
+	StillQueued []string `json:"still_queued"`
+}
+
+type modeResponse struct {
+	Mode string `json:"mode"`
+}
+
+type modelResponse struct {
+	Model string `json:"model"`
+}
+
+func (s *Server) succeed(id string, body any) {
+	s.write(controlResponseOut{Type: "control_response", Response: responseBody{Subtype: "success", RequestID: id, Response: body}})
+}
+
+func (s *Server) fail(id string, err error) {
+	s.write(controlResponseOut{Type: "control_response", Response: responseBody{Subtype: "error", RequestID: id, Error: err.Error()}})
+}
+
+// control answers a client's control request; it reports shutdown.
+func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bool) {
+	id := req.RequestID
+	switch p := req.Request; p.Subtype {
+	case "initialize":
+		s.succeed(id, initializeResponse{
+			Subtype:      "initialize",
+			Capabilities: capabilities{CanUseTool: true},
+			Commands:     []string{}, Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
+			Models: s.models(), Account: accountInfo{APIKeySource: "environment"}, PID: os.Getpid(),
+		})
+		if sess, err := s.session(ctx); err == nil {
+			s.write(s.initMessage(sess.ID))
+		}
+	case "interrupt":
+		// The answer goes first, so the client sees it before the result
+		// of the turn it ends.
+		s.succeed(id, interruptResponse{StillQueued: []string{}})
+		s.mu.Lock()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.mu.Unlock()
+	case "shutdown":
+		s.mu.Lock()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.mu.Unlock()
+		s.succeed(id, nil)
+		return true
+	case "switch_model", "set_model":
+		ref, err := s.switchModel(ctx, p.Model)
+		if err != nil {
+			s.fail(id, err)
+			return false
+		}
+		s.succeed(id, modelResponse{Model: ref})
+		s.write(systemMessage{Type: "system", Subtype: "model_switched", SessionID: s.sessionID(), Model: ref, UUID: newUUID()})
+	case "config_override", "set_permission_mode":
+		mode := p.ApprovalMode
+		if mode == "" {
+			mode = p.Mode
+		}
+		if err := s.override(mode, p.AllowedTools); err != nil {
+			s.fail(id, err)
+			return false
+		}
+		s.succeed(id, modeResponse{Mode: string(s.app.Permissions.Mode())})
+	case "reload_config":
+		if err := s.app.Reload(); err != nil {
+			s.fail(id, err)
+			return false
+		}
+		s.succeed(id, nil)
+		s.write(systemMessage{Type: "system", Subtype: "config_reloaded", SessionID: s.sessionID(), UUID: newUUID()})
+	default:
+		s.fail(id, fmt.Errorf("unsupported control request subtype: %q", p.Subtype))
+	}
+	return false
+}
+
+func (s *Server) models() []modelInfo {
+	out := []modelInfo{}
+	for name, p := range s.app.Config.Providers {
+		for m := range p.Models {
+			ref := name + "/" + m
+			out = append(out, modelInfo{Value: ref, DisplayName: ref, Description: p.Type})
+		}
+	}
+	return out
+}
+
+// switchModel moves the session to model ref for its next steps.
+func (s *Server) switchModel(ctx context.Context, ref string) (string, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		return "", err
+	}
+	m, err := s.app.Model(ref)
+	if err != nil {
+		return "", err
+	}
+	sess.Agent.SetModel(m.Provider, m.Ref.Name, m.Ref.Ref, m.Ref.Price, m.Ref.ContextWindow)
+	s.mu.Lock()
+	sess.Model = m
+	s.mu.Unlock()
+	return m.Ref.Ref, nil
+}
+
+// override applies a runtime approval mode and tools allowed without asking.
+func (s *Server) override(mode string, allowed []string) error {
+	if mode != "" {
+		m, err := permission.ParseMode(mode)
+		if err != nil {
+			return err
+		}
+		s.app.Permissions.SetMode(m)
+	}
+	for _, name := range allowed {
+		r, err := permission.ParseRule(name, permission.Allow, permission.ScopeSession)
+		if err != nil {
+			return err
+		}
+		if err := s.app.Permissions.AddRule(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// request sends the client a control_request for an interaction of the
+// session's agent (a tool approval or a question).
+func (s *Server) request(in agent.Interaction) {
+	rid := "arbor-" + in.ID
+	s.mu.Lock()
+	s.asks[rid] = in.ID
+	s.mu.Unlock()
+	switch in.Kind {
+	case agent.KindApproval:
+		a := in.Approval
+		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: outRequest{
+			Subtype: "can_use_tool", ToolName: a.Tool, ToolInput: a.Input, Input: a.Input, ToolUseID: a.CallID, Reason: a.Reason,
+		}})
+	case agent.KindQuestion:
+		q := in.Question
+		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: outRequest{
+			Subtype: "ask_user", Question: q.Question, Options: q.Options, Default: q.Default,
+		}})
+	}
+}
+
+// answer takes the client's control_response to one of arbor's requests.
+func (s *Server) answer(resp controlResponseIn) {
+	r := resp.Response
+	if r.Subtype == "auth_response" {
+		s.mu.Lock()
+		ch := s.authReq
+		s.mu.Unlock()
+		var a authReply
+		if ch != nil && json.Unmarshal(r.Response, &a) == nil {
+			ch <- a
+		}
+		return
+	}
+	s.mu.Lock()
+	iid, ok := s.asks[r.RequestID]
+	delete(s.asks, r.RequestID)
+	s.mu.Unlock()
+	if !ok {
+		fmt.Fprintf(s.diag, "arbor: stream-json: control_response for unknown request %q ignored\n", r.RequestID)
+		return
+	}
+	kind := agent.KindApproval
+	for _, in := range s.app.Broker.Pending() {
+		if in.ID == iid {
+			kind = in.Kind
+		}
+	}
+	var res agent.Response
+	switch {
+	case kind == agent.KindQuestion:
+		var q questionReply
+		_ = json.Unmarshal(r.Response, &q)
+		ans := tool.Answer{Text: q.Answer, Declined: q.Declined || r.Subtype == "error"}
+		if ans.Text == "" && len(q.Answers) > 0 {
+			ans.Text = joinAnswers(q.Answers)
+		}
+		res.Answer = &ans
+	default:
+		var a approvalReply
+		_ = json.Unmarshal(r.Response, &a)
+		ap := tool.Approval{Allow: a.Behavior == "allow", Message: a.Message}
+		if r.Subtype == "error" {
+			ap = tool.Approval{Message: "tool permission request failed: " + r.Error}
+		}
+		if ap.Allow && len(a.UpdatedInput) > 0 && string(a.UpdatedInput) != "null" {
+			ap.UpdatedInput = a.UpdatedInput
+		}
+		res.Approval = &ap
+	}
+	if err := s.app.Broker.Resolve(iid, res); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
+		fmt.Fprintf(s.diag, "arbor: stream-json: %v\n", err)
+	}
+}
+
+func joinAnswers(xs []string) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}

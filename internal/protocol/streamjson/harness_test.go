@@ -1,0 +1,230 @@
+package streamjson_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/streamjson"
+)
+
+// out is one output line, decoded into the fields the tests look at.
+type out struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+	Model     string `json:"model"`
+	RequestID string `json:"request_id"`
+	Response  struct {
+		Subtype   string          `json:"subtype"`
+		RequestID string          `json:"request_id"`
+		Response  json.RawMessage `json:"response"`
+		Error     string          `json:"error"`
+	} `json:"response"`
+	Request struct {
+		Subtype   string          `json:"subtype"`
+		ToolName  string          `json:"tool_name"`
+		ToolInput json.RawMessage `json:"tool_input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Question  string          `json:"question"`
+	} `json:"request"`
+	Event struct {
+		Subtype string `json:"subtype"`
+		Content string `json:"content"`
+	} `json:"event"`
+	Message struct {
+		Content []struct {
+			Type    string `json:"type"`
+			Text    string `json:"text"`
+			Content string `json:"content"`
+			IsError bool   `json:"is_error"`
+		} `json:"content"`
+	} `json:"message"`
+	Result  string   `json:"result"`
+	IsError bool     `json:"is_error"`
+	Errors  []string `json:"errors"`
+	Success bool     `json:"success"`
+	raw     string
+}
+
+type bundle struct {
+	t    *testing.T
+	srv  *llmtest.Server
+	ws   string
+	home string
+	env  map[string]string
+	in   *io.PipeWriter
+	outs chan out
+	diag *syncBuffer
+	done chan error
+	all  []out
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type setupOpts struct {
+	model string // "" = anthropic/claude-test
+	mode  string
+	noKey bool
+	opts  streamjson.Options
+	home  string // reuse another bundle's home (resume)
+}
+
+func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
+	t.Helper()
+	home := o.home
+	if home == "" {
+		home = t.TempDir()
+	}
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"ANTHROPIC_BASE_URL": srv.URL, "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "test-key-openai",
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
+	}
+	if !o.noKey {
+		env["ANTHROPIC_API_KEY"] = "test-key-123"
+	}
+	model := o.model
+	if model == "" && !o.noKey {
+		model = "anthropic/claude-test"
+	}
+	mode := o.mode
+	if mode == "" {
+		mode = "default"
+	}
+	if o.noKey {
+		delete(env, "OPENAI_API_KEY")
+		delete(env, "OPENAI_BASE_URL")
+	}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Model: model, Mode: mode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	pr, pw := io.Pipe()
+	or, ow := io.Pipe()
+	b := &bundle{t: t, srv: srv, ws: ws, home: home, env: env, in: pw, outs: make(chan out, 1024), diag: &syncBuffer{}, done: make(chan error, 1)}
+	go func() {
+		err := streamjson.Serve(context.Background(), a, pr, ow, b.diag, o.opts)
+		ow.Close()
+		b.done <- err
+	}()
+	go func() {
+		sc := bufio.NewScanner(or)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var o out
+			if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+				t.Errorf("output is not JSON: %q", sc.Text())
+				continue
+			}
+			o.raw = sc.Text()
+			b.outs <- o
+		}
+		close(b.outs)
+	}()
+	t.Cleanup(func() { pw.Close() })
+	return b
+}
+
+func (b *bundle) send(lines ...string) {
+	b.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(b.in, l+"\n"); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// next returns the next output line matching pred, failing after a
+// generous bound (a hang, not a timing assertion).
+func (b *bundle) next(pred func(out) bool) out {
+	b.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case o, ok := <-b.outs:
+			if !ok {
+				b.t.Fatalf("output ended; diagnostics:\n%s", b.diag.String())
+			}
+			b.all = append(b.all, o)
+			if pred(o) {
+				return o
+			}
+		case <-deadline:
+			b.t.Fatalf("no matching output line; diagnostics:\n%s", b.diag.String())
+		}
+	}
+}
+
+func typ(t, sub string) func(out) bool {
+	return func(o out) bool {
+		return o.Type == t && (sub == "" || o.Subtype == sub || o.Response.Subtype == sub || o.Request.Subtype == sub)
+	}
+}
+
+// close ends the input and waits for Serve to return.
+func (b *bundle) close() {
+	b.t.Helper()
+	b.in.Close()
+	for o := range b.outs {
+		b.all = append(b.all, o)
+	}
+	if err := <-b.done; err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bundle) count(pred func(out) bool) int {
+	n := 0
+	for _, o := range b.all {
+		if pred(o) {
+			n++
+		}
+	}
+	return n
+}
+
+const initialize = `{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}`
+
+func user(text string) string {
+	b, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+	return string(b)
+}
+
+func mustContain(t *testing.T, s, want string) {
+	t.Helper()
+	if !strings.Contains(s, want) {
+		t.Fatalf("%q lacks %q", s, want)
+	}
+}

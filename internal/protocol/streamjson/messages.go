@@ -1,0 +1,247 @@
+package streamjson
+
+import "encoding/json"
+
+// Input message types (client → arbor).
+const (
+	typeUser            = "user"
+	typeControlRequest  = "control_request"
+	typeControlResponse = "control_response"
+	typeRegistryRequest = "registry_request"
+)
+
+// userInput is a "user" line. Content is a string or an array of content
+// blocks, as in the Claude Code SDK.
+type userInput struct {
+	Message struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	SessionID    string        `json:"session_id,omitempty"`
+	ShellContext *shellContext `json:"shell_context,omitempty"`
+}
+
+type shellContext struct {
+	Cwd          string            `json:"cwd"`
+	Env          map[string]string `json:"env"`
+	LastExitCode *int              `json:"last_exit_code"`
+}
+
+// contentBlock is one block of a user message's content array.
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// controlRequestIn is a "control_request" line from the client.
+type controlRequestIn struct {
+	RequestID string         `json:"request_id"`
+	Request   controlPayload `json:"request"`
+}
+
+// controlPayload holds the fields of every control request subtype the
+// client may send; Subtype says which are meaningful.
+type controlPayload struct {
+	Subtype string `json:"subtype"`
+	// switch_model, set_model
+	Model string `json:"model,omitempty"`
+	// config_override
+	ApprovalMode string   `json:"approval_mode,omitempty"`
+	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// set_permission_mode (Claude Agent SDK)
+	Mode string `json:"mode,omitempty"`
+	// initialize: what the client can do
+	Capabilities map[string]bool `json:"capabilities,omitempty"`
+}
+
+// controlResponseIn is a "control_response" line: the client's answer to a
+// request arbor sent.
+type controlResponseIn struct {
+	Response struct {
+		Subtype   string          `json:"subtype"`
+		RequestID string          `json:"request_id"`
+		Response  json.RawMessage `json:"response,omitempty"`
+		Error     string          `json:"error,omitempty"`
+	} `json:"response"`
+}
+
+// approvalReply is the body of a can_use_tool answer.
+type approvalReply struct {
+	Behavior     string          `json:"behavior"` // "allow" or "deny"
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+	Message      string          `json:"message,omitempty"`
+}
+
+// questionReply is the body of an ask_user answer.
+type questionReply struct {
+	Answer   string   `json:"answer,omitempty"`
+	Answers  []string `json:"answers,omitempty"`
+	Declined bool     `json:"declined,omitempty"`
+}
+
+// authReply is the body of an auth_response.
+type authReply struct {
+	ProviderID string            `json:"provider_id"`
+	Values     map[string]string `json:"values"`
+	Persist    bool              `json:"persist"`
+}
+
+// registryRequest is a "registry_request" line.
+type registryRequest struct {
+	RequestID string          `json:"request_id"`
+	Domain    string          `json:"domain"`
+	Action    string          `json:"action"`
+	Params    json.RawMessage `json:"params,omitempty"`
+}
+
+// Output messages (arbor → client).
+
+type systemMessage struct {
+	Type           string   `json:"type"` // "system"
+	Subtype        string   `json:"subtype"`
+	SessionID      string   `json:"session_id,omitempty"`
+	Model          string   `json:"model,omitempty"`
+	Tools          []string `json:"tools,omitempty"`
+	Cwd            string   `json:"cwd,omitempty"`
+	PermissionMode string   `json:"permissionMode,omitempty"`
+	APIKeySource   string   `json:"apiKeySource,omitempty"`
+	MCPServers     []any    `json:"mcp_servers,omitempty"`
+	SlashCommands  []string `json:"slash_commands,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
+	UUID           string   `json:"uuid,omitempty"`
+}
+
+type streamEvent struct {
+	Type            string      `json:"type"` // "stream_event"
+	Event           streamDelta `json:"event"`
+	SessionID       string      `json:"session_id,omitempty"`
+	ParentToolUseID *string     `json:"parent_tool_use_id"`
+	UUID            string      `json:"uuid,omitempty"`
+}
+
+type streamDelta struct {
+	Subtype   string `json:"subtype"`
+	Content   string `json:"content,omitempty"`
+	ToolName  string `json:"tool_name,omitempty"`
+	ToolUseID string `json:"tool_use_id,omitempty"`
+}
+
+// assistantMessage and userMessage carry whole messages in the Anthropic
+// Messages shape, as Claude Code SDK clients expect.
+type assistantMessage struct {
+	Type            string     `json:"type"` // "assistant"
+	Message         apiMessage `json:"message"`
+	SessionID       string     `json:"session_id"`
+	ParentToolUseID *string    `json:"parent_tool_use_id"`
+	UUID            string     `json:"uuid"`
+}
+
+type userMessage struct {
+	Type            string     `json:"type"` // "user"
+	Message         apiMessage `json:"message"`
+	SessionID       string     `json:"session_id"`
+	ParentToolUseID *string    `json:"parent_tool_use_id"`
+	UUID            string     `json:"uuid"`
+}
+
+type apiMessage struct {
+	ID         string     `json:"id,omitempty"`
+	Type       string     `json:"type,omitempty"` // "message" for assistant messages
+	Role       string     `json:"role"`
+	Model      string     `json:"model,omitempty"`
+	Content    []apiBlock `json:"content"`
+	StopReason *string    `json:"stop_reason,omitempty"`
+	Usage      *apiUsage  `json:"usage,omitempty"`
+}
+
+type apiBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+type apiUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+type resultMessage struct {
+	Type              string   `json:"type"` // "result"
+	Subtype           string   `json:"subtype"`
+	IsError           bool     `json:"is_error"`
+	Result            string   `json:"result"`
+	Errors            []string `json:"errors,omitempty"`
+	SessionID         string   `json:"session_id"`
+	DurationMS        int64    `json:"duration_ms"`
+	DurationAPIMS     int64    `json:"duration_api_ms"`
+	NumTurns          int      `json:"num_turns"`
+	Usage             apiUsage `json:"usage"`
+	TotalCostUSD      float64  `json:"total_cost_usd"`
+	PermissionDenials []any    `json:"permission_denials"`
+	UUID              string   `json:"uuid"`
+}
+
+// controlRequestOut is a request arbor sends the client.
+type controlRequestOut struct {
+	Type      string     `json:"type"` // "control_request"
+	RequestID string     `json:"request_id"`
+	Request   outRequest `json:"request"`
+}
+
+type outRequest struct {
+	Subtype string `json:"subtype"`
+	// can_use_tool: the spec's tool_input and the Claude Agent SDK's input
+	// carry the same arguments.
+	ToolName  string          `json:"tool_name,omitempty"`
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	// ask_user
+	Question string   `json:"question,omitempty"`
+	Options  []string `json:"options,omitempty"`
+	Default  string   `json:"default,omitempty"`
+	// auth_required
+	Providers []authProvider `json:"providers,omitempty"`
+}
+
+type authProvider struct {
+	ID     string   `json:"id"`
+	Type   string   `json:"type"`
+	Fields []string `json:"fields"`
+}
+
+// controlResponseOut answers a client's control request.
+type controlResponseOut struct {
+	Type     string       `json:"type"` // "control_response"
+	Response responseBody `json:"response"`
+}
+
+type responseBody struct {
+	Subtype   string `json:"subtype"` // "success" or "error"
+	RequestID string `json:"request_id"`
+	Response  any    `json:"response,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+type registryResponse struct {
+	Type      string `json:"type"` // "registry_response"
+	RequestID string `json:"request_id"`
+	Domain    string `json:"domain"`
+	Action    string `json:"action"`
+	Success   bool   `json:"success"`
+	Data      any    `json:"data,omitempty"` // a typed value of the domain
+	Error     string `json:"error,omitempty"`
+}

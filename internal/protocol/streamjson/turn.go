@@ -1,0 +1,209 @@
+package streamjson
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// text flattens a user message's content (a string, or text blocks) and
+// its shell context into the text the model sees.
+func (u userInput) text() (string, error) {
+	var b strings.Builder
+	if sc := u.ShellContext; sc != nil {
+		fmt.Fprintf(&b, "[shell context] cwd: %s", sc.Cwd)
+		if sc.LastExitCode != nil {
+			fmt.Fprintf(&b, "; last exit code: %d", *sc.LastExitCode)
+		}
+		b.WriteString("\n\n")
+	}
+	var s string
+	if err := json.Unmarshal(u.Message.Content, &s); err == nil {
+		b.WriteString(s)
+		return b.String(), nil
+	}
+	var blocks []contentBlock
+	if err := json.Unmarshal(u.Message.Content, &blocks); err != nil {
+		return "", errors.New("user message content must be a string or an array of content blocks")
+	}
+	for i, bl := range blocks {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		switch bl.Type {
+		case "text":
+			b.WriteString(bl.Text)
+		default:
+			fmt.Fprintf(&b, "[%s block omitted]", bl.Type)
+		}
+	}
+	return b.String(), nil
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// runTurns runs queued user messages one at a time until the queue closes.
+func (s *Server) runTurns(ctx context.Context) {
+	for t := range s.queue {
+		if ctx.Err() != nil {
+			return
+		}
+		s.turn(ctx, t)
+	}
+}
+
+func (s *Server) turn(ctx context.Context, t userTurn) {
+	start := time.Now()
+	sess, err := s.session(ctx)
+	if err != nil && (errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)) {
+		if s.authenticate(ctx) {
+			sess, err = s.session(ctx)
+		}
+	}
+	if err != nil {
+		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+			Errors: []string{err.Error()}, SessionID: s.sessionID(), DurationMS: time.Since(start).Milliseconds(),
+			PermissionDenials: []any{}, UUID: newUUID()})
+		return
+	}
+	s.write(s.initMessage(sess.ID))
+
+	tctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
+	before, _, _ := sess.Agent.Usage()
+	s.apiTime.Store(0)
+	res := sess.Agent.Send(tctx, llm.UserText(t.text))
+	cancel()
+	s.mu.Lock()
+	s.cancel = nil
+	s.mu.Unlock()
+
+	after, cost, _ := sess.Agent.Usage()
+	u := usageDelta(before, after)
+	r := resultMessage{
+		Type: "result", Subtype: "success", Result: res.Text, SessionID: sess.ID,
+		DurationMS: time.Since(start).Milliseconds(), DurationAPIMS: time.Duration(s.apiTime.Load()).Milliseconds(),
+		NumTurns: res.Steps, Usage: u, TotalCostUSD: cost, PermissionDenials: []any{}, UUID: newUUID(),
+	}
+	switch res.Outcome {
+	case agent.OutcomeCompleted:
+	case agent.OutcomeMaxTurns:
+		r.Subtype, r.IsError, r.Errors = "error_max_turns", true, []string{fmt.Sprintf("Reached maximum number of turns (%d)", res.Steps)}
+	case agent.OutcomeCancelled:
+		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"interrupted"}
+	default:
+		msg := string(res.Outcome)
+		if res.Err != nil {
+			msg = res.Err.Error()
+		}
+		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{msg}
+	}
+	s.write(r)
+}
+
+func usageDelta(before, after llm.Usage) apiUsage {
+	return apiUsage{
+		InputTokens: after.InputTokens - before.InputTokens, OutputTokens: after.OutputTokens - before.OutputTokens,
+		CacheReadInputTokens:     after.CacheReadTokens - before.CacheReadTokens,
+		CacheCreationInputTokens: after.CacheWriteTokens - before.CacheWriteTokens,
+	}
+}
+
+func (s *Server) initMessage(sessionID string) systemMessage {
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	m := systemMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace,
+		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []any{}, SlashCommands: []string{}, UUID: newUUID()}
+	if sess != nil {
+		m.Model = sess.Model.Ref.Ref
+		m.Tools = sess.Tools.Names()
+	}
+	return m
+}
+
+// translate is the bus subscriber: it turns the session's agent events
+// into protocol lines.
+func (s *Server) translate(e agent.Event) {
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	if r, ok := e.(*agent.InteractionRequested); ok && r.Interaction.SessionID == sess.ID {
+		s.request(r.Interaction)
+		return
+	}
+	if agent.MetaOf(e).SessionID != sess.ID {
+		return
+	}
+	sid := sess.ID
+	switch e := e.(type) {
+	case *agent.StepStarted:
+		s.stepStart.Store(e.At.UnixNano())
+	case *agent.TextDelta:
+		s.partial(sid, streamDelta{Subtype: "text_delta", Content: e.Text})
+	case *agent.ThinkingDelta:
+		s.partial(sid, streamDelta{Subtype: "thinking_delta", Content: e.Text})
+	case *agent.ToolInputStarted:
+		s.partial(sid, streamDelta{Subtype: "tool_use_begin", ToolName: e.Tool, ToolUseID: e.CallID})
+	case *agent.ToolInputDelta:
+		s.partial(sid, streamDelta{Subtype: "tool_use_delta", Content: e.JSON})
+	case *agent.ToolInputFinished:
+		s.partial(sid, streamDelta{Subtype: "tool_use_end"})
+	case *agent.AssistantMessage:
+		s.apiTime.Add(e.At.UnixNano() - s.stepStart.Load())
+		s.write(assistantMessage{Type: "assistant", Message: apiAssistant(e), SessionID: sid, UUID: newUUID()})
+	case *agent.ToolCallFinished:
+		s.write(userMessage{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
+			Content: []apiBlock{{Type: "tool_result", ToolUseID: e.CallID, Content: e.Result, IsError: e.IsError}}}})
+	}
+}
+
+func (s *Server) partial(sid string, d streamDelta) {
+	if !s.opts.PartialMessages {
+		return
+	}
+	s.write(streamEvent{Type: "stream_event", Event: d, SessionID: sid, UUID: newUUID()})
+}
+
+func apiAssistant(e *agent.AssistantMessage) apiMessage {
+	m := apiMessage{ID: e.ResponseID, Type: "message", Role: "assistant", Model: e.Model, Content: []apiBlock{}}
+	if m.ID == "" {
+		m.ID = "msg_" + strings.ReplaceAll(newUUID(), "-", "")
+	}
+	stop := string(e.StopReason)
+	m.StopReason = &stop
+	for _, p := range e.Message.Parts {
+		switch p.Type {
+		case llm.PartText:
+			if p.Text != "" {
+				m.Content = append(m.Content, apiBlock{Type: "text", Text: p.Text})
+			}
+		case llm.PartThinking:
+			m.Content = append(m.Content, apiBlock{Type: "thinking", Thinking: p.Text, Signature: p.Signature})
+		case llm.PartToolCall:
+			m.Content = append(m.Content, apiBlock{Type: "tool_use", ID: p.ToolCall.ID, Name: p.ToolCall.Name, Input: p.ToolCall.Input})
+		}
+	}
+	return m
+}
