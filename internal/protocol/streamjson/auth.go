@@ -36,6 +36,8 @@ func (s *Server) authenticate(ctx context.Context) bool {
 	select {
 	case <-ctx.Done():
 		return false
+	case <-s.inputDone:
+		return false
 	case a := <-ch:
 		if err := s.applyAuth(a); err != nil {
 			fmt.Fprintf(s.diag, "arbor: stream-json: auth: %v\n", err)

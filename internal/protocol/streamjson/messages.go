@@ -108,8 +108,9 @@ type systemMessage struct {
 	Cwd            string   `json:"cwd,omitempty"`
 	PermissionMode string   `json:"permissionMode,omitempty"`
 	APIKeySource   string   `json:"apiKeySource,omitempty"`
-	MCPServers     []any    `json:"mcp_servers,omitempty"`
-	SlashCommands  []string `json:"slash_commands,omitempty"`
+	MCPServers     []any    `json:"mcp_servers"`
+	SlashCommands  []string `json:"slash_commands"`
+	OutputStyle    string   `json:"output_style,omitempty"`
 	Reason         string   `json:"reason,omitempty"`
 	UUID           string   `json:"uuid,omitempty"`
 }
@@ -182,6 +183,7 @@ type resultMessage struct {
 	Subtype           string   `json:"subtype"`
 	IsError           bool     `json:"is_error"`
 	Result            string   `json:"result"`
+	StopReason        string   `json:"stop_reason,omitempty"`
 	Errors            []string `json:"errors,omitempty"`
 	SessionID         string   `json:"session_id"`
 	DurationMS        int64    `json:"duration_ms"`

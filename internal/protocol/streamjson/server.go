@@ -52,6 +52,9 @@ type Server struct {
 	authReq chan authReply     // set while waiting for auth_response
 	turnCtx context.Context
 	queue   chan userTurn
+	// inputDone is closed when the input ends, so nothing waits for an
+	// answer that can no longer come.
+	inputDone chan struct{}
 
 	// stepStart and apiTime measure the model time of the running turn
 	// (from each step's start to its assistant message), in nanoseconds.
@@ -67,7 +70,8 @@ type userTurn struct {
 // Serve runs the protocol until in ends (after finishing queued turns),
 // a shutdown request arrives, or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &Server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, asks: map[string]string{}, queue: make(chan userTurn, 64)}
+	s := &Server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, asks: map[string]string{},
+		queue: make(chan userTurn, 64), inputDone: make(chan struct{})}
 	unsub := a.Bus.Subscribe(s.translate)
 	defer unsub()
 
@@ -79,10 +83,12 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	if o.Prompt != "" {
 		s.queue <- userTurn{text: o.Prompt}
 		close(s.queue)
+		close(s.inputDone)
 		wg.Wait()
 		return nil
 	}
 	err := s.read(ctx, in, stop)
+	close(s.inputDone)
 	close(s.queue)
 	wg.Wait()
 	return err

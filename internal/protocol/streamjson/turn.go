@@ -105,10 +105,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
+		r.StopReason = "end_turn"
 	case agent.OutcomeMaxTurns:
 		r.Subtype, r.IsError, r.Errors = "error_max_turns", true, []string{fmt.Sprintf("Reached maximum number of turns (%d)", res.Steps)}
 	case agent.OutcomeCancelled:
-		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"interrupted"}
+		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"[Request interrupted by user]"}
 	default:
 		msg := string(res.Outcome)
 		if res.Err != nil {
@@ -132,7 +133,8 @@ func (s *Server) initMessage(sessionID string) systemMessage {
 	sess := s.sess
 	s.mu.Unlock()
 	m := systemMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace,
-		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []any{}, SlashCommands: []string{}, UUID: newUUID()}
+		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []any{}, SlashCommands: []string{},
+		OutputStyle: "default", UUID: newUUID()}
 	if sess != nil {
 		m.Model = sess.Model.Ref.Ref
 		m.Tools = sess.Tools.Names()

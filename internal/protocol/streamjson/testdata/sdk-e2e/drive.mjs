@@ -1,0 +1,129 @@
+// Drives the arbor binary through the real Claude Agent SDK (query()), as a
+// program built on that SDK would, for streamjson's sdk_e2e_test.go.
+//
+// Usage: ARBOR_SDK_E2E='{"cli":…,"cwd":…,"env":{…}}' node drive.mjs <scenario>
+//   cli  the arbor binary (no .js/.mjs suffix, so the SDK executes it directly)
+//   cwd  the workspace arbor runs in
+//   env  arbor's whole environment (the SDK's options.env replaces, not merges)
+//
+// Output (stdout), one JSON object per line:
+//   every message query() yields, unchanged (they have a "type");
+//   the driver's own records, which have a "driver" key:
+//     {"driver":"can_use_tool","tool_name":…,"input":…,"tool_use_id":…}
+//     {"driver":"interrupted","reply":…}   what q.interrupt() resolved to
+//     {"driver":"done"}                    the iterator ended without throwing
+//     {"driver":"error","message":…}       something threw; exit status 1
+//
+// Scenarios:
+//   plain      string prompt, no callbacks.
+//   tool       string prompt, permissionMode "default", a canUseTool callback
+//              that records each call and allows it with the input unchanged.
+//   interrupt  streaming input: one user message, and the input stays open.
+//              When a line arrives on the driver's stdin (the test writes one
+//              once the model request is in flight), q.interrupt() is called,
+//              then the input ends; messages are collected until the
+//              iterator ends.
+import { query } from '@anthropic-ai/claude-agent-sdk';
+import { createInterface } from 'node:readline';
+
+const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+
+function config() {
+  const raw = process.env.ARBOR_SDK_E2E;
+  if (!raw) throw new Error('ARBOR_SDK_E2E is not set');
+  const c = JSON.parse(raw);
+  for (const k of ['cli', 'cwd', 'env']) {
+    if (!c[k]) throw new Error(`ARBOR_SDK_E2E has no "${k}"`);
+  }
+  return c;
+}
+
+function baseOptions(c) {
+  return {
+    pathToClaudeCodeExecutable: c.cli,
+    cwd: c.cwd,
+    env: c.env,
+    // arbor's diagnostics go to the driver's stderr, which the test shows on failure.
+    stderr: (data) => process.stderr.write(data),
+  };
+}
+
+// goAhead waits for the first line written to the driver's stdin; stop
+// releases stdin so that an early end does not keep node alive.
+function goAhead() {
+  const rl = createInterface({ input: process.stdin });
+  const line = new Promise((resolve, reject) => {
+    rl.once('line', (l) => { resolve(l); rl.close(); });
+    rl.once('close', () => reject(new Error('driver stdin closed before the go-ahead line')));
+  });
+  return { line, stop: () => { rl.close(); process.stdin.destroy(); } };
+}
+
+async function collect(q) {
+  for await (const m of q) emit(m);
+}
+
+async function plain(c) {
+  await collect(query({ prompt: 'Say hello', options: baseOptions(c) }));
+}
+
+async function tool(c) {
+  const q = query({
+    prompt: 'Create the file made.txt containing x.',
+    options: {
+      ...baseOptions(c),
+      permissionMode: 'default',
+      canUseTool: async (toolName, input, opts) => {
+        emit({ driver: 'can_use_tool', tool_name: toolName, input, tool_use_id: opts.toolUseID });
+        return { behavior: 'allow', updatedInput: input };
+      },
+    },
+  });
+  await collect(q);
+}
+
+async function interrupt(c) {
+  let endInput;
+  const inputEnded = new Promise((resolve) => { endInput = resolve; });
+  async function* input() {
+    yield { type: 'user', message: { role: 'user', content: 'Tell me a long story.' }, parent_tool_use_id: null, session_id: '' };
+    await inputEnded; // keep arbor's stdin open until the interrupt was answered
+  }
+  const q = query({ prompt: input(), options: baseOptions(c) });
+  const iterating = collect(q);
+  iterating.catch(() => {}); // handled by the awaits below, whichever path runs
+  const go = goAhead();
+  const first = await Promise.race([
+    iterating.then(() => 'ended', () => 'ended'),
+    go.line.then(() => 'go', () => 'no-go'),
+  ]);
+  if (first !== 'go') {
+    go.stop();
+    endInput();
+    await iterating; // rethrows the iterator's error, if any
+    throw new Error(first === 'ended' ? 'the query ended before the interrupt' : 'no go-ahead to interrupt');
+  }
+  try {
+    emit({ driver: 'interrupted', reply: (await q.interrupt()) ?? null });
+  } finally {
+    endInput();
+  }
+  await iterating;
+}
+
+const scenarios = { plain, tool, interrupt };
+
+async function main() {
+  const name = process.argv[2];
+  const run = scenarios[name];
+  if (!run) throw new Error(`unknown scenario ${JSON.stringify(name)}; want one of ${Object.keys(scenarios).join(', ')}`);
+  await run(config());
+}
+
+try {
+  await main();
+  emit({ driver: 'done' });
+} catch (e) {
+  emit({ driver: 'error', message: String(e?.message ?? e) });
+  process.exitCode = 1;
+}
