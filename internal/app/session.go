@@ -20,7 +20,9 @@ type SessionOptions struct {
 	Title    string
 	// OnTodos observes todo_write updates.
 	OnTodos func([]tool.Todo)
-	// Tools are added to the built-ins (the tree's tools for a node).
+	// Tools are added to the built-ins (the tree's tools for a node); a
+	// tool named like a built-in replaces it (a client that runs shell
+	// commands itself).
 	Tools []tool.Tool
 	// System is appended to the standing system prompt.
 	System string
@@ -89,7 +91,16 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 func (a *App) session(id string, m Model, o SessionOptions) *Session {
 	todos := tool.NewTodoList(o.OnTodos)
 	broker := a.Broker.For(id)
-	tools := tool.Builtins(tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos})
+	replaced := map[string]bool{}
+	for _, t := range o.Tools {
+		replaced[t.Info().Name] = true
+	}
+	var tools []tool.Tool
+	for _, t := range tool.Builtins(tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos}) {
+		if !replaced[t.Info().Name] {
+			tools = append(tools, t)
+		}
+	}
 	tools = append(tools, o.Tools...)
 	reg := tool.NewRegistry(tool.GuardAll(tools, a.Permissions, broker)...)
 	maxTurns := o.MaxTurns

@@ -68,9 +68,12 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 	id := req.RequestID
 	switch p := req.Request; p.Subtype {
 	case "initialize":
+		s.mu.Lock()
+		s.hostShell = p.Capabilities.CanExecuteShell && s.sess == nil
+		s.mu.Unlock()
 		s.succeed(id, initializeResponse{
 			Subtype:      "initialize",
-			Capabilities: capabilities{CanUseTool: true},
+			Capabilities: capabilities{CanUseTool: true, HostExecutedShell: true},
 			Commands:     []string{}, Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
 			Models: s.models(), Account: accountInfo{APIKeySource: "environment"}, PID: os.Getpid(),
 		})
@@ -206,6 +209,9 @@ func (s *Server) answer(resp controlResponseIn) {
 		if ch != nil && json.Unmarshal(r.Response, &a) == nil {
 			ch <- a
 		}
+		return
+	}
+	if s.hostResult(r.RequestID, r.Response, r.Error) {
 		return
 	}
 	s.mu.Lock()

@@ -54,7 +54,12 @@ type controlPayload struct {
 	// set_permission_mode (Claude Agent SDK)
 	Mode string `json:"mode,omitempty"`
 	// initialize: what the client can do
-	Capabilities map[string]bool `json:"capabilities,omitempty"`
+	Capabilities clientCapabilities `json:"capabilities"`
+}
+
+// clientCapabilities are what a client declares in initialize.
+type clientCapabilities struct {
+	CanExecuteShell bool `json:"can_execute_shell"`
 }
 
 // controlResponseIn is a "control_response" line: the client's answer to a
@@ -217,6 +222,10 @@ type outRequest struct {
 	Default  string   `json:"default,omitempty"`
 	// auth_required
 	Providers []authProvider `json:"providers,omitempty"`
+	// host_shell
+	Command string `json:"command,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Timeout int    `json:"timeout,omitempty"`
 }
 
 type authProvider struct {

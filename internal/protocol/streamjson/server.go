@@ -52,6 +52,10 @@ type Server struct {
 	authReq chan authReply     // set while waiting for auth_response
 	turnCtx context.Context
 	queue   chan userTurn
+	// hostShell is set when the client runs shell commands itself; shells
+	// holds the commands it is running.
+	hostShell bool
+	shells    hostShells
 	// inputDone is closed when the input ends, so nothing waits for an
 	// answer that can no longer come.
 	inputDone chan struct{}
@@ -128,6 +132,9 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 			fmt.Fprintf(s.diag, "arbor: stream-json: line %d: %v\n", line.Number, err)
 			return false
 		}
+		if s.hostResults(u) {
+			return false
+		}
 		text, err := u.text()
 		if err != nil {
 			fmt.Fprintf(s.diag, "arbor: stream-json: line %d: %v\n", line.Number, err)
@@ -175,6 +182,9 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 		return s.sess, nil
 	}
 	o := app.SessionOptions{Model: s.opts.Model, MaxTurns: s.opts.MaxTurns, System: s.opts.AppendSystemPrompt, Title: "stream-json"}
+	if s.hostShell {
+		o.Tools = append(o.Tools, s.hostShellTool())
+	}
 	var sess *app.Session
 	var err error
 	if s.opts.Resume != "" {
