@@ -30,6 +30,7 @@ func (s *Server) authenticate(ctx context.Context) bool {
 		providers = append(providers, authProvider{ID: name, Type: p.Type, Fields: []string{"api_key"}})
 	}
 	sort.Slice(providers, func(i, j int) bool { return providers[i].ID < providers[j].ID })
+	s.write(systemMessage{Type: "system", Subtype: "auth_required", Reason: "not_configured", UUID: newUUID()})
 	s.write(controlRequestOut{Type: "control_request", RequestID: "auth-init", Request: outRequest{
 		Subtype: "auth_required", Reason: "not_configured", Providers: providers,
 	}})
