@@ -27,7 +27,9 @@ func (s *Server) authenticate(ctx context.Context) bool {
 	}()
 	var providers []authProvider
 	for name, p := range s.app.Config.Providers {
-		providers = append(providers, authProvider{ID: name, Type: p.Type, Fields: []string{"api_key"}})
+		if p.APIKeyEnv != "" { // servers that take no key (a local Ollama) need no credentials
+			providers = append(providers, authProvider{ID: name, Type: p.Type, Fields: []string{"api_key"}})
+		}
 	}
 	sort.Slice(providers, func(i, j int) bool { return providers[i].ID < providers[j].ID })
 	s.write(systemMessage{Type: "system", Subtype: "auth_required", Reason: "not_configured", UUID: newUUID()})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/permission"
@@ -136,6 +137,7 @@ func (s *Server) models() []modelInfo {
 			out = append(out, modelInfo{Value: ref, DisplayName: ref, Description: p.Type})
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
 	return out
 }
 

@@ -104,20 +104,36 @@ type registryRequest struct {
 
 // Output messages (arbor → client).
 
+// systemMessage is a "system" line other than init.
 type systemMessage struct {
-	Type           string   `json:"type"` // "system"
-	Subtype        string   `json:"subtype"`
-	SessionID      string   `json:"session_id,omitempty"`
-	Model          string   `json:"model,omitempty"`
-	Tools          []string `json:"tools,omitempty"`
-	Cwd            string   `json:"cwd,omitempty"`
-	PermissionMode string   `json:"permissionMode,omitempty"`
-	APIKeySource   string   `json:"apiKeySource,omitempty"`
-	MCPServers     []any    `json:"mcp_servers"`
-	SlashCommands  []string `json:"slash_commands"`
-	OutputStyle    string   `json:"output_style,omitempty"`
-	Reason         string   `json:"reason,omitempty"`
-	UUID           string   `json:"uuid,omitempty"`
+	Type      string `json:"type"` // "system"
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	UUID      string `json:"uuid,omitempty"`
+}
+
+// initMessage is the "system" "init" line, with the fields Claude Code SDK
+// clients' types declare.
+type initMessage struct {
+	Type           string      `json:"type"`    // "system"
+	Subtype        string      `json:"subtype"` // "init"
+	SessionID      string      `json:"session_id"`
+	Model          string      `json:"model,omitempty"`
+	Tools          []string    `json:"tools"`
+	Cwd            string      `json:"cwd"`
+	PermissionMode string      `json:"permissionMode"`
+	APIKeySource   string      `json:"apiKeySource"`
+	MCPServers     []mcpServer `json:"mcp_servers"`
+	SlashCommands  []string    `json:"slash_commands"`
+	OutputStyle    string      `json:"output_style"`
+	UUID           string      `json:"uuid"`
+}
+
+type mcpServer struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
 }
 
 type streamEvent struct {

@@ -128,12 +128,12 @@ func usageDelta(before, after llm.Usage) apiUsage {
 	}
 }
 
-func (s *Server) initMessage(sessionID string) systemMessage {
+func (s *Server) initMessage(sessionID string) initMessage {
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	m := systemMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace,
-		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []any{}, SlashCommands: []string{},
+	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
+		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []mcpServer{}, SlashCommands: []string{},
 		OutputStyle: "default", UUID: newUUID()}
 	if sess != nil {
 		m.Model = sess.Model.Ref.Ref
