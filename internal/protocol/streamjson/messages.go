@@ -151,18 +151,10 @@ type streamDelta struct {
 	ToolUseID string `json:"tool_use_id,omitempty"`
 }
 
-// assistantMessage and userMessage carry whole messages in the Anthropic
-// Messages shape, as Claude Code SDK clients expect.
-type assistantMessage struct {
-	Type            string     `json:"type"` // "assistant"
-	Message         apiMessage `json:"message"`
-	SessionID       string     `json:"session_id"`
-	ParentToolUseID *string    `json:"parent_tool_use_id"`
-	UUID            string     `json:"uuid"`
-}
-
-type userMessage struct {
-	Type            string     `json:"type"` // "user"
+// messageLine carries a whole message ("assistant" or "user") in the
+// Anthropic Messages shape, as Claude Code SDK clients expect.
+type messageLine struct {
+	Type            string     `json:"type"`
 	Message         apiMessage `json:"message"`
 	SessionID       string     `json:"session_id"`
 	ParentToolUseID *string    `json:"parent_tool_use_id"`

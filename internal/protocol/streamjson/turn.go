@@ -174,9 +174,9 @@ func (s *Server) translate(e agent.Event) {
 		s.partial(sid, streamDelta{Subtype: "tool_use_end"})
 	case *agent.AssistantMessage:
 		s.apiTime.Add(e.At.UnixNano() - s.stepStart.Load())
-		s.write(assistantMessage{Type: "assistant", Message: apiAssistant(e), SessionID: sid, UUID: newUUID()})
+		s.write(messageLine{Type: "assistant", Message: apiAssistant(e), SessionID: sid, UUID: newUUID()})
 	case *agent.ToolCallFinished:
-		s.write(userMessage{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
+		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
 			Content: []apiBlock{{Type: "tool_result", ToolUseID: e.CallID, Content: e.Result, IsError: e.IsError}}}})
 	}
 }
