@@ -1,0 +1,324 @@
+package envelope_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+func TestReadyStatusSendIdle(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "This project is small.", Expect: "Explain"})
+	defer srv.Close()
+	b, ready := setup(t, srv)
+
+	b.send(`{"type":"status"}`)
+	st := b.next(typ("status_response"))
+	if st.Seq == 0 || st.P.SessionID != ready.P.SessionID || st.P.Busy || string(st.P.PendingConfirm) != "null" {
+		t.Fatalf("status %s", st.raw)
+	}
+	for _, field := range []string{`"pending_handoff":null`, `"current_role":"builder"`, `"running_jobs":0`, `"worktree_id":""`, `"generation":0`} {
+		if !strings.Contains(st.raw, field) {
+			t.Fatalf("status lacks %s: %s", field, st.raw)
+		}
+	}
+	b.send(`{"type":"send","content":"Explain this project without changing files."}`)
+	if a := b.next(typ("activity")); a.P.Type != "preparing" {
+		t.Fatalf("first activity %s", a.raw)
+	}
+	if m := b.next(typ("assistant_message")); m.P.Text != "This project is small." {
+		t.Fatalf("assistant_message %s", m.raw)
+	}
+	idle := b.next(typ("idle"))
+	if idle.P.LastOutcome != "completed" || idle.P.Suppress {
+		t.Fatalf("idle %s", idle.raw)
+	}
+	b.send(`{"type":"status"}`)
+	if st := b.next(typ("status_response")); st.P.LastOutcome != "completed" || st.P.Busy || st.Seq <= idle.Seq {
+		t.Fatalf("status after idle %s", st.raw)
+	}
+	b.close()
+	b.checkSeq()
+}
+
+func TestSubscribeFilters(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "hello there"})
+	defer srv.Close()
+	b, _ := setup(t, srv)
+	b.send(`{"type":"subscribe","events":["nonsense"]}`)
+	if e := b.next(typ("error")); e.P.Code != "unknown_event" {
+		t.Fatalf("unknown event %s", e.raw)
+	}
+	b.send(`{"type":"subscribe","events":["idle"]}`)
+	if r := b.next(typ("subscribe_response")); len(r.P.Events) != 1 || r.P.Events[0] != "idle" {
+		t.Fatalf("subscribe_response %s", r.raw)
+	}
+	b.send(`{"type":"send","content":"hi"}`)
+	if o := b.next(func(out) bool { return true }); o.Type != "idle" {
+		t.Fatalf("unsubscribed event passed the filter: %s", o.raw)
+	}
+	b.close()
+	b.checkSeq()
+}
+
+// TestSeqWithInterleavedCommands spams status and local_shell while a turn
+// streams: pushes come from the agent's goroutine, shell results from
+// theirs and status responses from the reader.
+func TestSeqWithInterleavedCommands(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: strings.Repeat("word ", 300)})
+	defer srv.Close()
+	b, _ := setup(t, srv)
+	b.send(`{"type":"send","content":"talk a lot"}`)
+	const n = 40
+	for range n {
+		b.send(`{"type":"status"}`, `{"type":"local_shell","command":"echo x"}`)
+	}
+	b.next(typ("idle"))
+	b.close()
+	b.checkSeq()
+	count := func(typ string) int {
+		c := 0
+		for _, o := range b.all {
+			if o.Type == typ {
+				c++
+			}
+		}
+		return c
+	}
+	if s, l := count("status_response"), count("local_shell_result"); s != n || l != n {
+		t.Fatalf("%d status_response, %d local_shell_result; want %d each", s, l, n)
+	}
+}
+
+func writeTurns(names ...string) []llmtest.Turn {
+	var turns []llmtest.Turn
+	for _, name := range names {
+		turns = append(turns, llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": name, "content": "x"}}}})
+	}
+	return append(turns, llmtest.Turn{Text: "done"})
+}
+
+func TestConfirm(t *testing.T) {
+	t.Parallel()
+	t.Run("allow", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(writeTurns("a.txt")...)
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.send(`{"type":"send","content":"write"}`)
+		req := b.next(typ("confirm_request"))
+		if req.P.ToolName != "write_file" || req.P.RequestID == "" {
+			t.Fatalf("confirm_request %s", req.raw)
+		}
+		b.next(typ("notification"))
+		b.send(`{"type":"status"}`)
+		if st := b.next(typ("status_response")); !strings.Contains(string(st.P.PendingConfirm), req.P.RequestID) {
+			t.Fatalf("status while pending %s", st.raw)
+		}
+		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
+		if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+			t.Fatalf("idle %s", idle.raw)
+		}
+		if _, err := os.Stat(filepath.Join(b.ws, "a.txt")); err != nil {
+			t.Fatal(err)
+		}
+		b.send(`{"type":"status"}`)
+		if st := b.next(typ("status_response")); string(st.P.PendingConfirm) != "null" {
+			t.Fatalf("status after %s", st.raw)
+		}
+		b.close()
+		b.checkSeq()
+	})
+	t.Run("deny", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(writeTurns("a.txt")...)
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.send(`{"type":"send","content":"write"}`)
+		req := b.next(typ("confirm_request"))
+		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "deny", "deny_reason": "not now"}))
+		b.next(typ("idle"))
+		if _, err := os.Stat(filepath.Join(b.ws, "a.txt")); !os.IsNotExist(err) {
+			t.Fatalf("denied write happened: %v", err)
+		}
+		if reqs := srv.Requests(); !strings.Contains(reqs[len(reqs)-1].LastUserText(), "not now") {
+			t.Fatalf("deny reason not shown to the model: %q", reqs[len(reqs)-1].LastUserText())
+		}
+		b.close()
+	})
+	t.Run("rule in session scope", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(writeTurns("a.txt", "b.txt")...)
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.send(`{"type":"send","content":"write twice"}`)
+		req := b.next(typ("confirm_request"))
+		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow",
+			"rule_pattern": "write_file", "rule_scope": "session"}))
+		b.next(typ("idle"))
+		confirms := 0
+		for _, o := range b.all {
+			if o.Type == "confirm_request" {
+				confirms++
+			}
+		}
+		if confirms != 1 {
+			t.Fatalf("%d confirm requests; the rule should allow the second write", confirms)
+		}
+		if _, err := os.Stat(filepath.Join(b.ws, "b.txt")); err != nil {
+			t.Fatal(err)
+		}
+		b.close()
+	})
+	t.Run("unknown id", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer()
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.send(`{"type":"confirm","request_id":"req_99","action":"allow"}`)
+		if e := b.next(typ("error")); e.P.Code != "unknown_request" {
+			t.Fatalf("error %s", e.raw)
+		}
+		b.close()
+	})
+}
+
+func askTurn() llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "ask_user", Input: map[string]any{"question": "Which color?", "options": []any{"red", "blue"}}}}}
+}
+
+func TestQuestion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, reply, reason, expect string
+	}{
+		{"answered", `"answers":["blue"],"reason":"answered"`, "answered", "blue"},
+		{"declined", `"answers":[],"reason":"declined"`, "declined", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := llmtest.NewServer(askTurn(), llmtest.Turn{Text: "ok", Expect: tc.expect})
+			defer srv.Close()
+			b, _ := setup(t, srv)
+			b.send(`{"type":"send","content":"pick"}`)
+			q := b.next(typ("question_request"))
+			if q.P.Question != "Which color?" || q.P.ToolName != "ask_user" {
+				t.Fatalf("question_request %s", q.raw)
+			}
+			b.send(`{"type":"question","request_id":"` + q.P.RequestID + `","reason":"bogus"}`)
+			if e := b.next(typ("error")); e.P.Code != "invalid_command" {
+				t.Fatalf("bad reason %s", e.raw)
+			}
+			b.send(`{"type":"question","request_id":"` + q.P.RequestID + `",` + tc.reply + `}`)
+			if r := b.next(typ("question_resolved")); r.P.Reason != tc.reason || r.P.RequestID != q.P.RequestID {
+				t.Fatalf("question_resolved %s", r.raw)
+			}
+			if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+				t.Fatalf("idle %s", idle.raw)
+			}
+			b.send(`{"type":"question","request_id":"` + q.P.RequestID + `","answers":["red"],"reason":"answered"}`)
+			if e := b.next(typ("error")); e.P.Code != "unknown_request" {
+				t.Fatalf("late answer %s", e.raw)
+			}
+			b.close()
+			b.checkSeq()
+		})
+	}
+	t.Run("superseded by send", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(askTurn(), llmtest.Turn{Text: "fine"}, llmtest.Turn{Text: "next", Expect: "never mind"})
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.send(`{"type":"send","content":"pick"}`)
+		q := b.next(typ("question_request"))
+		b.send(`{"type":"send","content":"never mind"}`)
+		if r := b.next(typ("question_resolved")); r.P.Reason != "superseded" || r.P.RequestID != q.P.RequestID {
+			t.Fatalf("question_resolved %s", r.raw)
+		}
+		if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+			t.Fatalf("idle %s", idle.raw)
+		}
+		b.send(`{"type":"status"}`)
+		if st := b.next(typ("status_response")); string(st.P.PendingQuestion) != "null" || st.P.Busy {
+			t.Fatalf("status %s", st.raw)
+		}
+		if n := len(srv.Requests()); n != 3 {
+			t.Fatalf("%d model requests, want 3", n)
+		}
+		b.close()
+		b.checkSeq()
+	})
+}
+
+func TestBadInputKeepsServing(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setup(t, srv)
+	b.send(`{"type":"send","content":"`+strings.Repeat("a", 1<<20+10)+`"}`, `{not json`, `{"type":"teleport"}`, `{"type":"status"}`)
+	for _, code := range []string{"stdin_line_too_long", "invalid_json", "unknown_command"} {
+		if e := b.next(typ("error")); e.P.Code != code || e.Seq != 0 {
+			t.Fatalf("want %s, got %s", code, e.raw)
+		}
+	}
+	if st := b.next(typ("status_response")); st.Seq == 0 {
+		t.Fatalf("status %s", st.raw)
+	}
+	b.close()
+}
+
+func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{Text: "one two three four", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 4}},
+		llmtest.Turn{Text: "after the cancel"},
+	)
+	defer srv.Close()
+	b, _ := setup(t, srv)
+	b.send(`{"type":"send","content":"talk"}`)
+	b.next(func(o out) bool { return o.Type == "activity" && o.P.Type == "streaming" })
+	b.send(`{"type":"cancel"}`)
+	if idle := b.next(typ("idle")); idle.P.LastOutcome != "cancelled" {
+		t.Fatalf("idle %s", idle.raw)
+	}
+	b.send(`{"type":"send","content":"again"}`)
+	if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+		t.Fatalf("idle %s", idle.raw)
+	}
+	b.close()
+	b.checkSeq()
+}
+
+func TestLocalShell(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setup(t, srv)
+	// The command waits for a file the test creates after the cancel.
+	b.send(`{"type":"local_shell","command":"while [ ! -e go ]; do sleep 0.01; done; echo out; echo err >&2"}`)
+	b.send(`{"type":"cancel"}`, `{"type":"status"}`)
+	b.next(typ("status_response"))
+	if err := os.WriteFile(filepath.Join(b.ws, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := b.next(typ("local_shell_result"))
+	if r.P.Failed || r.P.Output != "out\nerr\n" {
+		t.Fatalf("result %s", r.raw)
+	}
+	b.send(`{"type":"local_shell","content":"head -c 70000 /dev/zero | tr '\\0' a; exit 3"}`)
+	r = b.next(typ("local_shell_result"))
+	if !r.P.Failed || !strings.Contains(r.P.Output, "[output truncated: 4464 more bytes]") {
+		t.Fatalf("result %.200s", r.raw[len(r.raw)-200:])
+	}
+	b.send(`{"type":"local_shell"}`)
+	if e := b.next(typ("error")); e.P.Code != "invalid_command" {
+		t.Fatalf("empty command %s", e.raw)
+	}
+	b.close()
+	b.checkSeq()
+}

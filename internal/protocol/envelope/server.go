@@ -1,0 +1,306 @@
+// Package envelope serves arbor's envelope headless protocol (spec 000):
+// JSON commands on stdin, one {type, seq?, payload} envelope per line on
+// stdout, for bots, gateways and automation.
+//
+// Implemented: ready; the commands subscribe, status, send, confirm,
+// question, cancel and local_shell; the pushes activity, assistant_message,
+// idle, confirm_request, question_request, question_resolved,
+// notification, error, local_shell_result, todos and compaction_status;
+// framing errors (stdin_line_too_long, invalid_json, unknown_command).
+//
+// Not implemented yet: the models, role and handoff commands (they answer
+// unknown_command), worktrees (workdir.worktree_id is always "" and
+// generation 0), slash commands in send, the agent_* events, background
+// jobs (running_jobs is always 0), done_completion, session_switched,
+// workdir_changed, context_notice and background_result.
+//
+// Invariants: stdout carries only envelopes, the first being ready;
+// diagnostics go to the diag stream. Bad input never ends the server: it
+// is answered with an error envelope. Every state-carrying envelope takes
+// the next value of one per-process counter, and every change of the cached
+// state takes one too, pushed or not; envelopes leave in seq order because
+// the counter is advanced and the line written under one lock. Input end
+// cancels the running work and Serve returns nil.
+package envelope
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/protocol"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Options configure a server; the CLI fills them from its flags.
+type Options struct {
+	// Resume, when set, resumes that stored session instead of creating one.
+	Resume string
+}
+
+// state is the cached status the server reports; guarded by server.mu.
+type state struct {
+	busy        bool
+	phase       string
+	phaseDetail string
+	confirms    []*confirmRequest  // pending, oldest first
+	questions   []*questionRequest // pending, oldest first
+	lastError   string
+	lastOutcome string
+	sessionID   string
+	updatedAt   time.Time
+}
+
+type server struct {
+	app  *app.App
+	out  *protocol.Writer
+	diag io.Writer
+	sess *app.Session
+
+	mu      sync.Mutex // guards seq, st, subs, closing, cancel, queued, ranSinceIdle; held while writing a seq'd line
+	seq     uint64
+	st      state
+	subs    map[string]bool // nil = every subscribable event
+	closing map[string]string
+	cancel  context.CancelFunc // of the running turn, nil when none
+	queued  int                // sends accepted and not finished
+	// ranSinceIdle is set when an agent step ran since the last idle.
+	ranSinceIdle bool
+
+	turns  chan string
+	shells sync.WaitGroup
+}
+
+// Serve runs the protocol until in ends or ctx is cancelled.
+func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
+	s := &server{app: a, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{}, turns: make(chan string, 256)}
+	so := app.SessionOptions{Title: "headless", OnTodos: s.onTodos}
+	var err error
+	if o.Resume != "" {
+		s.sess, err = a.ResumeSession(ctx, o.Resume, so)
+	} else {
+		s.sess, err = a.NewSession(ctx, so)
+	}
+	if err != nil {
+		return fmt.Errorf("envelope: session: %w", err)
+	}
+	s.st = state{sessionID: s.sess.ID, updatedAt: time.Now().UTC()}
+	unsub := a.Bus.Subscribe(s.translate)
+	defer unsub()
+	s.write(typeReady, 0, readyPayload{SessionID: s.sess.ID})
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.runTurns(ctx) })
+	err = s.read(ctx, in)
+	stop()
+	close(s.turns)
+	wg.Wait()
+	s.shells.Wait()
+	return err
+}
+
+// read handles input lines until EOF.
+func (s *server) read(ctx context.Context, in io.Reader) error {
+	r := protocol.NewReader(in, protocol.MaxLine)
+	for {
+		line, err := r.Next()
+		var le *protocol.LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.As(err, &le):
+			s.lineError(le)
+			continue
+		case err != nil:
+			return fmt.Errorf("envelope: read input: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.handle(ctx, line)
+	}
+}
+
+func (s *server) lineError(le *protocol.LineError) {
+	fmt.Fprintf(s.diag, "arbor: envelope: %v\n", le)
+	code := codeInvalidCommand
+	switch {
+	case errors.Is(le, protocol.ErrLineTooLong):
+		code = codeLineTooLong
+	case errors.Is(le, protocol.ErrInvalidJSON):
+		code = codeInvalidJSON
+	}
+	s.fail(code, le.Error())
+}
+
+// handle dispatches one command.
+func (s *server) handle(ctx context.Context, line protocol.Line) {
+	var err error
+	switch line.Type {
+	case "subscribe":
+		var c subscribeCmd
+		if err = line.Decode(&c); err == nil {
+			err = s.subscribe(c)
+		}
+	case "status":
+		s.status()
+	case "send":
+		var c sendCmd
+		if err = line.Decode(&c); err == nil {
+			err = s.send(c)
+		}
+	case "confirm":
+		var c confirmCmd
+		if err = line.Decode(&c); err == nil {
+			err = s.confirm(c)
+		}
+	case "question":
+		var c questionCmd
+		if err = line.Decode(&c); err == nil {
+			err = s.question(c)
+		}
+	case "cancel":
+		s.mu.Lock()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.mu.Unlock()
+	case "local_shell":
+		var c localShellCmd
+		if err = line.Decode(&c); err == nil {
+			err = s.localShell(ctx, c)
+		}
+	default:
+		s.fail(codeUnknownCommand, fmt.Sprintf("unknown command type %q", line.Type))
+		return
+	}
+	if err != nil {
+		s.commandError(line.Type, err)
+	}
+}
+
+// Command errors, classified into codes by commandError.
+var (
+	errUnknownRequest = errors.New("no pending request with that id")
+	errUnknownEvent   = errors.New("unknown event type")
+	errBadCommand     = errors.New("invalid command")
+)
+
+func (s *server) commandError(typ string, err error) {
+	code := codeFailed
+	switch {
+	case errors.Is(err, protocol.ErrInvalidJSON):
+		code = codeInvalidJSON
+	case errors.Is(err, errUnknownRequest):
+		code = codeUnknownRequest
+	case errors.Is(err, errUnknownEvent):
+		code = codeUnknownEvent
+	case errors.Is(err, errBadCommand):
+		code = codeInvalidCommand
+	}
+	s.fail(code, typ+": "+err.Error())
+}
+
+// write encodes payload into an envelope and writes it.
+func (s *server) write(typ string, seq uint64, payload any) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		fmt.Fprintf(s.diag, "arbor: envelope: encode %s: %v\n", typ, err)
+		return
+	}
+	if err := s.out.Write(Envelope{Type: typ, Seq: seq, Payload: raw}); err != nil {
+		fmt.Fprintf(s.diag, "arbor: envelope: write: %v\n", err)
+	}
+}
+
+// fail writes a command error envelope (no seq: it carries no state).
+func (s *server) fail(code, msg string) {
+	s.write(typeError, 0, errorPayload{Message: msg, Code: code})
+}
+
+// mutateLocked applies fn to the cached state and takes a seq for it.
+// s.mu must be held.
+func (s *server) mutateLocked(fn func(*state)) uint64 {
+	if fn != nil {
+		fn(&s.st)
+		s.st.updatedAt = time.Now().UTC()
+	}
+	s.seq++
+	return s.seq
+}
+
+// push changes the state with fn (nil = no change) and, when the client
+// subscribed to typ, writes the event with the new seq.
+func (s *server) push(typ string, payload any, fn func(*state)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pushLocked(typ, payload, fn)
+}
+
+func (s *server) pushLocked(typ string, payload any, fn func(*state)) {
+	seq := s.mutateLocked(fn)
+	if s.subs == nil || s.subs[typ] {
+		s.write(typ, seq, payload)
+	}
+}
+
+// mutate changes the state without a push; the seq still advances.
+func (s *server) mutate(fn func(*state)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mutateLocked(fn)
+}
+
+func (s *server) subscribe(c subscribeCmd) error {
+	subs := map[string]bool{}
+	for _, e := range c.Events {
+		if !slices.Contains(subscribable, e) {
+			return fmt.Errorf("%w: %q", errUnknownEvent, e)
+		}
+		subs[e] = true
+	}
+	events := c.Events
+	if events == nil {
+		events = []string{}
+	}
+	s.mu.Lock()
+	s.subs = subs
+	s.mu.Unlock()
+	s.write(typeSubscribeResponse, 0, subscribeResponse{Events: events})
+	return nil
+}
+
+// status writes a snapshot of the cached state with a fresh seq.
+func (s *server) status() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	p := statusPayload{
+		SessionID: st.sessionID, Busy: st.busy, Phase: st.phase, PhaseDetail: st.phaseDetail,
+		Workdir: workdir{Path: s.app.Workspace}, LastError: st.lastError, LastOutcome: st.lastOutcome,
+		CurrentRole: "builder", UpdatedAt: st.updatedAt,
+	}
+	if len(st.confirms) > 0 {
+		p.PendingConfirm = st.confirms[0]
+	}
+	if len(st.questions) > 0 {
+		p.PendingQuestion = st.questions[0]
+	}
+	s.seq++
+	s.write(typeStatusResponse, s.seq, p)
+}
+
+func (s *server) onTodos(todos []tool.Todo) {
+	if todos == nil {
+		todos = []tool.Todo{}
+	}
+	s.push(evTodos, todosPayload{Todos: todos}, nil)
+}

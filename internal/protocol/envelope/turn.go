@@ -1,0 +1,308 @@
+package envelope
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// mainAgent is the agent_id of the session's one agent.
+const mainAgent = "main"
+
+// Closing reasons of questions, as question_resolved reports them.
+const (
+	reasonAnswered   = "answered"
+	reasonDeclined   = "declined"
+	reasonSuperseded = "superseded"
+	reasonNoResponse = "no_response"
+	reasonCancelled  = "cancelled"
+)
+
+// send closes the pending interactions, then queues content as a turn.
+func (s *server) send(c sendCmd) error {
+	if strings.TrimSpace(c.Content) == "" {
+		return fmt.Errorf("%w: content is empty", errBadCommand)
+	}
+	s.mu.Lock()
+	var confirms, questions []string
+	for _, p := range s.st.confirms {
+		confirms = append(confirms, p.RequestID)
+	}
+	for _, p := range s.st.questions {
+		questions = append(questions, p.RequestID)
+		s.closing[p.RequestID] = reasonSuperseded
+	}
+	s.mu.Unlock()
+	// Resolve publishes on the bus, whose subscriber takes s.mu: it must
+	// run unlocked. A request resolved meanwhile is simply gone.
+	for _, id := range confirms {
+		_ = s.app.Broker.Resolve(id, agent.Response{Approval: &tool.Approval{}})
+	}
+	for _, id := range questions {
+		if err := s.app.Broker.Resolve(id, agent.Response{Answer: &tool.Answer{Declined: true}}); err != nil {
+			s.mu.Lock()
+			delete(s.closing, id)
+			s.mu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	s.queued++
+	s.mutateLocked(func(st *state) { st.busy = true })
+	s.mu.Unlock()
+	s.turns <- c.Content
+	return nil
+}
+
+// runTurns runs queued messages one at a time until the queue closes.
+func (s *server) runTurns(ctx context.Context) {
+	for content := range s.turns {
+		var res agent.Result
+		if ctx.Err() == nil {
+			tctx, cancel := context.WithCancel(ctx)
+			s.mu.Lock()
+			s.cancel = cancel
+			s.mu.Unlock()
+			res = s.sess.Agent.Send(tctx, llm.UserText(content))
+			cancel()
+		} else {
+			res.Outcome = agent.OutcomeCancelled
+		}
+		s.finishTurn(res)
+	}
+}
+
+// finishTurn records a turn's outcome and, when no other message waits,
+// pushes idle.
+func (s *server) finishTurn(res agent.Result) {
+	outcome, errText := "completed", ""
+	switch res.Outcome {
+	case agent.OutcomeCompleted:
+	case agent.OutcomeCancelled:
+		outcome = "cancelled"
+	default:
+		outcome, errText = "error", string(res.Outcome)
+		if res.Err != nil {
+			errText = res.Err.Error()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancel = nil
+	s.queued--
+	record := func(st *state) {
+		st.lastOutcome = outcome
+		if errText != "" {
+			st.lastError = errText
+		}
+	}
+	if s.queued > 0 {
+		s.mutateLocked(record)
+		return
+	}
+	suppress := !s.ranSinceIdle
+	s.ranSinceIdle = false
+	s.pushLocked(evIdle, idlePayload{LastOutcome: outcome, SuppressUserNotification: suppress}, func(st *state) {
+		record(st)
+		st.busy, st.phase, st.phaseDetail = false, "", ""
+	})
+}
+
+// translate is the bus subscriber: it turns the session's agent events
+// into pushes and state changes. It runs under the bus lock and must not
+// publish.
+func (s *server) translate(e agent.Event) {
+	if agent.MetaOf(e).SessionID != s.sess.ID {
+		return
+	}
+	switch e := e.(type) {
+	case *agent.StepStarted:
+		s.mu.Lock()
+		s.ranSinceIdle = true
+		s.pushLocked(evActivity, activity{AgentID: mainAgent, Type: "preparing", Detail: e.Model}, phase("preparing", e.Model))
+		s.mu.Unlock()
+	case *agent.TextDelta:
+		s.mu.Lock()
+		if s.st.phase != "streaming" {
+			s.pushLocked(evActivity, activity{AgentID: mainAgent, Type: "streaming"}, phase("streaming", ""))
+		}
+		s.mu.Unlock()
+	case *agent.ToolCallStarted:
+		s.push(evActivity, activity{AgentID: mainAgent, Type: "executing", Detail: e.Tool}, phase("executing", e.Tool))
+	case *agent.AssistantMessage:
+		s.push(evAssistantMessage, assistantPayload(e.Message), nil)
+	case *agent.InteractionRequested:
+		s.requested(e.Interaction)
+	case *agent.InteractionResolved:
+		s.resolved(e)
+	case *agent.CompactionStarted:
+		s.push(evCompactionStatus, compactionStatus{Status: "started", Trigger: "usage_driven", PlanID: planID(e.Seq)},
+			phase("compacting", ""))
+	case *agent.CompactionFinished:
+		c := compactionStatus{Status: "succeeded", Trigger: "usage_driven", Reason: e.Err, PlanID: planID(e.Seq)}
+		if e.Err != "" {
+			c.Status = "failed"
+		}
+		s.push(evCompactionStatus, c, phase("", ""))
+	case *agent.Error:
+		s.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
+	}
+}
+
+func phase(p, detail string) func(*state) {
+	return func(st *state) { st.phase, st.phaseDetail = p, detail }
+}
+
+// planID names a compaction by the bus seq of the event that reports it.
+func planID(seq uint64) string { return fmt.Sprintf("compaction-%d", seq) }
+
+func assistantPayload(m llm.Message) assistantMessage {
+	p := assistantMessage{AgentID: mainAgent, ToolCalls: []toolCall{}}
+	var text strings.Builder
+	for _, part := range m.Parts {
+		switch part.Type {
+		case llm.PartText:
+			text.WriteString(part.Text)
+		case llm.PartToolCall:
+			p.ToolCalls = append(p.ToolCalls, toolCall{ID: part.ToolCall.ID, Name: part.ToolCall.Name, Args: part.ToolCall.Input})
+		}
+	}
+	p.Text = text.String()
+	return p
+}
+
+// requested publishes a broker interaction as a client request.
+func (s *server) requested(in agent.Interaction) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case in.Kind == agent.KindApproval && in.Approval != nil:
+		a := in.Approval
+		req := &confirmRequest{RequestID: in.ID, AgentID: mainAgent, ToolName: a.Tool, ArgsJSON: string(a.Input),
+			NeedsApproval: true, NeedsApprovalRules: []string{}, AlreadyAllowedRules: []string{}}
+		s.pushLocked(evConfirmRequest, req, func(st *state) {
+			st.confirms = append(st.confirms, req)
+			st.phase, st.phaseDetail = "waiting_confirm", a.Tool
+		})
+		s.pushLocked(evNotification, notification{Reason: "user_input_required", Message: "Approval needed for " + a.Tool}, nil)
+	case in.Kind == agent.KindQuestion && in.Question != nil:
+		q := in.Question
+		req := &questionRequest{RequestID: in.ID, AgentID: mainAgent, ToolName: "ask_user", Question: q.Question,
+			Options: q.Options, OptionDetails: []optionDetail{}, Multiple: q.MultiSelect}
+		if req.Options == nil {
+			req.Options = []string{}
+		}
+		if !in.Deadline.IsZero() {
+			d := in.Deadline.UTC()
+			req.Deadline = &d
+		}
+		s.pushLocked(evQuestionRequest, req, func(st *state) {
+			st.questions = append(st.questions, req)
+			st.phase, st.phaseDetail = "waiting_question", ""
+		})
+		s.pushLocked(evNotification, notification{Reason: "user_input_required", Message: "Question: " + q.Question}, nil)
+	}
+}
+
+// resolved drops a closed interaction from the state.
+func (s *server) resolved(e *agent.InteractionResolved) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.Kind == agent.KindApproval {
+		s.mutateLocked(func(st *state) {
+			st.confirms = slices.DeleteFunc(st.confirms, func(c *confirmRequest) bool { return c.RequestID == e.ID })
+		})
+		return
+	}
+	reason, ok := s.closing[e.ID]
+	delete(s.closing, e.ID)
+	if !ok {
+		switch {
+		case e.Resolution == "timeout":
+			reason = reasonNoResponse
+		case e.Resolution == "cancelled":
+			reason = reasonCancelled
+		case e.Response.Answer != nil && e.Response.Answer.Declined:
+			reason = reasonDeclined
+		default:
+			reason = reasonAnswered
+		}
+	}
+	s.pushLocked(evQuestionResolved, questionResolved{RequestID: e.ID, Reason: reason}, func(st *state) {
+		st.questions = slices.DeleteFunc(st.questions, func(q *questionRequest) bool { return q.RequestID == e.ID })
+	})
+}
+
+// ruleScopes maps the protocol's rule scopes to tool.Approval's.
+var ruleScopes = map[string]string{"session": "session", "project": "project", "user_global": "user"}
+
+// confirm answers a pending confirm_request.
+func (s *server) confirm(c confirmCmd) error {
+	if !s.isPending(c.RequestID, true) {
+		return fmt.Errorf("%w: %q", errUnknownRequest, c.RequestID)
+	}
+	var ap tool.Approval
+	switch c.Action {
+	case "allow", "allow_once":
+		ap.Allow = true
+	case "deny":
+		ap.Message = c.DenyReason
+	default:
+		return fmt.Errorf("%w: action %q (want allow, allow_once or deny)", errBadCommand, c.Action)
+	}
+	if c.FinalArgsJSON != "" && ap.Allow {
+		if !json.Valid([]byte(c.FinalArgsJSON)) {
+			return fmt.Errorf("%w: final_args_json is not valid JSON", errBadCommand)
+		}
+		ap.UpdatedInput = json.RawMessage(c.FinalArgsJSON)
+	}
+	if c.RuleScope != "" || c.RulePattern != "" {
+		scope, ok := ruleScopes[c.RuleScope]
+		if !ok {
+			return fmt.Errorf("%w: rule_scope %q (want session, project or user_global)", errBadCommand, c.RuleScope)
+		}
+		ap.RememberScope, ap.RulePattern = scope, c.RulePattern
+	}
+	return s.resolve(c.RequestID, agent.Response{Approval: &ap})
+}
+
+// question answers a pending question_request.
+func (s *server) question(c questionCmd) error {
+	var ans tool.Answer
+	switch c.Reason {
+	case reasonAnswered:
+		ans.Text = strings.Join(c.Answers, ", ")
+	case reasonDeclined:
+		ans.Declined = true
+	default:
+		return fmt.Errorf("%w: reason %q (want answered or declined)", errBadCommand, c.Reason)
+	}
+	if !s.isPending(c.RequestID, false) {
+		return fmt.Errorf("%w: %q", errUnknownRequest, c.RequestID)
+	}
+	return s.resolve(c.RequestID, agent.Response{Answer: &ans})
+}
+
+func (s *server) resolve(id string, r agent.Response) error {
+	err := s.app.Broker.Resolve(id, r)
+	if errors.Is(err, agent.ErrUnknownInteraction) {
+		return fmt.Errorf("%w: %q", errUnknownRequest, id)
+	}
+	return err
+}
+
+// isPending reports whether id is a pending confirm (or question).
+func (s *server) isPending(id string, confirm bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if confirm {
+		return slices.ContainsFunc(s.st.confirms, func(c *confirmRequest) bool { return c.RequestID == id })
+	}
+	return slices.ContainsFunc(s.st.questions, func(q *questionRequest) bool { return q.RequestID == id })
+}

@@ -1,0 +1,211 @@
+package envelope
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Envelope is one output line: {type, seq?, payload}. Seq is set only on
+// state-carrying envelopes (pushed events and status_response).
+type Envelope struct {
+	Type    string          `json:"type"`
+	Seq     uint64          `json:"seq,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Event and response types that are always sent (no subscription).
+const (
+	typeReady             = "ready"
+	typeSubscribeResponse = "subscribe_response"
+	typeStatusResponse    = "status_response"
+	typeError             = "error"
+)
+
+// Subscribable push types implemented here.
+const (
+	evActivity         = "activity"
+	evAssistantMessage = "assistant_message"
+	evIdle             = "idle"
+	evConfirmRequest   = "confirm_request"
+	evQuestionRequest  = "question_request"
+	evQuestionResolved = "question_resolved"
+	evNotification     = "notification"
+	evError            = "error"
+	evLocalShellResult = "local_shell_result"
+	evTodos            = "todos"
+	evCompactionStatus = "compaction_status"
+)
+
+// subscribable lists every event name a client may subscribe to, in the
+// spec's order, including those this package does not emit yet.
+var subscribable = []string{
+	"activity", "assistant_message", "idle", "confirm_request", "question_request", "question_resolved",
+	"notification", "handoff_request", "handoff_cancelled", "role_change", "error", "agent_started",
+	"agent_notify", "agent_done", "info", "toast", "done_completion", "local_shell_result",
+	"assistant_rollback", "todos", "compaction_status", "session_switched", "workdir_changed",
+	"background_result", "context_notice",
+}
+
+// Error codes carried by error envelopes.
+const (
+	codeLineTooLong    = "stdin_line_too_long"
+	codeInvalidJSON    = "invalid_json"
+	codeInvalidCommand = "invalid_command"
+	codeUnknownCommand = "unknown_command"
+	codeUnknownRequest = "unknown_request"
+	codeUnknownEvent   = "unknown_event"
+	codeFailed         = "command_failed"
+)
+
+type readyPayload struct {
+	SessionID string `json:"session_id"`
+}
+
+type subscribeResponse struct {
+	Events []string `json:"events"`
+}
+
+type errorPayload struct {
+	AgentID string `json:"agent_id,omitempty"`
+	Message string `json:"message"`
+	Code    string `json:"code,omitempty"`
+}
+
+type workdir struct {
+	Path       string `json:"path"`
+	WorktreeID string `json:"worktree_id"`
+	Generation int    `json:"generation"`
+}
+
+// statusPayload is the status_response snapshot of the cached state.
+type statusPayload struct {
+	SessionID       string           `json:"session_id"`
+	Busy            bool             `json:"busy"`
+	Phase           string           `json:"phase"`
+	PhaseDetail     string           `json:"phase_detail"`
+	PendingConfirm  *confirmRequest  `json:"pending_confirm"`
+	PendingQuestion *questionRequest `json:"pending_question"`
+	PendingHandoff  *struct{}        `json:"pending_handoff"`
+	Workdir         workdir          `json:"workdir"`
+	LastError       string           `json:"last_error"`
+	LastOutcome     string           `json:"last_outcome"`
+	CurrentRole     string           `json:"current_role"`
+	UpdatedAt       time.Time        `json:"updated_at"`
+	RunningJobs     int              `json:"running_jobs"`
+}
+
+type activity struct {
+	AgentID string `json:"agent_id"`
+	Type    string `json:"type"`
+	Detail  string `json:"detail"`
+}
+
+type toolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type assistantMessage struct {
+	AgentID       string     `json:"agent_id"`
+	TaskID        string     `json:"task_id"`
+	AgentType     string     `json:"agent_type"`
+	ParentAgentID string     `json:"parent_agent_id"`
+	Text          string     `json:"text"`
+	ToolCalls     []toolCall `json:"tool_calls"`
+}
+
+type confirmRequest struct {
+	RequestID           string   `json:"request_id"`
+	AgentID             string   `json:"agent_id"`
+	ToolName            string   `json:"tool_name"`
+	ArgsJSON            string   `json:"args_json"`
+	NeedsApproval       bool     `json:"needs_approval"`
+	AlreadyAllowed      bool     `json:"already_allowed"`
+	NeedsApprovalRules  []string `json:"needs_approval_rules"`
+	AlreadyAllowedRules []string `json:"already_allowed_rules"`
+	TimeoutMS           int64    `json:"timeout_ms"`
+}
+
+type optionDetail struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+type questionRequest struct {
+	RequestID     string         `json:"request_id"`
+	AgentID       string         `json:"agent_id"`
+	ToolName      string         `json:"tool_name"`
+	Header        string         `json:"header"`
+	Question      string         `json:"question"`
+	Options       []string       `json:"options"`
+	OptionDetails []optionDetail `json:"option_details"`
+	Multiple      bool           `json:"multiple"`
+	Deadline      *time.Time     `json:"deadline,omitempty"`
+}
+
+type questionResolved struct {
+	RequestID string `json:"request_id"`
+	Reason    string `json:"reason"`
+}
+
+type notification struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+type todosPayload struct {
+	Todos []tool.Todo `json:"todos"`
+}
+
+type compactionStatus struct {
+	Status  string `json:"status"`
+	Trigger string `json:"trigger"`
+	Reason  string `json:"reason"`
+	PlanID  string `json:"plan_id"`
+}
+
+type idlePayload struct {
+	LastOutcome              string `json:"last_outcome"`
+	SuppressUserNotification bool   `json:"suppress_user_notification"`
+	RunningJobs              int    `json:"running_jobs"`
+}
+
+type localShellResult struct {
+	Command string `json:"command"`
+	Output  string `json:"output"`
+	Failed  bool   `json:"failed"`
+	Error   string `json:"error"`
+}
+
+// Inbound commands.
+
+type subscribeCmd struct {
+	Events []string `json:"events"`
+}
+
+type sendCmd struct {
+	Content string `json:"content"`
+}
+
+type confirmCmd struct {
+	RequestID     string `json:"request_id"`
+	Action        string `json:"action"`
+	FinalArgsJSON string `json:"final_args_json"`
+	DenyReason    string `json:"deny_reason"`
+	RulePattern   string `json:"rule_pattern"`
+	RuleScope     string `json:"rule_scope"`
+}
+
+type questionCmd struct {
+	RequestID string   `json:"request_id"`
+	Answers   []string `json:"answers"`
+	Reason    string   `json:"reason"`
+}
+
+type localShellCmd struct {
+	Command string `json:"command"`
+	Content string `json:"content"`
+}
