@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -383,5 +385,52 @@ func TestTreeDemoScript(t *testing.T) {
 	}
 	if !strings.Contains(o.stderr, "#4 pending → active  task(fork) Compare oak and pine") {
 		t.Fatalf("transitions:\n%s", o.stderr)
+	}
+}
+
+// TestHeadlessEnvelope drives `arbor headless` (the envelope protocol, the
+// default) as a gateway would: ready first, then send, events, idle.
+func TestHeadlessEnvelope(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServer(llmtest.Turn{Text: "The project is small."})
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c := e.cmd(context.Background(), "headless", "--model", model)
+	c.Stdin = nil
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var types []string
+	for sc.Scan() {
+		var env struct {
+			Type string `json:"type"`
+			Seq  uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &env); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", sc.Text())
+		}
+		types = append(types, env.Type)
+		switch env.Type {
+		case "ready":
+			fmt.Fprintln(stdin, `{"type":"send","content":"Explain this project without changing files."}`)
+		case "idle":
+			stdin.Close()
+		}
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if types[0] != "ready" || !slices.Contains(types, "assistant_message") || types[len(types)-1] != "idle" {
+		t.Fatalf("envelopes %v", types)
 	}
 }

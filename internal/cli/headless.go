@@ -11,11 +11,14 @@ import (
 
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
 )
 
 type headlessFlags struct {
 	protocol     string
+	sessionDir   string
+	cont         bool
 	approvalMode string
 	resume       string
 	allowedTools []string
@@ -29,16 +32,35 @@ func newHeadlessCmd(g *globals, s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   `headless [flags] ["prompt"]`,
 		Short: "Serve a JSONL protocol on stdin/stdout for another program",
-		Long: `Run arbor for another program over JSONL on stdin/stdout. With
---protocol stream-json (spec 001/003, a dialect of the Claude Code SDK's
+		Long: `Run arbor for another program over JSONL on stdin/stdout. The default
+--protocol envelope (spec 000) takes JSON commands and writes {type, seq,
+payload} envelopes, the first being ready; see docs/headless-envelope.md for
+what it implements so far. With --protocol stream-json (spec 001/003, a dialect of the Claude Code SDK's
 stream-json protocol) arbor reads user, control_request, control_response
 and registry_request lines and writes system, stream_event, assistant, user,
 control_request, control_response and result lines. With a prompt argument
 it runs that one turn and exits. Diagnostics go to stderr.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.protocol != "stream-json" {
-				return usageError{fmt.Errorf("--protocol %q is not available yet: use --protocol stream-json", f.protocol)}
+			if f.sessionDir != "" {
+				g.workspace = f.sessionDir
+			}
+			if f.cont {
+				id, err := latestSession(cmd.Context(), g)
+				if err != nil {
+					return err
+				}
+				f.resume = id
+			}
+			switch f.protocol {
+			case "envelope":
+				if len(args) > 0 {
+					return usageError{errors.New("the envelope protocol takes no prompt argument: send it as a send command")}
+				}
+				return serveEnvelope(cmd.Context(), g, s, envelope.Options{Resume: f.resume})
+			case "stream-json":
+			default:
+				return usageError{fmt.Errorf("unknown --protocol %q: envelope or stream-json", f.protocol)}
 			}
 			o := streamjson.Options{Model: g.model, Resume: f.resume, MaxTurns: f.maxTurns,
 				AllowedTools: f.allowedTools, PartialMessages: f.partial, AppendSystemPrompt: f.appendSystem}
@@ -52,7 +74,9 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.protocol, "protocol", "envelope", "wire protocol: stream-json (envelope comes next)")
+	fl.StringVar(&f.protocol, "protocol", "envelope", "wire protocol: envelope (spec 000) or stream-json (spec 001/003)")
+	fl.StringVarP(&f.sessionDir, "session-dir", "d", "", "work in DIR")
+	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent session")
 	fl.StringVar(&f.approvalMode, "approval-mode", "", "permission mode: default, auto-edit, trust (also the Claude names acceptEdits, bypassPermissions)")
 	fl.StringVarP(&f.resume, "resume", "r", "", "continue stored session ID")
 	fl.StringSliceVar(&f.allowedTools, "allowed-tools", nil, "tools (or rules like shell(git *)) allowed without asking")
@@ -60,6 +84,32 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 	fl.BoolVar(&f.partial, "include-partial-messages", true, "send stream_event lines with text, thinking and tool deltas")
 	fl.StringVar(&f.appendSystem, "append-system-prompt", "", "text added to the system prompt")
 	return cmd
+}
+
+func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Options) error {
+	a, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return envelope.Serve(ctx, a, s.In, s.Out, s.Err, o)
+}
+
+// latestSession is the most recent stored session, for --continue.
+func latestSession(ctx context.Context, g *globals) (string, error) {
+	a, err := g.open(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer a.Close()
+	ss, err := a.Store.ListSessions(ctx, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(ss) == 0 {
+		return "", usageError{errors.New("--continue: there is no stored session yet")}
+	}
+	return ss[0].ID, nil
 }
 
 func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Options) error {
