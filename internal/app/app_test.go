@@ -1,0 +1,89 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+)
+
+type bundle struct {
+	app *app.App
+	env map[string]string
+	ws  string
+}
+
+func setup(t *testing.T, env map[string]string) *bundle {
+	t.Helper()
+	home := t.TempDir()
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["XDG_CONFIG_HOME"] = filepath.Join(home, "config")
+	env["XDG_STATE_HOME"] = filepath.Join(home, "state")
+	env["HOME"] = home
+	a, err := app.Open(context.Background(), app.Options{Workspace: home, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return &bundle{app: a, env: env, ws: home}
+}
+
+func TestModelIsSharedPerRef(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789"})
+	m1, err := b.app.Model("anthropic/claude-sonnet-4-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := b.app.Model("anthropic/claude-sonnet-4-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m1.Provider != m2.Provider || m1.Ref.Price == nil {
+		t.Fatalf("one provider per model, with its price: %+v %+v", m1.Ref, m2.Ref)
+	}
+	if _, err := b.app.Model("nowhere/model"); err == nil {
+		t.Fatal("an unknown provider must be refused")
+	}
+}
+
+func TestNoModelThenSetEnvAndReload(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	if _, err := b.app.Model(""); !errors.Is(err, config.ErrNoModel) {
+		t.Fatalf("want ErrNoModel, got %v", err)
+	}
+	b.app.SetEnv("ANTHROPIC_API_KEY", "sk-from-client-0123")
+	if err := b.app.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.app.Model("")
+	if err != nil || !strings.HasPrefix(m.Ref.Ref, "anthropic/") {
+		t.Fatalf("after SetEnv the key is used: %+v %v", m.Ref, err)
+	}
+}
+
+func TestSessionsAndSocketPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]string{"OPENAI_API_KEY": "sk-openai-0123456789"})
+	s, err := b.app.NewSession(context.Background(), app.SessionOptions{Model: "openai/gpt-5", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.Tools.Names()[0], "read_file") {
+		t.Fatalf("tools %v", s.Tools.Names())
+	}
+	again, err := b.app.ResumeSession(context.Background(), s.ID, app.SessionOptions{})
+	if err != nil || again.Model.Ref.Ref != "openai/gpt-5" {
+		t.Fatalf("resume keeps the session's model: %+v %v", again, err)
+	}
+	if p := b.app.AnswerSocket(strings.Repeat("x", 200)); len(p) >= 108 {
+		t.Fatalf("socket path too long for a unix socket: %d", len(p))
+	}
+}
