@@ -77,42 +77,25 @@ func (s *shellTool) run(ctx context.Context, _ Call, a shellArgs) Result {
 			timeout = s.maxTimeout
 		}
 	}
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	out := newHeadTail(shellMaxOutputBytes)
-	cmd := exec.CommandContext(runCtx, "bash", "-c", a.Command)
-	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
-	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
-	// Its own process group, so that a timeout kills everything the command
-	// started, not just bash.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-	cmd.WaitDelay = s.waitDelay
-	err := cmd.Run()
-
+	r := RunCommand(ctx, s.dir, a.Command, timeout, shellMaxOutputBytes, s.waitDelay)
 	var status string
 	isError := true
-	var exitErr *exec.ExitError
 	switch {
-	case ctx.Err() != nil:
+	case r.Cancelled:
 		status = "command cancelled; it and every process it started were killed"
-	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+	case r.TimedOut:
 		status = fmt.Sprintf("command timed out after %s; it and every process it started were killed", timeout)
-	case errors.Is(err, exec.ErrWaitDelay):
-		notes = append(notes, fmt.Sprintf("stopped reading output %s after the command exited: a background process kept it open", s.waitDelay))
-		status, isError = exitStatus(cmd.ProcessState.ExitCode())
-	case errors.As(err, &exitErr):
-		status, isError = exitStatus(exitErr.ExitCode())
-	case err != nil:
-		return Errorf("cannot run command: %v", err)
+	case r.Err != nil:
+		return Errorf("cannot run command: %v", r.Err)
 	default:
-		status, isError = exitStatus(0)
+		if r.OutputHeld {
+			notes = append(notes, fmt.Sprintf("stopped reading output %s after the command exited: a background process kept it open", s.waitDelay))
+		}
+		status, isError = exitStatus(r.ExitCode)
 	}
 
 	var b strings.Builder
-	if text := out.String(); text != "" {
+	if text := r.Output; text != "" {
 		b.WriteString(text)
 		if !strings.HasSuffix(text, "\n") {
 			b.WriteByte('\n')
@@ -141,4 +124,53 @@ func killGroup(pid int) error {
 		return os.ErrProcessDone
 	}
 	return err
+}
+
+// CommandResult is the outcome of RunCommand.
+type CommandResult struct {
+	// Output is stdout and stderr merged, its middle cut (with a visible
+	// note) beyond the cap.
+	Output   string
+	ExitCode int // -1 when killed by a signal
+	// TimedOut and Cancelled say the command, and everything it started,
+	// were killed.
+	TimedOut, Cancelled bool
+	// OutputHeld says a background process kept the output open after the
+	// command exited; reading stopped after the wait delay.
+	OutputHeld bool
+	// Err is set when the command could not be run at all.
+	Err error
+}
+
+// RunCommand runs command with bash -c in dir, in its own process group so
+// that a timeout or ctx's cancellation kills everything it started. It is
+// shared by the shell tool and the headless protocols' local shell.
+func RunCommand(ctx context.Context, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration) CommandResult {
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out := newHeadTail(maxOutput)
+	cmd := exec.CommandContext(runCtx, "bash", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
+	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = waitDelay
+	err := cmd.Run()
+
+	r := CommandResult{Output: out.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		r.Cancelled, r.ExitCode = true, -1
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		r.TimedOut, r.ExitCode = true, -1
+	case errors.Is(err, exec.ErrWaitDelay):
+		r.OutputHeld, r.ExitCode = true, cmd.ProcessState.ExitCode()
+	case errors.As(err, &exitErr):
+		r.ExitCode = exitErr.ExitCode()
+	case err != nil:
+		r.Err = err
+	}
+	return r
 }
