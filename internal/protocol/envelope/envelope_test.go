@@ -312,7 +312,7 @@ func TestLocalShell(t *testing.T) {
 	}
 	b.send(`{"type":"local_shell","content":"head -c 70000 /dev/zero | tr '\\0' a; exit 3"}`)
 	r = b.next(typ("local_shell_result"))
-	if !r.P.Failed || !strings.Contains(r.P.Output, "[output truncated: 4464 more bytes]") {
+	if !r.P.Failed || !strings.Contains(r.P.Output, "[… 4464 bytes truncated …]") {
 		t.Fatalf("result %.200s", r.raw[len(r.raw)-200:])
 	}
 	b.send(`{"type":"local_shell"}`)

@@ -42,6 +42,15 @@ type out struct {
 		Output          string          `json:"output"`
 		Failed          bool            `json:"failed"`
 		Command         string          `json:"command"`
+		OK              bool            `json:"ok"`
+		Status          string          `json:"status"`
+		Trigger         string          `json:"trigger"`
+		Role            string          `json:"role"`
+		CurrentRole     string          `json:"current_role"`
+		Roles           []struct {
+			Name    string `json:"name"`
+			Current bool   `json:"current"`
+		} `json:"roles"`
 	}
 	raw string
 }
@@ -76,10 +85,26 @@ func (s *syncBuffer) String() string {
 // setup starts a server over pipes against srv and waits for ready.
 func setup(t *testing.T, srv *llmtest.Server) (*bundle, out) {
 	t.Helper()
+	return setupFiles(t, srv, nil)
+}
+
+// setupFiles is setup with files (path relative to the workspace →
+// content) written into the workspace first.
+func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bundle, out) {
+	t.Helper()
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for name, content := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := map[string]string{
 		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",

@@ -2,25 +2,39 @@
 // JSON commands on stdin, one {type, seq?, payload} envelope per line on
 // stdout, for bots, gateways and automation.
 //
-// Implemented: ready; the commands subscribe, status, send, confirm,
-// question, cancel and local_shell; the pushes activity, assistant_message,
-// idle, confirm_request, question_request, question_resolved,
-// notification, error, local_shell_result, todos and compaction_status;
-// framing errors (stdin_line_too_long, invalid_json, unknown_command).
+// Implemented: ready; the commands subscribe, status, send, models, role,
+// confirm, question, cancel and local_shell; the slash commands of send
+// (/models [status|<pool>], /role [status|<name>], /help, /stats,
+// /compact, /new and /resume <id>; bare /resume, /export, /loop and
+// unknown ones answer an error envelope); the pushes activity,
+// assistant_message, idle, confirm_request, question_request,
+// question_resolved, notification, error, local_shell_result, todos,
+// compaction_status, role_change, info and session_switched; framing
+// errors (stdin_line_too_long, invalid_json, unknown_command).
 //
-// Not implemented yet: the models, role and handoff commands (they answer
-// unknown_command), worktrees (workdir.worktree_id is always "" and
-// generation 0), slash commands in send, the agent_* events, background
-// jobs (running_jobs is always 0), done_completion, session_switched,
-// workdir_changed, context_notice and background_result.
+// Roles: builder, then planner when .arbor/roles/planner.yaml exists, then
+// the other .arbor/roles/*.yaml files by name. arbor has no planner
+// behaviour and an agent's system prompt is fixed when it is created, so a
+// role switch is recorded in the state (status_response.current_role,
+// role_change) and the role's system text applies only to the sessions
+// that /new and /resume open afterwards.
+//
+// Not implemented yet: the handoff command (it answers unknown_command;
+// no handoff is ever pending), /models --agent, /loop (the done tool does
+// not exist), worktrees (workdir.worktree_id is always "" and generation
+// 0), the agent_* events, background jobs (running_jobs is always 0),
+// done_completion, workdir_changed, context_notice and background_result.
 //
 // Invariants: stdout carries only envelopes, the first being ready;
 // diagnostics go to the diag stream. Bad input never ends the server: it
 // is answered with an error envelope. Every state-carrying envelope takes
 // the next value of one per-process counter, and every change of the cached
 // state takes one too, pushed or not; envelopes leave in seq order because
-// the counter is advanced and the line written under one lock. Input end
-// cancels the running work and Serve returns nil.
+// the counter is advanced and the line written under one lock. Work that
+// uses the session's agent (turns, model switches, /compact, session
+// switches) runs on one job goroutine, one job at a time, so the agent is
+// never driven twice at once and a session is never swapped under a turn.
+// Input end cancels the running work and Serve returns nil.
 package envelope
 
 import (
@@ -54,6 +68,7 @@ type state struct {
 	lastError   string
 	lastOutcome string
 	sessionID   string
+	role        string
 	updatedAt   time.Time
 }
 
@@ -61,26 +76,39 @@ type server struct {
 	app  *app.App
 	out  *protocol.Writer
 	diag io.Writer
-	sess *app.Session
 
-	mu      sync.Mutex // guards seq, st, subs, closing, cancel, queued, ranSinceIdle; held while writing a seq'd line
-	seq     uint64
-	st      state
-	subs    map[string]bool // nil = every subscribable event
-	closing map[string]string
-	cancel  context.CancelFunc // of the running turn, nil when none
-	queued  int                // sends accepted and not finished
+	// mu guards every field below it but jobs and shells, and is held
+	// while writing a seq'd line.
+	mu sync.Mutex
+	// sess is the current session; only the job goroutine replaces it.
+	sess *app.Session
+	// model is the current model ref, pool the pool it came from ("" if
+	// none); roleSystem is the current role's system text.
+	model, pool, roleSystem string
+	// manualCompact is set while /compact runs; compactions counts the
+	// compactions started, so /compact can tell that nothing happened.
+	manualCompact bool
+	compactions   int
+	seq           uint64
+	st            state
+	subs          map[string]bool // nil = every subscribable event
+	closing       map[string]string
+	cancel        context.CancelFunc // of the running turn, nil when none
+	queued        int                // sends accepted and not finished
 	// ranSinceIdle is set when an agent step ran since the last idle.
 	ranSinceIdle bool
 
-	turns  chan string
+	jobs   chan job
 	shells sync.WaitGroup
 }
 
+// job is work on the job goroutine; ctx is cancelled when input ends.
+type job func(ctx context.Context)
+
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &server{app: a, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{}, turns: make(chan string, 256)}
-	so := app.SessionOptions{Title: "headless", OnTodos: s.onTodos}
+	s := &server{app: a, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{}, jobs: make(chan job, 256)}
+	so := s.sessionOptions()
 	var err error
 	if o.Resume != "" {
 		s.sess, err = a.ResumeSession(ctx, o.Resume, so)
@@ -90,7 +118,8 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	if err != nil {
 		return fmt.Errorf("envelope: session: %w", err)
 	}
-	s.st = state{sessionID: s.sess.ID, updatedAt: time.Now().UTC()}
+	s.model = s.sess.Model.Ref.Ref
+	s.st = state{sessionID: s.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
 	unsub := a.Bus.Subscribe(s.translate)
 	defer unsub()
 	s.write(typeReady, 0, readyPayload{SessionID: s.sess.ID})
@@ -98,10 +127,10 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Go(func() { s.runTurns(ctx) })
+	wg.Go(func() { s.runJobs(ctx) })
 	err = s.read(ctx, in)
 	stop()
-	close(s.turns)
+	close(s.jobs)
 	wg.Wait()
 	s.shells.Wait()
 	return err
@@ -157,6 +186,16 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 		if err = line.Decode(&c); err == nil {
 			err = s.send(c)
 		}
+	case "models":
+		var c modelsCmd
+		if err = line.Decode(&c); err == nil {
+			s.models(c)
+		}
+	case "role":
+		var c roleCmd
+		if err = line.Decode(&c); err == nil {
+			s.role(c)
+		}
 	case "confirm":
 		var c confirmCmd
 		if err = line.Decode(&c); err == nil {
@@ -183,7 +222,12 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 		return
 	}
 	if err != nil {
-		s.commandError(line.Type, err)
+		typ := line.Type
+		var se *slashError
+		if errors.As(err, &se) {
+			typ = "" // the message names the slash command
+		}
+		s.commandError(typ, err)
 	}
 }
 
@@ -192,6 +236,9 @@ var (
 	errUnknownRequest = errors.New("no pending request with that id")
 	errUnknownEvent   = errors.New("unknown event type")
 	errBadCommand     = errors.New("invalid command")
+	errTUIOnly        = errors.New("is only available in the local TUI mode")
+	errUnknownSlash   = errors.New("unknown command")
+	errUnavailable    = errors.New("not available")
 )
 
 func (s *server) commandError(typ string, err error) {
@@ -205,8 +252,18 @@ func (s *server) commandError(typ string, err error) {
 		code = codeUnknownEvent
 	case errors.Is(err, errBadCommand):
 		code = codeInvalidCommand
+	case errors.Is(err, errTUIOnly):
+		code = codeTUIOnly
+	case errors.Is(err, errUnknownSlash):
+		code = codeUnknownCommand
+	case errors.Is(err, errUnavailable):
+		code = codeUnavailable
 	}
-	s.fail(code, typ+": "+err.Error())
+	msg := err.Error()
+	if typ != "" {
+		msg = typ + ": " + msg
+	}
+	s.fail(code, msg)
 }
 
 // write encodes payload into an envelope and writes it.
@@ -286,7 +343,7 @@ func (s *server) status() {
 	p := statusPayload{
 		SessionID: st.sessionID, Busy: st.busy, Phase: st.phase, PhaseDetail: st.phaseDetail,
 		Workdir: workdir{Path: s.app.Workspace}, LastError: st.lastError, LastOutcome: st.lastOutcome,
-		CurrentRole: "builder", UpdatedAt: st.updatedAt,
+		CurrentRole: st.role, UpdatedAt: st.updatedAt,
 	}
 	if len(st.confirms) > 0 {
 		p.PendingConfirm = st.confirms[0]
@@ -303,4 +360,19 @@ func (s *server) onTodos(todos []tool.Todo) {
 		todos = []tool.Todo{}
 	}
 	s.push(evTodos, todosPayload{Todos: todos}, nil)
+}
+
+// sessionOptions shape the sessions the server opens. s.mu must not be
+// held.
+func (s *server) sessionOptions() app.SessionOptions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.model, System: s.roleSystem}
+}
+
+// current returns the current session.
+func (s *server) current() *app.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess
 }

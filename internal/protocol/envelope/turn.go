@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -25,10 +26,18 @@ const (
 	reasonCancelled  = "cancelled"
 )
 
-// send closes the pending interactions, then queues content as a turn.
+// send runs a slash command, or closes the pending interactions and
+// queues content as a turn.
 func (s *server) send(c sendCmd) error {
-	if strings.TrimSpace(c.Content) == "" {
+	text := strings.TrimSpace(c.Content)
+	if text == "" {
 		return fmt.Errorf("%w: content is empty", errBadCommand)
+	}
+	if strings.HasPrefix(text, "/") {
+		if err := s.slash(text); err != nil {
+			return &slashError{err: err}
+		}
+		return nil
 	}
 	s.mu.Lock()
 	var confirms, questions []string
@@ -56,26 +65,40 @@ func (s *server) send(c sendCmd) error {
 	s.queued++
 	s.mutateLocked(func(st *state) { st.busy = true })
 	s.mu.Unlock()
-	s.turns <- c.Content
+	s.jobs <- func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content)) }
 	return nil
 }
 
-// runTurns runs queued messages one at a time until the queue closes.
-func (s *server) runTurns(ctx context.Context) {
-	for content := range s.turns {
-		var res agent.Result
-		if ctx.Err() == nil {
-			tctx, cancel := context.WithCancel(ctx)
-			s.mu.Lock()
-			s.cancel = cancel
-			s.mu.Unlock()
-			res = s.sess.Agent.Send(tctx, llm.UserText(content))
-			cancel()
-		} else {
-			res.Outcome = agent.OutcomeCancelled
-		}
-		s.finishTurn(res)
+// runJobs runs queued jobs one at a time until the queue closes.
+func (s *server) runJobs(ctx context.Context) {
+	for j := range s.jobs {
+		j(ctx)
 	}
+}
+
+// cancellable runs fn with a context the cancel command cancels.
+func (s *server) cancellable(ctx context.Context, fn func(ctx context.Context, sess *app.Session)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.cancel = cancel
+	sess := s.sess
+	s.mu.Unlock()
+	fn(ctx, sess)
+	s.mu.Lock()
+	s.cancel = nil
+	s.mu.Unlock()
+}
+
+func (s *server) runTurn(ctx context.Context, content string) agent.Result {
+	res := agent.Result{Outcome: agent.OutcomeCancelled}
+	if ctx.Err() != nil {
+		return res
+	}
+	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) {
+		res = sess.Agent.Send(ctx, llm.UserText(content))
+	})
+	return res
 }
 
 // finishTurn records a turn's outcome and, when no other message waits,
@@ -94,7 +117,6 @@ func (s *server) finishTurn(res agent.Result) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cancel = nil
 	s.queued--
 	record := func(st *state) {
 		st.lastOutcome = outcome
@@ -118,7 +140,14 @@ func (s *server) finishTurn(res agent.Result) {
 // into pushes and state changes. It runs under the bus lock and must not
 // publish.
 func (s *server) translate(e agent.Event) {
-	if agent.MetaOf(e).SessionID != s.sess.ID {
+	s.mu.Lock()
+	mine := agent.MetaOf(e).SessionID == s.st.sessionID
+	trigger := "usage_driven"
+	if s.manualCompact {
+		trigger = "manual"
+	}
+	s.mu.Unlock()
+	if !mine {
 		return
 	}
 	switch e := e.(type) {
@@ -142,10 +171,13 @@ func (s *server) translate(e agent.Event) {
 	case *agent.InteractionResolved:
 		s.resolved(e)
 	case *agent.CompactionStarted:
-		s.push(evCompactionStatus, compactionStatus{Status: "started", Trigger: "usage_driven", PlanID: planID(e.Seq)},
+		s.mu.Lock()
+		s.compactions++
+		s.pushLocked(evCompactionStatus, compactionStatus{Status: "started", Trigger: trigger, PlanID: planID(e.Seq)},
 			phase("compacting", ""))
+		s.mu.Unlock()
 	case *agent.CompactionFinished:
-		c := compactionStatus{Status: "succeeded", Trigger: "usage_driven", Reason: e.Err, PlanID: planID(e.Seq)}
+		c := compactionStatus{Status: "succeeded", Trigger: trigger, Reason: e.Err, PlanID: planID(e.Seq)}
 		if e.Err != "" {
 			c.Status = "failed"
 		}

@@ -20,6 +20,8 @@ const (
 	typeReady             = "ready"
 	typeSubscribeResponse = "subscribe_response"
 	typeStatusResponse    = "status_response"
+	typeModelsResponse    = "models_response"
+	typeRoleResponse      = "role_response"
 	typeError             = "error"
 )
 
@@ -36,6 +38,9 @@ const (
 	evLocalShellResult = "local_shell_result"
 	evTodos            = "todos"
 	evCompactionStatus = "compaction_status"
+	evRoleChange       = "role_change"
+	evInfo             = "info"
+	evSessionSwitched  = "session_switched"
 )
 
 // subscribable lists every event name a client may subscribe to, in the
@@ -57,6 +62,8 @@ const (
 	codeUnknownRequest = "unknown_request"
 	codeUnknownEvent   = "unknown_event"
 	codeFailed         = "command_failed"
+	codeTUIOnly        = "tui_only"
+	codeUnavailable    = "unavailable"
 )
 
 type readyPayload struct {
@@ -180,6 +187,37 @@ type localShellResult struct {
 	Error   string `json:"error"`
 }
 
+type modelsResponse struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+	Status  string `json:"status,omitempty"`
+}
+
+type roleEntry struct {
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+}
+
+type roleResponse struct {
+	OK      bool        `json:"ok"`
+	Message string      `json:"message,omitempty"`
+	Role    string      `json:"role,omitempty"`
+	Roles   []roleEntry `json:"roles,omitempty"`
+}
+
+type roleChange struct {
+	Role string `json:"role"`
+}
+
+type infoPayload struct {
+	AgentID string `json:"agent_id"`
+	Message string `json:"message"`
+}
+
+type sessionSwitched struct {
+	SessionID string `json:"session_id"`
+}
+
 // Inbound commands.
 
 type subscribeCmd struct {
@@ -208,4 +246,14 @@ type questionCmd struct {
 type localShellCmd struct {
 	Command string `json:"command"`
 	Content string `json:"content"`
+}
+
+type modelsCmd struct {
+	Action string `json:"action"`
+	Pool   string `json:"pool"`
+}
+
+type roleCmd struct {
+	Action string `json:"action"`
+	Role   string `json:"role"`
 }

@@ -1,0 +1,78 @@
+package envelope
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// models answers the models command. A pool switch changes the agent's
+// model, so it waits on the job goroutine for the running turn to end.
+func (s *server) models(c modelsCmd) {
+	switch c.Action {
+	case "status":
+		s.write(typeModelsResponse, 0, modelsResponse{OK: true, Status: s.modelStatus()})
+	case "set_current_model_pool":
+		s.jobs <- func(ctx context.Context) { s.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) }
+	default:
+		s.write(typeModelsResponse, 0, modelsResponse{
+			Message: fmt.Sprintf("unknown models action %q (want status or set_current_model_pool)", c.Action),
+		})
+	}
+}
+
+// modelStatus is the text snapshot of /models status: the current model,
+// its pool and every configured pool with its refs in fallback order.
+func (s *server) modelStatus() string {
+	s.mu.Lock()
+	model, pool := s.model, s.pool
+	s.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "Model: %s\n", model)
+	if pool == "" {
+		pool = "none"
+	}
+	fmt.Fprintf(&b, "Model pool: %s\n", pool)
+	pools := s.app.Config.Pools
+	if len(pools) == 0 {
+		b.WriteString("Pools: no pools configured\n")
+		return b.String()
+	}
+	b.WriteString("Pools:\n")
+	names := make([]string, 0, len(pools))
+	for name := range pools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, "  %s: %s\n", name, strings.Join(pools[name], ", "))
+	}
+	return b.String()
+}
+
+// setPool switches the session's agent to the first model of the pool.
+// It runs on the job goroutine.
+func (s *server) setPool(ctx context.Context, name string) modelsResponse {
+	if ctx.Err() != nil {
+		return modelsResponse{Message: "the server is stopping"}
+	}
+	refs, err := s.app.Config.Pool(name)
+	if err != nil {
+		return modelsResponse{Message: err.Error()}
+	}
+	if len(refs) == 0 {
+		return modelsResponse{Message: fmt.Sprintf("pool %q has no models", name)}
+	}
+	m, err := s.app.Model(refs[0].Ref)
+	if err != nil {
+		return modelsResponse{Message: fmt.Sprintf("pool %q: %v", name, err)}
+	}
+	sess := s.current()
+	sess.Agent.SetModel(m.Provider, m.Ref.Name, m.Ref.Ref, m.Ref.Price, m.Ref.ContextWindow)
+	sess.Model = m
+	s.mu.Lock()
+	s.model, s.pool = m.Ref.Ref, name
+	s.mu.Unlock()
+	return modelsResponse{OK: true, Message: fmt.Sprintf("switched to pool %s (model %s)", name, m.Ref.Ref), Status: s.modelStatus()}
+}

@@ -1,0 +1,125 @@
+package envelope
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The built-in roles: builder is the agent arbor runs; planner is listed
+// only when the workspace defines it.
+const (
+	roleBuilder = "builder"
+	rolePlanner = "planner"
+)
+
+// roleFile is .arbor/roles/<name>.yaml.
+type roleFile struct {
+	// System is appended to the system prompt of the role's sessions.
+	System string `yaml:"system"`
+}
+
+func (s *server) rolesDir() string { return filepath.Join(s.app.Workspace, ".arbor", "roles") }
+
+// roleNames lists the main roles in the spec's order: builder, planner if
+// configured, then the custom roles alphabetically.
+func (s *server) roleNames() ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(s.rolesDir(), "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("list roles: %w", err)
+	}
+	names := []string{roleBuilder}
+	var custom []string
+	for _, f := range files {
+		switch name := strings.TrimSuffix(filepath.Base(f), ".yaml"); name {
+		case roleBuilder:
+		case rolePlanner:
+			names = append(names, rolePlanner)
+		default:
+			custom = append(custom, name)
+		}
+	}
+	slices.Sort(custom)
+	return append(names, custom...), nil
+}
+
+// loadRole reads the role's file; builder needs none.
+func (s *server) loadRole(name string) (roleFile, error) {
+	var rf roleFile
+	raw, err := os.ReadFile(filepath.Join(s.rolesDir(), name+".yaml"))
+	if name == roleBuilder && errors.Is(err, fs.ErrNotExist) {
+		return rf, nil
+	}
+	if err != nil {
+		return rf, fmt.Errorf("role %s: %w", name, err)
+	}
+	if err := yaml.Unmarshal(raw, &rf); err != nil {
+		return rf, fmt.Errorf("role %s: %w", name, err)
+	}
+	return rf, nil
+}
+
+// role answers the role command.
+func (s *server) role(c roleCmd) {
+	switch c.Action {
+	case "list":
+		s.write(typeRoleResponse, 0, s.roleList(""))
+	case "set":
+		s.write(typeRoleResponse, 0, s.setRole(c.Role))
+	default:
+		s.write(typeRoleResponse, 0, roleResponse{Message: fmt.Sprintf("unknown role action %q (want list or set)", c.Action)})
+	}
+}
+
+// roleList is a successful role_response with the current role.
+func (s *server) roleList(msg string) roleResponse {
+	names, err := s.roleNames()
+	if err != nil {
+		return roleResponse{Message: err.Error()}
+	}
+	s.mu.Lock()
+	cur := s.st.role
+	s.mu.Unlock()
+	r := roleResponse{OK: true, Message: msg, Role: cur, Roles: make([]roleEntry, 0, len(names))}
+	for _, n := range names {
+		r.Roles = append(r.Roles, roleEntry{Name: n, Current: n == cur})
+	}
+	return r
+}
+
+// setRole switches the current role at once, even while a turn runs: the
+// role lives in the server's state, not in the running agent.
+func (s *server) setRole(name string) roleResponse {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return roleResponse{Message: "role is required"}
+	}
+	s.mu.Lock()
+	cur := s.st.role
+	s.mu.Unlock()
+	if name == cur {
+		return roleResponse{Message: "already the active role: " + name}
+	}
+	names, err := s.roleNames()
+	if err != nil {
+		return roleResponse{Message: err.Error()}
+	}
+	if !slices.Contains(names, name) {
+		return roleResponse{Message: fmt.Sprintf("unknown role: %s (roles: %s)", name, strings.Join(names, ", "))}
+	}
+	rf, err := s.loadRole(name)
+	if err != nil {
+		return roleResponse{Message: err.Error()}
+	}
+	s.mu.Lock()
+	s.roleSystem = rf.System
+	s.pushLocked(evRoleChange, roleChange{Role: name}, func(st *state) { st.role = name })
+	s.mu.Unlock()
+	return s.roleList("switched to role " + name)
+}

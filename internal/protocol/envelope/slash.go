@@ -1,0 +1,158 @@
+package envelope
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// slashError marks a slash command's failure: its message names the
+// command, so the error envelope carries it without a "send:" prefix.
+type slashError struct{ err error }
+
+func (e *slashError) Error() string { return e.err.Error() }
+func (e *slashError) Unwrap() error { return e.err }
+
+const helpText = `Commands:
+  /models [status]   show the model and the configured pools
+  /models <pool>     switch to the first model of a pool
+  /role [status]     show the roles
+  /role <name>       switch the role
+  /stats             tokens and cost of this session
+  /compact           compact the conversation now
+  /new               start a new session
+  /resume <id>       switch to a stored session
+  /help              this list`
+
+// slash runs a slash command sent as a message. Commands that drive the
+// agent or swap the session are queued behind the running turn.
+func (s *server) slash(text string) error {
+	fields := strings.Fields(text)
+	name, args := fields[0], fields[1:]
+	switch name {
+	case "/models":
+		switch {
+		case len(args) == 0 || len(args) == 1 && args[0] == "status":
+			s.models(modelsCmd{Action: "status"})
+		case args[0] == "--agent":
+			return fmt.Errorf("/models --agent: %w: arbor has no named agents", errUnavailable)
+		case len(args) == 1:
+			s.models(modelsCmd{Action: "set_current_model_pool", Pool: args[0]})
+		default:
+			return fmt.Errorf("%w: usage: /models [status|<pool>]", errBadCommand)
+		}
+	case "/role":
+		switch {
+		case len(args) == 0 || len(args) == 1 && args[0] == "status":
+			s.role(roleCmd{Action: "list"})
+		case len(args) == 1:
+			s.role(roleCmd{Action: "set", Role: args[0]})
+		default:
+			return fmt.Errorf("%w: usage: /role [status|<name>]", errBadCommand)
+		}
+	case "/help":
+		s.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText}, nil)
+	case "/stats":
+		s.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
+	case "/compact":
+		s.jobs <- s.compactNow
+	case "/new":
+		s.jobs <- func(ctx context.Context) { s.switchSession(ctx, "") }
+	case "/resume":
+		if len(args) != 1 {
+			return fmt.Errorf("/resume without a session id %w", errTUIOnly)
+		}
+		id := args[0]
+		s.jobs <- func(ctx context.Context) { s.switchSession(ctx, id) }
+	case "/export":
+		return fmt.Errorf("/export %w", errTUIOnly)
+	case "/loop":
+		return fmt.Errorf("/loop: %w: the done tool does not exist yet", errUnavailable)
+	default:
+		return fmt.Errorf("%w %s", errUnknownSlash, name)
+	}
+	return nil
+}
+
+// stats describes the tokens and cost of the current session.
+func (s *server) stats() string {
+	s.mu.Lock()
+	sess, model := s.sess, s.model // sess.Model is the job goroutine's
+	s.mu.Unlock()
+	u, cost, known := sess.Agent.Usage()
+	costText := "unknown (the model has no price)"
+	if known {
+		costText = fmt.Sprintf("$%.4f", cost)
+	}
+	return fmt.Sprintf("Session %s (model %s)\nTokens: %d input, %d output, %d cache read, %d cache write\nCost: %s",
+		sess.ID, model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, costText)
+}
+
+// compactNow runs a manual compaction on the job goroutine; the agent's
+// events report it, and a skipped compaction_status says when there was
+// too little to compact.
+func (s *server) compactNow(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	s.manualCompact = true
+	before := s.compactions
+	s.mu.Unlock()
+	var err error
+	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) { err = sess.Agent.Compact(ctx) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.manualCompact = false
+	if err == nil && s.compactions == before {
+		s.pushLocked(evCompactionStatus, compactionStatus{Status: "skipped", Trigger: "manual", Reason: "nothing to compact"}, nil)
+	}
+}
+
+// switchSession opens a new session (id "") or resumes a stored one and
+// makes it current, on the job goroutine so that no turn runs meanwhile.
+// A resumed session keeps its own model; a new one takes the current one.
+func (s *server) switchSession(ctx context.Context, id string) {
+	if ctx.Err() != nil {
+		return
+	}
+	so := s.sessionOptions()
+	var (
+		sess *app.Session
+		err  error
+	)
+	if id == "" {
+		sess, err = s.app.NewSession(ctx, so)
+	} else if cur := s.current(); id == cur.ID {
+		err = fmt.Errorf("already in session %s", id)
+	} else {
+		so.Model = ""
+		sess, err = s.app.ResumeSession(ctx, id, so)
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("no stored session %s", id)
+		}
+	}
+	if err != nil {
+		name := "/new"
+		if id != "" {
+			name = "/resume"
+		}
+		s.commandError("", fmt.Errorf("%s: %w", name, err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess = sess
+	if s.model != sess.Model.Ref.Ref {
+		s.model, s.pool = sess.Model.Ref.Ref, ""
+	}
+	s.pushLocked(evSessionSwitched, sessionSwitched{SessionID: sess.ID}, func(st *state) {
+		st.sessionID = sess.ID
+		st.confirms, st.questions = nil, nil
+		st.phase, st.phaseDetail = "", ""
+	})
+}

@@ -1,0 +1,196 @@
+package envelope_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+func sendText(text string) string { return cmd(map[string]any{"type": "send", "content": text}) }
+
+func TestSlashModels(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
+	for _, text := range []string{"/models", "/models status"} {
+		b.send(sendText(text))
+		if r := b.next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-test") {
+			t.Fatalf("%s: %s", text, r.raw)
+		}
+	}
+	b.send(sendText("/models fast"))
+	if r := b.next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-fast\nModel pool: fast") {
+		t.Fatalf("/models fast: %s", r.raw)
+	}
+	b.send(sendText("/models nowhere"))
+	if r := b.next(typ("models_response")); r.P.OK {
+		t.Fatalf("/models nowhere: %s", r.raw)
+	}
+	b.close()
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("slash commands reached the model: %d requests", n)
+	}
+}
+
+func TestSlashRole(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setupFiles(t, srv, roleFiles)
+	for _, text := range []string{"/role", "/role status"} {
+		b.send(sendText(text))
+		if r := b.next(typ("role_response")); !r.P.OK || r.P.Role != "builder" || len(r.P.Roles) != 4 {
+			t.Fatalf("%s: %s", text, r.raw)
+		}
+	}
+	b.send(sendText("/role auditor"))
+	if c := b.next(typ("role_change")); c.P.Role != "auditor" {
+		t.Fatalf("role_change %s", c.raw)
+	}
+	if r := b.next(typ("role_response")); !r.P.OK || r.P.Role != "auditor" {
+		t.Fatalf("/role auditor: %s", r.raw)
+	}
+	b.send(sendText("/role auditor"))
+	if r := b.next(typ("role_response")); r.P.OK || r.P.Message != "already the active role: auditor" {
+		t.Fatalf("/role auditor again: %s", r.raw)
+	}
+	b.close()
+	b.checkSeq()
+}
+
+func TestSlashHelpAndStats(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "hello", Usage: llmtest.Usage{Input: 100, Output: 7}})
+	defer srv.Close()
+	b, ready := setup(t, srv)
+	b.send(sendText("/help"))
+	help := b.next(typ("info"))
+	for _, c := range []string{"/models", "/role", "/stats", "/compact", "/new", "/resume <id>"} {
+		if !strings.Contains(help.P.Message, c) || help.Seq == 0 {
+			t.Fatalf("help lacks %s: %s", c, help.raw)
+		}
+	}
+	b.send(sendText("hi"))
+	b.next(typ("idle"))
+	b.send(sendText("/stats"))
+	stats := b.next(typ("info"))
+	if !strings.Contains(stats.P.Message, "100 input, 7 output") || !strings.Contains(stats.P.Message, ready.P.SessionID) ||
+		!strings.Contains(stats.P.Message, "Cost: ") {
+		t.Fatalf("stats %s", stats.raw)
+	}
+	b.close()
+	b.checkSeq()
+}
+
+func TestSlashCompact(t *testing.T) {
+	t.Parallel()
+	t.Run("compacts", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "hello"}, llmtest.Turn{Text: "SUMMARY"})
+		defer srv.Close()
+		b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": "compaction:\n  keep_recent: 1\n"})
+		b.send(sendText("hi"))
+		b.next(typ("idle"))
+		b.send(sendText("/compact"))
+		if c := b.next(typ("compaction_status")); c.P.Status != "started" || c.P.Trigger != "manual" {
+			t.Fatalf("started %s", c.raw)
+		}
+		if c := b.next(typ("compaction_status")); c.P.Status != "succeeded" || c.P.Trigger != "manual" {
+			t.Fatalf("finished %s", c.raw)
+		}
+		b.close()
+		b.checkSeq()
+		if n := len(srv.Requests()); n != 2 {
+			t.Fatalf("%d model requests, want the turn and the summary", n)
+		}
+	})
+	t.Run("nothing to compact", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer()
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.send(sendText("/compact"))
+		if c := b.next(typ("compaction_status")); c.P.Status != "skipped" || c.P.Trigger != "manual" {
+			t.Fatalf("compaction_status %s", c.raw)
+		}
+		b.close()
+	})
+}
+
+func TestSlashSessionSwitch(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "in the new one"}, llmtest.Turn{Text: "back", Expect: "again"})
+	defer srv.Close()
+	b, ready := setup(t, srv)
+	status := func() out {
+		b.send(`{"type":"status"}`)
+		return b.next(typ("status_response"))
+	}
+
+	b.send(sendText("/new"))
+	sw := b.next(typ("session_switched"))
+	if sw.P.SessionID == "" || sw.P.SessionID == ready.P.SessionID || sw.Seq == 0 {
+		t.Fatalf("session_switched %s", sw.raw)
+	}
+	if st := status(); st.P.SessionID != sw.P.SessionID {
+		t.Fatalf("status after /new %s", st.raw)
+	}
+	b.send(sendText("hello"))
+	if m := b.next(typ("assistant_message")); m.P.Text != "in the new one" {
+		t.Fatalf("the new session's events are not translated: %s", m.raw)
+	}
+	b.next(typ("idle"))
+
+	b.send(sendText("/resume " + ready.P.SessionID))
+	back := b.next(typ("session_switched"))
+	if back.P.SessionID != ready.P.SessionID {
+		t.Fatalf("session_switched %s", back.raw)
+	}
+	if st := status(); st.P.SessionID != ready.P.SessionID {
+		t.Fatalf("status after /resume %s", st.raw)
+	}
+	b.send(sendText("again"))
+	b.next(typ("idle"))
+	if reqs := srv.Requests(); len(reqs) != 2 || len(reqs[1].Messages) != 1 {
+		t.Fatalf("the resumed session carries the other's context: %+v", reqs)
+	}
+
+	b.send(sendText("/resume "+ready.P.SessionID), sendText("/resume nosuch"))
+	for _, want := range []string{"already in session", "no stored session nosuch"} {
+		if e := b.next(typ("error")); e.P.Code != "command_failed" || !strings.Contains(e.P.Message, want) {
+			t.Fatalf("want %q: %s", want, e.raw)
+		}
+	}
+	b.close()
+	b.checkSeq()
+}
+
+func TestSlashRejected(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setup(t, srv)
+	for _, tc := range []struct{ text, code, msg string }{
+		{"/resume", "tui_only", "/resume without a session id is only available in the local TUI mode"},
+		{"/export out.md", "tui_only", "/export is only available in the local TUI mode"},
+		{"/frobnicate now", "unknown_command", "unknown command /frobnicate"},
+		{"/loop on", "unavailable", "/loop: not available: the done tool does not exist yet"},
+		{"/loop off", "unavailable", "/loop: not available: the done tool does not exist yet"},
+		{"/models --agent coder fast", "unavailable", "/models --agent: not available: arbor has no named agents"},
+	} {
+		b.send(sendText(tc.text))
+		if e := b.next(typ("error")); e.P.Code != tc.code || e.P.Message != tc.msg || e.Seq != 0 {
+			t.Fatalf("%s: %s", tc.text, e.raw)
+		}
+	}
+	b.send(`{"type":"status"}`)
+	if st := b.next(typ("status_response")); st.P.Busy {
+		t.Fatalf("a rejected command left the server busy: %s", st.raw)
+	}
+	b.close()
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d model requests", n)
+	}
+}
