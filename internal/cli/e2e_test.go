@@ -434,3 +434,39 @@ func TestHeadlessEnvelope(t *testing.T) {
 		t.Fatalf("envelopes %v", types)
 	}
 }
+
+// TestHeadlessWorktree starts `arbor headless -w NAME` in a git repository:
+// arbor creates the worktree, works in it, and says so in ready.
+func TestHeadlessWorktree(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		g := exec.Command("git", args...)
+		g.Dir = e.workspace
+		if out, err := g.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c := e.cmd(context.Background(), "headless", "-w", "feat", "--model", model)
+	c.Stdin = strings.NewReader(`{"type":"status"}` + "\n")
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("headless -w: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var ready struct {
+		Payload struct{ Name, Branch, Path string } `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &ready); err != nil || ready.Payload.Name != "feat" || ready.Payload.Branch != "arbor/feat" {
+		t.Fatalf("ready %s %v", lines[0], err)
+	}
+	if fi, err := os.Stat(filepath.Join(ready.Payload.Path, ".git")); err != nil || fi.IsDir() {
+		t.Fatalf("the worktree checkout %s: %v", ready.Payload.Path, err)
+	}
+	if !strings.Contains(string(out), `"worktree_id":"feat"`) {
+		t.Fatalf("status should report the worktree:\n%s", out)
+	}
+}

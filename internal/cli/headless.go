@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
@@ -19,6 +20,7 @@ type headlessFlags struct {
 	protocol     string
 	sessionDir   string
 	cont         bool
+	worktree     string
 	approvalMode string
 	resume       string
 	allowedTools []string
@@ -52,12 +54,33 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 				}
 				f.resume = id
 			}
+			eo := envelope.Options{Resume: f.resume}
+			if cmd.Flags().Changed("worktree") {
+				dir := g.workspace
+				if dir == "" {
+					dir = "."
+				}
+				name := f.worktree
+				if name == autoWorktree {
+					name = ""
+					// "-w NAME": the envelope protocol takes no prompt, so a
+					// lone argument is the worktree's name.
+					if f.protocol == "envelope" && len(args) == 1 {
+						name, args = args[0], nil
+					}
+				}
+				wt, err := app.PrepareWorktree(cmd.Context(), dir, name)
+				if err != nil {
+					return &exitError{code: ExitUsage, err: err}
+				}
+				g.workspace, eo.Worktree = wt.Path, &wt
+			}
 			switch f.protocol {
 			case "envelope":
 				if len(args) > 0 {
 					return usageError{errors.New("the envelope protocol takes no prompt argument: send it as a send command")}
 				}
-				return serveEnvelope(cmd.Context(), g, s, envelope.Options{Resume: f.resume})
+				return serveEnvelope(cmd.Context(), g, s, eo)
 			case "stream-json":
 			default:
 				return usageError{fmt.Errorf("unknown --protocol %q: envelope or stream-json", f.protocol)}
@@ -77,6 +100,8 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 	fl.StringVar(&f.protocol, "protocol", "envelope", "wire protocol: envelope (spec 000) or stream-json (spec 001/003)")
 	fl.StringVarP(&f.sessionDir, "session-dir", "d", "", "work in DIR")
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent session")
+	fl.StringVarP(&f.worktree, "worktree", "w", "", "work in a git worktree arbor creates and manages (.arbor/worktrees/NAME, branch arbor/NAME); NAME is optional")
+	fl.Lookup("worktree").NoOptDefVal = autoWorktree
 	fl.StringVar(&f.approvalMode, "approval-mode", "", "permission mode: default, auto-edit, trust (also the Claude names acceptEdits, bypassPermissions)")
 	fl.StringVarP(&f.resume, "resume", "r", "", "continue stored session ID")
 	fl.StringSliceVar(&f.allowedTools, "allowed-tools", nil, "tools (or rules like shell(git *)) allowed without asking")
@@ -85,6 +110,9 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 	fl.StringVar(&f.appendSystem, "append-system-prompt", "", "text added to the system prompt")
 	return cmd
 }
+
+// autoWorktree stands for -w given without a name.
+const autoWorktree = "\x00auto"
 
 func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Options) error {
 	a, err := g.open(ctx)

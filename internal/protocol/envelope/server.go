@@ -56,6 +56,9 @@ import (
 type Options struct {
 	// Resume, when set, resumes that stored session instead of creating one.
 	Resume string
+	// Worktree, when set, is the git worktree arbor works in (-w); the app's
+	// workspace is its path.
+	Worktree *app.Worktree
 }
 
 // state is the cached status the server reports; guarded by server.mu.
@@ -74,6 +77,7 @@ type state struct {
 
 type server struct {
 	app  *app.App
+	opts Options
 	out  *protocol.Writer
 	diag io.Writer
 
@@ -107,7 +111,7 @@ type job func(ctx context.Context)
 
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &server{app: a, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{}, jobs: make(chan job, 256)}
+	s := &server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{}, jobs: make(chan job, 256)}
 	so := s.sessionOptions()
 	var err error
 	if o.Resume != "" {
@@ -122,7 +126,11 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.st = state{sessionID: s.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
 	unsub := a.Bus.Subscribe(s.translate)
 	defer unsub()
-	s.write(typeReady, 0, readyPayload{SessionID: s.sess.ID})
+	ready := readyPayload{SessionID: s.sess.ID}
+	if wt := s.opts.Worktree; wt != nil {
+		ready.Name, ready.Branch, ready.Path, ready.RepoRoot = wt.Name, wt.Branch, wt.Path, wt.RepoRoot
+	}
+	s.write(typeReady, 0, ready)
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -342,7 +350,7 @@ func (s *server) status() {
 	st := s.st
 	p := statusPayload{
 		SessionID: st.sessionID, Busy: st.busy, Phase: st.phase, PhaseDetail: st.phaseDetail,
-		Workdir: workdir{Path: s.app.Workspace}, LastError: st.lastError, LastOutcome: st.lastOutcome,
+		Workdir: workdir{Path: s.app.Workspace, WorktreeID: s.worktreeID()}, LastError: st.lastError, LastOutcome: st.lastOutcome,
 		CurrentRole: st.role, UpdatedAt: st.updatedAt,
 	}
 	if len(st.confirms) > 0 {
@@ -375,4 +383,12 @@ func (s *server) current() *app.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sess
+}
+
+// worktreeID is the managed worktree's name, "" in the main checkout.
+func (s *server) worktreeID() string {
+	if s.opts.Worktree == nil {
+		return ""
+	}
+	return s.opts.Worktree.Name
 }

@@ -68,6 +68,12 @@ const (
 
 type readyPayload struct {
 	SessionID string `json:"session_id"`
+	// The worktree fields are set when arbor works in a git worktree it
+	// manages (-w).
+	Name     string `json:"name,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	Path     string `json:"path,omitempty"`
+	RepoRoot string `json:"repo_root,omitempty"`
 }
 
 type subscribeResponse struct {

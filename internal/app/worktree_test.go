@@ -1,0 +1,63 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/app"
+)
+
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func TestPrepareWorktree(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	ctx := context.Background()
+	wt, err := app.PrepareWorktree(ctx, repo, "feature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.EvalSymlinks(repo)
+	if wt.Branch != "arbor/feature" || wt.Path != filepath.Join(root, ".arbor", "worktrees", "feature") || wt.RepoRoot != root {
+		t.Fatalf("worktree %+v", wt)
+	}
+	if _, err := os.Stat(filepath.Join(wt.Path, ".git")); err != nil {
+		t.Fatalf("no checkout at %s: %v", wt.Path, err)
+	}
+	st := exec.Command("git", "status", "--porcelain")
+	st.Dir = repo
+	if out, err := st.Output(); err != nil || len(out) != 0 {
+		t.Fatalf("the main checkout should stay clean: %q %v", out, err)
+	}
+	again, err := app.PrepareWorktree(ctx, repo, "feature")
+	if err != nil || again != wt {
+		t.Fatalf("a second session reuses the worktree: %+v %v", again, err)
+	}
+	if auto, err := app.PrepareWorktree(ctx, repo, ""); err != nil || auto.Name == "" {
+		t.Fatalf("an unnamed worktree gets a name: %+v %v", auto, err)
+	}
+	if _, err := app.PrepareWorktree(ctx, repo, "../escape"); err == nil {
+		t.Fatal("a name with a path must be refused")
+	}
+	if _, err := app.PrepareWorktree(ctx, t.TempDir(), "x"); !errors.Is(err, app.ErrNotARepo) {
+		t.Fatalf("outside a repository: %v", err)
+	}
+}
