@@ -40,6 +40,10 @@ func (s *server) send(c sendCmd) error {
 		return nil
 	}
 	s.mu.Lock()
+	// Count the new turn before the pending requests are closed, so the
+	// turn they belong to cannot report idle in between.
+	s.queued++
+	s.mutateLocked(func(st *state) { st.busy = true })
 	var confirms, questions []string
 	for _, p := range s.st.confirms {
 		confirms = append(confirms, p.RequestID)
@@ -61,10 +65,6 @@ func (s *server) send(c sendCmd) error {
 			s.mu.Unlock()
 		}
 	}
-	s.mu.Lock()
-	s.queued++
-	s.mutateLocked(func(st *state) { st.busy = true })
-	s.mu.Unlock()
 	s.jobs <- func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content)) }
 	return nil
 }

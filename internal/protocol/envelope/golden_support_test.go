@@ -1,0 +1,416 @@
+package envelope_test
+
+// The golden transcripts' server, normalization, key-order-preserving
+// JSON and diffs; the format and the replay are in golden_test.go.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/envelope"
+)
+
+// goldenServer is one envelope server over pipes, with its raw output
+// lines.
+type goldenServer struct {
+	t    *testing.T
+	home string
+	in   *io.PipeWriter
+	outs chan string
+	diag *syncBuffer
+	done chan error
+}
+
+// startGolden starts a server against srv in a fresh home whose workspace
+// holds files (path relative to the workspace → content).
+func startGolden(t *testing.T, srv *llmtest.Server, files map[string]string) *goldenServer {
+	t.Helper()
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	for name, content := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
+	}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	pr, pw := io.Pipe()
+	or, ow := io.Pipe()
+	g := &goldenServer{t: t, home: home, in: pw, outs: make(chan string, 4096), diag: &syncBuffer{}, done: make(chan error, 1)}
+	go func() {
+		err := envelope.Serve(context.Background(), a, pr, ow, g.diag, envelope.Options{})
+		ow.Close()
+		g.done <- err
+	}()
+	go func() {
+		sc := bufio.NewScanner(or)
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		for sc.Scan() {
+			g.outs <- sc.Text()
+		}
+		close(g.outs)
+	}()
+	t.Cleanup(func() { pw.Close() })
+	return g
+}
+
+func (g *goldenServer) send(line string) {
+	g.t.Helper()
+	if _, err := io.WriteString(g.in, line+"\n"); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// normalizer maps varying values to stable placeholders and back.
+type normalizer struct {
+	home     string
+	ph       map[string]string // real value → placeholder
+	real     map[string]string // placeholder → real value
+	seq      map[string]int    // per kind
+	sessions []string          // real session ids, replaced inside any string
+}
+
+func newNormalizer(home string) *normalizer {
+	return &normalizer{home: home, ph: map[string]string{}, real: map[string]string{}, seq: map[string]int{}}
+}
+
+// idPattern matches the tool call ids the model server mints.
+var idPattern = regexp.MustCompile(`^(toolu|call)_[A-Za-z0-9_-]{8,}$`)
+
+func (n *normalizer) id(kind, v string) string {
+	if p, ok := n.ph[v]; ok {
+		return p
+	}
+	n.seq[kind]++
+	p := fmt.Sprintf("<%s:%d>", kind, n.seq[kind])
+	n.ph[v], n.real[p] = p, v
+	if kind == "session" {
+		n.sessions = append(n.sessions, v)
+	}
+	return p
+}
+
+// normalize returns v (a decoded line, or part of one under key) with its
+// varying values replaced.
+func (n *normalizer) normalize(key string, v any) any {
+	switch v := v.(type) {
+	case object:
+		o := make(object, len(v))
+		for i, m := range v {
+			o[i] = member{m.Key, n.normalize(m.Key, m.Value)}
+		}
+		return o
+	case []any:
+		a := make([]any, len(v))
+		for i, x := range v {
+			a[i] = n.normalize("", x)
+		}
+		return a
+	case string:
+		switch {
+		case v == "":
+		case key == "updated_at" || key == "deadline":
+			return "<time>"
+		case key == "session_id":
+			return n.id("session", v)
+		case idPattern.MatchString(v):
+			return n.id(idPattern.FindStringSubmatch(v)[1], v)
+		default:
+			for _, s := range n.sessions {
+				v = strings.ReplaceAll(v, s, n.ph[s])
+			}
+			return strings.ReplaceAll(v, n.home, "<home>")
+		}
+	}
+	return v
+}
+
+// restore replaces placeholders in an "in" value by this run's values.
+func (n *normalizer) restore(v any) any {
+	switch v := v.(type) {
+	case object:
+		o := make(object, len(v))
+		for i, m := range v {
+			o[i] = member{m.Key, n.restore(m.Value)}
+		}
+		return o
+	case []any:
+		a := make([]any, len(v))
+		for i, x := range v {
+			a[i] = n.restore(x)
+		}
+		return a
+	case string:
+		if r, ok := n.real[v]; ok {
+			return r
+		}
+		return strings.ReplaceAll(v, "<home>", n.home)
+	}
+	return v
+}
+
+// rawLine is the text of an in_raw entry: a string as it is, or an object
+// {"prefix", "repeat", "count", "suffix"} standing for prefix, repeat
+// count times and suffix, so that a line over the 1 MiB limit does not
+// make a 1 MiB file.
+func rawLine(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case object:
+		var r struct {
+			Prefix, Repeat, Suffix string
+			Count                  int
+		}
+		b, err := marshal(v)
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if err != nil {
+			return "", err
+		}
+		return r.Prefix + strings.Repeat(r.Repeat, r.Count) + r.Suffix, nil
+	}
+	return "", fmt.Errorf("in_raw must be a string or a repeat object, got %s", show(v))
+}
+
+// object is a JSON object that keeps its key order, so transcripts read
+// in the order arbor writes.
+type object []member
+
+type member struct {
+	Key   string
+	Value any
+}
+
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshal(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := marshal(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// marshal is compact JSON without HTML escaping, so placeholders stay
+// readable.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// decodeOrdered decodes one JSON value with objects as ordered objects
+// and numbers as json.Number.
+func decodeOrdered(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil
+	}
+	switch d {
+	case '{':
+		o := object{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			o = append(o, member{k.(string), v})
+		}
+		_, err := dec.Token()
+		return o, err
+	case '[':
+		a := []any{}
+		for dec.More() {
+			v, err := decodeValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		_, err := dec.Token()
+		return a, err
+	}
+	return nil, fmt.Errorf("unexpected %v", d)
+}
+
+// plain turns ordered objects into maps, for order-free comparison.
+func plain(v any) any {
+	switch v := v.(type) {
+	case object:
+		m := make(map[string]any, len(v))
+		for _, x := range v {
+			m[x.Key] = plain(x.Value)
+		}
+		return m
+	case []any:
+		a := make([]any, len(v))
+		for i, x := range v {
+			a[i] = plain(x)
+		}
+		return a
+	}
+	return v
+}
+
+// diff lists where got differs from want, one "path: want … got …" each.
+func diff(path string, want, got any) []string {
+	wm, wok := want.(map[string]any)
+	gm, gok := got.(map[string]any)
+	if wok && gok {
+		var keys []string
+		for k := range wm {
+			keys = append(keys, k)
+		}
+		for k := range gm {
+			if _, ok := wm[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			wv, inW := wm[k]
+			gv, inG := gm[k]
+			switch {
+			case !inW:
+				out = append(out, fmt.Sprintf("%s.%s: unexpected, got %s", path, k, show(gv)))
+			case !inG:
+				out = append(out, fmt.Sprintf("%s.%s: missing, want %s", path, k, show(wv)))
+			default:
+				out = append(out, diff(path+"."+k, wv, gv)...)
+			}
+		}
+		return out
+	}
+	wa, wok := want.([]any)
+	ga, gok := got.([]any)
+	if wok && gok && len(wa) == len(ga) {
+		var out []string
+		for i := range wa {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), wa[i], ga[i])...)
+		}
+		return out
+	}
+	if reflect.DeepEqual(want, got) {
+		return nil
+	}
+	if path == "" {
+		path = "."
+	}
+	return []string{fmt.Sprintf("%s: want %s, got %s", path, show(want), show(got))}
+}
+
+func show(v any) string {
+	b, err := marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func readTranscript(t *testing.T, path string) []entry {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `go test -run Golden -update` to record it)", err)
+	}
+	var es []entry
+	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		v, err := decodeOrdered([]byte(line))
+		o, ok := v.(object)
+		if err != nil || !ok || len(o) != 1 {
+			t.Fatalf("%s:%d: want an object with one key (%v)", path, i+1, err)
+		}
+		es = append(es, entry{o[0].Key, o[0].Value})
+	}
+	return es
+}
+
+func writeTranscript(t *testing.T, path string, es []entry) {
+	t.Helper()
+	var b bytes.Buffer
+	for _, e := range es {
+		line, err := marshal(object{{e.kind, e.value}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d lines): review it against the spec", path, len(es))
+}
