@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -28,6 +29,10 @@ type SessionOptions struct {
 	System string
 	// Gate is checked before every model call.
 	Gate func(ctx context.Context) error
+	// Jobs, when set, lets shell run commands in the background
+	// (run_in_background) and adds job_kill; nil refuses background
+	// commands. The caller owns it and closes it when the session ends.
+	Jobs *tool.Jobs
 }
 
 // Session is one agent with its tools, bound to a stored session.
@@ -91,17 +96,22 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 func (a *App) session(id string, m Model, o SessionOptions) *Session {
 	todos := tool.NewTodoList(o.OnTodos)
 	broker := a.Broker.For(id)
-	replaced := map[string]bool{}
-	for _, t := range o.Tools {
-		replaced[t.Info().Name] = true
+	bo := tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos}
+	// The background-capable shell and job_kill, then o.Tools, replace the
+	// tools of the same name in place, or are added after them.
+	tools := tool.Builtins(bo)
+	var extra []tool.Tool
+	if o.Jobs != nil {
+		extra = o.Jobs.Tools(bo)
 	}
-	var tools []tool.Tool
-	for _, t := range tool.Builtins(tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos}) {
-		if !replaced[t.Info().Name] {
+	for _, t := range append(extra, o.Tools...) {
+		i := slices.IndexFunc(tools, func(u tool.Tool) bool { return u.Info().Name == t.Info().Name })
+		if i < 0 {
 			tools = append(tools, t)
+		} else {
+			tools[i] = t
 		}
 	}
-	tools = append(tools, o.Tools...)
 	reg := tool.NewRegistry(tool.GuardAll(tools, a.Permissions, broker)...)
 	maxTurns := o.MaxTurns
 	if maxTurns <= 0 {

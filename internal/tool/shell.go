@@ -31,6 +31,8 @@ type shellArgs struct {
 	Command     string `json:"command" jsonschema_description:"The command line, run with bash -c in the workspace root."`
 	Timeout     int    `json:"timeout,omitempty" jsonschema:"minimum=0" jsonschema_description:"Timeout in seconds. Default 120, maximum 600."`
 	Description string `json:"description,omitempty" jsonschema_description:"A few words saying what the command does, shown to the user."`
+	// RunInBackground starts the command and returns at once.
+	RunInBackground bool `json:"run_in_background,omitempty" jsonschema_description:"Start the command in the background and return at once; its output and exit code are delivered as a message when it ends. No timeout applies unless one is given. Stop it with job_kill."`
 }
 
 func (a shellArgs) Target() Target { return Target{Command: a.Command} }
@@ -38,7 +40,8 @@ func (a shellArgs) Target() Target { return Target{Command: a.Command} }
 const shellDescription = `Run a shell command with bash -c in the workspace root; stdout and stderr are merged. ` +
 	`The exit code is reported and a nonzero one marks the call as failed. ` +
 	`The command and everything it started are killed when the timeout expires (default 120 s, maximum 600 s). ` +
-	`Output beyond 30000 characters is cut in the middle. Stdin is empty: do not run interactive programs.`
+	`Output beyond 30000 characters is cut in the middle. Stdin is empty: do not run interactive programs. ` +
+	`With run_in_background the call returns a job id at once and the result arrives as a message when the command ends.`
 
 // shellTool runs commands. Its fields are fixed at construction.
 type shellTool struct {
@@ -46,10 +49,18 @@ type shellTool struct {
 	timeout    time.Duration // when the call gives none
 	maxTimeout time.Duration
 	waitDelay  time.Duration
+	// jobs runs background commands; nil refuses run_in_background.
+	jobs *Jobs
 }
 
 func newShell(root workRoot, timeout, maxTimeout time.Duration) Tool {
-	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay}
+	return newBackgroundShell(root, timeout, maxTimeout, nil)
+}
+
+// newBackgroundShell is newShell whose run_in_background starts jobs in
+// jobs (nil = refused).
+func newBackgroundShell(root workRoot, timeout, maxTimeout time.Duration, jobs *Jobs) Tool {
+	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs}
 	if s.maxTimeout <= 0 {
 		s.maxTimeout = DefaultShellMaxTimeout
 	}
@@ -76,6 +87,9 @@ func (s *shellTool) run(ctx context.Context, _ Call, a shellArgs) Result {
 			notes = append(notes, fmt.Sprintf("timeout %ds exceeds the maximum; clamped to %s", a.Timeout, s.maxTimeout))
 			timeout = s.maxTimeout
 		}
+	}
+	if a.RunInBackground {
+		return s.background(a)
 	}
 	r := RunCommand(ctx, s.dir, a.Command, timeout, shellMaxOutputBytes, s.waitDelay)
 	var status string
@@ -108,6 +122,26 @@ func (s *shellTool) run(ctx context.Context, _ Call, a shellArgs) Result {
 	}
 	b.WriteString(status)
 	return Result{Content: b.String(), IsError: isError}
+}
+
+// background starts a.Command as a job. Only a timeout the call gives
+// applies (clamped to the maximum).
+func (s *shellTool) background(a shellArgs) Result {
+	if s.jobs == nil {
+		return Errorf("run_in_background is not available in this session; run the command in the foreground")
+	}
+	var timeout time.Duration
+	if a.Timeout > 0 {
+		timeout = s.maxTimeout
+		if a.Timeout < int(s.maxTimeout/time.Second) {
+			timeout = time.Duration(a.Timeout) * time.Second
+		}
+	}
+	id, err := s.jobs.Start(s.dir, a.Command, timeout, s.waitDelay)
+	if err != nil {
+		return Errorf("cannot start background job: %v", err)
+	}
+	return Result{Content: fmt.Sprintf("started background job %s; its result will be delivered when it ends", id)}
 }
 
 func exitStatus(code int) (string, bool) {

@@ -47,6 +47,10 @@ type out struct {
 		Trigger         string          `json:"trigger"`
 		Role            string          `json:"role"`
 		CurrentRole     string          `json:"current_role"`
+		RunningJobs     int             `json:"running_jobs"`
+		Content         string          `json:"content"`
+		MessageIndex    int             `json:"message_index"`
+		TargetAgentID   string          `json:"target_agent_id"`
 		Roles           []struct {
 			Name    string `json:"name"`
 			Current bool   `json:"current"`

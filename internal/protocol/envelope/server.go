@@ -9,8 +9,10 @@
 // unknown ones answer an error envelope); the pushes activity,
 // assistant_message, idle, confirm_request, question_request,
 // question_resolved, notification, error, local_shell_result, todos,
-// compaction_status, role_change, info and session_switched; framing
-// errors (stdin_line_too_long, invalid_json, unknown_command).
+// compaction_status, role_change, info, session_switched and
+// background_result; background shell jobs (shell's run_in_background,
+// job_kill, running_jobs: see jobs.go); framing errors
+// (stdin_line_too_long, invalid_json, unknown_command).
 //
 // Roles: builder, then planner when .arbor/roles/planner.yaml exists, then
 // the other .arbor/roles/*.yaml files by name. arbor has no planner
@@ -22,8 +24,8 @@
 // Not implemented yet: the handoff command (it answers unknown_command;
 // no handoff is ever pending), /models --agent, /loop (the done tool does
 // not exist), worktrees (workdir.worktree_id is always "" and generation
-// 0), the agent_* events, background jobs (running_jobs is always 0),
-// done_completion, workdir_changed, context_notice and background_result.
+// 0), the agent_* events, done_completion, workdir_changed and
+// context_notice.
 //
 // Invariants: stdout carries only envelopes, the first being ready;
 // diagnostics go to the diag stream. Bad input never ends the server: it
@@ -73,6 +75,7 @@ type state struct {
 	sessionID   string
 	role        string
 	updatedAt   time.Time
+	runningJobs int
 }
 
 type server struct {
@@ -102,8 +105,20 @@ type server struct {
 	// ranSinceIdle is set when an agent step ran since the last idle.
 	ranSinceIdle bool
 
-	jobs   chan job
-	shells sync.WaitGroup
+	// sessJobs are the current session's background jobs; pending counts
+	// its ended jobs whose delivery turn has not ended, results its
+	// background_result pushes.
+	sessJobs         *tool.Jobs
+	pending, results int
+
+	jobs chan job
+	// enqMu guards enqClosed, set when jobs is closed; job results are
+	// queued under its read lock.
+	enqMu     sync.RWMutex
+	enqClosed bool
+	shells    sync.WaitGroup
+	// closers are old sessions' Jobs being closed.
+	closers sync.WaitGroup
 }
 
 // job is work on the job goroutine; ctx is cancelled when input ends.
@@ -120,8 +135,10 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		s.sess, err = a.NewSession(ctx, so)
 	}
 	if err != nil {
+		so.Jobs.Close()
 		return fmt.Errorf("envelope: session: %w", err)
 	}
+	s.sessJobs = so.Jobs
 	s.model = s.sess.Model.Ref.Ref
 	s.st = state{sessionID: s.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
 	unsub := a.Bus.Subscribe(s.translate)
@@ -138,8 +155,16 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	wg.Go(func() { s.runJobs(ctx) })
 	err = s.read(ctx, in)
 	stop()
+	s.enqMu.Lock()
+	s.enqClosed = true
 	close(s.jobs)
+	s.enqMu.Unlock()
 	wg.Wait()
+	s.mu.Lock()
+	jobs := s.sessJobs
+	s.mu.Unlock()
+	jobs.Close()
+	s.closers.Wait()
 	s.shells.Wait()
 	return err
 }
@@ -347,11 +372,12 @@ func (s *server) subscribe(c subscribeCmd) error {
 func (s *server) status() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.syncJobsLocked()
 	st := s.st
 	p := statusPayload{
 		SessionID: st.sessionID, Busy: st.busy, Phase: st.phase, PhaseDetail: st.phaseDetail,
 		Workdir: workdir{Path: s.app.Workspace, WorktreeID: s.worktreeID()}, LastError: st.lastError, LastOutcome: st.lastOutcome,
-		CurrentRole: st.role, UpdatedAt: st.updatedAt,
+		CurrentRole: st.role, UpdatedAt: st.updatedAt, RunningJobs: st.runningJobs,
 	}
 	if len(st.confirms) > 0 {
 		p.PendingConfirm = st.confirms[0]
@@ -370,12 +396,15 @@ func (s *server) onTodos(todos []tool.Todo) {
 	s.push(evTodos, todosPayload{Todos: todos}, nil)
 }
 
-// sessionOptions shape the sessions the server opens. s.mu must not be
-// held.
+// sessionOptions shape the sessions the server opens, each with its own
+// background jobs (so.Jobs, which the caller closes when the session is
+// not opened or ends). s.mu must not be held.
 func (s *server) sessionOptions() app.SessionOptions {
+	var jobs *tool.Jobs
+	jobs = tool.NewJobs(func(j tool.Job) { s.jobDone(jobs, j) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.model, System: s.roleSystem}
+	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.model, System: s.roleSystem, Jobs: jobs}
 }
 
 // current returns the current session.

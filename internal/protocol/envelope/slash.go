@@ -142,11 +142,12 @@ func (s *server) switchSession(ctx context.Context, id string) {
 			name = "/resume"
 		}
 		s.commandError("", fmt.Errorf("%s: %w", name, err))
+		so.Jobs.Close()
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sess = sess
+	old := s.sessJobs
+	s.sess, s.sessJobs, s.pending, s.results = sess, so.Jobs, 0, 0
 	if s.model != sess.Model.Ref.Ref {
 		s.model, s.pool = sess.Model.Ref.Ref, ""
 	}
@@ -154,5 +155,10 @@ func (s *server) switchSession(ctx context.Context, id string) {
 		st.sessionID = sess.ID
 		st.confirms, st.questions = nil, nil
 		st.phase, st.phaseDetail = "", ""
+		st.runningJobs = 0
 	})
+	s.mu.Unlock()
+	// The old jobs are killed without results; closing waits for their
+	// goroutines, one of which may be queueing a result behind this job.
+	s.closers.Go(old.Close)
 }

@@ -101,40 +101,9 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 	return res
 }
 
-// finishTurn records a turn's outcome and, when no other message waits,
+// finishTurn records a turn's outcome and, when no other work waits,
 // pushes idle.
-func (s *server) finishTurn(res agent.Result) {
-	outcome, errText := "completed", ""
-	switch res.Outcome {
-	case agent.OutcomeCompleted:
-	case agent.OutcomeCancelled:
-		outcome = "cancelled"
-	default:
-		outcome, errText = "error", string(res.Outcome)
-		if res.Err != nil {
-			errText = res.Err.Error()
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queued--
-	record := func(st *state) {
-		st.lastOutcome = outcome
-		if errText != "" {
-			st.lastError = errText
-		}
-	}
-	if s.queued > 0 {
-		s.mutateLocked(record)
-		return
-	}
-	suppress := !s.ranSinceIdle
-	s.ranSinceIdle = false
-	s.pushLocked(evIdle, idlePayload{LastOutcome: outcome, SuppressUserNotification: suppress}, func(st *state) {
-		record(st)
-		st.busy, st.phase, st.phaseDetail = false, "", ""
-	})
-}
+func (s *server) finishTurn(res agent.Result) { s.finishWork(res, false) }
 
 // translate is the bus subscriber: it turns the session's agent events
 // into pushes and state changes. It runs under the bus lock and must not
@@ -164,6 +133,11 @@ func (s *server) translate(e agent.Event) {
 		s.mu.Unlock()
 	case *agent.ToolCallStarted:
 		s.push(evActivity, activity{AgentID: mainAgent, Type: "executing", Detail: e.Tool}, phase("executing", e.Tool))
+	case *agent.ToolCallFinished:
+		// A tool may have started or killed a background job.
+		s.mu.Lock()
+		s.syncJobsLocked()
+		s.mu.Unlock()
 	case *agent.AssistantMessage:
 		s.push(evAssistantMessage, assistantPayload(e.Message), nil)
 	case *agent.InteractionRequested:

@@ -41,6 +41,7 @@ const (
 	evRoleChange       = "role_change"
 	evInfo             = "info"
 	evSessionSwitched  = "session_switched"
+	evBackgroundResult = "background_result"
 )
 
 // subscribable lists every event name a client may subscribe to, in the
@@ -218,6 +219,14 @@ type roleChange struct {
 type infoPayload struct {
 	AgentID string `json:"agent_id"`
 	Message string `json:"message"`
+}
+
+type backgroundResult struct {
+	SessionID     string `json:"session_id"`
+	TargetAgentID string `json:"target_agent_id"`
+	// MessageIndex numbers the session's background results from 0.
+	MessageIndex int    `json:"message_index"`
+	Content      string `json:"content"`
 }
 
 type sessionSwitched struct {

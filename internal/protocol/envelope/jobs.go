@@ -1,0 +1,125 @@
+package envelope
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Background shell jobs of the current session.
+//
+// Every session the server opens gets its own tool.Jobs. A job that ends
+// on its own is pushed as background_result and queued as a turn that
+// hands its result to the agent as a user message; until that turn ends
+// it counts as pending. running_jobs is the current session's running
+// jobs plus its pending ones; each change of it is a state mutation. A
+// result of a session that is no longer current is dropped: switching
+// closes the old session's jobs, which kills them without results.
+
+// jobDone is the onDone of jobs, the Jobs of a session the server opened.
+func (s *server) jobDone(jobs *tool.Jobs, j tool.Job) {
+	content := fmt.Sprintf("%s (`%s`) ended with exit code %d:\n%s", j.ID, j.Command, j.ExitCode, j.Output)
+	s.enqMu.RLock()
+	defer s.enqMu.RUnlock()
+	if s.enqClosed {
+		return
+	}
+	s.mu.Lock()
+	if s.sessJobs != jobs {
+		s.mu.Unlock()
+		return
+	}
+	s.pending++
+	s.queued++ // the delivery turn: no idle before it ends
+	res := backgroundResult{SessionID: s.st.sessionID, TargetAgentID: mainAgent, MessageIndex: s.results, Content: content}
+	s.results++
+	s.pushLocked(evBackgroundResult, res, func(st *state) {
+		st.busy = true
+		st.runningJobs = s.jobCountLocked()
+	})
+	s.mu.Unlock()
+	s.jobs <- func(ctx context.Context) { s.deliver(ctx, jobs, content) }
+}
+
+// deliver runs the turn that hands a job's result to the agent, unless
+// the session it belongs to is no longer current.
+func (s *server) deliver(ctx context.Context, jobs *tool.Jobs, content string) {
+	s.mu.Lock()
+	stale := s.sessJobs != jobs
+	if stale {
+		s.queued--
+		s.idleLocked(s.st.lastOutcome, nil)
+	}
+	s.mu.Unlock()
+	if stale {
+		return
+	}
+	s.finishWork(s.runTurn(ctx, content), true)
+}
+
+// jobCountLocked is running_jobs: the current session's running jobs and
+// those ended whose result the agent has not handled yet. s.mu must be
+// held.
+func (s *server) jobCountLocked() int {
+	return s.sessJobs.Running() + s.pending
+}
+
+// syncJobsLocked records a change of running_jobs that no other mutation
+// carried (a job started or killed by a tool). s.mu must be held.
+func (s *server) syncJobsLocked() {
+	if n := s.jobCountLocked(); n != s.st.runningJobs {
+		s.mutateLocked(func(st *state) { st.runningJobs = n })
+	}
+}
+
+// finishWork records a turn's outcome (delivered: the turn handed a job
+// result to the agent) and, when no other work waits, pushes idle.
+func (s *server) finishWork(res agent.Result, delivered bool) {
+	outcome, errText := "completed", ""
+	switch res.Outcome {
+	case agent.OutcomeCompleted:
+	case agent.OutcomeCancelled:
+		outcome = "cancelled"
+	default:
+		outcome, errText = "error", string(res.Outcome)
+		if res.Err != nil {
+			errText = res.Err.Error()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queued--
+	if delivered && s.pending > 0 {
+		s.pending--
+	}
+	s.idleLocked(outcome, func(st *state) {
+		st.lastOutcome = outcome
+		if errText != "" {
+			st.lastError = errText
+		}
+	})
+}
+
+// idleLocked applies record and pushes idle when no queued work remains
+// (else record is a plain mutation). s.mu must be held.
+func (s *server) idleLocked(outcome string, record func(*state)) {
+	n := s.jobCountLocked()
+	apply := func(st *state) {
+		if record != nil {
+			record(st)
+		}
+		st.runningJobs = n
+	}
+	if s.queued > 0 {
+		s.mutateLocked(apply)
+		return
+	}
+	suppress := !s.ranSinceIdle
+	s.ranSinceIdle = false
+	s.pushLocked(evIdle, idlePayload{LastOutcome: outcome, SuppressUserNotification: suppress, RunningJobs: n}, func(st *state) {
+		apply(st)
+		st.busy, st.phase, st.phaseDetail = false, "", ""
+	})
+}
