@@ -5,13 +5,15 @@
 // Implemented: ready; the commands subscribe, status, send, models, role,
 // confirm, question, cancel and local_shell; the slash commands of send
 // (/models [status|<pool>], /role [status|<name>], /help, /stats,
-// /compact, /new and /resume <id>; bare /resume, /export, /loop and
-// unknown ones answer an error envelope); the pushes activity,
+// /compact, /new, /resume <id> and /loop on|off; bare /resume, /export
+// and unknown ones answer an error envelope); the pushes activity,
 // assistant_message, idle, confirm_request, question_request,
 // question_resolved, notification, error, local_shell_result, todos,
-// compaction_status, role_change, info, session_switched and
-// background_result; background shell jobs (shell's run_in_background,
-// job_kill, running_jobs: see jobs.go); framing errors
+// compaction_status, role_change, info, session_switched,
+// background_result and done_completion; background shell jobs (shell's
+// run_in_background, job_kill, running_jobs: see jobs.go); loop mode and
+// the done tool, which every session lists but which is inert (an error
+// result) outside a loop (see loop.go); framing errors
 // (stdin_line_too_long, invalid_json, unknown_command).
 //
 // Roles: builder, then planner when .arbor/roles/planner.yaml exists, then
@@ -22,10 +24,9 @@
 // that /new and /resume open afterwards.
 //
 // Not implemented yet: the handoff command (it answers unknown_command;
-// no handoff is ever pending), /models --agent, /loop (the done tool does
-// not exist), worktrees (workdir.worktree_id is always "" and generation
-// 0), the agent_* events, done_completion, workdir_changed and
-// context_notice.
+// no handoff is ever pending), /models --agent, worktrees
+// (workdir.worktree_id is always "" and generation 0), the agent_*
+// events, workdir_changed and context_notice.
 //
 // Invariants: stdout carries only envelopes, the first being ready;
 // diagnostics go to the diag stream. Bad input never ends the server: it
@@ -76,6 +77,8 @@ type state struct {
 	role        string
 	updatedAt   time.Time
 	runningJobs int
+	// loop is set while /loop is on (see loop.go).
+	loop bool
 }
 
 type server struct {
@@ -104,6 +107,8 @@ type server struct {
 	queued        int                // sends accepted and not finished
 	// ranSinceIdle is set when an agent step ran since the last idle.
 	ranSinceIdle bool
+	// continuations counts the continuation turns of the running loop.
+	continuations int
 
 	// sessJobs are the current session's background jobs; pending counts
 	// its ended jobs whose delivery turn has not ended, results its
@@ -404,7 +409,8 @@ func (s *server) sessionOptions() app.SessionOptions {
 	jobs = tool.NewJobs(func(j tool.Job) { s.jobDone(jobs, j) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.model, System: s.roleSystem, Jobs: jobs}
+	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.model, System: s.roleSystem, Jobs: jobs,
+		Tools: []tool.Tool{s.doneTool()}}
 }
 
 // current returns the current session.

@@ -26,6 +26,7 @@ const helpText = `Commands:
   /compact           compact the conversation now
   /new               start a new session
   /resume <id>       switch to a stored session
+  /loop on|off       keep the agent working until it calls done
   /help              this list`
 
 // slash runs a slash command sent as a message. Commands that drive the
@@ -71,7 +72,10 @@ func (s *server) slash(text string) error {
 	case "/export":
 		return fmt.Errorf("/export %w", errTUIOnly)
 	case "/loop":
-		return fmt.Errorf("/loop: %w: the done tool does not exist yet", errUnavailable)
+		if len(args) != 1 || args[0] != "on" && args[0] != "off" {
+			return fmt.Errorf("%w: usage: /loop on|off", errBadCommand)
+		}
+		s.setLoop(args[0] == "on")
 	default:
 		return fmt.Errorf("%w %s", errUnknownSlash, name)
 	}
@@ -156,6 +160,7 @@ func (s *server) switchSession(ctx context.Context, id string) {
 		st.confirms, st.questions = nil, nil
 		st.phase, st.phaseDetail = "", ""
 		st.runningJobs = 0
+		st.loop = false
 	})
 	s.mu.Unlock()
 	// The old jobs are killed without results; closing waits for their

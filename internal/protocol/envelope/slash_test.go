@@ -176,8 +176,6 @@ func TestSlashRejected(t *testing.T) {
 		{"/resume", "tui_only", "/resume without a session id is only available in the local TUI mode"},
 		{"/export out.md", "tui_only", "/export is only available in the local TUI mode"},
 		{"/frobnicate now", "unknown_command", "unknown command /frobnicate"},
-		{"/loop on", "unavailable", "/loop: not available: the done tool does not exist yet"},
-		{"/loop off", "unavailable", "/loop: not available: the done tool does not exist yet"},
 		{"/models --agent coder fast", "unavailable", "/models --agent: not available: arbor has no named agents"},
 	} {
 		b.send(sendText(tc.text))

@@ -42,6 +42,7 @@ const (
 	evInfo             = "info"
 	evSessionSwitched  = "session_switched"
 	evBackgroundResult = "background_result"
+	evDoneCompletion   = "done_completion"
 )
 
 // subscribable lists every event name a client may subscribe to, in the
