@@ -38,6 +38,9 @@ type out struct {
 		Suppress        bool            `json:"suppress_user_notification"`
 		PendingConfirm  json.RawMessage `json:"pending_confirm"`
 		PendingQuestion json.RawMessage `json:"pending_question"`
+		PendingHandoff  json.RawMessage `json:"pending_handoff"`
+		PlanPath        string          `json:"plan_path"`
+		PlanText        string          `json:"plan_text"`
 		Events          []string        `json:"events"`
 		Output          string          `json:"output"`
 		Failed          bool            `json:"failed"`

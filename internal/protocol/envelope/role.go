@@ -101,8 +101,11 @@ func (s *server) setRole(name string) roleResponse {
 		return roleResponse{Message: "role is required"}
 	}
 	s.mu.Lock()
-	cur := s.st.role
+	cur, pending := s.st.role, s.st.handoff != nil
 	s.mu.Unlock()
+	if pending {
+		return roleResponse{Message: "resolve the pending handoff before switching role"}
+	}
 	if name == cur {
 		return roleResponse{Message: "already the active role: " + name}
 	}
@@ -118,6 +121,10 @@ func (s *server) setRole(name string) roleResponse {
 		return roleResponse{Message: err.Error()}
 	}
 	s.mu.Lock()
+	if s.st.handoff != nil { // published while the role file was read
+		s.mu.Unlock()
+		return roleResponse{Message: "resolve the pending handoff before switching role"}
+	}
 	s.roleSystem = rf.System
 	s.pushLocked(evRoleChange, roleChange{Role: name}, func(st *state) { st.role = name })
 	s.mu.Unlock()

@@ -3,30 +3,32 @@
 // stdout, for bots, gateways and automation.
 //
 // Implemented: ready; the commands subscribe, status, send, models, role,
-// confirm, question, cancel and local_shell; the slash commands of send
-// (/models [status|<pool>], /role [status|<name>], /help, /stats,
+// confirm, question, handoff, cancel and local_shell; the slash commands
+// of send (/models [status|<pool>], /role [status|<name>], /help, /stats,
 // /compact, /new, /resume <id> and /loop on|off; bare /resume, /export
 // and unknown ones answer an error envelope); the pushes activity,
 // assistant_message, idle, confirm_request, question_request,
 // question_resolved, notification, error, local_shell_result, todos,
 // compaction_status, role_change, info, session_switched,
-// background_result and done_completion; background shell jobs (shell's
-// run_in_background, job_kill, running_jobs: see jobs.go); loop mode and
-// the done tool, which every session lists but which is inert (an error
-// result) outside a loop (see loop.go); framing errors
+// background_result, done_completion, handoff_request and
+// handoff_cancelled; background shell jobs (shell's run_in_background,
+// job_kill, running_jobs: see jobs.go); loop mode and the done tool, which
+// every session lists but which is inert (an error result) outside a loop
+// (see loop.go); the planner's handoff tool, likewise inert outside the
+// planner role, and its pending handoff (see handoff.go); framing errors
 // (stdin_line_too_long, invalid_json, unknown_command).
 //
 // Roles: builder, then planner when .arbor/roles/planner.yaml exists, then
-// the other .arbor/roles/*.yaml files by name. arbor has no planner
-// behaviour and an agent's system prompt is fixed when it is created, so a
-// role switch is recorded in the state (status_response.current_role,
-// role_change) and the role's system text applies only to the sessions
-// that /new and /resume open afterwards.
+// the other .arbor/roles/*.yaml files by name. An agent's system prompt is
+// fixed when it is created, so a role switch is recorded in the state
+// (status_response.current_role, role_change) and the role's system text
+// applies only to the sessions opened afterwards; the planner's one
+// behaviour is the handoff tool. A role switch is refused while a handoff
+// is pending.
 //
-// Not implemented yet: the handoff command (it answers unknown_command;
-// no handoff is ever pending), /models --agent, worktrees
-// (workdir.worktree_id is always "" and generation 0), the agent_*
-// events, workdir_changed and context_notice.
+// Not implemented yet: idle is not held back while a handoff is pending,
+// /models --agent, worktrees (workdir.worktree_id is always "" and
+// generation 0), the agent_* events, workdir_changed and context_notice.
 //
 // Invariants: stdout carries only envelopes, the first being ready;
 // diagnostics go to the diag stream. Bad input never ends the server: it
@@ -79,6 +81,8 @@ type state struct {
 	runningJobs int
 	// loop is set while /loop is on (see loop.go).
 	loop bool
+	// handoff is the pending handoff_request, nil when none (handoff.go).
+	handoff *handoffRequest
 }
 
 type server struct {
@@ -109,6 +113,8 @@ type server struct {
 	ranSinceIdle bool
 	// continuations counts the continuation turns of the running loop.
 	continuations int
+	// handoffs counts the handoffs requested; it numbers their ids.
+	handoffs int
 
 	// sessJobs are the current session's background jobs; pending counts
 	// its ended jobs whose delivery turn has not ended, results its
@@ -243,6 +249,11 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 		var c questionCmd
 		if err = line.Decode(&c); err == nil {
 			err = s.question(c)
+		}
+	case "handoff":
+		var c handoffCmd
+		if err = line.Decode(&c); err == nil {
+			err = s.handoff(c)
 		}
 	case "cancel":
 		s.mu.Lock()
@@ -390,6 +401,7 @@ func (s *server) status() {
 	if len(st.questions) > 0 {
 		p.PendingQuestion = st.questions[0]
 	}
+	p.PendingHandoff = st.handoff
 	s.seq++
 	s.write(typeStatusResponse, s.seq, p)
 }
@@ -410,7 +422,7 @@ func (s *server) sessionOptions() app.SessionOptions {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.model, System: s.roleSystem, Jobs: jobs,
-		Tools: []tool.Tool{s.doneTool()}}
+		Tools: []tool.Tool{s.doneTool(), s.handoffTool()}}
 }
 
 // current returns the current session.

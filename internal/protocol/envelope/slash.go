@@ -62,13 +62,13 @@ func (s *server) slash(text string) error {
 	case "/compact":
 		s.jobs <- s.compactNow
 	case "/new":
-		s.jobs <- func(ctx context.Context) { s.switchSession(ctx, "") }
+		s.jobs <- func(ctx context.Context) { _ = s.switchSession(ctx, "") }
 	case "/resume":
 		if len(args) != 1 {
 			return fmt.Errorf("/resume without a session id %w", errTUIOnly)
 		}
 		id := args[0]
-		s.jobs <- func(ctx context.Context) { s.switchSession(ctx, id) }
+		s.jobs <- func(ctx context.Context) { _ = s.switchSession(ctx, id) }
 	case "/export":
 		return fmt.Errorf("/export %w", errTUIOnly)
 	case "/loop":
@@ -120,9 +120,11 @@ func (s *server) compactNow(ctx context.Context) {
 // switchSession opens a new session (id "") or resumes a stored one and
 // makes it current, on the job goroutine so that no turn runs meanwhile.
 // A resumed session keeps its own model; a new one takes the current one.
-func (s *server) switchSession(ctx context.Context, id string) {
-	if ctx.Err() != nil {
-		return
+// A pending handoff is dropped (handoff_cancelled). A failure is reported
+// with an error envelope and returned.
+func (s *server) switchSession(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	so := s.sessionOptions()
 	var (
@@ -145,9 +147,10 @@ func (s *server) switchSession(ctx context.Context, id string) {
 		if id != "" {
 			name = "/resume"
 		}
-		s.commandError("", fmt.Errorf("%s: %w", name, err))
+		err = fmt.Errorf("%s: %w", name, err)
+		s.commandError("", err)
 		so.Jobs.Close()
-		return
+		return err
 	}
 	s.mu.Lock()
 	old := s.sessJobs
@@ -155,6 +158,7 @@ func (s *server) switchSession(ctx context.Context, id string) {
 	if s.model != sess.Model.Ref.Ref {
 		s.model, s.pool = sess.Model.Ref.Ref, ""
 	}
+	s.cancelHandoffLocked()
 	s.pushLocked(evSessionSwitched, sessionSwitched{SessionID: sess.ID}, func(st *state) {
 		st.sessionID = sess.ID
 		st.confirms, st.questions = nil, nil
@@ -166,4 +170,5 @@ func (s *server) switchSession(ctx context.Context, id string) {
 	// The old jobs are killed without results; closing waits for their
 	// goroutines, one of which may be queueing a result behind this job.
 	s.closers.Go(old.Close)
+	return nil
 }

@@ -44,6 +44,7 @@ func (s *server) send(c sendCmd) error {
 	// turn they belong to cannot report idle in between.
 	s.queued++
 	s.mutateLocked(func(st *state) { st.busy = true })
+	s.cancelHandoffLocked()
 	var confirms, questions []string
 	for _, p := range s.st.confirms {
 		confirms = append(confirms, p.RequestID)

@@ -43,6 +43,8 @@ const (
 	evSessionSwitched  = "session_switched"
 	evBackgroundResult = "background_result"
 	evDoneCompletion   = "done_completion"
+	evHandoffRequest   = "handoff_request"
+	evHandoffCancelled = "handoff_cancelled"
 )
 
 // subscribable lists every event name a client may subscribe to, in the
@@ -102,7 +104,7 @@ type statusPayload struct {
 	PhaseDetail     string           `json:"phase_detail"`
 	PendingConfirm  *confirmRequest  `json:"pending_confirm"`
 	PendingQuestion *questionRequest `json:"pending_question"`
-	PendingHandoff  *struct{}        `json:"pending_handoff"`
+	PendingHandoff  *handoffRequest  `json:"pending_handoff"`
 	Workdir         workdir          `json:"workdir"`
 	LastError       string           `json:"last_error"`
 	LastOutcome     string           `json:"last_outcome"`

@@ -1,0 +1,197 @@
+package envelope
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Handoff: the planner hands a plan to the builder.
+//
+// Every session the server opens lists a handoff tool, but it is inert
+// (an error result) unless the current role is planner. Called by the
+// planner it saves the plan under .arbor/plans, publishes one pending
+// handoff_request (status_response.pending_handoff) and ends the turn.
+// The handoff command resolves it: accept runs the plan in a new builder
+// session (session_switched first), deny appends the reason to the
+// planner's conversation and runs a turn, cancel just closes it. A send
+// of content, a session switch or a newer handoff drops a pending one
+// with handoff_cancelled (reason superseded). At most one handoff is
+// pending; every change of it is a state mutation.
+
+// handoffAgent is the one execution target arbor offers.
+const handoffAgent = roleBuilder
+
+type handoffArgs struct {
+	Plan string `json:"plan" jsonschema:"description=The complete plan, in Markdown, for the builder to execute"`
+}
+
+type handoffAgentEntry struct {
+	Name             string   `json:"name"`
+	Default          bool     `json:"default"`
+	ModelPools       []string `json:"model_pools"`
+	CurrentModelPool string   `json:"current_model_pool"`
+}
+
+type handoffRequest struct {
+	RequestID string              `json:"request_id"`
+	PlanPath  string              `json:"plan_path"`
+	PlanText  string              `json:"plan_text"`
+	PlanError string              `json:"plan_error"`
+	Agents    []handoffAgentEntry `json:"agents"`
+}
+
+type handoffCancelled struct {
+	RequestID string `json:"request_id"`
+	Reason    string `json:"reason"`
+}
+
+type handoffCmd struct {
+	RequestID  string `json:"request_id"`
+	Action     string `json:"action"`
+	Agent      string `json:"agent"`
+	Pool       string `json:"pool"`
+	DenyReason string `json:"deny_reason"`
+}
+
+// handoffTool is the handoff tool of the sessions the server opens.
+func (s *server) handoffTool() tool.Tool {
+	return tool.New("handoff", "Hand a finished plan to the builder for the user's approval. Only available to the planner role; it ends your turn.",
+		tool.KindInteract, func(_ context.Context, _ tool.Call, a handoffArgs) tool.Result { return s.requestHandoff(a) })
+}
+
+// requestHandoff runs the handoff tool: it saves the plan and publishes
+// the pending handoff.
+func (s *server) requestHandoff(a handoffArgs) tool.Result {
+	if strings.TrimSpace(a.Plan) == "" {
+		return tool.Errorf("plan is required")
+	}
+	s.mu.Lock()
+	if s.st.role != rolePlanner {
+		s.mu.Unlock()
+		return tool.Errorf("handoff is only available to the planner role")
+	}
+	s.handoffs++
+	n, sessID, pool := s.handoffs, s.st.sessionID, s.pool
+	s.mu.Unlock()
+
+	req := &handoffRequest{RequestID: fmt.Sprintf("handoff-%d", n), PlanText: a.Plan,
+		PlanPath: filepath.Join(s.app.Workspace, ".arbor", "plans", fmt.Sprintf("%s-%d.md", sessID, n)),
+		Agents:   []handoffAgentEntry{{Name: handoffAgent, Default: true, ModelPools: s.poolNames(), CurrentModelPool: pool}}}
+	if err := writePlan(req.PlanPath, a.Plan); err != nil {
+		req.PlanError = err.Error()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancelHandoffLocked()
+	s.pushLocked(evHandoffRequest, req, func(st *state) { st.handoff = req })
+	s.pushLocked(evNotification, notification{Reason: "user_input_required", Message: "Plan ready for approval: " + req.PlanPath}, nil)
+	return tool.Result{Content: "handoff requested; waiting for the user's decision", EndTurn: true}
+}
+
+func writePlan(path, plan string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("save plan: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		return fmt.Errorf("save plan: %w", err)
+	}
+	return nil
+}
+
+// poolNames lists the configured model pools by name, never nil.
+func (s *server) poolNames() []string {
+	names := make([]string, 0, len(s.app.Config.Pools))
+	for name := range s.app.Config.Pools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// cancelHandoffLocked drops the pending handoff, if any, with
+// handoff_cancelled. s.mu must be held.
+func (s *server) cancelHandoffLocked() {
+	if s.st.handoff == nil {
+		return
+	}
+	p := handoffCancelled{RequestID: s.st.handoff.RequestID, Reason: reasonSuperseded}
+	s.pushLocked(evHandoffCancelled, p, func(st *state) { st.handoff = nil })
+}
+
+// handoff answers the handoff command. A stale or unknown request id, a
+// bad action, agent or pool changes nothing.
+func (s *server) handoff(c handoffCmd) error {
+	var deny bool
+	switch c.Action {
+	case "accept", "allow", "":
+	case "deny", "reject":
+		deny = true
+	case "cancel":
+	default:
+		return fmt.Errorf("%w: action %q (want accept, deny or cancel)", errBadCommand, c.Action)
+	}
+	if c.Agent != "" && c.Agent != handoffAgent {
+		return fmt.Errorf("%w: unknown agent %q (want %s)", errBadCommand, c.Agent, handoffAgent)
+	}
+	if c.Pool != "" {
+		if _, err := s.app.Config.Pool(c.Pool); err != nil {
+			return fmt.Errorf("%w: %w", errBadCommand, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req := s.st.handoff
+	if req == nil || req.RequestID != c.RequestID {
+		return fmt.Errorf("%w: %q", errUnknownRequest, c.RequestID)
+	}
+	if c.Action == "cancel" {
+		s.mutateLocked(func(st *state) { st.handoff = nil })
+		return nil
+	}
+	s.queued++
+	s.mutateLocked(func(st *state) {
+		st.handoff = nil
+		st.busy = true
+	})
+	if deny {
+		text := "The user rejected the plan: " + c.DenyReason
+		s.jobs <- func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, text)) }
+		return nil
+	}
+	text := fmt.Sprintf("Execute this plan (saved at %s):\n\n%s", req.PlanPath, req.PlanText)
+	s.jobs <- func(ctx context.Context) { s.executePlan(ctx, c.Pool, text) }
+	return nil
+}
+
+// executePlan runs an accepted plan on the job goroutine: the optional
+// pool switch, then a new builder session and its first turn.
+func (s *server) executePlan(ctx context.Context, pool, text string) {
+	if pool != "" {
+		if r := s.setPool(ctx, pool); !r.OK {
+			s.write(typeModelsResponse, 0, r)
+		}
+	}
+	rf, err := s.loadRole(roleBuilder)
+	if err != nil {
+		s.finishTurn(agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+		return
+	}
+	s.mu.Lock()
+	s.roleSystem = rf.System
+	if s.st.role != roleBuilder {
+		s.pushLocked(evRoleChange, roleChange{Role: roleBuilder}, func(st *state) { st.role = roleBuilder })
+	}
+	s.mu.Unlock()
+	if err := s.switchSession(ctx, ""); err != nil {
+		s.finishTurn(agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+		return
+	}
+	s.finishTurn(s.runTurn(ctx, text))
+}
