@@ -153,6 +153,7 @@ func (s *server) handoff(c handoffCmd) error {
 	}
 	if c.Action == "cancel" {
 		s.mutateLocked(func(st *state) { st.handoff = nil })
+		s.payIdleLocked()
 		return nil
 	}
 	s.queued++

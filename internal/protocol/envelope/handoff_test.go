@@ -46,8 +46,20 @@ func setupHandoff(t *testing.T, turns ...llmtest.Turn) (*bundle, *llmtest.Server
 	if n := b.next(typ("notification")); n.P.Reason != "user_input_required" {
 		t.Fatalf("notification %s", n.raw)
 	}
-	b.next(typ("idle"))
+	waitNotBusy(b)
 	return b, srv, req
+}
+
+// waitNotBusy asks for status until the planner's turn has ended: no idle
+// is sent while the handoff waits for a decision, so status is the signal.
+func waitNotBusy(b *bundle) {
+	b.t.Helper()
+	for range 10000 {
+		if !statusOf(b).P.Busy {
+			return
+		}
+	}
+	b.t.Fatal("the planner's turn never ended")
 }
 
 func statusOf(b *bundle) out {
@@ -133,6 +145,10 @@ func TestHandoffResolve(t *testing.T) {
 		b, srv, _ := setupHandoff(t)
 		before := statusOf(b)
 		b.send(`{"type":"handoff","request_id":"handoff-1","action":"cancel"}`)
+		// The idle held back while the handoff waited comes now.
+		if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+			t.Fatalf("idle after cancel %s", idle.raw)
+		}
 		after := statusOf(b)
 		if string(after.P.PendingHandoff) != "null" || after.Seq <= before.Seq+1 {
 			t.Fatalf("status %s after %s", after.raw, before.raw)

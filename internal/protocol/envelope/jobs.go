@@ -117,10 +117,34 @@ func (s *server) idleLocked(outcome string, record func(*state)) {
 		s.mutateLocked(apply)
 		return
 	}
+	if s.st.handoff != nil {
+		// No idle while a handoff waits for the client's decision; it is
+		// owed until then (payIdleLocked). Nothing runs meanwhile.
+		s.mutateLocked(func(st *state) {
+			apply(st)
+			st.busy, st.phase, st.phaseDetail = false, "waiting_handoff", ""
+		})
+		s.idleOwed = outcome
+		return
+	}
 	suppress := !s.ranSinceIdle
 	s.ranSinceIdle = false
 	s.pushLocked(evIdle, idlePayload{LastOutcome: outcome, SuppressUserNotification: suppress, RunningJobs: n}, func(st *state) {
 		apply(st)
 		st.busy, st.phase, st.phaseDetail = false, "", ""
 	})
+}
+
+// payIdleLocked sends the idle held back by a pending handoff once that
+// handoff is gone, unless new work will end with an idle of its own.
+// s.mu must be held.
+func (s *server) payIdleLocked() {
+	owed := s.idleOwed
+	if owed == "" || s.st.handoff != nil {
+		return
+	}
+	s.idleOwed = ""
+	if s.queued == 0 {
+		s.idleLocked(owed, nil)
+	}
 }

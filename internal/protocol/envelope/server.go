@@ -99,6 +99,8 @@ type server struct {
 	// model is the current model ref, pool the pool it came from ("" if
 	// none); roleSystem is the current role's system text.
 	model, pool, roleSystem string
+	// idleOwed is the outcome of an idle held back by a pending handoff.
+	idleOwed string
 	// manualCompact is set while /compact runs; compactions counts the
 	// compactions started, so /compact can tell that nothing happened.
 	manualCompact bool

@@ -166,6 +166,7 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 		st.runningJobs = 0
 		st.loop = false
 	})
+	s.payIdleLocked()
 	s.mu.Unlock()
 	// The old jobs are killed without results; closing waits for their
 	// goroutines, one of which may be queueing a result behind this job.
