@@ -126,6 +126,9 @@ type Agent struct {
 	// message whose tool calls have no results yet (by call id); nil when
 	// there is none. See settle.
 	unsettled map[string]store.Intent
+	// pressureWarned is set once ContextPressure was published for the
+	// current context; a compaction clears it.
+	pressureWarned bool
 }
 
 // New returns an agent for cfg with an empty context; call Load to resume a

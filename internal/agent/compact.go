@@ -66,10 +66,18 @@ func (a *Agent) maybeCompact(ctx context.Context) {
 		return
 	}
 	est := a.estimateTokens()
-	if float64(est) < p.Threshold*float64(a.cfg.ContextWindow) {
+	window := float64(a.cfg.ContextWindow)
+	if float64(est) < p.Threshold*window {
+		// Warn once, at three quarters of the threshold, before compaction
+		// changes the context under the user's feet.
+		if !a.pressureWarned && float64(est) >= 0.75*p.Threshold*window {
+			a.pressureWarned = true
+			a.publish(&ContextPressure{EstimatedTokens: est, Window: a.cfg.ContextWindow})
+		}
 		return
 	}
 	_ = a.compact(ctx, est) // a failed compaction is reported and the step goes on
+	a.pressureWarned = false
 }
 
 func (a *Agent) compact(ctx context.Context, est int64) error {

@@ -146,6 +146,14 @@ type CompactionFinished struct {
 	Err          string `json:"error,omitempty"`
 }
 
+// ContextPressure warns, once per context, that the context approaches
+// the size at which it will be compacted.
+type ContextPressure struct {
+	Meta
+	EstimatedTokens int64 `json:"estimated_tokens"`
+	Window          int64 `json:"window"`
+}
+
 // LoopWarning says the model repeated the same call Count times in a row.
 type LoopWarning struct {
 	Meta

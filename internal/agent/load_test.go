@@ -103,6 +103,15 @@ func TestCompaction(t *testing.T) {
 	if n := len(b.messages(t)); n != 8 {
 		t.Fatalf("store must keep the full transcript, has %d", n)
 	}
+	pressure := 0
+	for _, e := range b.events.all() {
+		if _, ok := e.(*agent.ContextPressure); ok {
+			pressure++
+		}
+	}
+	if pressure != 1 {
+		t.Fatalf("want one context pressure warning before the compaction, got %d", pressure)
+	}
 	c, err := b.store.LatestCompaction(b.ctx, "s1")
 	if err != nil || c.UpToSeq == 0 {
 		t.Fatalf("compaction %+v %v", c, err)

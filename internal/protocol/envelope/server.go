@@ -101,6 +101,8 @@ type server struct {
 	model, pool, roleSystem string
 	// idleOwed is the outcome of an idle held back by a pending handoff.
 	idleOwed string
+	// notices counts the session's context_notice pushes.
+	notices int
 	// manualCompact is set while /compact runs; compactions counts the
 	// compactions started, so /compact can tell that nothing happened.
 	manualCompact bool

@@ -157,6 +157,13 @@ func (s *server) translate(e agent.Event) {
 			c.Status = "failed"
 		}
 		s.push(evCompactionStatus, c, phase("", ""))
+	case *agent.ContextPressure:
+		s.mu.Lock()
+		n := s.notices
+		s.notices++
+		s.pushLocked(evContextNotice, contextNotice{SessionID: e.SessionID, Level: "warn", MessageIndex: n,
+			Message: fmt.Sprintf("the context holds about %d tokens of the model's %d: older turns will soon be summarized", e.EstimatedTokens, e.Window)}, nil)
+		s.mu.Unlock()
 	case *agent.Error:
 		s.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
 	}

@@ -38,6 +38,7 @@ const (
 	evLocalShellResult = "local_shell_result"
 	evTodos            = "todos"
 	evCompactionStatus = "compaction_status"
+	evContextNotice    = "context_notice"
 	evRoleChange       = "role_change"
 	evInfo             = "info"
 	evSessionSwitched  = "session_switched"
@@ -274,4 +275,13 @@ type modelsCmd struct {
 type roleCmd struct {
 	Action string `json:"action"`
 	Role   string `json:"role"`
+}
+
+// contextNotice warns that the context nears compaction.
+type contextNotice struct {
+	SessionID string `json:"session_id"`
+	Level     string `json:"level"`
+	Message   string `json:"message"`
+	// MessageIndex numbers the session's notices from 0.
+	MessageIndex int `json:"message_index"`
 }
