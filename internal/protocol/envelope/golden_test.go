@@ -31,6 +31,7 @@ package envelope_test
 import (
 	"encoding/json"
 	"flag"
+	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,7 +73,7 @@ func sendRaw(text string) step { return step{in: text, raw: true} }
 
 // sendLong sends prefix, repeat count times, then suffix, as one line.
 func sendLong(prefix, repeat string, count int, suffix string) step {
-	o := object{{"prefix", prefix}, {"repeat", repeat}, {"count", json.Number(strconv.Itoa(count))}, {"suffix", suffix}}
+	o := golden.Object{{Key: "prefix", Value: prefix}, {Key: "repeat", Value: repeat}, {Key: "count", Value: json.Number(strconv.Itoa(count))}, {Key: "suffix", Value: suffix}}
 	return step{in: o, raw: true}
 }
 
@@ -126,7 +127,7 @@ func (r *run) recv() (line, any, bool) {
 			return line{}, nil, false
 		}
 		var l line
-		v, err := decodeOrdered([]byte(raw))
+		v, err := golden.DecodeOrdered([]byte(raw))
 		if err == nil {
 			err = json.Unmarshal([]byte(raw), &l)
 		}
@@ -143,7 +144,7 @@ func (r *run) recv() (line, any, bool) {
 // sendIn sends an "in" value with its placeholders restored.
 func (r *run) sendIn(v any) {
 	r.t.Helper()
-	b, err := marshal(r.n.restore(v))
+	b, err := golden.Marshal(r.n.restore(v))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func record(t *testing.T, c goldenCase) []entry {
 			es = append(es, entry{"in_raw", s.in})
 			r.sendRaw(s.in)
 		case s.in != nil:
-			v, err := decodeOrdered([]byte(s.in.(string)))
+			v, err := golden.DecodeOrdered([]byte(s.in.(string)))
 			if err != nil {
 				t.Fatalf("step line %q: %v", s.in, err)
 			}
@@ -225,7 +226,7 @@ func (r *run) awaitRecording(pred func(line) bool, outs func(any)) {
 func replay(t *testing.T, c goldenCase, es []entry) {
 	r := newRun(t, c)
 	extra := func(v any) {
-		t.Errorf("unexpected output line after the transcript's end of input: %s", show(v))
+		t.Errorf("unexpected output line after the transcript's end of input: %s", golden.Show(v))
 	}
 	for i, e := range es {
 		switch e.kind {
@@ -238,10 +239,10 @@ func replay(t *testing.T, c goldenCase, es []entry) {
 		case "out":
 			_, got, ok := r.recv()
 			if !ok {
-				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, show(e.value), r.g.diag.String())
+				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, golden.Show(e.value), r.g.diag.String())
 			}
-			if d := diff("", plain(e.value), plain(got)); len(d) > 0 {
-				t.Fatalf("entry %d differs:\n  %s\nwant %s\ngot  %s", i+1, strings.Join(d, "\n  "), show(e.value), show(got))
+			if d := golden.Diff("", golden.Plain(e.value), golden.Plain(got)); len(d) > 0 {
+				t.Fatalf("entry %d differs:\n  %s\nwant %s\ngot  %s", i+1, strings.Join(d, "\n  "), golden.Show(e.value), golden.Show(got))
 			}
 		default:
 			t.Fatalf("entry %d: unknown kind %q", i+1, e.kind)

@@ -7,10 +7,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -47,10 +46,10 @@ func (n *normalizer) id(kind, v string) string {
 // varying values replaced.
 func (n *normalizer) normalize(key string, v any) any {
 	switch v := v.(type) {
-	case object:
-		o := make(object, len(v))
+	case golden.Object:
+		o := make(golden.Object, len(v))
 		for i, m := range v {
-			o[i] = member{m.Key, n.normalize(m.Key, m.Value)}
+			o[i] = golden.Member{Key: m.Key, Value: n.normalize(m.Key, m.Value)}
 		}
 		return o
 	case []any:
@@ -61,7 +60,7 @@ func (n *normalizer) normalize(key string, v any) any {
 		if key == "models" {
 			// The initialize response lists models in map order; sorting
 			// them (each object starts with its "value") fixes one.
-			sort.SliceStable(a, func(i, j int) bool { return show(a[i]) < show(a[j]) })
+			sort.SliceStable(a, func(i, j int) bool { return golden.Show(a[i]) < golden.Show(a[j]) })
 		}
 		return a
 	case json.Number:
@@ -90,10 +89,10 @@ func (n *normalizer) normalize(key string, v any) any {
 // restore replaces placeholders in an "in" value by this run's values.
 func (n *normalizer) restore(v any) any {
 	switch v := v.(type) {
-	case object:
-		o := make(object, len(v))
+	case golden.Object:
+		o := make(golden.Object, len(v))
 		for i, m := range v {
-			o[i] = member{m.Key, n.restore(m.Value)}
+			o[i] = golden.Member{Key: m.Key, Value: n.restore(m.Value)}
 		}
 		return o
 	case []any:
@@ -120,178 +119,6 @@ func (n *normalizer) restoreString(s string) string {
 
 // object is a JSON object that keeps its key order, so transcripts read
 // in the order arbor writes.
-type object []member
-
-type member struct {
-	Key   string
-	Value any
-}
-
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := marshal(m.Key)
-		if err != nil {
-			return nil, err
-		}
-		v, err := marshal(m.Value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// marshal is compact JSON without HTML escaping, so placeholders stay
-// readable.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
-}
-
-// decodeOrdered decodes one JSON value with objects as ordered objects
-// and numbers as json.Number.
-func decodeOrdered(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("trailing data after the JSON value")
-	}
-	return v, nil
-}
-
-func decodeValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil
-	}
-	switch d {
-	case '{':
-		o := object{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			v, err := decodeValue(dec)
-			if err != nil {
-				return nil, err
-			}
-			o = append(o, member{k.(string), v})
-		}
-		_, err := dec.Token()
-		return o, err
-	case '[':
-		a := []any{}
-		for dec.More() {
-			v, err := decodeValue(dec)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		_, err := dec.Token()
-		return a, err
-	}
-	return nil, fmt.Errorf("unexpected %v", d)
-}
-
-// plain turns ordered objects into maps, for order-free comparison.
-func plain(v any) any {
-	switch v := v.(type) {
-	case object:
-		m := make(map[string]any, len(v))
-		for _, x := range v {
-			m[x.Key] = plain(x.Value)
-		}
-		return m
-	case []any:
-		a := make([]any, len(v))
-		for i, x := range v {
-			a[i] = plain(x)
-		}
-		return a
-	}
-	return v
-}
-
-// diff lists where got differs from want, one "path: want … got …" each.
-func diff(path string, want, got any) []string {
-	wm, wok := want.(map[string]any)
-	gm, gok := got.(map[string]any)
-	if wok && gok {
-		var keys []string
-		for k := range wm {
-			keys = append(keys, k)
-		}
-		for k := range gm {
-			if _, ok := wm[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		var out []string
-		for _, k := range keys {
-			wv, inW := wm[k]
-			gv, inG := gm[k]
-			switch {
-			case !inW:
-				out = append(out, fmt.Sprintf("%s.%s: unexpected, got %s", path, k, show(gv)))
-			case !inG:
-				out = append(out, fmt.Sprintf("%s.%s: missing, want %s", path, k, show(wv)))
-			default:
-				out = append(out, diff(path+"."+k, wv, gv)...)
-			}
-		}
-		return out
-	}
-	wa, wok := want.([]any)
-	ga, gok := got.([]any)
-	if wok && gok && len(wa) == len(ga) {
-		var out []string
-		for i := range wa {
-			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), wa[i], ga[i])...)
-		}
-		return out
-	}
-	if reflect.DeepEqual(want, got) {
-		return nil
-	}
-	if path == "" {
-		path = "."
-	}
-	return []string{fmt.Sprintf("%s: want %s, got %s", path, show(want), show(got))}
-}
-
-func show(v any) string {
-	b, err := marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
 func readTranscript(t *testing.T, path string) []entry {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -300,8 +127,8 @@ func readTranscript(t *testing.T, path string) []entry {
 	}
 	var es []entry
 	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		v, err := decodeOrdered([]byte(line))
-		o, ok := v.(object)
+		v, err := golden.DecodeOrdered([]byte(line))
+		o, ok := v.(golden.Object)
 		if err != nil || !ok || len(o) != 1 {
 			t.Fatalf("%s:%d: want an object with one key (%v)", path, i+1, err)
 		}
@@ -314,7 +141,7 @@ func writeTranscript(t *testing.T, path string, es []entry) {
 	t.Helper()
 	var b bytes.Buffer
 	for _, e := range es {
-		line, err := marshal(object{{e.kind, e.value}})
+		line, err := golden.Marshal(golden.Object{{Key: e.kind, Value: e.value}})
 		if err != nil {
 			t.Fatal(err)
 		}

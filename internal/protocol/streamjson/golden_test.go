@@ -29,6 +29,7 @@ package streamjson_test
 import (
 	"encoding/json"
 	"flag"
+	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,7 +130,7 @@ func (r *run) recv() (out, any, bool) {
 		if !ok {
 			return out{}, nil, false
 		}
-		v, err := decodeOrdered([]byte(o.raw))
+		v, err := golden.DecodeOrdered([]byte(o.raw))
 		if err != nil {
 			r.t.Fatalf("output line %q: %v", o.raw, err)
 		}
@@ -143,7 +144,7 @@ func (r *run) recv() (out, any, bool) {
 // sendIn sends an "in" value with its placeholders restored.
 func (r *run) sendIn(v any) {
 	r.t.Helper()
-	b, err := marshal(r.n.restore(v))
+	b, err := golden.Marshal(r.n.restore(v))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func record(t *testing.T, c goldenCase) []entry {
 			es = append(es, entry{"in_raw", s.line})
 			r.b.send(s.line)
 		case s.line != "":
-			v, err := decodeOrdered([]byte(s.line))
+			v, err := golden.DecodeOrdered([]byte(s.line))
 			if err != nil {
 				t.Fatalf("step line %q: %v", s.line, err)
 			}
@@ -222,7 +223,7 @@ func (r *run) awaitRecording(pred func(out) bool, outs func(any)) {
 func replay(t *testing.T, c goldenCase, es []entry) {
 	r := newRun(t, c)
 	extra := func(v any) {
-		b, _ := marshal(v)
+		b, _ := golden.Marshal(v)
 		t.Errorf("unexpected output line after the transcript's end of input: %s", b)
 	}
 	for i, e := range es {
@@ -244,12 +245,12 @@ func replay(t *testing.T, c goldenCase, es []entry) {
 		case "out":
 			_, got, ok := r.recv()
 			if !ok {
-				want, _ := marshal(e.value)
+				want, _ := golden.Marshal(e.value)
 				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, want, r.b.diag.String())
 			}
-			if d := diff("", plain(e.value), plain(got)); len(d) > 0 {
-				want, _ := marshal(e.value)
-				have, _ := marshal(got)
+			if d := golden.Diff("", golden.Plain(e.value), golden.Plain(got)); len(d) > 0 {
+				want, _ := golden.Marshal(e.value)
+				have, _ := golden.Marshal(got)
 				t.Fatalf("entry %d differs:\n  %s\nwant %s\ngot  %s", i+1, strings.Join(d, "\n  "), want, have)
 			}
 		default:

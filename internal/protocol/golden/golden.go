@@ -1,0 +1,190 @@
+// Package golden supports the protocols' golden transcript tests: JSON
+// decoded with its key order kept (so a re-recorded transcript reads like
+// the wire), compact encoding without HTML escaping, and structural diffs
+// that name the path of each difference. It is used by tests only.
+package golden
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+)
+
+// Object is a JSON object with its keys in their original order.
+type Object []Member
+
+// Member is one key and value of an Object.
+type Member struct {
+	Key   string
+	Value any
+}
+
+// MarshalJSON writes the members in order.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := Marshal(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := Marshal(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Marshal is compact JSON without HTML escaping, so placeholders stay
+// readable.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// DecodeOrdered decodes one JSON value with objects as ordered objects
+// and numbers as json.Number.
+func DecodeOrdered(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil
+	}
+	switch d {
+	case '{':
+		o := Object{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			o = append(o, Member{k.(string), v})
+		}
+		_, err := dec.Token()
+		return o, err
+	case '[':
+		a := []any{}
+		for dec.More() {
+			v, err := decodeValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		_, err := dec.Token()
+		return a, err
+	}
+	return nil, fmt.Errorf("unexpected %v", d)
+}
+
+// Plain turns ordered objects into maps, for order-free comparison.
+func Plain(v any) any {
+	switch v := v.(type) {
+	case Object:
+		m := make(map[string]any, len(v))
+		for _, x := range v {
+			m[x.Key] = Plain(x.Value)
+		}
+		return m
+	case []any:
+		a := make([]any, len(v))
+		for i, x := range v {
+			a[i] = Plain(x)
+		}
+		return a
+	}
+	return v
+}
+
+// Diff lists where got differs from want, one "path: want … got …" each.
+func Diff(path string, want, got any) []string {
+	wm, wok := want.(map[string]any)
+	gm, gok := got.(map[string]any)
+	if wok && gok {
+		var keys []string
+		for k := range wm {
+			keys = append(keys, k)
+		}
+		for k := range gm {
+			if _, ok := wm[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			wv, inW := wm[k]
+			gv, inG := gm[k]
+			switch {
+			case !inW:
+				out = append(out, fmt.Sprintf("%s.%s: unexpected, got %s", path, k, Show(gv)))
+			case !inG:
+				out = append(out, fmt.Sprintf("%s.%s: missing, want %s", path, k, Show(wv)))
+			default:
+				out = append(out, Diff(path+"."+k, wv, gv)...)
+			}
+		}
+		return out
+	}
+	wa, wok := want.([]any)
+	ga, gok := got.([]any)
+	if wok && gok && len(wa) == len(ga) {
+		var out []string
+		for i := range wa {
+			out = append(out, Diff(fmt.Sprintf("%s[%d]", path, i), wa[i], ga[i])...)
+		}
+		return out
+	}
+	if reflect.DeepEqual(want, got) {
+		return nil
+	}
+	if path == "" {
+		path = "."
+	}
+	return []string{fmt.Sprintf("%s: want %s, got %s", path, Show(want), Show(got))}
+}
+
+// Show renders v compactly for failure messages.
+func Show(v any) string {
+	b, err := Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
