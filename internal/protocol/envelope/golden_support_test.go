@@ -17,8 +17,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arbor-run/arbor/internal/app"
-	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 )
@@ -38,30 +36,7 @@ type goldenServer struct {
 // holds files (path relative to the workspace → content).
 func startGolden(t *testing.T, srv *llmtest.Server, files map[string]string) *goldenServer {
 	t.Helper()
-	home := t.TempDir()
-	ws := filepath.Join(home, "ws")
-	for name, content := range files {
-		p := filepath.Join(ws, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{
-		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
-		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
-	}
-	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "default"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
+	a, home, _ := openApp(t, srv, files)
 	pr, pw := io.Pipe()
 	or, ow := io.Pipe()
 	g := &goldenServer{t: t, home: home, in: pw, outs: make(chan string, 4096), diag: &syncBuffer{}, done: make(chan error, 1)}

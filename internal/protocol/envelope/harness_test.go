@@ -95,12 +95,12 @@ func setup(t *testing.T, srv *llmtest.Server) (*bundle, out) {
 	return setupFiles(t, srv, nil)
 }
 
-// setupFiles is setup with files (path relative to the workspace →
-// content) written into the workspace first.
-func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bundle, out) {
+// openApp opens an app against srv in a fresh home whose workspace holds
+// files (path relative to the workspace → content).
+func openApp(t *testing.T, srv *llmtest.Server, files map[string]string) (a *app.App, home, ws string) {
 	t.Helper()
-	home := t.TempDir()
-	ws := filepath.Join(home, "ws")
+	home = t.TempDir()
+	ws = filepath.Join(home, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +123,14 @@ func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bu
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
+	return a, home, ws
+}
+
+// setupFiles is setup with files (path relative to the workspace →
+// content) written into the workspace first.
+func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bundle, out) {
+	t.Helper()
+	a, _, ws := openApp(t, srv, files)
 	pr, pw := io.Pipe()
 	or, ow := io.Pipe()
 	b := &bundle{t: t, ws: ws, in: pw, outs: make(chan out, 4096), diag: &syncBuffer{}, done: make(chan error, 1)}
