@@ -17,7 +17,8 @@ type Options struct {
 	Workspace string
 	// ProjectFile and UserFile hold the persisted rules of those scopes;
 	// "" leaves the scope unpersisted (rules can then not be added to it).
-	// See DefaultProjectFile and DefaultUserFile.
+	// See DefaultProjectFile; the user file's place is the configuration's
+	// (config.UserPermissionsFile).
 	ProjectFile, UserFile string
 }
 

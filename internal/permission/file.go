@@ -17,16 +17,6 @@ func DefaultProjectFile(workspace string) string {
 	return filepath.Join(workspace, ".arbor", "permissions.yaml")
 }
 
-// DefaultUserFile is where the user's rules live:
-// $XDG_CONFIG_HOME/arbor/permissions.yaml (~/.config/… when unset).
-func DefaultUserFile() (string, error) {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("user permission file: %w", err)
-	}
-	return filepath.Join(dir, "arbor", "permissions.yaml"), nil
-}
-
 // fileRule is one entry of a rule file.
 type fileRule struct {
 	Rule   string `yaml:"rule"`

@@ -244,10 +244,3 @@ func view(n store.Node) NodeView {
 		Options: slices.Clone(n.Options), SessionID: n.SessionID,
 	}
 }
-
-// usage returns the run's totals.
-func (r *run) usage() (int64, float64) {
-	r.usageMu.Lock()
-	defer r.usageMu.Unlock()
-	return r.tokens, r.cost
-}

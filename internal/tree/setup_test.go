@@ -88,11 +88,6 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 	return b
 }
 
-func firstLineOf(s string) string {
-	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return l
-}
-
 func (b *bundle) drive(t *testing.T) store.Run {
 	t.Helper()
 	r, err := b.engine.Drive(b.ctx, b.run.ID)

@@ -362,13 +362,6 @@ func (s *server) pushLocked(typ string, payload any, fn func(*state)) {
 	}
 }
 
-// mutate changes the state without a push; the seq still advances.
-func (s *server) mutate(fn func(*state)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mutateLocked(fn)
-}
-
 func (s *server) subscribe(c subscribeCmd) error {
 	subs := map[string]bool{}
 	for _, e := range c.Events {
