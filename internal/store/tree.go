@@ -38,7 +38,7 @@ type Node struct {
 	RunID    string `json:"run_id"`
 	ID       int64  `json:"id"`
 	ParentID int64  `json:"parent_id"` // 0 for the root
-	Kind     string `json:"kind"`      // "goal" (root), "task", "ask"
+	Kind     string `json:"kind"`      // "goal" or "host" (root), "task", "ask"
 	Spawn    string `json:"spawn"`     // "spawn" or "fork" for tasks, "" otherwise
 	Goal     string `json:"goal"`
 	Prompt   string `json:"prompt"`

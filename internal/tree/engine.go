@@ -156,9 +156,13 @@ func (e *Engine) Drive(ctx context.Context, id string) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, err
 	}
+	if r.isHostedLocked() {
+		return store.Run{}, fmt.Errorf("drive run %s: %w; continue it with: arbor headless -r %s", id, ErrHosted, id)
+	}
 	if _, loaded := e.live.LoadOrStore(id, r); loaded {
 		return store.Run{}, fmt.Errorf("drive run %s: %w", id, ErrRunActive)
 	}
 	defer e.live.Delete(id)
+	r.ctx = ctx
 	return r.drive(ctx)
 }

@@ -37,7 +37,9 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		}
 		r.mu.Lock()
 		r.agents[id] = ag
+		v := view(*r.nodes[id])
 		r.mu.Unlock()
+		r.e.o.Bus.Publish(&AgentStarted{RunID: r.id, Node: v})
 	}
 	var res agent.Result
 	switch {

@@ -81,8 +81,8 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	return r, nil
 }
 
+// drive runs r until its root ends or ctx (which is r.ctx) is cancelled.
 func (r *run) drive(ctx context.Context) (store.Run, error) {
-	r.ctx = ctx
 	unsub := r.e.o.Bus.Subscribe(r.observe)
 	defer unsub()
 

@@ -37,6 +37,8 @@ func (r *run) scheduleLocked() {
 		}
 		before := len(r.running)
 		switch {
+		case n.Kind == KindHost:
+			// Its front end runs it.
 		case n.Kind == KindAsk && (n.State == StateActive || n.State == StatePending && r.readyLocked(n)):
 			if n.State == StatePending {
 				r.setLocked(id, "", func(n *store.Node) { n.State = StateActive; n.StartedAt = r.nowPtr() })
@@ -101,6 +103,9 @@ func (r *run) propagateLocked() bool {
 // the only way there is a paused node that nothing can resume any more.
 // Those nodes are cancelled, so their dependents and parents move on.
 func (r *run) unstickLocked() {
+	if r.isHostedLocked() {
+		return // the host may resume paused nodes at any time
+	}
 	var changes []change
 	for _, id := range r.idsLocked() {
 		if n := r.nodes[id]; n.State == StatePaused {

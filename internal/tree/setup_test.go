@@ -44,6 +44,8 @@ type setupOpts struct {
 	maxParallel  int
 	goal         string
 	nodeTimeout  time.Duration
+	// respond, when set, answers the model requests instead of the script.
+	respond func(llmtest.Request) llmtest.Turn
 }
 
 func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
@@ -51,8 +53,15 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 	o := setupOpts{goal: "the goal"}
 	if len(opts) > 0 {
 		o = opts[0]
+		if o.goal == "" {
+			o.goal = "the goal"
+		}
 	}
-	srv := llmtest.NewServerFunc(treetest.Responder(s))
+	respond := o.respond
+	if respond == nil {
+		respond = treetest.Responder(s)
+	}
+	srv := llmtest.NewServerFunc(respond)
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")

@@ -134,6 +134,9 @@ func (r *run) tools(caller int64) []tool.Tool {
 	for i := range 6 { // spawn, fork, ask, complete, read_tree, read_node
 		ts[i] = tool.Idempotent(ts[i])
 	}
+	if caller != 1 {
+		ts = append(ts, r.notifyTool(caller))
+	}
 	return ts
 }
 

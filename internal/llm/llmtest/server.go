@@ -28,9 +28,13 @@ type Server struct {
 	// fn sees requests one at a time and in recorded order.
 	fnMu sync.Mutex
 
-	mu        sync.Mutex    // guards the fields below
-	turns     []Turn        // unconsumed scripted turns
-	requests  []Request     // every model request, in arrival order
+	mu       sync.Mutex // guards the fields below
+	turns    []Turn     // unconsumed scripted turns
+	requests []Request  // every model request, in arrival order (unless forget)
+	count    int        // model requests received
+	// forget is set for Serve's servers, which live as long as the arbor
+	// process using them: they count requests but do not keep them.
+	forget    bool
 	arrived   chan struct{} // closed and replaced whenever a request is recorded
 	stopWatch func() bool   // stops Serve's context watch; nil otherwise
 }
@@ -61,6 +65,7 @@ func Serve(ctx context.Context, addr string, script Script) (*Server, error) {
 	stop := context.AfterFunc(ctx, s.Close)
 	s.mu.Lock()
 	s.stopWatch = stop
+	s.forget = true
 	s.mu.Unlock()
 	return s, nil
 }
@@ -108,7 +113,8 @@ func (s *Server) Push(turns ...Turn) {
 	s.turns = append(s.turns, turns...)
 }
 
-// Requests returns every model request received, in order.
+// Requests returns every model request received, in order (none for a
+// server started by Serve, which does not keep them).
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,10 +138,13 @@ func (s *Server) record(req Request) int {
 // recordLocked appends req, wakes WaitRequests and returns req's number.
 // s.mu must be held.
 func (s *Server) recordLocked(req Request) int {
-	s.requests = append(s.requests, req)
+	s.count++
+	if !s.forget {
+		s.requests = append(s.requests, req)
+	}
 	close(s.arrived)
 	s.arrived = make(chan struct{})
-	return len(s.requests)
+	return s.count
 }
 
 // WaitRequests blocks until at least n model requests have been recorded
@@ -144,7 +153,7 @@ func (s *Server) recordLocked(req Request) int {
 func (s *Server) WaitRequests(n int) {
 	for {
 		s.mu.Lock()
-		if len(s.requests) >= n {
+		if s.count >= n {
 			s.mu.Unlock()
 			return
 		}

@@ -219,7 +219,7 @@ func validateNode(n store.Node) error {
 		return fmt.Errorf("%w: node id %d is below 1", store.ErrInvalid, n.ID)
 	case n.ParentID < 0 || n.ParentID == n.ID:
 		return fmt.Errorf("%w: node %d has parent %d", store.ErrInvalid, n.ID, n.ParentID)
-	case n.Kind != "goal" && n.Kind != "task" && n.Kind != "ask":
+	case n.Kind != "goal" && n.Kind != "task" && n.Kind != "ask" && n.Kind != "host":
 		return fmt.Errorf("%w: unknown node kind %q", store.ErrInvalid, n.Kind)
 	case n.Attempts < 0 || n.Synthesized < 0:
 		return fmt.Errorf("%w: node %d has a negative attempt or synthesis count", store.ErrInvalid, n.ID)

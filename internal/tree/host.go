@@ -1,0 +1,211 @@
+package tree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Hosted runs.
+//
+// A hosted run's root is a host node: an agent that a front end drives
+// itself, such as the main agent of a headless session, which converses
+// with a person turn after turn instead of completing one goal. The engine
+// never runs the host node: its agent gets the root's tree tools (without
+// complete) from Host.Tools, and its children are ordinary nodes that the
+// engine schedules, synthesizes and persists. The front end learns what
+// they do from the bus (AgentStarted, NodeChanged, Notified) and hands
+// their results to its agent as it sees fit. A hosted run never finishes:
+// it is driven while its front end holds the Host and is left interrupted
+// when the Host closes, ready to continue with the next Host of that id.
+
+// KindHost is the kind of a hosted run's root node.
+const KindHost = "host"
+
+// ErrHosted refuses to Drive a hosted run: only Host drives it.
+var ErrHosted = errors.New("run is hosted by a headless session")
+
+// HostOptions describe a hosted run.
+type HostOptions struct {
+	// ID is the run's id; a headless session uses its session id, so its
+	// children's sessions are "<id>.<node>".
+	ID string
+	// SessionID is the host agent's session.
+	SessionID   string
+	Title       string
+	Model       string
+	Workspace   string
+	Mode        string
+	MaxParallel int
+}
+
+// Host drives a hosted run until Close.
+type Host struct {
+	r      *run
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Host opens hosted run o.ID, creating it when it does not exist, and
+// starts driving it: children that a previous process left running
+// continue. The run is driven until Close or until ctx is cancelled.
+func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
+	if _, err := e.o.Store.GetRun(ctx, o.ID); errors.Is(err, store.ErrNotFound) {
+		if err := e.createHosted(ctx, o); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("host run %s: %w", o.ID, err)
+	}
+	r, err := e.open(ctx, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	if r.nodes[1].Kind != KindHost {
+		return nil, fmt.Errorf("host run %s: it is an arbor run, not a headless session's: %w", o.ID, ErrBadState)
+	}
+	if _, loaded := e.live.LoadOrStore(o.ID, r); loaded {
+		return nil, fmt.Errorf("host run %s: %w", o.ID, ErrRunActive)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h := &Host{r: r, cancel: cancel, done: make(chan struct{})}
+	// The host agent may call tools before drive starts: they need r.ctx.
+	r.ctx = ctx
+	go func() {
+		defer close(h.done)
+		defer e.live.Delete(o.ID)
+		_, _ = r.drive(ctx)
+	}()
+	return h, nil
+}
+
+func (e *Engine) createHosted(ctx context.Context, o HostOptions) error {
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = 8
+	}
+	now := e.o.Now().UTC()
+	title := o.Title
+	if title == "" {
+		title = "headless session " + o.SessionID
+	}
+	r := store.Run{
+		ID: o.ID, Goal: title, Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
+		Mode: o.Mode, MaxParallel: o.MaxParallel, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := e.o.Store.CreateRun(ctx, r); err != nil {
+		return fmt.Errorf("create hosted run: %w", err)
+	}
+	root := store.Node{RunID: o.ID, ID: 1, Kind: KindHost, Goal: title, State: StateActive, Returns: "text",
+		SessionID: o.SessionID, CreatedAt: now, UpdatedAt: now, StartedAt: &now}
+	if err := e.o.Store.Commit(ctx, nil, root); err != nil {
+		return fmt.Errorf("create hosted run root: %w", err)
+	}
+	return nil
+}
+
+// RunID is the hosted run's id.
+func (h *Host) RunID() string { return h.r.id }
+
+// Tools are the host agent's tree tools: those of the root but complete,
+// since the host's work has no end the engine could wait for.
+func (h *Host) Tools() []tool.Tool {
+	return slices.DeleteFunc(h.r.tools(1), func(t tool.Tool) bool { return t.Info().Name == "complete" })
+}
+
+// Busy reports whether a node of the run can still make progress without
+// the host: one that is pending, running, waiting for its children or for
+// an answer. Paused nodes wait for the host and are not counted.
+func (h *Host) Busy() bool {
+	r := h.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range r.idsLocked() {
+		if n := r.nodes[id]; n.Kind != KindHost && !Terminal(n.State) && n.State != StatePaused {
+			return true
+		}
+	}
+	return false
+}
+
+// Nodes returns the run's nodes but the root, ascending by id.
+func (h *Host) Nodes() []NodeView {
+	r := h.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]NodeView, 0, len(r.order))
+	for _, id := range r.idsLocked() {
+		if id != 1 {
+			out = append(out, view(*r.nodes[id]))
+		}
+	}
+	return out
+}
+
+// StopAll stops every node that has not ended, as the host's stop tool
+// would, and reports how many it stopped.
+func (h *Host) StopAll() int {
+	r := h.r
+	r.mu.Lock()
+	defer r.unlock()
+	n := 0
+	for _, id := range slices.Clone(r.children[1]) {
+		if !Terminal(r.nodes[id].State) && r.stopLocked(id) == nil {
+			n++
+		}
+	}
+	r.scheduleLocked()
+	return n
+}
+
+// Close stops driving the run: running children are interrupted and left
+// to continue with the next Host of this run. It waits for their agents.
+func (h *Host) Close() {
+	h.cancel()
+	<-h.done
+}
+
+// isHostedLocked reports whether the run's root is a host node.
+func (r *run) isHostedLocked() bool { return r.nodes[1].Kind == KindHost }
+
+// AgentStarted is published when the agent of a node is built in this
+// process: on its first turn, and on the first turn after the process
+// restarted (a rehydrated node). Later turns of the node reuse it.
+type AgentStarted struct {
+	agent.Meta
+	RunID string   `json:"run_id"`
+	Node  NodeView `json:"node"`
+}
+
+// Notified is published when a node's agent calls notify: a progress
+// note for the node's parent (To), which does not wait for an answer.
+type Notified struct {
+	agent.Meta
+	RunID   string   `json:"run_id"`
+	From    NodeView `json:"from"`
+	To      int64    `json:"to"`
+	Message string   `json:"message"`
+}
+
+type notifyArgs struct {
+	Message string `json:"message" jsonschema:"description=The update for your parent: progress, a finding it can use now, a warning"`
+}
+
+// notifyTool lets node caller send its parent a progress note.
+func (r *run) notifyTool(caller int64) tool.Tool {
+	return tool.New("notify", "Send your parent a short progress update without waiting for an answer; use it sparingly, for what the parent can act on before you complete.", tool.KindInteract,
+		func(_ context.Context, _ tool.Call, a notifyArgs) tool.Result {
+			if a.Message == "" {
+				return tool.Errorf("message must not be empty")
+			}
+			r.mu.Lock()
+			n := view(*r.nodes[caller])
+			r.mu.Unlock()
+			r.e.o.Bus.Publish(&Notified{RunID: r.id, From: n, To: n.ParentID, Message: a.Message})
+			return tool.Result{Content: fmt.Sprintf("Sent to #%d.", n.ParentID)}
+		})
+}

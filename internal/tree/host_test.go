@@ -1,0 +1,196 @@
+package tree_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+// hostTool calls the host's tool name with input, as the host agent would.
+func hostTool(t *testing.T, h *tree.Host, name string, input map[string]any) tool.Result {
+	t.Helper()
+	raw, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range h.Tools() {
+		if tl.Info().Name == name {
+			return tl.Run(context.Background(), tool.Call{ID: "call-" + name + string(raw), Input: raw})
+		}
+	}
+	t.Fatalf("the host has no %s tool", name)
+	return tool.Result{}
+}
+
+// hostEvents collects the tree events of run id and signals every one.
+func hostEvents(b *bundle, id string) <-chan agent.Event {
+	ch := make(chan agent.Event, 256)
+	b.app.Bus.Subscribe(func(ev agent.Event) {
+		switch e := ev.(type) {
+		case *tree.NodeChanged:
+			if e.RunID == id {
+				ch <- ev
+			}
+		case *tree.AgentStarted:
+			if e.RunID == id {
+				ch <- ev
+			}
+		case *tree.Notified:
+			if e.RunID == id {
+				ch <- ev
+			}
+		}
+	})
+	return ch
+}
+
+// waitNode reads events until node id reaches state.
+func waitNode(t *testing.T, ch <-chan agent.Event, id int64, state string) {
+	t.Helper()
+	for ev := range ch {
+		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == id && c.Node.State == state {
+			return
+		}
+	}
+}
+
+func TestHostRunsChildrenOfItsAgent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		2: {calls(call("notify", map[string]any{"message": "halfway"})), complete("two done")},
+	})
+	ch := hostEvents(b, "sess-1")
+	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-1", SessionID: "sess-1", Workspace: b.app.Workspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	names := []string{}
+	for _, tl := range h.Tools() {
+		names = append(names, tl.Info().Name)
+	}
+	if got := strings.Join(names, ","); got != "spawn,fork,ask,read_tree,read_node,stop,pause,resume,modify" {
+		t.Fatalf("host tools = %s", got)
+	}
+	if h.Busy() {
+		t.Fatal("a new hosted run is busy")
+	}
+	if r := hostTool(t, h, "spawn", map[string]any{"goal": "count", "prompt": "count to two"}); r.IsError || !strings.Contains(r.Content, "#2") {
+		t.Fatalf("spawn = %+v", r)
+	}
+	var started, notified bool
+	for ev := range ch {
+		switch e := ev.(type) {
+		case *tree.AgentStarted:
+			started = e.Node.ID == 2 && e.Node.SessionID == "sess-1.2"
+		case *tree.Notified:
+			notified = e.From.ID == 2 && e.To == 1 && e.Message == "halfway"
+		}
+		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == 2 && tree.Terminal(c.Node.State) {
+			if c.Node.State != tree.StateComplete || c.Node.Result != "two done" {
+				t.Fatalf("#2 ended %s with %q (%s)", c.Node.State, c.Node.Result, c.Node.Error)
+			}
+			break
+		}
+	}
+	if !started || !notified {
+		t.Fatalf("agent started %v, notified %v", started, notified)
+	}
+	if h.Busy() {
+		t.Fatal("busy after the only child ended")
+	}
+	root := b.nodeIn(t, "sess-1", 1)
+	if root.Kind != tree.KindHost || root.State != tree.StateActive {
+		t.Fatalf("root = %s %s", root.Kind, root.State)
+	}
+	// An arbor run may not drive it.
+	if _, err := b.engine.Drive(b.ctx, "sess-1"); !errors.Is(err, tree.ErrHosted) && !errors.Is(err, tree.ErrRunActive) {
+		t.Fatalf("Drive of a hosted run: %v", err)
+	}
+}
+
+func TestHostResumesChildrenAfterClose(t *testing.T) {
+	t.Parallel()
+	var first sync.Once
+	b := setup(t, nil, setupOpts{respond: func(req llmtest.Request) llmtest.Turn {
+		stall := false
+		first.Do(func() { stall = true })
+		if stall { // the first turn stalls until the host's Close cancels it
+			return llmtest.Turn{Text: "never seen", Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}
+		}
+		return complete("resumed result")
+	}})
+	ch := hostEvents(b, "sess-2")
+	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-2", SessionID: "sess-2", Workspace: b.app.Workspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostTool(t, h, "spawn", map[string]any{"goal": "slow", "prompt": "take your time"})
+	waitNode(t, ch, 2, tree.StateActive)
+	if !h.Busy() {
+		t.Fatal("not busy while a child runs")
+	}
+	if _, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-2", SessionID: "sess-2"}); !errors.Is(err, tree.ErrRunActive) {
+		t.Fatalf("second Host: %v", err)
+	}
+	b.srv.WaitRequests(1) // the stalled turn
+	h.Close()
+	if n := b.nodeIn(t, "sess-2", 2); n.State != tree.StateActive {
+		t.Fatalf("#2 after Close is %s, want active (interrupted)", n.State)
+	}
+	h2, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-2", SessionID: "sess-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	waitNode(t, ch, 2, tree.StateComplete)
+	if n := b.nodeIn(t, "sess-2", 2); n.Result != "resumed result" {
+		t.Fatalf("#2 result %q", n.Result)
+	}
+}
+
+func TestHostStopAll(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, setupOpts{respond: func(llmtest.Request) llmtest.Turn {
+		return llmtest.Turn{Text: "too late", Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}
+	}})
+	ch := hostEvents(b, "sess-3")
+	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-3", SessionID: "sess-3", Workspace: b.app.Workspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hostTool(t, h, "spawn", map[string]any{"goal": "a", "prompt": "a"})
+	hostTool(t, h, "spawn", map[string]any{"goal": "b", "prompt": "b", "blocked_by": []string{"#2"}})
+	waitNode(t, ch, 2, tree.StateActive)
+	if n := h.StopAll(); n != 2 {
+		t.Fatalf("StopAll stopped %d, want 2", n)
+	}
+	if h.Busy() {
+		t.Fatal("busy after StopAll")
+	}
+	for _, v := range h.Nodes() {
+		if v.State != tree.StateCancelled {
+			t.Fatalf("#%d is %s after StopAll", v.ID, v.State)
+		}
+	}
+}
+
+// nodeIn reads node id of run from the store.
+func (b *bundle) nodeIn(t *testing.T, run string, id int64) store.Node {
+	t.Helper()
+	n, err := b.app.Store.GetNode(b.ctx, run, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
