@@ -45,8 +45,16 @@ type Session struct {
 	Tools *tool.Registry
 }
 
-// NewSession creates and stores a new session with a fresh id.
+// NewSession creates and stores a new session with a fresh id. Ids are
+// the time to the second plus 24 random bits, so a program creating
+// thousands of sessions a second may draw one twice: it draws again.
 func (a *App) NewSession(ctx context.Context, o SessionOptions) (*Session, error) {
+	for range 4 {
+		s, err := a.CreateSession(ctx, NewID(), o)
+		if !errors.Is(err, store.ErrConflict) {
+			return s, err
+		}
+	}
 	return a.CreateSession(ctx, NewID(), o)
 }
 

@@ -45,6 +45,7 @@ func (s *server) send(c sendCmd) error {
 	s.queued++
 	s.mutateLocked(func(st *state) { st.busy = true })
 	s.cancelHandoffLocked()
+	s.payIdleLocked() // the new turn ends with its own idle
 	var confirms, questions []string
 	for _, p := range s.st.confirms {
 		confirms = append(confirms, p.RequestID)
