@@ -1,0 +1,270 @@
+// Command envelope measures a built arbor binary serving the envelope
+// headless protocol (`arbor headless`, spec 000) against arbor's scripted
+// instant model (`--model script:FILE`). bench/envelope.sh builds both and
+// runs it.
+//
+// It prints three figures: the time from process start to the first stdout
+// line (`ready`) over -starts processes; the time from writing a `send`
+// line to reading its `idle` envelope over -turns turns in one process; and
+// the resident memory (VmRSS, VmHWM from /proc/PID/status) after -rss-turns
+// turns in another process.
+//
+// Every process gets its own fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and
+// workspace under -dir, so the user's files are never read or written. The
+// scripted model answers each request with the next turn of its script and
+// fails once the script is exhausted, so the script holds one plain text
+// turn per send of the longest run; a turn counts only if its idle says
+// last_outcome "completed".
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	bin := flag.String("arbor", "", "the arbor binary to measure (required)")
+	dir := flag.String("dir", "", "scratch directory for the script, state and workspaces (required)")
+	starts := flag.Int("starts", 20, "processes started to time ready")
+	turns := flag.Int("turns", 20, "send→idle turns timed in one process")
+	rssTurns := flag.Int("rss-turns", 100, "turns before reading the resident memory")
+	flag.Parse()
+	if err := run(*bin, *dir, *starts, *turns, *rssTurns); err != nil {
+		fmt.Fprintln(os.Stderr, "envelope bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin, dir string, starts, turns, rssTurns int) error {
+	if bin == "" || dir == "" {
+		return errors.New("-arbor and -dir are required")
+	}
+	script := filepath.Join(dir, "script.yaml")
+	if err := writeScript(script, max(turns, rssTurns)); err != nil {
+		return err
+	}
+	b := bench{bin: bin, dir: dir, script: script}
+
+	var ready []time.Duration
+	var readyRSS []int
+	for range starts {
+		p, err := b.start()
+		if err != nil {
+			return err
+		}
+		ready = append(ready, p.ready)
+		rss, _, err := p.memory()
+		if err != nil {
+			return err
+		}
+		readyRSS = append(readyRSS, rss)
+		if err := p.stop(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("envelope protocol, scripted instant model (%d starts, %d + %d turns)\n", starts, turns, rssTurns)
+	fmt.Printf("time to ready: median %s, p90 %s, worst %s (fresh state dir each; the first start includes a cold page cache)\n",
+		ms(quantile(ready, 0.5)), ms(quantile(ready, 0.9)), ms(slices.Max(ready)))
+	fmt.Printf("RSS at ready: median %.1f MiB\n", mb(quantile(readyRSS, 0.5)))
+
+	lat, rss, hwm, err := b.session(turns)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("send→idle, %d turns in one process: median %s, p90 %s, worst %s; then VmRSS %.1f MiB, VmHWM %.1f MiB\n",
+		turns, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(slices.Max(lat)), mb(rss), mb(hwm))
+
+	lat, rss, hwm, err = b.session(rssTurns)
+	if err != nil {
+		return err
+	}
+	tail := lat[max(0, len(lat)-20):]
+	fmt.Printf("after %d turns in one process: VmRSS %.1f MiB, VmHWM %.1f MiB; send→idle of the last %d turns: median %s\n",
+		rssTurns, mb(rss), mb(hwm), len(tail), ms(quantile(tail, 0.5)))
+	return nil
+}
+
+// writeScript writes a scripted-model file with n plain text turns.
+func writeScript(path string, n int) error {
+	var sb strings.Builder
+	sb.WriteString("turns:\n")
+	for i := range n {
+		fmt.Fprintf(&sb, "  - text: Reply number %d, short and instant.\n", i+1)
+	}
+	return os.WriteFile(path, []byte(sb.String()), 0o644)
+}
+
+type bench struct {
+	bin, dir, script string
+	runs             int
+}
+
+// proc is one running `arbor headless` with its pipes.
+type proc struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr strings.Builder
+	ready  time.Duration
+}
+
+// start launches arbor in fresh directories and waits for its ready line.
+func (b *bench) start() (*proc, error) {
+	b.runs++
+	root := filepath.Join(b.dir, "run"+strconv.Itoa(b.runs))
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: exec.Command(b.bin, "headless", "--model", "script:"+b.script)}
+	p.cmd.Dir = ws
+	p.cmd.Env = append(os.Environ(), "HOME="+filepath.Join(root, "home"),
+		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_STATE_HOME="+filepath.Join(root, "state"))
+	p.cmd.Stderr = &p.stderr
+	var err error
+	if p.in, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.out = bufio.NewScanner(out)
+	p.out.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	t0 := time.Now()
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	typ, _, err := p.next()
+	p.ready = time.Since(t0)
+	if err != nil {
+		return nil, p.fail(err)
+	}
+	if typ != "ready" {
+		return nil, p.fail(fmt.Errorf("first line is %q, not ready", typ))
+	}
+	return p, nil
+}
+
+// session runs n timed send→idle turns in one process and reads its memory
+// after the last.
+func (b *bench) session(n int) (lat []time.Duration, rss, hwm int, err error) {
+	p, err := b.start()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for i := range n {
+		line := fmt.Sprintf(`{"type":"send","content":"Message %d: answer briefly."}`+"\n", i+1)
+		t0 := time.Now()
+		if _, err := io.WriteString(p.in, line); err != nil {
+			return nil, 0, 0, p.fail(err)
+		}
+		for {
+			typ, payload, err := p.next()
+			if err != nil {
+				return nil, 0, 0, p.fail(fmt.Errorf("turn %d: %w", i+1, err))
+			}
+			if typ == "error" {
+				return nil, 0, 0, p.fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
+			}
+			if typ != "idle" {
+				continue
+			}
+			lat = append(lat, time.Since(t0))
+			var idle struct {
+				LastOutcome string `json:"last_outcome"`
+			}
+			if err := json.Unmarshal(payload, &idle); err != nil || idle.LastOutcome != "completed" {
+				return nil, 0, 0, p.fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
+			}
+			break
+		}
+	}
+	if rss, hwm, err = p.memory(); err != nil {
+		return nil, 0, 0, err
+	}
+	return lat, rss, hwm, p.stop()
+}
+
+// next reads one envelope and returns its type and payload.
+func (p *proc) next() (string, json.RawMessage, error) {
+	if !p.out.Scan() {
+		if err := p.out.Err(); err != nil {
+			return "", nil, err
+		}
+		return "", nil, io.ErrUnexpectedEOF
+	}
+	var env struct {
+		Type    string          `json:"type"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(p.out.Bytes(), &env); err != nil {
+		return "", nil, fmt.Errorf("stdout line %q: %w", p.out.Text(), err)
+	}
+	return env.Type, env.Payload, nil
+}
+
+// memory reads VmRSS and VmHWM in KiB from /proc/PID/status.
+func (p *proc) memory() (rss, hwm int, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for l := range strings.Lines(string(data)) {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
+			rss, err = strconv.Atoi(f[1])
+		case "VmHWM:":
+			hwm, err = strconv.Atoi(f[1])
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return rss, hwm, nil
+}
+
+// stop closes stdin, which ends arbor with exit 0, and waits for it.
+func (p *proc) stop() error {
+	p.in.Close()
+	for p.out.Scan() {
+	}
+	if err := p.cmd.Wait(); err != nil {
+		return fmt.Errorf("arbor exited: %w; stderr: %s", err, p.stderr.String())
+	}
+	return nil
+}
+
+// fail kills the process and adds its stderr to err.
+func (p *proc) fail(err error) error {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	return fmt.Errorf("%w; arbor stderr: %s", err, strings.TrimSpace(p.stderr.String()))
+}
+
+// quantile is the q-quantile of v, the nearest rank on the sorted values.
+func quantile[T cmp.Ordered](v []T, q float64) T {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1)+0.5)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+func mb(kib int) float64 { return float64(kib) / 1024 }
