@@ -1,7 +1,8 @@
 package envelope_test
 
-// The golden transcripts' server, normalization, key-order-preserving
-// JSON and diffs; the format and the replay are in golden_test.go.
+// The golden transcripts' server, normalization and transcript files; the
+// format and the replay are in golden_test.go, the cases in
+// golden_cases_test.go.
 
 import (
 	"bufio"
@@ -9,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,8 +17,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
+	"github.com/arbor-run/arbor/internal/protocol/golden"
 )
 
 // goldenServer is one envelope server over pipes, with its raw output
@@ -26,20 +27,19 @@ import (
 type goldenServer struct {
 	t    *testing.T
 	home string
+	ws   string
 	in   *io.PipeWriter
 	outs chan string
 	diag *syncBuffer
 	done chan error
 }
 
-// startGolden starts a server against srv in a fresh home whose workspace
-// holds files (path relative to the workspace → content).
-func startGolden(t *testing.T, srv *llmtest.Server, files map[string]string) *goldenServer {
+// startGolden starts a server on a, the app of workspace ws under home.
+func startGolden(t *testing.T, a *app.App, home, ws string) *goldenServer {
 	t.Helper()
-	a, home, _ := openApp(t, srv, files)
 	pr, pw := io.Pipe()
 	or, ow := io.Pipe()
-	g := &goldenServer{t: t, home: home, in: pw, outs: make(chan string, 4096), diag: &syncBuffer{}, done: make(chan error, 1)}
+	g := &goldenServer{t: t, home: home, ws: ws, in: pw, outs: make(chan string, 4096), diag: &syncBuffer{}, done: make(chan error, 1)}
 	go func() {
 		err := envelope.Serve(context.Background(), a, pr, ow, g.diag, envelope.Options{})
 		ow.Close()
@@ -177,8 +177,8 @@ func rawLine(v any) (string, error) {
 	return "", fmt.Errorf("in_raw must be a string or a repeat object, got %s", golden.Show(v))
 }
 
-// object is a JSON object that keeps its key order, so transcripts read
-// in the order arbor writes.
+// readTranscript reads a transcript file as entries, keeping the key
+// order of every object, so "in" lines are sent as they were recorded.
 func readTranscript(t *testing.T, path string) []entry {
 	t.Helper()
 	data, err := os.ReadFile(path)

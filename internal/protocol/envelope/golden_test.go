@@ -25,31 +25,46 @@ package envelope_test
 // is: seq numbers, the broker's request ids (req_N), error codes and
 // messages, token counts.
 //
+// A case (goldenCases, in golden_cases_test.go) is the scripted model, the
+// workspace files and the steps that drive a recording. It may add a hook
+// that changes the world outside the protocol when a given output line
+// arrives — in the recording and the replay alike, so the transcript fixes
+// the point where it acts — and a check that runs after a successful
+// replay against the run's home (e.g. that a saved rule landed on disk).
+// Neither leaves a trace in the transcript.
+//
 // `go test -run Golden -update` rewrites the files from the current
 // behaviour by running each case's steps; review the result by eye.
 
 import (
 	"encoding/json"
 	"flag"
-	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.jsonl golden transcripts from the current behaviour")
 
 // goldenCase is one transcript: the scripted model, the workspace files
-// and the steps that drive the server when recording.
+// and the steps that drive the server when recording, with an optional
+// hook and check.
 type goldenCase struct {
 	name  string
 	turns []llmtest.Turn
 	files map[string]string
 	steps []step
+	// on, if set, runs on every received output line, with the
+	// workspace path, while recording and while replaying.
+	on func(t *testing.T, ws string, l line)
+	// check, if set, runs after a successful replay, with the run's home.
+	check func(t *testing.T, home string)
 }
 
 // step drives a recording: send a line (raw: verbatim), or read output
@@ -60,11 +75,14 @@ type step struct {
 	until func(line) bool
 }
 
-// line is the part of an output envelope the steps match on.
+// line is the part of an output envelope that steps, hooks and checks
+// match on.
 type line struct {
 	Type    string `json:"type"`
 	Payload struct {
-		Type string `json:"type"`
+		Type      string `json:"type"`
+		RequestID string `json:"request_id"`
+		ArgsJSON  string `json:"args_json"`
 	} `json:"payload"`
 }
 
@@ -97,28 +115,42 @@ func TestGolden(t *testing.T) {
 			if *update {
 				writeTranscript(t, path, record(t, c))
 			}
-			replay(t, c, readTranscript(t, path))
+			home := replay(t, c, readTranscript(t, path))
+			if c.check != nil {
+				c.check(t, home)
+			}
 		})
 	}
 }
 
-// run is one case in progress: the model, the server and the normalizer.
+// run is one server in progress: its output, the normalizer and the
+// hook its received lines go through.
 type run struct {
 	t   *testing.T
 	g   *goldenServer
 	n   *normalizer
+	on  func(t *testing.T, ws string, l line)
 	eof bool
 }
 
+// newRun starts the case's model and a server on a fresh home.
 func newRun(t *testing.T, c goldenCase) *run {
 	srv := llmtest.NewServer(c.turns...)
 	t.Cleanup(srv.Close)
-	g := startGolden(t, srv, c.files)
-	return &run{t: t, g: g, n: newNormalizer(g.home)}
+	a, home, ws := openApp(t, srv, c.files)
+	r := startRun(t, a, home, ws)
+	r.on = c.on
+	return r
+}
+
+// startRun starts a server on a, the app of workspace ws under home.
+func startRun(t *testing.T, a *app.App, home, ws string) *run {
+	g := startGolden(t, a, home, ws)
+	return &run{t: t, g: g, n: newNormalizer(home)}
 }
 
 // recv returns the next output line, decoded for matching and normalized,
-// or false when the output has ended.
+// after the hook has seen it, or false when the output has ended.
 func (r *run) recv() (line, any, bool) {
 	r.t.Helper()
 	select {
@@ -133,6 +165,9 @@ func (r *run) recv() (line, any, bool) {
 		}
 		if err != nil {
 			r.t.Fatalf("output line %q: %v", raw, err)
+		}
+		if r.on != nil {
+			r.on(r.t, r.g.ws, l)
 		}
 		return l, r.n.normalize("", v), true
 	case <-time.After(30 * time.Second):
@@ -167,13 +202,29 @@ func (r *run) closeInput() {
 	}
 }
 
+// until hands output lines to each until one matches pred (that one
+// included), failing if the output ends first.
+func (r *run) until(pred func(line) bool, each func(line, any)) {
+	r.t.Helper()
+	for {
+		l, v, ok := r.recv()
+		if !ok {
+			r.t.Fatalf("output ended before the awaited line; diagnostics:\n%s", r.g.diag.String())
+		}
+		each(l, v)
+		if pred(l) {
+			return
+		}
+	}
+}
+
 // finish ends the input, hands every remaining output line to rest and
 // waits for Serve to return.
-func (r *run) finish(rest func(any)) {
+func (r *run) finish(rest func(line, any)) {
 	r.t.Helper()
 	r.closeInput()
-	for _, v, ok := r.recv(); ok; _, v, ok = r.recv() {
-		rest(v)
+	for l, v, ok := r.recv(); ok; l, v, ok = r.recv() {
+		rest(l, v)
 	}
 	if err := <-r.g.done; err != nil {
 		r.t.Fatalf("Serve: %v", err)
@@ -185,8 +236,8 @@ func (r *run) finish(rest func(any)) {
 func record(t *testing.T, c goldenCase) []entry {
 	r := newRun(t, c)
 	var es []entry
-	outs := func(v any) { es = append(es, entry{"out", v}) }
-	r.awaitRecording(func(line) bool { return true }, outs)
+	outs := func(_ line, v any) { es = append(es, entry{"out", v}) }
+	r.until(func(line) bool { return true }, outs)
 	for _, s := range c.steps {
 		switch {
 		case s.raw:
@@ -200,7 +251,7 @@ func record(t *testing.T, c goldenCase) []entry {
 			es = append(es, entry{"in", v})
 			r.sendIn(v)
 		case s.until != nil:
-			r.awaitRecording(s.until, outs)
+			r.until(s.until, outs)
 		}
 	}
 	es = append(es, entry{"eof", true})
@@ -208,26 +259,10 @@ func record(t *testing.T, c goldenCase) []entry {
 	return es
 }
 
-func (r *run) awaitRecording(pred func(line) bool, outs func(any)) {
-	r.t.Helper()
-	for {
-		l, v, ok := r.recv()
-		if !ok {
-			r.t.Fatalf("output ended before the awaited line; diagnostics:\n%s", r.g.diag.String())
-		}
-		outs(v)
-		if pred(l) {
-			return
-		}
-	}
-}
-
-// replay drives a server from the transcript and checks its output.
-func replay(t *testing.T, c goldenCase, es []entry) {
+// replay drives a server from the transcript, checks its output and
+// returns the run's home.
+func replay(t *testing.T, c goldenCase, es []entry) string {
 	r := newRun(t, c)
-	extra := func(v any) {
-		t.Errorf("unexpected output line after the transcript's end of input: %s", golden.Show(v))
-	}
 	for i, e := range es {
 		switch e.kind {
 		case "in":
@@ -248,146 +283,8 @@ func replay(t *testing.T, c goldenCase, es []entry) {
 			t.Fatalf("entry %d: unknown kind %q", i+1, e.kind)
 		}
 	}
-	r.finish(extra)
-}
-
-// goldenUsage makes token counts, and so /stats, the same in every run.
-var goldenUsage = llmtest.Usage{Input: 20, Output: 8}
-
-func goldenWrite(path string) llmtest.Turn {
-	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": path, "content": "x"}}}, Usage: goldenUsage}
-}
-
-func goldenAsk() llmtest.Turn {
-	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "ask_user",
-		Input: map[string]any{"question": "Which color?", "options": []any{"red", "blue"}}}}, Usage: goldenUsage}
-}
-
-func goldenText(text, expect string) llmtest.Turn {
-	return llmtest.Turn{Text: text, Expect: expect, Usage: goldenUsage}
-}
-
-const (
-	status    = `{"type":"status"}`
-	askAnswer = `{"type":"question","request_id":"req_1","answers":["blue"],"reason":"answered"}`
-)
-
-func sendContent(text string) step {
-	b, _ := json.Marshal(text)
-	return send(`{"type":"send","content":` + string(b) + `}`)
-}
-
-func goldenCases() []goldenCase {
-	roles := map[string]string{
-		".arbor/roles/planner.yaml": "system: Plan before acting.\n",
-		".arbor/config.yaml":        "pools:\n  thinking: [anthropic/claude-think, anthropic/claude-test]\n  fast: [anthropic/claude-fast]\n",
-	}
-	return []goldenCase{{
-		name:  "walkthrough",
-		files: map[string]string{"README.md": "# demo\nA tiny project.\n"},
-		turns: []llmtest.Turn{
-			{ToolCalls: []llmtest.ToolCall{{Name: "read_file", Input: map[string]any{"path": "README.md"}}}, Expect: "Explain", Usage: goldenUsage},
-			goldenText("This project is a tiny demo.", "A tiny project."),
-		},
-		steps: []step{send(status), await("status_response"),
-			sendContent("Explain this project without changing files."), await("idle"),
-			send(status), await("status_response")},
-	}, {
-		name:  "subscribe",
-		turns: []llmtest.Turn{goldenText("hello there", "hi")},
-		steps: []step{
-			send(`{"type":"subscribe","events":["nonsense"]}`), await("error"),
-			send(`{"type":"subscribe","events":["assistant_message","idle"]}`), await("subscribe_response"),
-			sendContent("hi"), await("idle"),
-			send(status), await("status_response")},
-	}, {
-		name:  "confirm_allow",
-		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenText("wrote a", "created a.txt")},
-		steps: []step{sendContent("write a"), await("notification"),
-			send(status), await("status_response"),
-			send(`{"type":"confirm","request_id":"req_1","action":"allow"}`), await("idle"),
-			send(status), await("status_response")},
-	}, {
-		name:  "confirm_deny",
-		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenText("a refused", "not now")},
-		steps: []step{sendContent("write a"), await("notification"),
-			send(`{"type":"confirm","request_id":"req_1","action":"deny","deny_reason":"not now"}`), await("idle"),
-			send(status), await("status_response")},
-	}, {
-		name:  "confirm_rule_session",
-		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenWrite("b.txt"), goldenText("wrote both", "created b.txt")},
-		steps: []step{sendContent("write twice"), await("notification"),
-			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"write_file","rule_scope":"session"}`),
-			await("idle")},
-	}, {
-		name:  "question_answered",
-		turns: []llmtest.Turn{goldenAsk(), goldenText("blue it is", "blue")},
-		steps: []step{sendContent("pick a color"), await("notification"),
-			send(status), await("status_response"),
-			send(askAnswer), await("idle")},
-	}, {
-		name:  "question_declined",
-		turns: []llmtest.Turn{goldenAsk(), goldenText("no color then", "")},
-		steps: []step{sendContent("pick a color"), await("notification"),
-			send(`{"type":"question","request_id":"req_1","answers":["blue"],"reason":"superseded"}`), await("error"),
-			send(`{"type":"question","request_id":"req_1","answers":[],"reason":"declined"}`), await("idle")},
-	}, {
-		name:  "question_superseded",
-		turns: []llmtest.Turn{goldenAsk(), goldenText("fine", ""), goldenText("next", "never mind")},
-		steps: []step{sendContent("pick a color"), await("notification"),
-			sendContent("never mind"), await("idle"),
-			send(status), await("status_response")},
-	}, {
-		name:  "question_late",
-		turns: []llmtest.Turn{goldenAsk(), goldenText("blue it is", "blue")},
-		steps: []step{sendContent("pick a color"), await("notification"),
-			send(askAnswer), await("idle"),
-			send(`{"type":"question","request_id":"req_1","answers":["red"],"reason":"answered"}`), await("error"),
-			send(`{"type":"question","request_id":"req_7","answers":["red"],"reason":"answered"}`), await("error"),
-			send(status), await("status_response")},
-	}, {
-		name: "line_too_long",
-		steps: []step{sendLong(`{"type":"send","content":"`, "a", 1<<20, `"}`), await("error"),
-			send(status), await("status_response")},
-	}, {
-		name: "unknown_command",
-		steps: []step{
-			send(`{"type":"teleport"}`), await("error"),
-			send(`{"type":"handoff","request_id":"handoff-1","action":"accept"}`), await("error"),
-			sendRaw(`{not json`), await("error"),
-			send(status), await("status_response")},
-	}, {
-		name: "cancel_midstream",
-		turns: []llmtest.Turn{
-			{Text: "one two three four", Usage: goldenUsage, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 4}},
-			goldenText("after the cancel", "again"),
-		},
-		steps: []step{sendContent("talk"), awaitActivity("streaming"),
-			send(`{"type":"cancel"}`), await("idle"),
-			send(status), await("status_response"),
-			sendContent("again"), await("idle")},
-	}, {
-		name:  "models_role",
-		files: roles,
-		steps: []step{
-			send(`{"type":"models","action":"status"}`), await("models_response"),
-			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"),
-			send(`{"type":"role","action":"list"}`), await("role_response"),
-			send(`{"type":"role","action":"set","role":""}`), await("role_response"),
-			send(`{"type":"role","action":"set","role":"ghost"}`), await("role_response"),
-			send(`{"type":"role","action":"set","role":"builder"}`), await("role_response"),
-			send(`{"type":"role","action":"set","role":"planner"}`), await("role_response"),
-			send(`{"type":"role","action":"set","role":"planner"}`), await("role_response"),
-			send(`{"type":"role","action":"explode"}`), await("role_response"),
-			send(status), await("status_response")},
-	}, {
-		name:  "slash",
-		turns: []llmtest.Turn{goldenText("hello", "hi")},
-		steps: []step{sendContent("hi"), await("idle"),
-			sendContent("/help"), await("info"),
-			sendContent("/stats"), await("info"),
-			sendContent("/new"), await("session_switched"),
-			sendContent("/export"), await("error"),
-			send(status), await("status_response")},
-	}}
+	r.finish(func(_ line, v any) {
+		t.Errorf("unexpected output line after the transcript's end of input: %s", golden.Show(v))
+	})
+	return r.g.home
 }

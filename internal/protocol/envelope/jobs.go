@@ -117,6 +117,15 @@ func (s *server) idleLocked(outcome string, record func(*state)) {
 		s.mutateLocked(apply)
 		return
 	}
+	if s.treeBusyLocked() {
+		// Sub-agents still work: idle comes when the last one's end has
+		// been delivered (settleLocked).
+		s.mutateLocked(func(st *state) {
+			apply(st)
+			st.phase, st.phaseDetail = "waiting_agents", fmt.Sprintf("%d sub-agents", len(s.live))
+		})
+		return
+	}
 	if s.st.handoff != nil {
 		// No idle while a handoff waits for the client's decision; it is
 		// owed until then (payIdleLocked). Nothing runs meanwhile.

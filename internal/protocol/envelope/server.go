@@ -55,6 +55,7 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tree"
 )
 
 // Options configure a server; the CLI fills them from its flags.
@@ -120,6 +121,21 @@ type server struct {
 	// handoffs counts the handoffs requested; it numbers their ids.
 	handoffs int
 
+	// host is the current session's tree; subAgents (by task id) and
+	// subByNode are its nodes that have an agent in this process, tasks
+	// the task ids of its nodes, live the nodes that can still progress;
+	// inbox is what waits for delivery to the main agent, delivering is
+	// set while a delivery turn is queued (see subagents.go).
+	host         *tree.Host
+	subAgents    map[string]*subAgent
+	subByNode    map[int64]*subAgent
+	tasks        map[int64]string
+	live         map[int64]bool
+	inbox        []string
+	delivering   bool
+	agentSeq     int
+	formerAgents map[string]string // task id → its last agent id, for the whole process
+
 	// sessJobs are the current session's background jobs; pending counts
 	// its ended jobs whose delivery turn has not ended, results its
 	// background_result pushes.
@@ -141,23 +157,20 @@ type job func(ctx context.Context)
 
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{}, jobs: make(chan job, 256)}
-	so := s.sessionOptions()
-	var err error
-	if o.Resume != "" {
-		s.sess, err = a.ResumeSession(ctx, o.Resume, so)
-	} else {
-		s.sess, err = a.NewSession(ctx, so)
-	}
+	s := &server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{},
+		jobs: make(chan job, 256), formerAgents: map[string]string{}}
+	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {
-		so.Jobs.Close()
 		return fmt.Errorf("envelope: session: %w", err)
 	}
-	s.sessJobs = so.Jobs
+	s.sess, s.sessJobs = opened.sess, opened.jobs
 	s.model = s.sess.Model.Ref.Ref
 	s.st = state{sessionID: s.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
 	unsub := a.Bus.Subscribe(s.translate)
 	defer unsub()
+	s.mu.Lock()
+	s.adoptLocked(opened)
+	s.mu.Unlock()
 	ready := readyPayload{SessionID: s.sess.ID}
 	if wt := s.opts.Worktree; wt != nil {
 		ready.Name, ready.Branch, ready.Path, ready.RepoRoot = wt.Name, wt.Branch, wt.Path, wt.RepoRoot
@@ -176,9 +189,10 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.enqMu.Unlock()
 	wg.Wait()
 	s.mu.Lock()
-	jobs := s.sessJobs
+	jobs, host := s.sessJobs, s.host
 	s.mu.Unlock()
 	jobs.Close()
+	host.Close()
 	s.closers.Wait()
 	s.shells.Wait()
 	return err
@@ -260,6 +274,7 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 			err = s.handoff(c)
 		}
 	case "cancel":
+		s.stopTree()
 		s.mu.Lock()
 		if s.cancel != nil {
 			s.cancel()
@@ -411,8 +426,8 @@ func (s *server) onTodos(todos []tool.Todo) {
 }
 
 // sessionOptions shape the sessions the server opens, each with its own
-// background jobs (so.Jobs, which the caller closes when the session is
-// not opened or ends). s.mu must not be held.
+// background jobs (so.Jobs; open closes them when it fails). s.mu must not
+// be held.
 func (s *server) sessionOptions() app.SessionOptions {
 	var jobs *tool.Jobs
 	jobs = tool.NewJobs(func(j tool.Job) { s.jobDone(jobs, j) })

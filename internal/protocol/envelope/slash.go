@@ -126,18 +126,18 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	so := s.sessionOptions()
 	var (
-		sess *app.Session
-		err  error
+		o   opened
+		err error
 	)
-	if id == "" {
-		sess, err = s.app.NewSession(ctx, so)
-	} else if cur := s.current(); id == cur.ID {
+	if cur := s.current(); id != "" && id == cur.ID {
 		err = fmt.Errorf("already in session %s", id)
 	} else {
-		so.Model = ""
-		sess, err = s.app.ResumeSession(ctx, id, so)
+		so := s.sessionOptions()
+		if id != "" {
+			so.Model = ""
+		}
+		o, err = s.open(ctx, id, so)
 		if errors.Is(err, store.ErrNotFound) {
 			err = fmt.Errorf("no stored session %s", id)
 		}
@@ -149,12 +149,12 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 		}
 		err = fmt.Errorf("%s: %w", name, err)
 		s.commandError("", err)
-		so.Jobs.Close()
 		return err
 	}
+	sess := o.sess
 	s.mu.Lock()
-	old := s.sessJobs
-	s.sess, s.sessJobs, s.pending, s.results = sess, so.Jobs, 0, 0
+	old, oldHost := s.sessJobs, s.host
+	s.sess, s.sessJobs, s.pending, s.results = sess, o.jobs, 0, 0
 	if s.model != sess.Model.Ref.Ref {
 		s.model, s.pool = sess.Model.Ref.Ref, ""
 	}
@@ -166,10 +166,14 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 		st.runningJobs = 0
 		st.loop = false
 	})
+	s.adoptLocked(o)
 	s.payIdleLocked()
 	s.mu.Unlock()
 	// The old jobs are killed without results; closing waits for their
 	// goroutines, one of which may be queueing a result behind this job.
+	// The old tree's children are interrupted, to continue when that
+	// session is resumed.
 	s.closers.Go(old.Close)
+	s.closers.Go(oldHost.Close)
 	return nil
 }

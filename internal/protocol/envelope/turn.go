@@ -111,13 +111,22 @@ func (s *server) finishTurn(res agent.Result) { s.finishWork(res, false) }
 // into pushes and state changes. It runs under the bus lock and must not
 // publish.
 func (s *server) translate(e agent.Event) {
+	if s.treeEvent(e) {
+		return
+	}
+	session := agent.MetaOf(e).SessionID
 	s.mu.Lock()
-	mine := agent.MetaOf(e).SessionID == s.st.sessionID
+	mine := session == s.st.sessionID
+	sub := s.subAgentOfLocked(session)
 	trigger := "usage_driven"
 	if s.manualCompact {
 		trigger = "manual"
 	}
 	s.mu.Unlock()
+	if sub != nil {
+		s.translateSub(sub, e)
+		return
+	}
 	if !mine {
 		return
 	}
@@ -143,7 +152,7 @@ func (s *server) translate(e agent.Event) {
 	case *agent.AssistantMessage:
 		s.push(evAssistantMessage, assistantPayload(e.Message), nil)
 	case *agent.InteractionRequested:
-		s.requested(e.Interaction)
+		s.requested(e.Interaction, mainAgent)
 	case *agent.InteractionResolved:
 		s.resolved(e)
 	case *agent.CompactionStarted:
@@ -177,6 +186,33 @@ func phase(p, detail string) func(*state) {
 // planID names a compaction by the bus seq of the event that reports it.
 func planID(seq uint64) string { return fmt.Sprintf("compaction-%d", seq) }
 
+// translateSub turns a sub-agent's events into pushes; they leave the
+// main agent's phase alone.
+func (s *server) translateSub(a *subAgent, e agent.Event) {
+	switch e := e.(type) {
+	case *agent.StepStarted:
+		s.mu.Lock()
+		s.ranSinceIdle = true
+		s.pushLocked(evActivity, activity{AgentID: a.agentID, Type: "preparing", Detail: e.Model}, nil)
+		s.mu.Unlock()
+	case *agent.ToolCallStarted:
+		s.push(evActivity, activity{AgentID: a.agentID, Type: "executing", Detail: e.Tool}, nil)
+	case *agent.AssistantMessage:
+		p := assistantPayload(e.Message)
+		s.mu.Lock()
+		p.AgentID, p.TaskID, p.AgentType = a.agentID, a.taskID, a.agentType
+		p.ParentAgentID, _ = s.parentLocked(a.parent)
+		s.pushLocked(evAssistantMessage, p, nil)
+		s.mu.Unlock()
+	case *agent.InteractionRequested:
+		s.requested(e.Interaction, a.agentID)
+	case *agent.InteractionResolved:
+		s.resolved(e)
+	case *agent.Error:
+		s.push(evError, errorPayload{AgentID: a.agentID, Message: e.Message}, nil)
+	}
+}
+
 func assistantPayload(m llm.Message) assistantMessage {
 	p := assistantMessage{AgentID: mainAgent, ToolCalls: []toolCall{}}
 	var text strings.Builder
@@ -192,14 +228,15 @@ func assistantPayload(m llm.Message) assistantMessage {
 	return p
 }
 
-// requested publishes a broker interaction as a client request.
-func (s *server) requested(in agent.Interaction) {
+// requested publishes a broker interaction of agent agentID as a client
+// request.
+func (s *server) requested(in agent.Interaction, agentID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case in.Kind == agent.KindApproval && in.Approval != nil:
 		a := in.Approval
-		req := &confirmRequest{RequestID: in.ID, AgentID: mainAgent, ToolName: a.Tool, ArgsJSON: string(a.Input),
+		req := &confirmRequest{RequestID: in.ID, AgentID: agentID, ToolName: a.Tool, ArgsJSON: string(a.Input),
 			NeedsApproval: true, NeedsApprovalRules: []string{}, AlreadyAllowedRules: []string{}}
 		s.pushLocked(evConfirmRequest, req, func(st *state) {
 			st.confirms = append(st.confirms, req)
@@ -208,7 +245,11 @@ func (s *server) requested(in agent.Interaction) {
 		s.pushLocked(evNotification, notification{Reason: "user_input_required", Message: "Approval needed for " + a.Tool}, nil)
 	case in.Kind == agent.KindQuestion && in.Question != nil:
 		q := in.Question
-		req := &questionRequest{RequestID: in.ID, AgentID: mainAgent, ToolName: "ask_user", Question: q.Question,
+		name := "ask_user"
+		if strings.HasPrefix(q.CallID, "ask:#") { // an ask node of the tree
+			name = "ask"
+		}
+		req := &questionRequest{RequestID: in.ID, AgentID: agentID, ToolName: name, Question: q.Question,
 			Options: q.Options, OptionDetails: []optionDetail{}, Multiple: q.MultiSelect}
 		if req.Options == nil {
 			req.Options = []string{}

@@ -46,6 +46,9 @@ const (
 	evDoneCompletion   = "done_completion"
 	evHandoffRequest   = "handoff_request"
 	evHandoffCancelled = "handoff_cancelled"
+	evAgentStarted     = "agent_started"
+	evAgentNotify      = "agent_notify"
+	evAgentDone        = "agent_done"
 )
 
 // subscribable lists every event name a client may subscribe to, in the
@@ -133,6 +136,45 @@ type assistantMessage struct {
 	ParentAgentID string     `json:"parent_agent_id"`
 	Text          string     `json:"text"`
 	ToolCalls     []toolCall `json:"tool_calls"`
+}
+
+// agentStarted: a sub-agent's runtime started. The main agent's children
+// have parent_agent_id "main" and an empty parent_task_id.
+type agentStarted struct {
+	AgentID         string `json:"agent_id"`
+	PreviousAgentID string `json:"previous_agent_id,omitempty"`
+	TaskID          string `json:"task_id"`
+	AgentType       string `json:"agent_type"`
+	Description     string `json:"description"`
+	ParentAgentID   string `json:"parent_agent_id"`
+	ParentTaskID    string `json:"parent_task_id"`
+}
+
+// agentNotify: a sub-agent's progress note to its parent (the target).
+type agentNotify struct {
+	AgentID       string `json:"agent_id"`
+	TaskID        string `json:"task_id"`
+	AgentType     string `json:"agent_type"`
+	ParentAgentID string `json:"parent_agent_id"`
+	ParentTaskID  string `json:"parent_task_id"`
+	TargetAgentID string `json:"target_agent_id"`
+	TargetTaskID  string `json:"target_task_id"`
+	Kind          string `json:"kind"`
+	Subtype       string `json:"subtype"`
+	Message       string `json:"message"`
+}
+
+// agentDone: a sub-agent's task ended. State (complete, failed or
+// cancelled) is arbor's addition; summary is the result, or the state and
+// the error.
+type agentDone struct {
+	AgentID       string `json:"agent_id"`
+	TaskID        string `json:"task_id"`
+	AgentType     string `json:"agent_type"`
+	ParentAgentID string `json:"parent_agent_id"`
+	ParentTaskID  string `json:"parent_task_id"`
+	Summary       string `json:"summary"`
+	State         string `json:"state"`
 }
 
 type confirmRequest struct {

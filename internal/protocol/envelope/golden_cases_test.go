@@ -1,0 +1,279 @@
+package envelope_test
+
+// The golden cases: each names testdata/<name>.jsonl. The harness is in
+// golden_test.go; the hooks and checks some cases add are in
+// golden_checks_test.go.
+
+import (
+	"encoding/json"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+// goldenUsage makes token counts, and so /stats, the same in every run.
+var goldenUsage = llmtest.Usage{Input: 20, Output: 8}
+
+func goldenWrite(path string) llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": path, "content": "x"}}}, Usage: goldenUsage}
+}
+
+func goldenAsk() llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "ask_user",
+		Input: map[string]any{"question": "Which color?", "options": []any{"red", "blue"}}}}, Usage: goldenUsage}
+}
+
+func goldenText(text, expect string) llmtest.Turn {
+	return llmtest.Turn{Text: text, Expect: expect, Usage: goldenUsage}
+}
+
+func goldenHandoff() llmtest.Turn {
+	return llmtest.Turn{Expect: "plan it", Usage: goldenUsage,
+		ToolCalls: []llmtest.ToolCall{{Name: "handoff", Input: map[string]any{"plan": planText}}}}
+}
+
+// goldenStalled streams a few events of text, then stalls until cancelled.
+func goldenStalled(text string) llmtest.Turn {
+	return llmtest.Turn{Text: text, Usage: goldenUsage, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 4}}
+}
+
+func sendContent(text string) step {
+	b, _ := json.Marshal(text)
+	return send(`{"type":"send","content":` + string(b) + `}`)
+}
+
+const (
+	status    = `{"type":"status"}`
+	askAnswer = `{"type":"question","request_id":"req_1","answers":["blue"],"reason":"answered"}`
+
+	setPlanner = `{"type":"role","action":"set","role":"planner"}`
+	// afterTurn is a barrier: a pool switch runs on the job goroutine
+	// behind the running turn, so its answer comes after the turn has
+	// ended. The planner's turn ends without idle while its handoff
+	// waits, and whether it has ended changes the seqs of what follows
+	// (a state mutation of its own, or one folded into a later push).
+	// The pool is unknown, so the switch changes nothing.
+	afterTurn  = `{"type":"models","action":"set_current_model_pool","pool":"after-turn"}`
+	acceptPlan = `{"type":"handoff","request_id":"handoff-1","action":"accept","agent":"builder","pool":"thinking"}`
+)
+
+// planned is the steps of every handoff case up to the pending handoff
+// of a planner whose turn has ended.
+func planned(more ...step) []step {
+	return append([]step{send(setPlanner), await("role_response"),
+		sendContent("plan it"), await("notification"),
+		send(afterTurn), await("models_response")}, more...)
+}
+
+const pools = "pools:\n  thinking: [anthropic/claude-think, anthropic/claude-test]\n  fast: [anthropic/claude-fast]\n"
+
+var (
+	// plannerWorkspace is a workspace with the planner role and two pools.
+	plannerWorkspace = map[string]string{
+		".arbor/roles/planner.yaml": "system: Plan before acting.\n",
+		".arbor/config.yaml":        pools,
+	}
+	// rolesWorkspace adds two custom roles and a broken role file.
+	rolesWorkspace = map[string]string{
+		".arbor/roles/planner.yaml":  "system: Plan before acting.\n",
+		".arbor/roles/reviewer.yaml": "system: Review only.\n",
+		".arbor/roles/auditor.yaml":  "system: Audit.\n",
+		".arbor/roles/broken.yaml":   "system: [unclosed\n",
+		".arbor/config.yaml":         pools,
+	}
+)
+
+func goldenCases() []goldenCase {
+	return []goldenCase{{
+		name:  "walkthrough",
+		files: map[string]string{"README.md": "# demo\nA tiny project.\n"},
+		turns: []llmtest.Turn{
+			{ToolCalls: []llmtest.ToolCall{{Name: "read_file", Input: map[string]any{"path": "README.md"}}}, Expect: "Explain", Usage: goldenUsage},
+			goldenText("This project is a tiny demo.", "A tiny project."),
+		},
+		steps: []step{send(status), await("status_response"),
+			sendContent("Explain this project without changing files."), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		name:  "subscribe",
+		turns: []llmtest.Turn{goldenText("hello there", "hi")},
+		steps: []step{
+			send(`{"type":"subscribe","events":["nonsense"]}`), await("error"),
+			send(`{"type":"subscribe","events":["assistant_message","idle"]}`), await("subscribe_response"),
+			sendContent("hi"), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		name: "line_too_long",
+		steps: []step{sendLong(`{"type":"send","content":"`, "a", 1<<20, `"}`), await("error"),
+			send(status), await("status_response")},
+	}, {
+		name: "unknown_command",
+		steps: []step{
+			send(`{"type":"teleport"}`), await("error"),
+			send(`{"type":"handoff","request_id":"handoff-1","action":"accept"}`), await("error"),
+			sendRaw(`{not json`), await("error"),
+			send(status), await("status_response")},
+	}, {
+		name:  "cancel_midstream",
+		turns: []llmtest.Turn{goldenStalled("one two three four"), goldenText("after the cancel", "again")},
+		steps: []step{sendContent("talk"), awaitActivity("streaming"),
+			send(`{"type":"cancel"}`), await("idle"),
+			send(status), await("status_response"),
+			sendContent("again"), await("idle")},
+	}, {
+		name:  "slash",
+		turns: []llmtest.Turn{goldenText("hello", "hi")},
+		steps: []step{sendContent("hi"), await("idle"),
+			sendContent("/help"), await("info"),
+			sendContent("/stats"), await("info"),
+			sendContent("/new"), await("session_switched"),
+			sendContent("/export"), await("error"),
+			send(status), await("status_response")},
+	}, {
+		// Confirmations, and rules saved in each scope.
+		name:  "confirm_allow",
+		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenText("wrote a", "created a.txt")},
+		steps: []step{sendContent("write a"), await("notification"),
+			send(status), await("status_response"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow"}`), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		name:  "confirm_deny",
+		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenText("a refused", "not now")},
+		steps: []step{sendContent("write a"), await("notification"),
+			send(`{"type":"confirm","request_id":"req_1","action":"deny","deny_reason":"not now"}`), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		name:  "confirm_rule_session",
+		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenWrite("b.txt"), goldenText("wrote both", "created b.txt")},
+		steps: []step{sendContent("write twice"), await("notification"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"write_file","rule_scope":"session"}`),
+			await("idle")},
+	}, {
+		name:  "confirm_rule_project",
+		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenWrite("b.txt"), goldenText("wrote both", "created b.txt")},
+		steps: []step{sendContent("write twice"), await("notification"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"*.txt","rule_scope":"project"}`),
+			await("idle"), send(status), await("status_response")},
+		check: checkSavedRule("project", "write_file(*.txt)", "d.md"),
+	}, {
+		name:  "confirm_rule_user_global",
+		turns: []llmtest.Turn{goldenWrite("a.txt"), goldenWrite("b.txt"), goldenText("wrote both", "created b.txt")},
+		steps: []step{sendContent("write twice"), await("notification"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"write_file","rule_scope":"user_global"}`),
+			await("idle"), send(status), await("status_response")},
+		check: checkSavedRule("user", "write_file"),
+	}, {
+		// Questions: answered, declined, superseded by a send, and late.
+		name:  "question_answered",
+		turns: []llmtest.Turn{goldenAsk(), goldenText("blue it is", "blue")},
+		steps: []step{sendContent("pick a color"), await("notification"),
+			send(status), await("status_response"),
+			send(askAnswer), await("idle")},
+	}, {
+		name:  "question_declined",
+		turns: []llmtest.Turn{goldenAsk(), goldenText("no color then", "")},
+		steps: []step{sendContent("pick a color"), await("notification"),
+			send(`{"type":"question","request_id":"req_1","answers":["blue"],"reason":"superseded"}`), await("error"),
+			send(`{"type":"question","request_id":"req_1","answers":[],"reason":"declined"}`), await("idle")},
+	}, {
+		name:  "question_superseded",
+		turns: []llmtest.Turn{goldenAsk(), goldenText("fine", ""), goldenText("next", "never mind")},
+		steps: []step{sendContent("pick a color"), await("notification"),
+			sendContent("never mind"), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		name:  "question_late",
+		turns: []llmtest.Turn{goldenAsk(), goldenText("blue it is", "blue")},
+		steps: []step{sendContent("pick a color"), await("notification"),
+			send(askAnswer), await("idle"),
+			send(`{"type":"question","request_id":"req_1","answers":["red"],"reason":"answered"}`), await("error"),
+			send(`{"type":"question","request_id":"req_7","answers":["red"],"reason":"answered"}`), await("error"),
+			send(status), await("status_response")},
+	}, {
+		// Models and roles, including rejections and a switch under a
+		// running turn.
+		name:  "models_role",
+		files: plannerWorkspace,
+		steps: []step{
+			send(`{"type":"models","action":"status"}`), await("models_response"),
+			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"),
+			send(`{"type":"role","action":"list"}`), await("role_response"),
+			send(`{"type":"role","action":"set","role":""}`), await("role_response"),
+			send(`{"type":"role","action":"set","role":"ghost"}`), await("role_response"),
+			send(`{"type":"role","action":"set","role":"builder"}`), await("role_response"),
+			send(setPlanner), await("role_response"),
+			send(setPlanner), await("role_response"),
+			send(`{"type":"role","action":"explode"}`), await("role_response"),
+			send(status), await("status_response")},
+	}, {
+		name:  "role_flows",
+		files: rolesWorkspace,
+		turns: []llmtest.Turn{goldenStalled("one two three four")},
+		steps: []step{
+			send(`{"type":"role","action":"list"}`), await("role_response"),
+			send(`{"type":"role","action":"set","role":"reviewer"}`), await("role_response"),
+			send(`{"type":"role","action":"set","role":"broken"}`), await("role_response"),
+			send(`{"type":"role","action":"set","role":"Planner"}`), await("role_response"),
+			sendContent("/role"), await("role_response"),
+			sendContent("/role planner"), await("role_response"),
+			sendContent("/role planner"), await("role_response"),
+			sendContent("talk"), awaitActivity("streaming"),
+			send(`{"type":"role","action":"set","role":"auditor"}`), await("role_response"),
+			send(status), await("status_response"),
+			send(`{"type":"cancel"}`), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		// The ends of a handoff: accepted, denied, cancelled, superseded
+		// by a send or by /new.
+		name:  "handoff_accept",
+		files: rolesWorkspace,
+		turns: []llmtest.Turn{goldenHandoff(), goldenText("building", "Execute this plan")},
+		steps: planned(send(status), await("status_response"),
+			send(acceptPlan), await("idle"),
+			send(status), await("status_response"),
+			send(`{"type":"models","action":"status"}`), await("models_response")),
+	}, {
+		name:  "handoff_deny",
+		files: rolesWorkspace,
+		turns: []llmtest.Turn{goldenHandoff(), goldenText("revising", "The user rejected the plan: add release steps")},
+		steps: planned(
+			send(`{"type":"handoff","request_id":"handoff-1","action":"deny","deny_reason":"add release steps"}`), await("idle"),
+			send(status), await("status_response")),
+	}, {
+		name:  "handoff_cancel",
+		files: rolesWorkspace,
+		turns: []llmtest.Turn{goldenHandoff()},
+		steps: planned(
+			send(`{"type":"role","action":"set","role":"builder"}`), await("role_response"),
+			send(status), await("status_response"),
+			send(`{"type":"handoff","request_id":"handoff-1","action":"cancel"}`), await("idle"),
+			send(status), await("status_response"),
+			send(acceptPlan), await("error")),
+	}, {
+		name:  "handoff_superseded",
+		files: rolesWorkspace,
+		turns: []llmtest.Turn{goldenHandoff(), goldenText("ok", "something else")},
+		steps: planned(sendContent("something else"), await("idle"),
+			send(status), await("status_response"),
+			send(acceptPlan), await("error")),
+	}, {
+		name:  "handoff_superseded_new",
+		files: rolesWorkspace,
+		turns: []llmtest.Turn{goldenHandoff()},
+		steps: planned(sendContent("/new"), await("idle"),
+			send(status), await("status_response")),
+	}, {
+		// A local_shell that outlives a cancelled turn. The shell waits
+		// for a gate the hook opens only once the cancelled turn's idle
+		// is out: its result must come after.
+		name:  "local_shell_cancel",
+		turns: []llmtest.Turn{goldenStalled("one two three four")},
+		steps: []step{sendContent("talk"), awaitActivity("streaming"),
+			send(`{"type":"local_shell","command":"while [ ! -e gate ]; do sleep 0.01; done; echo released"}`),
+			send(status), await("status_response"),
+			send(`{"type":"cancel"}`), await("idle"),
+			await("local_shell_result"),
+			send(status), await("status_response")},
+		on: touchOn("idle", "gate"),
+	}}
+}

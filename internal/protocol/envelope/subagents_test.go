@@ -1,0 +1,204 @@
+package envelope_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
+)
+
+// agentEvent is the payload of agent_started, agent_notify and agent_done.
+type agentEvent struct {
+	AgentID         string `json:"agent_id"`
+	PreviousAgentID string `json:"previous_agent_id"`
+	TaskID          string `json:"task_id"`
+	AgentType       string `json:"agent_type"`
+	Description     string `json:"description"`
+	ParentAgentID   string `json:"parent_agent_id"`
+	ParentTaskID    string `json:"parent_task_id"`
+	TargetAgentID   string `json:"target_agent_id"`
+	TargetTaskID    string `json:"target_task_id"`
+	Kind            string `json:"kind"`
+	Message         string `json:"message"`
+	Summary         string `json:"summary"`
+	State           string `json:"state"`
+}
+
+func agentOf(t *testing.T, o out) agentEvent {
+	t.Helper()
+	var a agentEvent
+	if err := json.Unmarshal(o.Payload, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// treeModel answers the main agent (requests that are no node's) from
+// main, turn by turn, repeating its last turn, and node #N from nodes[N].
+// It records the last user text of the main agent's requests.
+type treeModel struct {
+	main  []llmtest.Turn
+	nodes treetest.Script
+
+	mu       sync.Mutex
+	mainSeen []string
+}
+
+func (m *treeModel) respond(req llmtest.Request) llmtest.Turn {
+	if id := treetest.NodeOf(req); id != 0 {
+		turns := m.nodes[id]
+		if i := treetest.Turns(req); i < len(turns) {
+			return turns[i]
+		}
+		return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 400}}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mainSeen = append(m.mainSeen, req.LastUserText())
+	return m.main[min(treetest.Turns(req), len(m.main)-1)]
+}
+
+func (m *treeModel) seen() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.mainSeen...)
+}
+
+func spawnTurn(goals ...string) llmtest.Turn {
+	var cs []llmtest.ToolCall
+	for _, g := range goals {
+		cs = append(cs, treetest.Call("spawn", map[string]any{"goal": g, "prompt": "do " + g}))
+	}
+	return treetest.Calls(cs...)
+}
+
+func TestSubAgents(t *testing.T) {
+	t.Parallel()
+
+	t.Run("IdleOnlyAfterEveryChildIsDone", func(t *testing.T) {
+		t.Parallel()
+		m := &treeModel{
+			main: []llmtest.Turn{spawnTurn("count", "wait"), {Text: "two helpers started"}, {Text: "all results in"}},
+			nodes: treetest.Script{
+				2: {treetest.Calls(treetest.Call("notify", map[string]any{"message": "halfway"})), treetest.Complete("counted 2")},
+				3: {treetest.Calls(treetest.Call("shell", map[string]any{"command": "read l < gate; echo got $l"})), treetest.Complete("waited")},
+			},
+		}
+		srv := llmtest.NewServerFunc(m.respond)
+		defer srv.Close()
+		b, ready := setup(t, srv)
+		gate := b.mkfifo("gate")
+		b.send(`{"type":"send","content":"count and wait"}`)
+
+		// #3 asks to run its shell command: the approval carries its agent id.
+		req := b.next(typ("confirm_request"))
+		b.send(`{"type":"status"}`)
+		if st := b.next(typ("status_response")); !st.P.Busy {
+			t.Fatalf("not busy while a child waits for approval: %s", st.raw)
+		}
+		started := map[string]agentEvent{}
+		for _, o := range b.all {
+			if o.Type == "idle" {
+				t.Fatalf("idle while children run: %s", o.raw)
+			}
+			if o.Type == "agent_started" {
+				a := agentOf(t, o)
+				started[a.TaskID] = a
+			}
+		}
+		sess := ready.P.SessionID
+		two, three := started[sess+".2"], started[sess+".3"]
+		if three.AgentID == "" {
+			// #3's agent_started precedes its confirm_request; #2's may not
+			// have come yet only if it has not started, which cannot be.
+			t.Fatalf("agent_started seen: %+v", started)
+		}
+		if a := agentOf(t, req); a.AgentID != three.AgentID {
+			t.Fatalf("confirm_request from %q, want #3's %q: %s", a.AgentID, three.AgentID, req.raw)
+		}
+		for _, a := range []agentEvent{two, three} {
+			if a.ParentAgentID != "main" || a.ParentTaskID != "" || a.AgentType != "spawn" || a.AgentID == "" {
+				t.Fatalf("agent_started %+v", a)
+			}
+		}
+		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
+		if err := os.WriteFile(gate, []byte("go\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		idle := b.next(typ("idle"))
+		if idle.P.LastOutcome != "completed" {
+			t.Fatalf("idle %s", idle.raw)
+		}
+		done := map[string]agentEvent{}
+		var notify agentEvent
+		var lastText string
+		for _, o := range b.all {
+			switch o.Type {
+			case "agent_done":
+				a := agentOf(t, o)
+				done[a.TaskID] = a
+			case "agent_notify":
+				notify = agentOf(t, o)
+			case "assistant_message":
+				if o.P.Text != "" && agentOf(t, o).AgentID == "main" {
+					lastText = o.P.Text
+				}
+			}
+		}
+		if done[sess+".2"].Summary != "counted 2" || done[sess+".3"].Summary != "waited" || done[sess+".3"].State != "complete" {
+			t.Fatalf("agent_done before idle: %+v", done)
+		}
+		if notify.AgentID != two.AgentID || notify.TargetAgentID != "main" || notify.Message != "halfway" || notify.Kind != "progress" {
+			t.Fatalf("agent_notify %+v", notify)
+		}
+		if lastText != "all results in" {
+			t.Fatalf("the main agent's last message before idle is %q", lastText)
+		}
+		delivered := strings.Join(m.seen(), "\n")
+		for _, want := range []string{"Sub-agent #2 (count) ended, complete:\ncounted 2", "Sub-agent #3 (wait) ended, complete:\nwaited", "Progress note from sub-agent #2 (count): halfway"} {
+			if !strings.Contains(delivered, want) {
+				t.Fatalf("the main agent was not told %q; it saw:\n%s", want, delivered)
+			}
+		}
+		b.send(`{"type":"status"}`)
+		if st := b.next(typ("status_response")); st.P.Busy {
+			t.Fatalf("busy after idle: %s", st.raw)
+		}
+		b.close()
+		b.checkSeq()
+		for _, o := range b.all[len(b.all)-1:] {
+			if o.Type == "idle" {
+				t.Fatalf("a second idle after quiescence: %s", o.raw)
+			}
+		}
+	})
+
+	t.Run("CancelStopsChildren", func(t *testing.T) {
+		t.Parallel()
+		m := &treeModel{
+			main:  []llmtest.Turn{spawnTurn("forever"), {Text: "started"}},
+			nodes: treetest.Script{2: {{Text: "never", Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}}},
+		}
+		srv := llmtest.NewServerFunc(m.respond)
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.send(`{"type":"send","content":"start something long"}`)
+		b.next(typ("agent_started"))
+		b.next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "started" })
+		b.send(`{"type":"cancel"}`)
+		done := agentOf(t, b.next(typ("agent_done")))
+		if done.State != "cancelled" {
+			t.Fatalf("agent_done %+v", done)
+		}
+		b.next(typ("idle"))
+		b.close()
+		b.checkSeq()
+		for _, s := range m.seen()[2:] {
+			t.Fatalf("a stopped child's end was delivered to the main agent: %q", s)
+		}
+	})
+}
