@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -48,6 +49,8 @@ type App struct {
 	mu      sync.Mutex // guards closers, models
 	closers []func()
 	models  map[string]Model // by resolved ref
+	// root is the App a view made by In belongs to; nil for an opened one.
+	root *App
 }
 
 // Open loads the configuration and opens the store.
@@ -97,7 +100,51 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	return a, nil
 }
 
+// In returns a view of a that works in dir (a worktree the session moves
+// to): the same store, bus, broker and environment, with dir's project
+// configuration and permission rules, and a's session-scope rules carried
+// over. Closing a closes the view's resources too; the view's Close does
+// nothing.
+func (a *App) In(dir string) (*App, error) {
+	ws, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	root := a
+	if a.root != nil {
+		root = a.root
+	}
+	a.mu.Lock()
+	env := maps.Clone(a.env)
+	a.mu.Unlock()
+	v := &App{Workspace: ws, Store: a.Store, Bus: a.Bus, Broker: a.Broker, getenv: a.getenv,
+		overrides: a.overrides, env: env, models: map[string]Model{}, root: root}
+	v.Config, err = config.Load(config.LoadOptions{Workspace: ws, Overrides: a.overrides, Getenv: v.lookupEnv})
+	if err != nil {
+		return nil, err
+	}
+	v.Permissions, err = permission.New(permission.Options{
+		Mode: a.Permissions.Mode(), Workspace: ws,
+		ProjectFile: v.Config.ProjectPermissionsFile(), UserFile: v.Config.UserPermissionsFile(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range a.Permissions.Rules() {
+		if r.Scope == permission.ScopeSession {
+			if err := v.Permissions.AddRule(r); err != nil {
+				return nil, fmt.Errorf("carry session rule %s: %w", r, err)
+			}
+		}
+	}
+	return v, nil
+}
+
 func (a *App) onClose(fn func()) {
+	if a.root != nil {
+		a.root.onClose(fn)
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closers = append(a.closers, fn)

@@ -82,7 +82,7 @@ func (s *server) requestHandoff(a handoffArgs) tool.Result {
 	s.mu.Unlock()
 
 	req := &handoffRequest{RequestID: fmt.Sprintf("handoff-%d", n), PlanText: a.Plan,
-		PlanPath: filepath.Join(s.app.Workspace, ".arbor", "plans", fmt.Sprintf("%s-%d.md", sessID, n)),
+		PlanPath: filepath.Join(s.ws().Workspace, ".arbor", "plans", fmt.Sprintf("%s-%d.md", sessID, n)),
 		Agents:   []handoffAgentEntry{{Name: handoffAgent, Default: true, ModelPools: s.poolNames(), CurrentModelPool: pool}}}
 	if err := writePlan(req.PlanPath, a.Plan); err != nil {
 		req.PlanError = err.Error()

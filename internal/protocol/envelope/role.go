@@ -25,7 +25,7 @@ type roleFile struct {
 	System string `yaml:"system"`
 }
 
-func (s *server) rolesDir() string { return filepath.Join(s.app.Workspace, ".arbor", "roles") }
+func (s *server) rolesDir() string { return filepath.Join(s.ws().Workspace, ".arbor", "roles") }
 
 // roleNames lists the main roles in the spec's order: builder, planner if
 // configured, then the custom roles alphabetically.

@@ -87,6 +87,8 @@ type state struct {
 }
 
 type server struct {
+	// app is the process's App: its store, bus, broker and model cache
+	// serve every workdir (work, below, is the current one's view).
 	app  *app.App
 	opts Options
 	out  *protocol.Writer
@@ -120,6 +122,13 @@ type server struct {
 	continuations int
 	// handoffs counts the handoffs requested; it numbers their ids.
 	handoffs int
+
+	// work is the app view of the current workdir and worktree the
+	// managed worktree it is (nil in the main checkout); generation counts
+	// their changes (worktree.go).
+	work       *app.App
+	worktree   *app.Worktree
+	generation int
 
 	// host is the current session's tree; subAgents (by task id) and
 	// subByNode are its nodes that have an agent in this process, tasks
@@ -157,8 +166,8 @@ type job func(ctx context.Context)
 
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, closing: map[string]string{},
-		jobs: make(chan job, 256), formerAgents: map[string]string{}}
+	s := &server{app: a, work: a, worktree: o.Worktree, opts: o, out: protocol.NewWriter(out), diag: diag,
+		closing: map[string]string{}, jobs: make(chan job, 256), formerAgents: map[string]string{}}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {
 		return fmt.Errorf("envelope: session: %w", err)
@@ -404,7 +413,7 @@ func (s *server) status() {
 	st := s.st
 	p := statusPayload{
 		SessionID: st.sessionID, Busy: st.busy, Phase: st.phase, PhaseDetail: st.phaseDetail,
-		Workdir: workdir{Path: s.app.Workspace, WorktreeID: s.worktreeID()}, LastError: st.lastError, LastOutcome: st.lastOutcome,
+		Workdir: s.workdirLocked(), LastError: st.lastError, LastOutcome: st.lastOutcome,
 		CurrentRole: st.role, UpdatedAt: st.updatedAt, RunningJobs: st.runningJobs,
 	}
 	if len(st.confirms) > 0 {
@@ -444,10 +453,9 @@ func (s *server) current() *app.Session {
 	return s.sess
 }
 
-// worktreeID is the managed worktree's name, "" in the main checkout.
-func (s *server) worktreeID() string {
-	if s.opts.Worktree == nil {
-		return ""
-	}
-	return s.opts.Worktree.Name
+// ws is the app view of the current workdir (see worktree.go).
+func (s *server) ws() *app.App {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.work
 }

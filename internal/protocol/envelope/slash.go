@@ -27,6 +27,8 @@ const helpText = `Commands:
   /new               start a new session
   /resume <id>       switch to a stored session
   /loop on|off       keep the agent working until it calls done
+  /worktree [NAME]   move the session into git worktree NAME (new if omitted)
+  /worktree off      move it back to the main checkout
   /help              this list`
 
 // slash runs a slash command sent as a message. Commands that drive the
@@ -69,6 +71,8 @@ func (s *server) slash(text string) error {
 		}
 		id := args[0]
 		s.jobs <- func(ctx context.Context) { _ = s.switchSession(ctx, id) }
+	case "/worktree":
+		return s.worktreeSlash(args)
 	case "/export":
 		return fmt.Errorf("/export %w", errTUIOnly)
 	case "/loop":

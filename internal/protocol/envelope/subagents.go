@@ -71,7 +71,7 @@ func (s *server) open(ctx context.Context, id string, so app.SessionOptions) (op
 }
 
 func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) (opened, error) {
-	engine, _, err := s.app.Engine(so.Model, 0)
+	engine, _, err := s.ws().Engine(so.Model, 0)
 	if err != nil {
 		return opened{}, err
 	}
@@ -100,7 +100,8 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 // openWith hosts run id and opens its session; on failure it releases
 // the host (not so.Jobs).
 func (s *server) openWith(ctx context.Context, engine *tree.Engine, id string, so app.SessionOptions, resume bool) (opened, error) {
-	host, err := engine.Host(ctx, tree.HostOptions{ID: id, SessionID: id, Model: so.Model, Workspace: s.app.Workspace})
+	work := s.ws()
+	host, err := engine.Host(ctx, tree.HostOptions{ID: id, SessionID: id, Model: so.Model, Workspace: work.Workspace})
 	if err != nil {
 		return opened{}, err
 	}
@@ -108,9 +109,9 @@ func (s *server) openWith(ctx context.Context, engine *tree.Engine, id string, s
 	so.System = strings.TrimSpace(so.System + "\n\n" + hostedSystem)
 	var sess *app.Session
 	if resume {
-		sess, err = s.app.ResumeSession(ctx, id, so)
+		sess, err = work.ResumeSession(ctx, id, so)
 	} else {
-		sess, err = s.app.CreateSession(ctx, id, so)
+		sess, err = work.CreateSession(ctx, id, so)
 	}
 	if err != nil {
 		host.Close()

@@ -49,6 +49,7 @@ const (
 	evAgentStarted     = "agent_started"
 	evAgentNotify      = "agent_notify"
 	evAgentDone        = "agent_done"
+	evWorkdirChanged   = "workdir_changed"
 )
 
 // subscribable lists every event name a client may subscribe to, in the
@@ -98,6 +99,13 @@ type workdir struct {
 	Path       string `json:"path"`
 	WorktreeID string `json:"worktree_id"`
 	Generation int    `json:"generation"`
+}
+
+// workdirChanged: the session moved to another checkout; the payload is
+// status_response.workdir with the session id.
+type workdirChanged struct {
+	SessionID string `json:"session_id"`
+	workdir
 }
 
 // statusPayload is the status_response snapshot of the cached state.

@@ -1,0 +1,138 @@
+package envelope
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/arbor-run/arbor/internal/app"
+)
+
+// Worktree switches.
+//
+// `/worktree NAME` (sent as a message) moves the current session into the
+// git worktree NAME that arbor manages (<repo>/.arbor/worktrees/NAME on
+// branch arbor/NAME, created when missing, as with -w); a bare `/worktree`
+// makes a fresh one; `/worktree off` moves it back to the repository's
+// main checkout. The switch runs on the job goroutine, so no turn runs
+// meanwhile: the session's background jobs are killed and its sub-agents
+// interrupted, the same session is reopened in the new directory (tools,
+// permission confinement, project configuration and system prompt follow
+// it; the session's rules of scope session are kept), its sub-agents
+// continue there, workdir.generation is incremented and workdir_changed
+// is pushed. The session id does not change, so session_switched is not
+// pushed.
+
+// workdirLocked is status_response.workdir. s.mu must be held.
+func (s *server) workdirLocked() workdir {
+	w := workdir{Path: s.work.Workspace, Generation: s.generation}
+	if s.worktree != nil {
+		w.WorktreeID = s.worktree.Name
+	}
+	return w
+}
+
+// mainCheckout is the directory /worktree off returns to and the one new
+// worktrees are made from: the repository of the worktree arbor started
+// in, or the directory it started in.
+func (s *server) mainCheckout() string {
+	if s.opts.Worktree != nil {
+		return s.opts.Worktree.RepoRoot
+	}
+	return s.app.Workspace
+}
+
+// worktreeSlash parses /worktree's arguments and queues the switch.
+func (s *server) worktreeSlash(args []string) error {
+	switch {
+	case len(args) > 1:
+		return fmt.Errorf("%w: usage: /worktree [NAME|off]", errBadCommand)
+	case len(args) == 1 && args[0] == "off":
+		s.jobs <- func(ctx context.Context) { s.switchWorktree(ctx, "", true) }
+	default:
+		name := ""
+		if len(args) == 1 {
+			name = args[0]
+		}
+		s.jobs <- func(ctx context.Context) { s.switchWorktree(ctx, name, false) }
+	}
+	return nil
+}
+
+// switchWorktree moves the current session into worktree name (off: back
+// to the main checkout). Failures are reported with an error envelope and
+// change nothing.
+func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
+	if ctx.Err() != nil {
+		return
+	}
+	var wt *app.Worktree
+	dir := s.mainCheckout()
+	if !off {
+		w, err := app.PrepareWorktree(ctx, s.mainCheckout(), name)
+		if err != nil {
+			s.commandError("", fmt.Errorf("/worktree: %w", err))
+			return
+		}
+		wt, dir = &w, w.Path
+	}
+	s.mu.Lock()
+	cur, old := s.work, s.worktree
+	s.mu.Unlock()
+	if same(cur.Workspace, dir) {
+		s.commandError("", fmt.Errorf("/worktree: %w: already working in %s", errBadCommand, dir))
+		return
+	}
+	view, err := s.app.In(dir)
+	if err != nil {
+		s.commandError("", fmt.Errorf("/worktree: %w", err))
+		return
+	}
+	if err := s.rebind(ctx, view, wt); err != nil {
+		s.commandError("", fmt.Errorf("/worktree: %w", err))
+		if err := s.rebind(ctx, cur, old); err != nil { // back where it was
+			fmt.Fprintf(s.diag, "arbor: envelope: /worktree: reopening the session in %s: %v\n", cur.Workspace, err)
+		}
+	}
+}
+
+// rebind reopens the current session in view's workdir and makes it
+// current, pushing workdir_changed.
+func (s *server) rebind(ctx context.Context, view *app.App, wt *app.Worktree) error {
+	s.mu.Lock()
+	sess, jobs, host := s.sess, s.sessJobs, s.host
+	s.mu.Unlock()
+	// The run of the session's tree can be hosted only once: release it
+	// (its children are interrupted) before reopening.
+	jobs.Close()
+	host.Close()
+	s.mu.Lock()
+	prev := s.work
+	s.work = view
+	s.mu.Unlock()
+	so := s.sessionOptions()
+	so.Model = sess.Model.Ref.Ref
+	o, err := s.open(ctx, sess.ID, so)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.work = prev
+		return err
+	}
+	s.sess, s.sessJobs, s.pending, s.worktree = o.sess, o.jobs, 0, wt
+	s.generation++
+	s.adoptLocked(o)
+	s.pushLocked(evWorkdirChanged, workdirChanged{SessionID: o.sess.ID, workdir: s.workdirLocked()},
+		func(st *state) { st.runningJobs = s.jobCountLocked() })
+	return nil
+}
+
+// same reports whether two paths name the same directory.
+func same(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return ra == rb
+}
