@@ -44,16 +44,17 @@ type HostOptions struct {
 	MaxParallel int
 }
 
-// Host drives a hosted run until Close.
+// Host drives a hosted run from Start until Close.
 type Host struct {
-	r      *run
-	cancel context.CancelFunc
-	done   chan struct{}
+	r       *run
+	cancel  context.CancelFunc
+	done    chan struct{}
+	drop    func() // unregisters the live run
+	started bool
 }
 
-// Host opens hosted run o.ID, creating it when it does not exist, and
-// starts driving it: children that a previous process left running
-// continue. The run is driven until Close or until ctx is cancelled.
+// Host opens hosted run o.ID, creating it when it does not exist. Its
+// tools work at once; Start drives it. Close releases it.
 func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	if _, err := e.o.Store.GetRun(ctx, o.ID); errors.Is(err, store.ErrNotFound) {
 		if err := e.createHosted(ctx, o); err != nil {
@@ -73,15 +74,21 @@ func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 		return nil, fmt.Errorf("host run %s: %w", o.ID, ErrRunActive)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &Host{r: r, cancel: cancel, done: make(chan struct{})}
-	// The host agent may call tools before drive starts: they need r.ctx.
+	// The host agent may call tools before Start: they need r.ctx.
 	r.ctx = ctx
+	return &Host{r: r, cancel: cancel, done: make(chan struct{}), drop: func() { e.live.Delete(o.ID) }}, nil
+}
+
+// Start drives the run: children that a previous process left running
+// continue. Call it once, after reading Nodes, so that no change of the
+// run is missed between the two.
+func (h *Host) Start() {
+	h.started = true
 	go func() {
 		defer close(h.done)
-		defer e.live.Delete(o.ID)
-		_, _ = r.drive(ctx)
+		defer h.drop()
+		_, _ = h.r.drive(h.r.ctx)
 	}()
-	return h, nil
 }
 
 func (e *Engine) createHosted(ctx context.Context, o HostOptions) error {
@@ -117,22 +124,8 @@ func (h *Host) Tools() []tool.Tool {
 	return slices.DeleteFunc(h.r.tools(1), func(t tool.Tool) bool { return t.Info().Name == "complete" })
 }
 
-// Busy reports whether a node of the run can still make progress without
-// the host: one that is pending, running, waiting for its children or for
-// an answer. Paused nodes wait for the host and are not counted.
-func (h *Host) Busy() bool {
-	r := h.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, id := range r.idsLocked() {
-		if n := r.nodes[id]; n.Kind != KindHost && !Terminal(n.State) && n.State != StatePaused {
-			return true
-		}
-	}
-	return false
-}
-
-// Nodes returns the run's nodes but the root, ascending by id.
+// Nodes returns the run's nodes but the root, ascending by id, as they
+// are before Start or after the changes published so far.
 func (h *Host) Nodes() []NodeView {
 	r := h.r
 	r.mu.Lock()
@@ -166,6 +159,11 @@ func (h *Host) StopAll() int {
 // to continue with the next Host of this run. It waits for their agents.
 func (h *Host) Close() {
 	h.cancel()
+	if !h.started {
+		h.r.disp.Wait() // children the host agent spawned before Start
+		h.drop()
+		return
+	}
 	<-h.done
 }
 
