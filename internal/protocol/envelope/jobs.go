@@ -90,6 +90,7 @@ func (s *server) finishWork(res agent.Result, delivered bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rollbackLocked(mainAgent, outcome)
 	s.continueLoopLocked(outcome)
 	s.queued--
 	if delivered && s.pending > 0 {

@@ -144,6 +144,9 @@ type server struct {
 	delivering   bool
 	agentSeq     int
 	formerAgents map[string]string // task id → its last agent id, for the whole process
+	// partial marks the agents (by agent id) whose streamed text has not
+	// been committed by an assistant_message yet.
+	partial map[string]bool
 
 	// sessJobs are the current session's background jobs; pending counts
 	// its ended jobs whose delivery turn has not ended, results its
@@ -167,7 +170,8 @@ type job func(ctx context.Context)
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
 	s := &server{app: a, work: a, worktree: o.Worktree, opts: o, out: protocol.NewWriter(out), diag: diag,
-		closing: map[string]string{}, jobs: make(chan job, 256), formerAgents: map[string]string{}}
+		closing: map[string]string{}, jobs: make(chan job, 256), formerAgents: map[string]string{},
+		partial: map[string]bool{}}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {
 		return fmt.Errorf("envelope: session: %w", err)

@@ -188,6 +188,7 @@ func (s *server) nodeEndedLocked(n tree.NodeView) {
 		agentID := ""
 		if a := s.subByNode[n.ID]; a != nil {
 			agentID = a.agentID
+			s.rollbackLocked(agentID, n.State)
 		}
 		parentAgent, parentTask := s.parentLocked(n.ParentID)
 		s.pushLocked(evAgentDone, agentDone{AgentID: agentID, TaskID: n.SessionID, AgentType: agentType(n),
@@ -306,8 +307,21 @@ func (s *server) stopTree() {
 	h := s.host
 	s.inbox = nil
 	s.mu.Unlock()
-	if h != nil {
-		h.StopAll()
+	if h == nil {
+		return
+	}
+	if n := h.StopAll(); n > 0 {
+		s.push(evToast, toast{AgentID: mainAgent, Level: "warn", Message: fmt.Sprintf("stopped %d sub-agent(s)", n)}, nil)
+	}
+}
+
+// rollbackLocked pushes assistant_rollback when agentID streamed text
+// that no assistant_message committed (its turn was cancelled or failed).
+// s.mu must be held.
+func (s *server) rollbackLocked(agentID, reason string) {
+	if s.partial[agentID] {
+		delete(s.partial, agentID)
+		s.pushLocked(evAssistantRollback, assistantRollback{AgentID: agentID, Reason: reason}, nil)
 	}
 }
 

@@ -196,6 +196,15 @@ func TestSubAgents(t *testing.T) {
 		}
 		b.next(typ("idle"))
 		b.close()
+		toasts := 0
+		for _, o := range b.all {
+			if o.Type == "toast" && strings.Contains(o.raw, `"stopped 1 sub-agent(s)"`) && strings.Contains(o.raw, `"level":"warn"`) {
+				toasts++
+			}
+		}
+		if toasts != 1 {
+			t.Fatalf("%d toasts saying the sub-agent was stopped", toasts)
+		}
 		b.checkSeq()
 		for _, s := range m.seen()[2:] {
 			t.Fatalf("a stopped child's end was delivered to the main agent: %q", s)

@@ -138,6 +138,7 @@ func (s *server) translate(e agent.Event) {
 		s.mu.Unlock()
 	case *agent.TextDelta:
 		s.mu.Lock()
+		s.partial[mainAgent] = true
 		if s.st.phase != "streaming" {
 			s.pushLocked(evActivity, activity{AgentID: mainAgent, Type: "streaming"}, phase("streaming", ""))
 		}
@@ -150,7 +151,10 @@ func (s *server) translate(e agent.Event) {
 		s.syncJobsLocked()
 		s.mu.Unlock()
 	case *agent.AssistantMessage:
-		s.push(evAssistantMessage, assistantPayload(e.Message), nil)
+		s.mu.Lock()
+		delete(s.partial, mainAgent)
+		s.pushLocked(evAssistantMessage, assistantPayload(e.Message), nil)
+		s.mu.Unlock()
 	case *agent.InteractionRequested:
 		s.requested(e.Interaction, mainAgent)
 	case *agent.InteractionResolved:
@@ -197,9 +201,14 @@ func (s *server) translateSub(a *subAgent, e agent.Event) {
 		s.mu.Unlock()
 	case *agent.ToolCallStarted:
 		s.push(evActivity, activity{AgentID: a.agentID, Type: "executing", Detail: e.Tool}, nil)
+	case *agent.TextDelta:
+		s.mu.Lock()
+		s.partial[a.agentID] = true
+		s.mu.Unlock()
 	case *agent.AssistantMessage:
 		p := assistantPayload(e.Message)
 		s.mu.Lock()
+		delete(s.partial, a.agentID)
 		p.AgentID, p.TaskID, p.AgentType = a.agentID, a.taskID, a.agentType
 		p.ParentAgentID, _ = s.parentLocked(a.parent)
 		s.pushLocked(evAssistantMessage, p, nil)

@@ -27,29 +27,31 @@ const (
 
 // Subscribable push types implemented here.
 const (
-	evActivity         = "activity"
-	evAssistantMessage = "assistant_message"
-	evIdle             = "idle"
-	evConfirmRequest   = "confirm_request"
-	evQuestionRequest  = "question_request"
-	evQuestionResolved = "question_resolved"
-	evNotification     = "notification"
-	evError            = "error"
-	evLocalShellResult = "local_shell_result"
-	evTodos            = "todos"
-	evCompactionStatus = "compaction_status"
-	evContextNotice    = "context_notice"
-	evRoleChange       = "role_change"
-	evInfo             = "info"
-	evSessionSwitched  = "session_switched"
-	evBackgroundResult = "background_result"
-	evDoneCompletion   = "done_completion"
-	evHandoffRequest   = "handoff_request"
-	evHandoffCancelled = "handoff_cancelled"
-	evAgentStarted     = "agent_started"
-	evAgentNotify      = "agent_notify"
-	evAgentDone        = "agent_done"
-	evWorkdirChanged   = "workdir_changed"
+	evActivity          = "activity"
+	evAssistantMessage  = "assistant_message"
+	evIdle              = "idle"
+	evConfirmRequest    = "confirm_request"
+	evQuestionRequest   = "question_request"
+	evQuestionResolved  = "question_resolved"
+	evNotification      = "notification"
+	evError             = "error"
+	evLocalShellResult  = "local_shell_result"
+	evTodos             = "todos"
+	evCompactionStatus  = "compaction_status"
+	evContextNotice     = "context_notice"
+	evRoleChange        = "role_change"
+	evInfo              = "info"
+	evSessionSwitched   = "session_switched"
+	evBackgroundResult  = "background_result"
+	evDoneCompletion    = "done_completion"
+	evHandoffRequest    = "handoff_request"
+	evHandoffCancelled  = "handoff_cancelled"
+	evAgentStarted      = "agent_started"
+	evAgentNotify       = "agent_notify"
+	evAgentDone         = "agent_done"
+	evWorkdirChanged    = "workdir_changed"
+	evAssistantRollback = "assistant_rollback"
+	evToast             = "toast"
 )
 
 // subscribable lists every event name a client may subscribe to, in the
@@ -99,6 +101,20 @@ type workdir struct {
 	Path       string `json:"path"`
 	WorktreeID string `json:"worktree_id"`
 	Generation int    `json:"generation"`
+}
+
+// assistantRollback: text an agent streamed was discarded (reason: the
+// outcome of its turn, such as cancelled or error).
+type assistantRollback struct {
+	AgentID string `json:"agent_id"`
+	Reason  string `json:"reason"`
+}
+
+// toast is a transient notice (level info, warn or error).
+type toast struct {
+	AgentID string `json:"agent_id"`
+	Message string `json:"message"`
+	Level   string `json:"level"`
 }
 
 // workdirChanged: the session moved to another checkout; the payload is

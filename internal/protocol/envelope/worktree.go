@@ -124,6 +124,7 @@ func (s *server) rebind(ctx context.Context, view *app.App, wt *app.Worktree) er
 	s.adoptLocked(o)
 	s.pushLocked(evWorkdirChanged, workdirChanged{SessionID: o.sess.ID, workdir: s.workdirLocked()},
 		func(st *state) { st.runningJobs = s.jobCountLocked() })
+	s.pushLocked(evToast, toast{AgentID: mainAgent, Level: "info", Message: "working in " + view.Workspace}, nil)
 	return nil
 }
 
