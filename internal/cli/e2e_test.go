@@ -470,3 +470,27 @@ func TestHeadlessWorktree(t *testing.T) {
 		t.Fatalf("status should report the worktree:\n%s", out)
 	}
 }
+
+// TestHeadlessNoLocalShell: --no-local-shell refuses the command and
+// keeps serving.
+func TestHeadlessNoLocalShell(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c := e.cmd(context.Background(), "headless", "--no-local-shell", "--model", model)
+	c.Stdin = strings.NewReader(`{"type":"local_shell","command":"touch ran"}` + "\n" + `{"type":"status"}` + "\n")
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("headless: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], `"code":"unavailable"`) || !strings.Contains(lines[1], "--no-local-shell") ||
+		!strings.Contains(lines[2], `"status_response"`) {
+		t.Fatalf("output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "ran")); err == nil {
+		t.Fatal("the command ran")
+	}
+}

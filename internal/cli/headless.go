@@ -27,6 +27,7 @@ type headlessFlags struct {
 	maxTurns     int
 	partial      bool
 	appendSystem string
+	noLocalShell bool
 }
 
 func newHeadlessCmd(g *globals, s Streams) *cobra.Command {
@@ -36,8 +37,7 @@ func newHeadlessCmd(g *globals, s Streams) *cobra.Command {
 		Short: "Serve a JSONL protocol on stdin/stdout for another program",
 		Long: `Run arbor for another program over JSONL on stdin/stdout. The default
 --protocol envelope (spec 000) takes JSON commands and writes {type, seq,
-payload} envelopes, the first being ready; see docs/headless-envelope.md for
-what it implements so far. With --protocol stream-json (spec 001/003, a dialect of the Claude Code SDK's
+payload} envelopes, the first being ready; see docs/headless-envelope.md. With --protocol stream-json (spec 001/003, a dialect of the Claude Code SDK's
 stream-json protocol) arbor reads user, control_request, control_response
 and registry_request lines and writes system, stream_event, assistant, user,
 control_request, control_response and result lines. With a prompt argument
@@ -54,7 +54,7 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 				}
 				f.resume = id
 			}
-			eo := envelope.Options{Resume: f.resume}
+			eo := envelope.Options{Resume: f.resume, NoLocalShell: f.noLocalShell}
 			if cmd.Flags().Changed("worktree") {
 				dir := g.workspace
 				if dir == "" {
@@ -108,6 +108,7 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per turn")
 	fl.BoolVar(&f.partial, "include-partial-messages", true, "send stream_event lines with text, thinking and tool deltas")
 	fl.StringVar(&f.appendSystem, "append-system-prompt", "", "text added to the system prompt")
+	fl.BoolVar(&f.noLocalShell, "no-local-shell", false, "refuse the envelope protocol's local_shell command")
 	return cmd
 }
 

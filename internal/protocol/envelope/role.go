@@ -23,7 +23,12 @@ const (
 type roleFile struct {
 	// System is appended to the system prompt of the role's sessions.
 	System string `yaml:"system"`
+	// Mode is "main" (the default) or "subagent": a sub-agent definition,
+	// which is not a main role.
+	Mode string `yaml:"mode"`
 }
+
+const modeSubagent = "subagent"
 
 func (s *server) rolesDir() string { return filepath.Join(s.ws().Workspace, ".arbor", "roles") }
 
@@ -42,6 +47,9 @@ func (s *server) roleNames() ([]string, error) {
 		case rolePlanner:
 			names = append(names, rolePlanner)
 		default:
+			if rf, err := s.loadRole(name); err == nil && rf.Mode == modeSubagent {
+				continue
+			}
 			custom = append(custom, name)
 		}
 	}
@@ -114,6 +122,9 @@ func (s *server) setRole(name string) roleResponse {
 		return roleResponse{Message: err.Error()}
 	}
 	if !slices.Contains(names, name) {
+		if rf, err := s.loadRole(name); err == nil && rf.Mode == modeSubagent {
+			return roleResponse{Message: fmt.Sprintf("role %s is only defined for sub-agents", name)}
+		}
 		return roleResponse{Message: fmt.Sprintf("unknown role: %s (roles: %s)", name, strings.Join(names, ", "))}
 	}
 	rf, err := s.loadRole(name)

@@ -11,6 +11,7 @@ var roleFiles = map[string]string{
 	".arbor/roles/planner.yaml":  "system: Plan before acting.\n",
 	".arbor/roles/reviewer.yaml": "system: Review only.\n",
 	".arbor/roles/auditor.yaml":  "system: Audit.\n",
+	".arbor/roles/explorer.yaml": "mode: subagent\nsystem: Explore.\n",
 }
 
 // roleNames renders a role_response's roles as "name" or "name*" (current).
@@ -46,6 +47,17 @@ func TestRole(t *testing.T) {
 		b, _ := setupFiles(t, srv, roleFiles)
 		b.send(`{"type":"role","action":"list"}`)
 		if r := b.next(typ("role_response")); !r.P.OK || roleNames(r) != "builder*,planner,auditor,reviewer" {
+			t.Fatalf("role_response %s", r.raw)
+		}
+		b.close()
+	})
+	t.Run("a sub-agent definition is no main role", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer()
+		defer srv.Close()
+		b, _ := setupFiles(t, srv, roleFiles)
+		b.send(`{"type":"role","action":"set","role":"explorer"}`)
+		if r := b.next(typ("role_response")); r.P.OK || r.P.Message != "role explorer is only defined for sub-agents" {
 			t.Fatalf("role_response %s", r.raw)
 		}
 		b.close()

@@ -5,18 +5,14 @@
 // Implemented: ready; the commands subscribe, status, send, models, role,
 // confirm, question, handoff, cancel and local_shell; the slash commands
 // of send (/models [status|<pool>], /role [status|<name>], /help, /stats,
-// /compact, /new, /resume <id> and /loop on|off; bare /resume, /export
-// and unknown ones answer an error envelope); the pushes activity,
-// assistant_message, idle, confirm_request, question_request,
-// question_resolved, notification, error, local_shell_result, todos,
-// compaction_status, role_change, info, session_switched,
-// background_result, done_completion, handoff_request and
-// handoff_cancelled; background shell jobs (shell's run_in_background,
-// job_kill, running_jobs: see jobs.go); loop mode and the done tool, which
-// every session lists but which is inert (an error result) outside a loop
-// (see loop.go); the planner's handoff tool, likewise inert outside the
-// planner role, and its pending handoff (see handoff.go); framing errors
-// (stdin_line_too_long, invalid_json, unknown_command).
+// /compact, /new, /resume <id>, /loop on|off and arbor's /worktree
+// [NAME|off]; bare /resume, /export, /models --agent and unknown ones
+// answer an error envelope); every push of the spec's tables. The parts
+// live in their own files: background shell jobs (jobs.go), loop mode and
+// the done tool (loop.go), the planner's handoff (handoff.go), roles
+// (role.go), sub-agents — the session's main agent is the root of a hosted
+// tree run whose children are the sub-agents (subagents.go) — and
+// mid-session worktree switches (worktree.go).
 //
 // Roles: builder, then planner when .arbor/roles/planner.yaml exists, then
 // the other .arbor/roles/*.yaml files by name. An agent's system prompt is
@@ -26,20 +22,19 @@
 // behaviour is the handoff tool. A role switch is refused while a handoff
 // is pending.
 //
-// Not implemented yet: idle is not held back while a handoff is pending,
-// /models --agent, worktrees (workdir.worktree_id is always "" and
-// generation 0), the agent_* events, workdir_changed and context_notice.
-//
 // Invariants: stdout carries only envelopes, the first being ready;
 // diagnostics go to the diag stream. Bad input never ends the server: it
 // is answered with an error envelope. Every state-carrying envelope takes
 // the next value of one per-process counter, and every change of the cached
 // state takes one too, pushed or not; envelopes leave in seq order because
 // the counter is advanced and the line written under one lock. Work that
-// uses the session's agent (turns, model switches, /compact, session
-// switches) runs on one job goroutine, one job at a time, so the agent is
-// never driven twice at once and a session is never swapped under a turn.
-// Input end cancels the running work and Serve returns nil.
+// uses the session's agent (turns, deliveries, model switches, /compact,
+// session and worktree switches) runs on one job goroutine, one job at a
+// time, so the main agent is never driven twice at once and a session is
+// never swapped under a turn. idle is global quiescence: no job queued or
+// running and no sub-agent that can progress. Input end cancels the running
+// work, interrupts the sub-agents (they continue when the session is
+// resumed) and Serve returns nil.
 package envelope
 
 import (
@@ -65,6 +60,8 @@ type Options struct {
 	// Worktree, when set, is the git worktree arbor works in (-w); the app's
 	// workspace is its path.
 	Worktree *app.Worktree
+	// NoLocalShell refuses the local_shell command (--no-local-shell).
+	NoLocalShell bool
 }
 
 // state is the cached status the server reports; guarded by server.mu.

@@ -20,6 +20,9 @@ const (
 // local_shell_result when it ends. It is not a turn: cancel does not stop
 // it, the end of input does.
 func (s *server) localShell(ctx context.Context, c localShellCmd) error {
+	if s.opts.NoLocalShell {
+		return fmt.Errorf("local_shell %w: arbor was started with --no-local-shell", errUnavailable)
+	}
 	command := c.Command
 	if strings.TrimSpace(command) == "" {
 		command = c.Content
