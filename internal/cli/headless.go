@@ -54,6 +54,9 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 				}
 				f.resume = id
 			}
+			if f.approvalMode != "" {
+				g.mode = f.approvalMode
+			}
 			eo := envelope.Options{Resume: f.resume, NoLocalShell: f.noLocalShell}
 			if cmd.Flags().Changed("worktree") {
 				dir := g.workspace
@@ -89,9 +92,6 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 				AllowedTools: f.allowedTools, PartialMessages: f.partial, AppendSystemPrompt: f.appendSystem}
 			if len(args) == 1 {
 				o.Prompt = args[0]
-			}
-			if f.approvalMode != "" {
-				g.mode = f.approvalMode
 			}
 			return serveStreamJSON(cmd.Context(), g, s, o)
 		},
