@@ -146,6 +146,9 @@ func TestHostResumesChildrenAfterClose(t *testing.T) {
 	}
 	b.srv.WaitRequests(1) // the stalled turn
 	h.Close()
+	if _, err := b.engine.Drive(b.ctx, "sess-2"); !errors.Is(err, tree.ErrHosted) || !strings.Contains(err.Error(), "arbor headless -r sess-2") {
+		t.Fatalf("Drive of a hosted run: %v", err)
+	}
 	if n := b.nodeIn(t, "sess-2", 2); n.State != tree.StateActive {
 		t.Fatalf("#2 after Close is %s, want active (interrupted)", n.State)
 	}
