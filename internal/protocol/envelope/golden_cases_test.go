@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
 // goldenUsage makes token counts, and so /stats, the same in every run.
@@ -35,6 +36,19 @@ func goldenHandoff() llmtest.Turn {
 func goldenStalled(text string) llmtest.Turn {
 	return llmtest.Turn{Text: text, Usage: goldenUsage, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 4}}
 }
+
+// goldenSpawn is the main agent's turn that spawns one child, and
+// spawned the turn that follows it, which checks the child's id.
+func goldenSpawn(goal string) llmtest.Turn {
+	return llmtest.Turn{Usage: goldenUsage, ToolCalls: []llmtest.ToolCall{
+		treetest.Call("spawn", map[string]any{"goal": goal, "prompt": "do " + goal})}}
+}
+
+var spawned = goldenText("started", `{"id": "#2"}`)
+
+// agentEvents are what the sub-agent cases subscribe to: with the main
+// agent's and the children's activity left out, the holds fix their order.
+var agentEvents = []string{"assistant_message", "idle", "error", "agent_started", "agent_notify", "agent_done"}
 
 func sendContent(text string) step {
 	b, _ := json.Marshal(text)
@@ -275,5 +289,59 @@ func goldenCases() []goldenCase {
 			await("local_shell_result"),
 			send(status), await("status_response")},
 		on: touchOn("idle", "gate"),
+	}, {
+		// Regression: a send that superseded a pending handoff left the
+		// idle owed to the handoff's turn, and a later /new paid it.
+		name:  "handoff_superseded_then_new",
+		files: rolesWorkspace,
+		turns: []llmtest.Turn{goldenHandoff(), goldenText("ok", "something else")},
+		steps: planned(sendContent("something else"), await("idle"),
+			send(status), await("status_response"),
+			send(acceptPlan), await("error"),
+			sendContent("/new"), await("session_switched"),
+			send(status), await("status_response")),
+	}, {
+		// Sub-agents (see the doc comment of golden_test.go on holds and
+		// subscribe). The child notifies, then completes, while the
+		// main agent's next model call is held: both updates reach it in
+		// one delivery turn, and idle comes once, after agent_done.
+		name:      "subagents_idle",
+		subscribe: agentEvents,
+		turns: []llmtest.Turn{goldenSpawn("count"), spawned,
+			goldenText("all results in", "Progress note from sub-agent #2 (count): halfway\n\nSub-agent #2 (count) ended, complete:\ncounted 2")},
+		nodes: treetest.Script{2: {
+			treetest.Calls(treetest.Call("notify", map[string]any{"message": "halfway"})),
+			treetest.Complete("counted 2")}},
+		holds: []hold{{node: 0, turn: 1, until: typeIs("agent_done")}},
+		steps: []step{sendContent("count"), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		// The child's first model call is held until the main agent's
+		// turn has ended (afterTurn's answer); it asks for a shell
+		// command: the confirm_request carries its agent_id, and no idle
+		// comes while it waits.
+		name:      "subagents_approval",
+		subscribe: append([]string{"confirm_request", "notification"}, agentEvents...),
+		turns:     []llmtest.Turn{goldenSpawn("greet"), spawned, goldenText("greeted", "Sub-agent #2 (greet) ended, complete:\nhello")},
+		nodes: treetest.Script{2: {
+			treetest.Calls(treetest.Call("shell", map[string]any{"command": "echo hello"})),
+			{ToolCalls: []llmtest.ToolCall{treetest.Call("complete", map[string]any{"result": "hello"})}, Expect: "hello"}}},
+		holds: []hold{{node: 0, turn: 1, until: typeIs("agent_started")}, {node: 2, turn: 0, until: typeIs("models_response")}},
+		steps: []step{sendContent("greet"), send(afterTurn), await("models_response"), await("notification"),
+			send(status), await("status_response"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow"}`), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		// The child's model call stalls; the main agent's turn has ended
+		// without idle. cancel stops the child: agent_done, then idle.
+		name:      "subagents_cancel",
+		subscribe: agentEvents,
+		turns:     []llmtest.Turn{goldenSpawn("forever"), spawned},
+		nodes:     treetest.Script{2: {{Text: "never", Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}}},
+		holds:     []hold{{node: 0, turn: 1, until: typeIs("agent_started")}},
+		steps: []step{sendContent("start something long"), send(afterTurn), await("models_response"),
+			send(status), await("status_response"),
+			send(`{"type":"cancel"}`), await("idle"),
+			send(status), await("status_response")},
 	}}
 }

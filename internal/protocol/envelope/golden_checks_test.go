@@ -62,7 +62,7 @@ func checkSavedRule(scope, want string, wantAsked ...string) func(*testing.T, st
 		}
 		srv := llmtest.NewServer(goldenWrite("c.txt"), goldenWrite("d.md"), goldenText("done", "created d.md"))
 		t.Cleanup(srv.Close)
-		r := startRun(t, reopenApp(t, srv, home, ws), home, ws)
+		r := startRun(t, reopenApp(t, srv.URL, home, ws), home, ws)
 		var asked []string
 		note := func(l line, _ any) {
 			if l.Type != "confirm_request" {
@@ -118,14 +118,14 @@ func readRules(t *testing.T, path string) []savedRule {
 }
 
 // reopenApp opens an app in workspace ws with the configuration and state
-// of home, as a new arbor process would.
-func reopenApp(t *testing.T, srv *llmtest.Server, home, ws string) *app.App {
+// of home, as a new arbor process would, with its model at modelURL.
+func reopenApp(t *testing.T, modelURL, home, ws string) *app.App {
 	t.Helper()
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
+		"ANTHROPIC_BASE_URL": modelURL, "ANTHROPIC_API_KEY": "test-key-123",
 		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
 	}
 	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },

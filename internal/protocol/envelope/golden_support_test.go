@@ -1,7 +1,7 @@
 package envelope_test
 
-// The golden transcripts' server, normalization and transcript files; the
-// format and the replay are in golden_test.go, the cases in
+// The golden transcripts' server, model, normalization and transcript
+// files; the format and the replay are in golden_test.go, the cases in
 // golden_cases_test.go.
 
 import (
@@ -11,15 +11,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/golden"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
 // goldenServer is one envelope server over pipes, with its raw output
@@ -62,6 +71,161 @@ func (g *goldenServer) send(line string) {
 	if _, err := io.WriteString(g.in, line+"\n"); err != nil {
 		g.t.Fatal(err)
 	}
+}
+
+// openGolden opens an app on a fresh home whose workspace holds files
+// (path relative to the workspace → content), with its model at modelURL.
+func openGolden(t *testing.T, modelURL string, files map[string]string) (a *app.App, home, ws string) {
+	t.Helper()
+	home = t.TempDir()
+	ws = filepath.Join(home, "ws")
+	for name, content := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reopenApp(t, modelURL, home, ws), home, ws
+}
+
+// treeResponder answers the main agent's model requests with main, in
+// order, and node N's with nodes[N] as treetest.Responder does.
+func treeResponder(main []llmtest.Turn, nodes treetest.Script) func(llmtest.Request) llmtest.Turn {
+	node := treetest.Responder(nodes)
+	next := 0 // the server calls its responder one request at a time
+	return func(req llmtest.Request) llmtest.Turn {
+		if treetest.NodeOf(req) != 0 {
+			return node(req)
+		}
+		if next == len(main) {
+			return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: http.StatusBadRequest}}
+		}
+		next++
+		return main[next-1]
+	}
+}
+
+// hold keeps one model request from the model server until an output
+// line matching until has arrived: the request of node (0: the main
+// agent) that follows its turn-th assistant message, counted over its
+// whole conversation (0: its first request).
+type hold struct {
+	node  int64
+	turn  int
+	until func(line) bool
+}
+
+// modelGate is an HTTP front of the model server. It passes every request
+// on as it is, but one that a hold names only once the hold's line has
+// arrived. A held request waits before the model server sees it, so it
+// never delays another (the server answers one request at a time).
+type modelGate struct {
+	url     string
+	holds   []hold
+	open    []chan struct{}
+	done    []bool // touched only by see, on the test goroutine
+	matched []atomic.Bool
+}
+
+// startGate starts a gate in front of the model server at target.
+func startGate(t *testing.T, target string, holds []hold) *modelGate {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &modelGate{holds: holds, done: make([]bool, len(holds)), matched: make([]atomic.Bool, len(holds))}
+	for range holds {
+		g.open = append(g.open, make(chan struct{}))
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.FlushInterval = -1
+	// A cancelled call is not the gate's failure: the app reports it.
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		node, turn := requestTurn(body)
+		for i, h := range g.holds {
+			if h.node != node || h.turn != turn {
+				continue
+			}
+			g.matched[i].Store(true)
+			select {
+			case <-g.open[i]:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		hs.CloseClientConnections() // held requests end with their connection
+		hs.Close()
+	})
+	g.url = hs.URL
+	return g
+}
+
+// see releases the requests whose hold waits for l. A nil gate holds
+// nothing.
+func (g *modelGate) see(l line) {
+	if g == nil {
+		return
+	}
+	for i, h := range g.holds {
+		if !g.done[i] && h.until(l) {
+			g.done[i] = true
+			close(g.open[i])
+		}
+	}
+}
+
+// checkUsed fails for a hold that no request matched: the script no
+// longer makes that request, and the hold orders nothing.
+func (g *modelGate) checkUsed(t *testing.T) {
+	t.Helper()
+	if g == nil {
+		return
+	}
+	for i, h := range g.holds {
+		if !g.matched[i].Load() {
+			t.Errorf("no model request of node %d after %d assistant messages came to be held", h.node, h.turn)
+		}
+	}
+}
+
+// requestTurn returns the node a model request body (the Anthropic API's)
+// belongs to, found as treetest.NodeOf finds it (0: the main agent), and
+// how many assistant messages its conversation holds; -1, -1 for a body
+// that is no model request.
+func requestTurn(body []byte) (node int64, turn int) {
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+		return -1, -1
+	}
+	first := llmtest.Request{Messages: []llm.Message{llm.UserText(string(req.Messages[0].Content))}}
+	for _, m := range req.Messages {
+		if m.Role == string(llm.RoleAssistant) {
+			turn++
+		}
+	}
+	return treetest.NodeOf(first), turn
 }
 
 // normalizer maps varying values to stable placeholders and back.
@@ -123,6 +287,18 @@ func (n *normalizer) normalize(key string, v any) any {
 				v = strings.ReplaceAll(v, s, n.ph[s])
 			}
 			return strings.ReplaceAll(v, n.home, "<home>")
+		}
+	}
+	return v
+}
+
+// anySeq replaces the seq of an envelope by "<seq>".
+func anySeq(v any) any {
+	if o, ok := v.(golden.Object); ok {
+		for i, m := range o {
+			if m.Key == "seq" {
+				o[i].Value = "<seq>"
+			}
 		}
 	}
 	return v

@@ -22,8 +22,9 @@ package envelope_test
 // ids stay equal; updated_at and deadline → "<time>"; the test's home
 // directory → "<home>". In "in" lines these placeholders are replaced by
 // the values they stand for in this run. Everything else is compared as it
-// is: seq numbers, the broker's request ids (req_N), error codes and
-// messages, token counts.
+// is: seq numbers (but see subscribe below), the broker's request ids
+// (req_N), error codes and messages, token counts. Every seq must be
+// greater than the one before it.
 //
 // A case (goldenCases, in golden_cases_test.go) is the scripted model, the
 // workspace files and the steps that drive a recording. It may add a hook
@@ -33,8 +34,26 @@ package envelope_test
 // replay against the run's home (e.g. that a saved rule landed on disk).
 // Neither leaves a trace in the transcript.
 //
+// Sub-agents run beside the main agent, each on its own goroutine. A case
+// with them (nodes scripts their model) fixes the order of their work with
+// holds: a hold keeps one model request of one agent away from the model
+// server until a given output line has arrived, e.g. the main agent's
+// second request until the child's agent_started; it acts in the
+// recording and the replay alike. The requests pass through an HTTP gate
+// in front of the model server (modelGate), so a held request never
+// delays another, and a hold that no request came to fails the run. What
+// holds cannot order is what an agent does before its request leaves:
+// right after spawn returns, the child's agent_started and "preparing"
+// activity race the main agent's own "preparing", and every push and state
+// change takes a seq, so literal seqs cannot be fixed. Such a case sets
+// subscribe: the recording first subscribes the client to those events
+// (a subscribe line in the transcript) whose order the holds do fix —
+// activity is left out — and seqs are compared as "<seq>", while the real
+// values are still checked to strictly increase.
+//
 // `go test -run Golden -update` rewrites the files from the current
-// behaviour by running each case's steps; review the result by eye.
+// behaviour by running each case's steps (`-run 'Golden/<case>$'` only
+// that case's); review the result by eye.
 
 import (
 	"encoding/json"
@@ -48,6 +67,7 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/golden"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.jsonl golden transcripts from the current behaviour")
@@ -56,10 +76,19 @@ var update = flag.Bool("update", false, "rewrite testdata/*.jsonl golden transcr
 // and the steps that drive the server when recording, with an optional
 // hook and check.
 type goldenCase struct {
-	name  string
+	name string
+	// turns answer the main agent's model requests, in order.
 	turns []llmtest.Turn
-	files map[string]string
-	steps []step
+	// nodes, if set, answers sub-agent node N's requests from nodes[N]
+	// (see treetest.Script).
+	nodes treetest.Script
+	// holds keep model requests back until given output lines arrive.
+	holds []hold
+	// subscribe, if set, is what the recording subscribes to before the
+	// steps; seqs are then compared as "<seq>".
+	subscribe []string
+	files     map[string]string
+	steps     []step
 	// on, if set, runs on every received output line, with the
 	// workspace path, while recording and while replaying.
 	on func(t *testing.T, ws string, l line)
@@ -79,6 +108,7 @@ type step struct {
 // match on.
 type line struct {
 	Type    string `json:"type"`
+	Seq     uint64 `json:"seq"`
 	Payload struct {
 		Type      string `json:"type"`
 		RequestID string `json:"request_id"`
@@ -95,7 +125,8 @@ func sendLong(prefix, repeat string, count int, suffix string) step {
 	return step{in: o, raw: true}
 }
 
-func await(typ string) step { return step{until: func(l line) bool { return l.Type == typ }} }
+func typeIs(typ string) func(line) bool { return func(l line) bool { return l.Type == typ } }
+func await(typ string) step             { return step{until: typeIs(typ)} }
 func awaitActivity(kind string) step {
 	return step{until: func(l line) bool { return l.Type == "activity" && l.Payload.Type == kind }}
 }
@@ -123,23 +154,36 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// run is one server in progress: its output, the normalizer and the
-// hook its received lines go through.
+// run is one server in progress: its output, the normalizer, the gate
+// and the hook its received lines go through.
 type run struct {
-	t   *testing.T
-	g   *goldenServer
-	n   *normalizer
-	on  func(t *testing.T, ws string, l line)
-	eof bool
+	t    *testing.T
+	g    *goldenServer
+	n    *normalizer
+	gate *modelGate
+	on   func(t *testing.T, ws string, l line)
+	// anySeq makes seqs compare as "<seq>"; lastSeq is the last one seen.
+	anySeq  bool
+	lastSeq uint64
+	eof     bool
 }
 
 // newRun starts the case's model and a server on a fresh home.
 func newRun(t *testing.T, c goldenCase) *run {
 	srv := llmtest.NewServer(c.turns...)
+	if c.nodes != nil {
+		srv = llmtest.NewServerFunc(treeResponder(c.turns, c.nodes))
+	}
 	t.Cleanup(srv.Close)
-	a, home, ws := openApp(t, srv, c.files)
+	modelURL := srv.URL
+	var gate *modelGate
+	if c.holds != nil {
+		gate = startGate(t, srv.URL, c.holds)
+		modelURL = gate.url
+	}
+	a, home, ws := openGolden(t, modelURL, c.files)
 	r := startRun(t, a, home, ws)
-	r.on = c.on
+	r.gate, r.on, r.anySeq = gate, c.on, c.subscribe != nil
 	return r
 }
 
@@ -166,10 +210,21 @@ func (r *run) recv() (line, any, bool) {
 		if err != nil {
 			r.t.Fatalf("output line %q: %v", raw, err)
 		}
+		if l.Seq != 0 {
+			if l.Seq <= r.lastSeq {
+				r.t.Fatalf("seq %d after %d: %s", l.Seq, r.lastSeq, raw)
+			}
+			r.lastSeq = l.Seq
+		}
+		r.gate.see(l)
 		if r.on != nil {
 			r.on(r.t, r.g.ws, l)
 		}
-		return l, r.n.normalize("", v), true
+		v = r.n.normalize("", v)
+		if r.anySeq {
+			v = anySeq(v)
+		}
+		return l, v, true
 	case <-time.After(30 * time.Second):
 		r.t.Fatalf("no output for 30s (a hang); diagnostics:\n%s", r.g.diag.String())
 		return line{}, nil, false
@@ -229,6 +284,7 @@ func (r *run) finish(rest func(line, any)) {
 	if err := <-r.g.done; err != nil {
 		r.t.Fatalf("Serve: %v", err)
 	}
+	r.gate.checkUsed(r.t)
 }
 
 // record runs the case's steps, after the ready line, and returns the
@@ -238,7 +294,15 @@ func record(t *testing.T, c goldenCase) []entry {
 	var es []entry
 	outs := func(_ line, v any) { es = append(es, entry{"out", v}) }
 	r.until(func(line) bool { return true }, outs)
-	for _, s := range c.steps {
+	steps := c.steps
+	if c.subscribe != nil {
+		events, err := json.Marshal(c.subscribe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append([]step{send(`{"type":"subscribe","events":` + string(events) + `}`), await("subscribe_response")}, steps...)
+	}
+	for _, s := range steps {
 		switch {
 		case s.raw:
 			es = append(es, entry{"in_raw", s.in})

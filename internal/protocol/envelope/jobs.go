@@ -123,7 +123,7 @@ func (s *server) idleLocked(outcome string, record func(*state)) {
 		// been delivered (settleLocked).
 		s.mutateLocked(func(st *state) {
 			apply(st)
-			st.phase, st.phaseDetail = "waiting_agents", fmt.Sprintf("%d sub-agents", len(s.live))
+			st.phase, st.phaseDetail = "waiting_agents", plural(len(s.live), "sub-agent")
 		})
 		return
 	}
@@ -139,10 +139,27 @@ func (s *server) idleLocked(outcome string, record func(*state)) {
 	}
 	suppress := !s.ranSinceIdle
 	s.ranSinceIdle = false
+	cancelled := s.cancelled
+	if cancelled {
+		// The client cancelled this work; a turn that completed as the
+		// cancel arrived does not make it complete.
+		outcome, s.cancelled = "cancelled", false
+	}
 	s.pushLocked(evIdle, idlePayload{LastOutcome: outcome, SuppressUserNotification: suppress, RunningJobs: n}, func(st *state) {
 		apply(st)
+		if cancelled {
+			st.lastOutcome = outcome
+		}
 		st.busy, st.phase, st.phaseDetail = false, "", ""
 	})
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // payIdleLocked sends the idle held back by a pending handoff once that

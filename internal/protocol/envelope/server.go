@@ -115,6 +115,8 @@ type server struct {
 	queued        int                // sends accepted and not finished
 	// ranSinceIdle is set when an agent step ran since the last idle.
 	ranSinceIdle bool
+	// cancelled is set by a cancel of busy work, until the idle ending it.
+	cancelled bool
 	// continuations counts the continuation turns of the running loop.
 	continuations int
 	// handoffs counts the handoffs requested; it numbers their ids.
@@ -208,11 +210,22 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	return err
 }
 
-// read handles input lines until EOF.
+// read handles input lines until EOF or until ctx is cancelled (SIGTERM),
+// which ends it at once even while no input arrives.
 func (s *server) read(ctx context.Context, in io.Reader) error {
-	r := protocol.NewReader(in, protocol.MaxLine)
+	lines := protocol.NewReader(in, protocol.MaxLine).Feed(ctx)
 	for {
-		line, err := r.Next()
+		var rd protocol.Read
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case rd, ok = <-lines:
+		}
+		if !ok { // closed because ctx was cancelled
+			return nil
+		}
+		line, err := rd.Line, rd.Err
 		var le *protocol.LineError
 		switch {
 		case errors.Is(err, io.EOF):
@@ -284,6 +297,10 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 			err = s.handoff(c)
 		}
 	case "cancel":
+		s.mu.Lock()
+		// The idle that ends the work reports it cancelled.
+		s.cancelled = s.st.busy
+		s.mu.Unlock()
 		s.stopTree()
 		s.mu.Lock()
 		if s.cancel != nil {

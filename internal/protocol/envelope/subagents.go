@@ -311,7 +311,7 @@ func (s *server) stopTree() {
 		return
 	}
 	if n := h.StopAll(); n > 0 {
-		s.push(evToast, toast{AgentID: mainAgent, Level: "warn", Message: fmt.Sprintf("stopped %d sub-agent(s)", n)}, nil)
+		s.push(evToast, toast{AgentID: mainAgent, Level: "warn", Message: "stopped " + plural(n, "sub-agent")}, nil)
 	}
 }
 

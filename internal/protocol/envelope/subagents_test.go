@@ -187,18 +187,25 @@ func TestSubAgents(t *testing.T) {
 		defer srv.Close()
 		b, _ := setup(t, srv)
 		b.send(`{"type":"send","content":"start something long"}`)
-		b.next(typ("agent_started"))
-		b.next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "started" })
+		// The child's start and the main agent's answer race: wait for both.
+		var started, answered bool
+		b.next(func(o out) bool {
+			started = started || o.Type == "agent_started"
+			answered = answered || o.Type == "assistant_message" && o.P.Text == "started"
+			return started && answered
+		})
 		b.send(`{"type":"cancel"}`)
 		done := agentOf(t, b.next(typ("agent_done")))
 		if done.State != "cancelled" {
 			t.Fatalf("agent_done %+v", done)
 		}
-		b.next(typ("idle"))
+		if idle := b.next(typ("idle")); idle.P.LastOutcome != "cancelled" {
+			t.Fatalf("idle after cancel %s", idle.raw)
+		}
 		b.close()
 		toasts := 0
 		for _, o := range b.all {
-			if o.Type == "toast" && strings.Contains(o.raw, `"stopped 1 sub-agent(s)"`) && strings.Contains(o.raw, `"level":"warn"`) {
+			if o.Type == "toast" && strings.Contains(o.raw, `"stopped 1 sub-agent"`) && strings.Contains(o.raw, `"level":"warn"`) {
 				toasts++
 			}
 		}

@@ -98,11 +98,22 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	return err
 }
 
-// read handles input lines until EOF or shutdown.
+// read handles input lines until EOF, shutdown, or the cancellation of
+// ctx (SIGTERM), which ends it at once even while no input arrives.
 func (s *Server) read(ctx context.Context, in io.Reader, stop context.CancelFunc) error {
-	r := protocol.NewReader(in, 0)
+	lines := protocol.NewReader(in, 0).Feed(ctx)
 	for {
-		line, err := r.Next()
+		var rd protocol.Read
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case rd, ok = <-lines:
+		}
+		if !ok { // closed because ctx was cancelled
+			return nil
+		}
+		line, err := rd.Line, rd.Err
 		var le *protocol.LineError
 		switch {
 		case errors.Is(err, io.EOF):
