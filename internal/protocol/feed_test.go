@@ -9,39 +9,53 @@ import (
 	"github.com/arbor-run/arbor/internal/protocol"
 )
 
-func TestFeed(t *testing.T) {
+func TestEach(t *testing.T) {
 	t.Parallel()
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	lines := protocol.NewReader(pr, 16).Feed(ctx)
-	go func() { _, _ = io.WriteString(pw, `{"type":"a"}`+"\n"+`{"type":"long","x":"xxxxxxxx"}`+"\n") }()
-	if rd := <-lines; rd.Err != nil || rd.Line.Type != "a" {
-		t.Fatalf("first read %+v", rd)
-	}
-	if rd := <-lines; !errors.Is(rd.Err, protocol.ErrLineTooLong) {
-		t.Fatalf("a line error is delivered and reading goes on: %+v", rd)
-	}
-	// A line read after the cancellation is not delivered, and the
-	// channel closes.
-	cancel()
-	if _, err := io.WriteString(pw, `{"type":"late"}`+"\n"); err != nil {
+	go func() {
+		_, _ = io.WriteString(pw, `{"type":"a"}`+"\n"+`{"type":"long","x":"xxxxxxxx"}`+"\n"+`{"type":"b"}`+"\n")
+	}()
+	var got []string
+	var bad []error
+	done := make(chan error, 1)
+	go func() {
+		done <- protocol.NewReader(pr, 16).Each(ctx, func(l protocol.Line) bool {
+			got = append(got, l.Type)
+			if l.Type == "b" {
+				cancel() // no more input comes: the cancellation alone ends Each
+			}
+			return true
+		}, func(le *protocol.LineError) { bad = append(bad, le) })
+	}()
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for rd := range lines {
-		t.Fatalf("read after cancel %+v", rd)
+	if len(got) != 2 || got[0] != "a" || got[1] != "b" || len(bad) != 1 || !errors.Is(bad[0], protocol.ErrLineTooLong) {
+		t.Fatalf("lines %v, line errors %v", got, bad)
 	}
 }
 
-func TestFeedEnds(t *testing.T) {
+func TestEachStops(t *testing.T) {
 	t.Parallel()
 	pr, pw := io.Pipe()
-	lines := protocol.NewReader(pr, 0).Feed(context.Background())
-	pw.Close()
-	if rd := <-lines; !errors.Is(rd.Err, io.EOF) {
-		t.Fatalf("end of input %+v", rd)
+	go func() {
+		_, _ = io.WriteString(pw, `{"type":"a"}`+"\n"+`{"type":"stop"}`+"\n"+`{"type":"c"}`+"\n")
+		pw.Close()
+	}()
+	var got []string
+	err := protocol.NewReader(pr, 0).Each(context.Background(), func(l protocol.Line) bool {
+		got = append(got, l.Type)
+		return l.Type != "stop"
+	}, func(*protocol.LineError) {})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Each = %v after %v; it must stop when handle says so", err, got)
 	}
-	if _, ok := <-lines; ok {
-		t.Fatal("the channel stays open after EOF")
+	// The end of input ends Each with nil.
+	pr2, pw2 := io.Pipe()
+	pw2.Close()
+	if err := protocol.NewReader(pr2, 0).Each(context.Background(), func(protocol.Line) bool { return true }, nil); err != nil {
+		t.Fatalf("Each at EOF = %v", err)
 	}
 }

@@ -6,14 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/app"
-	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 )
@@ -99,31 +96,7 @@ func setup(t *testing.T, srv *llmtest.Server) (*bundle, out) {
 // files (path relative to the workspace → content).
 func openApp(t *testing.T, srv *llmtest.Server, files map[string]string) (a *app.App, home, ws string) {
 	t.Helper()
-	home = t.TempDir()
-	ws = filepath.Join(home, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		p := filepath.Join(ws, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := map[string]string{
-		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
-		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
-	}
-	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "default"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
-	return a, home, ws
+	return openGolden(t, srv.URL, files)
 }
 
 // setupFiles is setup with files (path relative to the workspace →

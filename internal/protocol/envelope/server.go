@@ -213,34 +213,12 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 // read handles input lines until EOF or until ctx is cancelled (SIGTERM),
 // which ends it at once even while no input arrives.
 func (s *server) read(ctx context.Context, in io.Reader) error {
-	lines := protocol.NewReader(in, protocol.MaxLine).Feed(ctx)
-	for {
-		var rd protocol.Read
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return nil
-		case rd, ok = <-lines:
-		}
-		if !ok { // closed because ctx was cancelled
-			return nil
-		}
-		line, err := rd.Line, rd.Err
-		var le *protocol.LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.As(err, &le):
-			s.lineError(le)
-			continue
-		case err != nil:
-			return fmt.Errorf("envelope: read input: %w", err)
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.handle(ctx, line)
+	err := protocol.NewReader(in, protocol.MaxLine).Each(ctx,
+		func(line protocol.Line) bool { s.handle(ctx, line); return true }, s.lineError)
+	if err != nil {
+		return fmt.Errorf("envelope: read input: %w", err)
 	}
+	return nil
 }
 
 func (s *server) lineError(le *protocol.LineError) {

@@ -12,7 +12,6 @@ package streamjson
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -101,37 +100,19 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 // read handles input lines until EOF, shutdown, or the cancellation of
 // ctx (SIGTERM), which ends it at once even while no input arrives.
 func (s *Server) read(ctx context.Context, in io.Reader, stop context.CancelFunc) error {
-	lines := protocol.NewReader(in, 0).Feed(ctx)
-	for {
-		var rd protocol.Read
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return nil
-		case rd, ok = <-lines:
-		}
-		if !ok { // closed because ctx was cancelled
-			return nil
-		}
-		line, err := rd.Line, rd.Err
-		var le *protocol.LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.As(err, &le):
-			fmt.Fprintf(s.diag, "arbor: stream-json: ignoring input line %d: %v\n", le.Number, err)
-			continue
-		case err != nil:
-			return fmt.Errorf("read input: %w", err)
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
+	err := protocol.NewReader(in, 0).Each(ctx, func(line protocol.Line) bool {
 		if shutdown := s.handle(ctx, line); shutdown {
 			stop()
-			return nil
+			return false
 		}
+		return true
+	}, func(le *protocol.LineError) {
+		fmt.Fprintf(s.diag, "arbor: stream-json: ignoring input line %d: %v\n", le.Number, le)
+	})
+	if err != nil {
+		return fmt.Errorf("read input: %w", err)
 	}
+	return nil
 }
 
 // handle dispatches one input line; it reports a shutdown request.
