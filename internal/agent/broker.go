@@ -58,18 +58,26 @@ type pending struct {
 // rejected without side effects.
 type Broker struct {
 	bus *Bus
-	// Timeout, when positive, gives every interaction a deadline; on expiry
-	// an approval is denied and a question declined.
-	Timeout time.Duration
 
-	mu      sync.Mutex // guards pending, counter
-	pending map[string]*pending
-	counter int
+	mu sync.Mutex // guards the fields below
+	// timeouts, when positive, give interactions of a kind a deadline; on
+	// expiry an approval is denied and a question declined.
+	timeouts map[InteractionKind]time.Duration
+	pending  map[string]*pending
+	counter  int
+}
+
+// SetTimeout gives the interactions of kind opened from now on a deadline
+// d after they open (0: none).
+func (b *Broker) SetTimeout(kind InteractionKind, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timeouts[kind] = d
 }
 
 // NewBroker returns a broker publishing on bus.
 func NewBroker(bus *Bus) *Broker {
-	return &Broker{bus: bus, pending: map[string]*pending{}}
+	return &Broker{bus: bus, pending: map[string]*pending{}, timeouts: map[InteractionKind]time.Duration{}}
 }
 
 // For returns the broker as seen by one session's tools: it implements
@@ -120,8 +128,8 @@ func (b *Broker) wait(ctx context.Context, in Interaction, onTimeout Response) (
 	b.counter++
 	in.ID = "req_" + strconv.Itoa(b.counter)
 	in.Created = time.Now()
-	if b.Timeout > 0 {
-		in.Deadline = in.Created.Add(b.Timeout)
+	if d := b.timeouts[in.Kind]; d > 0 {
+		in.Deadline = in.Created.Add(d)
 	}
 	p := &pending{in: in, done: make(chan Response, 1)}
 	b.pending[in.ID] = p

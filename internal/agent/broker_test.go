@@ -61,7 +61,8 @@ func TestBroker(t *testing.T) {
 		t.Parallel()
 		bus := agent.NewBus()
 		br := agent.NewBroker(bus)
-		br.Timeout = time.Millisecond
+		br.SetTimeout(agent.KindApproval, time.Millisecond)
+		br.SetTimeout(agent.KindQuestion, time.Millisecond)
 		ans, err := br.For("s").Ask(context.Background(), tool.Question{Question: "?"})
 		if err != nil || !ans.Declined {
 			t.Fatalf("answer %+v %v", ans, err)

@@ -97,7 +97,14 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides,
 	}
 	a.onClose(func() { _ = st.Close() })
+	a.setTimeouts(cfg)
 	return a, nil
+}
+
+// setTimeouts applies cfg's interaction timeouts to the broker.
+func (a *App) setTimeouts(cfg *config.Config) {
+	a.Broker.SetTimeout(agent.KindQuestion, cfg.QuestionTimeout)
+	a.Broker.SetTimeout(agent.KindApproval, cfg.ApprovalTimeout)
 }
 
 // In returns a view of a that works in dir (a worktree the session moves
@@ -217,6 +224,7 @@ func (a *App) Reload() error {
 	a.models = map[string]Model{}
 	a.mu.Unlock()
 	a.Permissions.SetMode(mode)
+	a.setTimeouts(cfg)
 	return nil
 }
 

@@ -46,7 +46,12 @@ type Config struct {
 	// SQLite file path (made absolute by Load; see DBPath).
 	Store string `yaml:"store"`
 	// MaxTurns caps the steps of one agent loop.
-	MaxTurns   int                 `yaml:"max_turns"`
+	MaxTurns int `yaml:"max_turns"`
+	// QuestionTimeout and ApprovalTimeout, when positive, close a question
+	// (declined) or an approval (denied) nobody answered in time; 0 waits
+	// until answered.
+	QuestionTimeout time.Duration `yaml:"question_timeout"`
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 	Providers  map[string]Provider `yaml:"providers"`
 	Pools      map[string][]string `yaml:"pools"` // named model pools, refs in fallback order
 	Compaction Compaction          `yaml:"compaction"`

@@ -23,6 +23,9 @@ type fileConfig struct {
 	Mode       *string                 `yaml:"mode"`
 	Store      *string                 `yaml:"store"`
 	MaxTurns   *int                    `yaml:"max_turns"`
+	// The interaction timeouts, as Go durations ("10m").
+	QuestionTimeout *time.Duration `yaml:"question_timeout"`
+	ApprovalTimeout *time.Duration `yaml:"approval_timeout"`
 	Providers  map[string]fileProvider `yaml:"providers"`
 	Pools      map[string][]string     `yaml:"pools"`
 	Compaction fileCompaction          `yaml:"compaction"`
@@ -199,6 +202,8 @@ func (c *Config) apply(fc *fileConfig, src string) {
 	set(c, &c.Mode, fc.Mode, "mode", src)
 	set(c, &c.Store, fc.Store, "store", src)
 	set(c, &c.MaxTurns, fc.MaxTurns, "max_turns", src)
+	set(c, &c.QuestionTimeout, fc.QuestionTimeout, "question_timeout", src)
+	set(c, &c.ApprovalTimeout, fc.ApprovalTimeout, "approval_timeout", src)
 	set(c, &c.Compaction.Threshold, fc.Compaction.Threshold, "compaction.threshold", src)
 	set(c, &c.Compaction.KeepRecent, fc.Compaction.KeepRecent, "compaction.keep_recent", src)
 	set(c, &c.Retry.MaxAttempts, fc.Retry.MaxAttempts, "retry.max_attempts", src)

@@ -30,6 +30,9 @@ func (c *Config) validate() error {
 	if c.MaxTurns < 1 {
 		return c.invalid("max_turns", nil, "must be at least 1 (got %d)", c.MaxTurns)
 	}
+	if c.QuestionTimeout < 0 || c.ApprovalTimeout < 0 {
+		return c.invalid("question_timeout", nil, "question_timeout and approval_timeout must not be negative (got %v, %v)", c.QuestionTimeout, c.ApprovalTimeout)
+	}
 	if t := c.Compaction.Threshold; !(t > 0 && t <= 1) {
 		return c.invalid("compaction.threshold", nil, "must be a fraction of the context window in (0, 1] (got %v)", t)
 	}

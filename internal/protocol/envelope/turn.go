@@ -247,6 +247,9 @@ func (s *server) requested(in agent.Interaction, agentID string) {
 		a := in.Approval
 		req := &confirmRequest{RequestID: in.ID, AgentID: agentID, ToolName: a.Tool, ArgsJSON: string(a.Input),
 			NeedsApproval: true, NeedsApprovalRules: []string{}, AlreadyAllowedRules: []string{}}
+		if !in.Deadline.IsZero() {
+			req.TimeoutMS = in.Deadline.Sub(in.Created).Milliseconds()
+		}
 		s.pushLocked(evConfirmRequest, req, func(st *state) {
 			st.confirms = append(st.confirms, req)
 			st.phase, st.phaseDetail = "waiting_confirm", a.Tool
