@@ -50,12 +50,12 @@ type Config struct {
 	// QuestionTimeout and ApprovalTimeout, when positive, close a question
 	// (declined) or an approval (denied) nobody answered in time; 0 waits
 	// until answered.
-	QuestionTimeout time.Duration `yaml:"question_timeout"`
-	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
-	Providers  map[string]Provider `yaml:"providers"`
-	Pools      map[string][]string `yaml:"pools"` // named model pools, refs in fallback order
-	Compaction Compaction          `yaml:"compaction"`
-	Retry      Retry               `yaml:"retry"`
+	QuestionTimeout time.Duration       `yaml:"question_timeout"`
+	ApprovalTimeout time.Duration       `yaml:"approval_timeout"`
+	Providers       map[string]Provider `yaml:"providers"`
+	Pools           map[string][]string `yaml:"pools"` // named model pools, refs in fallback order
+	Compaction      Compaction          `yaml:"compaction"`
+	Retry           Retry               `yaml:"retry"`
 
 	getenv     func(string) string
 	workspace  string

@@ -19,17 +19,17 @@ import (
 // fileConfig is one config file as written. Pointers tell "absent" from
 // "set to the zero value", which is what per-key merging needs.
 type fileConfig struct {
-	Model      *string                 `yaml:"model"`
-	Mode       *string                 `yaml:"mode"`
-	Store      *string                 `yaml:"store"`
-	MaxTurns   *int                    `yaml:"max_turns"`
+	Model    *string `yaml:"model"`
+	Mode     *string `yaml:"mode"`
+	Store    *string `yaml:"store"`
+	MaxTurns *int    `yaml:"max_turns"`
 	// The interaction timeouts, as Go durations ("10m").
-	QuestionTimeout *time.Duration `yaml:"question_timeout"`
-	ApprovalTimeout *time.Duration `yaml:"approval_timeout"`
-	Providers  map[string]fileProvider `yaml:"providers"`
-	Pools      map[string][]string     `yaml:"pools"`
-	Compaction fileCompaction          `yaml:"compaction"`
-	Retry      fileRetry               `yaml:"retry"`
+	QuestionTimeout *time.Duration          `yaml:"question_timeout"`
+	ApprovalTimeout *time.Duration          `yaml:"approval_timeout"`
+	Providers       map[string]fileProvider `yaml:"providers"`
+	Pools           map[string][]string     `yaml:"pools"`
+	Compaction      fileCompaction          `yaml:"compaction"`
+	Retry           fileRetry               `yaml:"retry"`
 }
 
 type fileProvider struct {
