@@ -19,22 +19,31 @@ func (a *App) Engine(ref string, maxTurns int) (*tree.Engine, Model, error) {
 	if err != nil {
 		return nil, Model{}, err
 	}
-	agents := &nodeAgents{app: a, model: m, maxTurns: maxTurns}
+	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: maxTurns}
 	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker})
 	return e, m, nil
 }
 
+// HostEngine returns a coordination engine for hosted runs whose node
+// agents use the model ref returns when each is built: a headless
+// session's sub-agents follow the session's model switches.
+func (a *App) HostEngine(ref func() string) *tree.Engine {
+	agents := &nodeAgents{app: a, ref: ref}
+	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker})
+}
+
 // nodeAgents implements tree.Agents: every node is a session of the one
-// agent loop with the tree's tools added.
+// agent loop with the tree's tools added, on the model ref names ("" =
+// the configured default).
 type nodeAgents struct {
 	app      *App
-	model    Model
+	ref      func() string
 	maxTurns int
 }
 
 func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
 	o := SessionOptions{
-		Model: n.model.Ref.Ref, MaxTurns: n.maxTurns, Title: spec.Title,
+		Model: n.ref(), MaxTurns: n.maxTurns, Title: spec.Title,
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate,
 	}
 	s, err := n.app.ResumeSession(ctx, spec.SessionID, o)
@@ -54,13 +63,17 @@ path the instruction asks for, drop the rest. Do not add commentary.`
 
 // Distill makes the one model call of a context_query.
 func (n *nodeAgents) Distill(ctx context.Context, query, text string) (string, error) {
+	m, err := n.app.Model(n.ref())
+	if err != nil {
+		return "", err
+	}
 	req := &llm.Request{
-		Model:  n.model.Ref.Name,
+		Model:  m.Ref.Name,
 		System: distillSystem,
 		Messages: []llm.Message{llm.UserText(fmt.Sprintf(
 			"Instruction: %s\n\nResults:\n%s", query, text))},
 	}
-	resp, err := llm.Collect(n.model.Provider.Stream(ctx, req))
+	resp, err := llm.Collect(m.Provider.Stream(ctx, req))
 	if err != nil {
 		return "", err
 	}

@@ -6,6 +6,7 @@ package envelope_test
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
@@ -45,6 +46,27 @@ func goldenSpawn(goal string) llmtest.Turn {
 }
 
 var spawned = goldenText("started", `{"id": "#2"}`)
+
+// goldenTodos is a todo_write call: items are id, content, status and
+// active_form, four strings each.
+func goldenTodos(expect string, items ...[4]string) llmtest.Turn {
+	var todos []any
+	for _, it := range items {
+		todos = append(todos, map[string]any{"id": it[0], "content": it[1], "status": it[2], "active_form": it[3]})
+	}
+	return llmtest.Turn{Expect: expect, Usage: goldenUsage,
+		ToolCalls: []llmtest.ToolCall{{Name: "todo_write", Input: map[string]any{"todos": todos}}}}
+}
+
+// goldenBackground starts command as a background job of the shell tool.
+func goldenBackground(command string) llmtest.Turn {
+	return llmtest.Turn{Usage: goldenUsage, ToolCalls: []llmtest.ToolCall{{Name: "shell",
+		Input: map[string]any{"command": command, "run_in_background": true}}}}
+}
+
+// waitGate is a command that waits for the workspace file gate, which
+// the case's hook creates.
+const waitGate = "while [ ! -e gate ]; do sleep 0.01; done; echo released"
 
 // agentEvents are what the sub-agent cases subscribe to: with the main
 // agent's and the children's activity left out, the holds fix their order.
@@ -342,6 +364,66 @@ func goldenCases() []goldenCase {
 		steps: []step{sendContent("start something long"), send(afterTurn), await("models_response"),
 			send(status), await("status_response"),
 			send(`{"type":"cancel"}`), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		// todo_write replaces the list twice: todos carries the whole list.
+		name: "todos",
+		turns: []llmtest.Turn{
+			goldenTodos("", [4]string{"1", "Read the README", "in_progress", "Reading the README"},
+				[4]string{"2", "Summarize it", "pending", "Summarizing it"}),
+			goldenTodos("todo list updated (0/2 completed)", [4]string{"1", "Read the README", "completed", "Reading the README"},
+				[4]string{"2", "Summarize it", "in_progress", "Summarizing it"}),
+			goldenText("Both steps are planned.", "todo list updated (1/2 completed)")},
+		steps: []step{sendContent("plan the summary"), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		// /compact with nothing to compact is skipped; after a turn it
+		// compacts (the summary is one more model request).
+		name:  "compact",
+		files: map[string]string{".arbor/config.yaml": "compaction:\n  keep_recent: 1\n"},
+		turns: []llmtest.Turn{goldenText("hello", "hi"),
+			goldenText("The user greeted the agent, which said hello.", "Conversation to summarize")},
+		steps: []step{sendContent("/compact"), await("compaction_status"),
+			sendContent("hi"), await("idle"),
+			sendContent("/compact"), await("compaction_status"), await("compaction_status"),
+			send(status), await("status_response")},
+	}, {
+		// A window of 1,000 tokens: compaction at 800, the notice from
+		// 600, once per context.
+		name: "context_notice",
+		files: map[string]string{
+			".arbor/config.yaml": "providers:\n  anthropic:\n    models:\n      claude-test:\n        context_window: 1000\n"},
+		turns: []llmtest.Turn{goldenText("noted", "lorem ipsum"), goldenText("still here", "and again")},
+		steps: []step{sendContent(strings.Repeat("lorem ipsum ", 150)), await("idle"),
+			sendContent("and again"), await("idle")},
+	}, {
+		// A loop: the first turn ends without done and is continued; the
+		// continuation calls done, which ends the loop and the turn.
+		name: "loop_done",
+		turns: []llmtest.Turn{goldenText("started", "build it"), goldenText("halfway", "Continue working toward the goal"),
+			{Expect: "Continue working toward the goal", Usage: goldenUsage, ToolCalls: []llmtest.ToolCall{
+				{Name: "done", Input: map[string]any{"report": "all built", "reason": "goal met"}}}}},
+		steps: []step{sendContent("/loop on"), await("info"),
+			sendContent("build it"), await("idle"),
+			send(status), await("status_response")},
+	}, {
+		// A background job: it waits for a gate the hook opens on the
+		// status answer while it runs, so its result comes after.
+		name:  "background_result",
+		turns: []llmtest.Turn{goldenBackground(waitGate), goldenText("started it", "job_1"), goldenText("the job said released", "released")},
+		steps: []step{sendContent("run it in the background"), await("notification"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow"}`), await("idle"),
+			send(status), await("status_response"), await("idle"),
+			send(status), await("status_response")},
+		on: touchOn("status_response", "gate"),
+	}, {
+		// /worktree moves the session into a managed worktree and back:
+		// workdir_changed, then a toast, each time.
+		name:  "worktree",
+		setup: gitInit,
+		steps: []step{sendContent("/worktree feat"), await("toast"),
+			send(status), await("status_response"),
+			sendContent("/worktree off"), await("toast"),
 			send(status), await("status_response")},
 	}}
 }

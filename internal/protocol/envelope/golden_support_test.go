@@ -78,7 +78,35 @@ func (g *goldenServer) send(line string) {
 func openGolden(t *testing.T, modelURL string, files map[string]string) (a *app.App, home, ws string) {
 	t.Helper()
 	home = t.TempDir()
-	ws = filepath.Join(home, "ws")
+	ws = writeWorkspace(t, home, files)
+	return reopenApp(t, modelURL, home, ws), home, ws
+}
+
+// homeLen is the length of a golden run's home (see fixedHome).
+const homeLen = 120
+
+// fixedHome returns a fresh directory whose path is homeLen characters
+// long, so that the length of the system prompt, which names the
+// workspace, is the same in every run (unless the temporary directory
+// alone is longer).
+func fixedHome(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	home := filepath.Join(base, strings.Repeat("h", max(1, homeLen-len(base)-1)))
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// writeWorkspace writes files (path relative to the workspace → content)
+// into the workspace of home and returns its path.
+func writeWorkspace(t *testing.T, home string, files map[string]string) string {
+	t.Helper()
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, content := range files {
 		p := filepath.Join(ws, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -88,7 +116,7 @@ func openGolden(t *testing.T, modelURL string, files map[string]string) (a *app.
 			t.Fatal(err)
 		}
 	}
-	return reopenApp(t, modelURL, home, ws), home, ws
+	return ws
 }
 
 // treeResponder answers the main agent's model requests with main, in

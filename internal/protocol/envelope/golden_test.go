@@ -32,7 +32,15 @@ package envelope_test
 // arrives — in the recording and the replay alike, so the transcript fixes
 // the point where it acts — and a check that runs after a successful
 // replay against the run's home (e.g. that a saved rule landed on disk).
-// Neither leaves a trace in the transcript.
+// Neither leaves a trace in the transcript. A case may also prepare its
+// workspace before the server starts with setup (e.g. make it a git
+// repository, as gitInit does, for /worktree).
+//
+// The home of a run has the same length in every run (a temporary
+// directory padded to homeLen characters): the system prompt names the
+// workspace, and what counts its characters, such as the estimated token
+// count of context_notice, must not change with the random part of the
+// temporary directory's name.
 //
 // Sub-agents run beside the main agent, each on its own goroutine. A case
 // with them (nodes scripts their model) fixes the order of their work with
@@ -88,7 +96,10 @@ type goldenCase struct {
 	// steps; seqs are then compared as "<seq>".
 	subscribe []string
 	files     map[string]string
-	steps     []step
+	// setup, if set, runs with the workspace path after files are
+	// written and before the server starts.
+	setup func(t *testing.T, ws string)
+	steps []step
 	// on, if set, runs on every received output line, with the
 	// workspace path, while recording and while replaying.
 	on func(t *testing.T, ws string, l line)
@@ -181,8 +192,12 @@ func newRun(t *testing.T, c goldenCase) *run {
 		gate = startGate(t, srv.URL, c.holds)
 		modelURL = gate.url
 	}
-	a, home, ws := openGolden(t, modelURL, c.files)
-	r := startRun(t, a, home, ws)
+	home := fixedHome(t)
+	ws := writeWorkspace(t, home, c.files)
+	if c.setup != nil {
+		c.setup(t, ws)
+	}
+	r := startRun(t, reopenApp(t, modelURL, home, ws), home, ws)
 	r.gate, r.on, r.anySeq = gate, c.on, c.subscribe != nil
 	return r
 }

@@ -71,10 +71,11 @@ func (s *server) open(ctx context.Context, id string, so app.SessionOptions) (op
 }
 
 func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) (opened, error) {
-	engine, _, err := s.ws().Engine(so.Model, 0)
-	if err != nil {
-		return opened{}, err
-	}
+	engine := s.ws().HostEngine(func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.model
+	})
 	if id != "" {
 		if _, err := s.app.Store.GetSession(ctx, id); err != nil {
 			return opened{}, fmt.Errorf("session %s: %w", id, err)

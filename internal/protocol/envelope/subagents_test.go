@@ -177,6 +177,39 @@ func TestSubAgents(t *testing.T) {
 		}
 	})
 
+	t.Run("ChildrenFollowModelSwitches", func(t *testing.T) {
+		t.Parallel()
+		m := &treeModel{
+			main:  []llmtest.Turn{spawnTurn("quick"), {Text: "asked"}, {Text: "done"}},
+			nodes: treetest.Script{2: {treetest.Complete("ok")}},
+		}
+		var mu sync.Mutex
+		var childModel string
+		srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+			if treetest.NodeOf(req) == 2 {
+				mu.Lock()
+				childModel = req.Model
+				mu.Unlock()
+			}
+			return m.respond(req)
+		})
+		defer srv.Close()
+		b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
+		b.send(`{"type":"models","action":"set_current_model_pool","pool":"fast"}`)
+		if r := b.next(typ("models_response")); !r.P.OK {
+			t.Fatalf("models_response %s", r.raw)
+		}
+		b.send(`{"type":"send","content":"delegate"}`)
+		b.next(typ("agent_done"))
+		b.next(typ("idle"))
+		b.close()
+		mu.Lock()
+		defer mu.Unlock()
+		if childModel != "claude-fast" {
+			t.Fatalf("the sub-agent used model %q, want the session's claude-fast", childModel)
+		}
+	})
+
 	t.Run("CancelStopsChildren", func(t *testing.T) {
 		t.Parallel()
 		m := &treeModel{
