@@ -110,6 +110,8 @@ func (m *model) apply(e agent.Event) {
 		m.tr.node(e)
 	case *tree.RunFinished:
 		m.tr.finish(e)
+	case *tree.Notified:
+		m.tr.notified(e)
 	case *agent.ToolCallStarted:
 		m.tr.toolStarted(e)
 	case *agent.UsageUpdated:

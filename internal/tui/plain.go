@@ -42,6 +42,10 @@ func (p *Plain) Handle(e agent.Event) {
 		if p.tr.finish(e) {
 			line = finishedLine(e)
 		}
+	case *tree.Notified:
+		if id, ok := p.tr.notified(e); ok {
+			line = fmt.Sprintf("#%d ✉ #%d: %s", id, e.To, firstLine(e.Message, textCut))
+		}
 	case *agent.ToolCallStarted:
 		if id, ok := p.tr.toolStarted(e); ok {
 			line = fmt.Sprintf("#%d → %s %s", id, e.Tool, brief(e.Input))

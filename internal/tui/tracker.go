@@ -112,6 +112,20 @@ func (t *tracker) toolStarted(e *agent.ToolCallStarted) (id int64, ok bool) {
 	return id, true
 }
 
+// notified records a node's progress note as its latest activity and
+// returns the node id; ok is false for other runs and unknown nodes.
+func (t *tracker) notified(e *tree.Notified) (id int64, ok bool) {
+	if !t.ours(e.RunID) {
+		return 0, false
+	}
+	n := t.nodes[e.From.ID]
+	if n == nil {
+		return 0, false
+	}
+	n.lastTool = "notify " + firstLine(e.Message, textCut)
+	return e.From.ID, true
+}
+
 // addUsage adds one model call to its session, whether or not the session
 // is known to belong to a node yet: the mapping may come later.
 func (t *tracker) addUsage(e *agent.UsageUpdated) {
