@@ -17,6 +17,7 @@
 //	#<id> + <state> <tag> <goal>[ blocked_by=#<a>,#<b>]
 //	#<id> <from> → <to>  <tag> <goal>[ blocked_by=#<a>,#<b>][  result: <text>][  error: <text>][  reason: <text>]
 //	#<id> → <tool> <argument>
+//	#<id> ✉ #<parent>: <first line of a notify message>
 //	run <run id> <outcome>[: <error>]
 //
 // The first is a node's creation, the second any later transition (result
