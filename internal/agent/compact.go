@@ -67,17 +67,18 @@ func (a *Agent) maybeCompact(ctx context.Context) {
 	}
 	est := a.estimateTokens()
 	window := float64(a.cfg.ContextWindow)
-	if float64(est) < p.Threshold*window {
-		// Warn once, at three quarters of the threshold, before compaction
-		// changes the context under the user's feet.
-		if !a.pressureWarned && float64(est) >= 0.75*p.Threshold*window {
-			a.pressureWarned = true
-			a.publish(&ContextPressure{EstimatedTokens: est, Window: a.cfg.ContextWindow})
-		}
+	if float64(est) >= p.Threshold*window && a.compactionCut() > 0 {
+		_ = a.compact(ctx, est) // a failed compaction is reported and the step goes on
+		a.pressureWarned = false
 		return
 	}
-	_ = a.compact(ctx, est) // a failed compaction is reported and the step goes on
-	a.pressureWarned = false
+	// Warn once, at three quarters of the threshold, before compaction
+	// changes the context under the user's feet — also when the context
+	// jumped past the threshold with nothing old enough to compact.
+	if !a.pressureWarned && float64(est) >= 0.75*p.Threshold*window {
+		a.pressureWarned = true
+		a.publish(&ContextPressure{EstimatedTokens: est, Window: a.cfg.ContextWindow})
+	}
 }
 
 func (a *Agent) compact(ctx context.Context, est int64) error {

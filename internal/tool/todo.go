@@ -30,7 +30,7 @@ const (
 type Todo struct {
 	ID         string     `json:"id" jsonschema_description:"Stable identifier of the item, unique within the list."`
 	Content    string     `json:"content" jsonschema_description:"What has to be done, in the imperative (\"Run the tests\")."`
-	Status     TodoStatus `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed" jsonschema_description:"pending, in_progress (at most one item) or completed."`
+	Status     TodoStatus `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed" jsonschema_description:"pending, in_progress or completed. Several items may be in_progress only as independent workstreams, each with its own active_form."`
 	ActiveForm string     `json:"active_form" jsonschema_description:"The same in the present continuous (\"Running the tests\"), shown while in progress."`
 }
 
@@ -86,6 +86,8 @@ func validateTodos(items []Todo) error {
 	}
 	seen := make(map[string]int, len(items))
 	var inProgress []string
+	forms := map[string]bool{}
+	formsUnique := true
 	for i, t := range items {
 		n := i + 1
 		switch {
@@ -102,12 +104,15 @@ func validateTodos(items []Todo) error {
 		case TodoPending, TodoCompleted:
 		case TodoInProgress:
 			inProgress = append(inProgress, t.ID)
+			f := strings.TrimSpace(t.ActiveForm)
+			formsUnique = formsUnique && f != "" && !forms[f]
+			forms[f] = true
 		default:
 			return invalid("item %q has unknown status %q (use pending, in_progress or completed)", t.ID, t.Status)
 		}
 	}
-	if len(inProgress) > 1 {
-		return invalid("%d items are in_progress (%s); at most one may be", len(inProgress), strings.Join(inProgress, ", "))
+	if len(inProgress) > 1 && !formsUnique {
+		return invalid("%d items are in_progress (%s); several may be only when they are independent workstreams, each with its own active_form", len(inProgress), strings.Join(inProgress, ", "))
 	}
 	return nil
 }
@@ -117,7 +122,8 @@ type todoWriteArgs struct {
 }
 
 const todoWriteDescription = `Replace your todo list for this task. Send the whole list each time. ` +
-	`Use it for work with several steps: mark an item in_progress before starting it (at most one at a time) and completed as soon as it is done.`
+	`Use it for work with several steps: mark an item in_progress before starting it and completed as soon as it is done. ` +
+	`Keep one item in_progress, unless independent workstreams run at once: then each in_progress item needs its own active_form.`
 
 func newTodoWrite(list *TodoList) Tool {
 	return New("todo_write", todoWriteDescription, KindInteract, func(_ context.Context, _ Call, a todoWriteArgs) Result {

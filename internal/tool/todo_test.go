@@ -38,6 +38,7 @@ func TestTodoWrite(t *testing.T) {
 
 		twoActive := slices.Clone(items)
 		twoActive[2].Status = TodoInProgress
+		twoActive[2].ActiveForm = twoActive[1].ActiveForm // the same workstream twice
 		dupID := slices.Clone(items)
 		dupID[2].ID = "1"
 		noID := slices.Clone(items)
@@ -53,7 +54,7 @@ func TestTodoWrite(t *testing.T) {
 			todos []Todo
 			want  string
 		}{
-			{"TwoInProgress", twoActive, "2 items are in_progress (2, 3); at most one may be"},
+			{"TwoInProgressOneForm", twoActive, "2 items are in_progress (2, 3); several may be only when they are independent workstreams, each with its own active_form"},
 			{"DuplicateID", dupID, `id "1" is used by items 1 and 3`},
 			{"EmptyID", noID, "item 2 has an empty id"},
 			{"EmptyContent", noContent, `item "1" has empty content`},
@@ -70,6 +71,15 @@ func TestTodoWrite(t *testing.T) {
 			t.Fatalf("OnChange called for a rejected list: %v", c)
 		default:
 		}
+	})
+
+	t.Run("ParallelWorkstreams", func(t *testing.T) {
+		t.Parallel()
+		f := setupTools(t)
+		two := slices.Clone(items)
+		two[2].Status = TodoInProgress // "Running the tests" beside "Writing the parser"
+		reqEqual(t, reqOK(t, f.call("todo_write", todoWriteArgs{Todos: two})) != "", true)
+		reqEqual(t, slices.Equal(f.todos.Items(), two), true)
 	})
 
 	t.Run("SetValidatesDirectCallers", func(t *testing.T) {

@@ -18,7 +18,7 @@ func TestContextNotice(t *testing.T) {
 		// A window of 1,000 tokens: compaction at 800, the notice from 600.
 		".arbor/config.yaml": "providers:\n  anthropic:\n    models:\n      claude-test:\n        context_window: 1000\n",
 	})
-	b.send(sendText(strings.Repeat("lorem ipsum ", 150))) // ~450 tokens, plus the system prompt
+	b.send(sendText(strings.Repeat("lorem ipsum ", 120))) // ~360 tokens, plus ~340 of system prompt: about 700, mid-way between 600 and 800
 	n := b.next(typ("context_notice"))
 	var p struct {
 		SessionID    string `json:"session_id"`

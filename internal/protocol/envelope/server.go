@@ -107,12 +107,14 @@ type server struct {
 	// compactions started, so /compact can tell that nothing happened.
 	manualCompact bool
 	compactions   int
-	seq           uint64
-	st            state
-	subs          map[string]bool // nil = every subscribable event
-	closing       map[string]string
-	cancel        context.CancelFunc // of the running turn, nil when none
-	queued        int                // sends accepted and not finished
+	// plan is the plan_id of the running compaction.
+	plan    string
+	seq     uint64
+	st      state
+	subs    map[string]bool // nil = every subscribable event
+	closing map[string]string
+	cancel  context.CancelFunc // of the running turn, nil when none
+	queued  int                // sends accepted and not finished
 	// ranSinceIdle is set when an agent step ran since the last idle.
 	ranSinceIdle bool
 	// cancelled is set by a cancel of busy work, until the idle ending it.

@@ -162,15 +162,18 @@ func (s *server) translate(e agent.Event) {
 	case *agent.CompactionStarted:
 		s.mu.Lock()
 		s.compactions++
-		s.pushLocked(evCompactionStatus, compactionStatus{Status: "started", Trigger: trigger, PlanID: planID(e.Seq)},
-			phase("compacting", ""))
+		s.plan = planID(e.Seq) // the terminal status names the same plan
+		s.pushLocked(evActivity, activity{AgentID: mainAgent, Type: "compacting"}, phase("compacting", ""))
+		s.pushLocked(evCompactionStatus, compactionStatus{Status: "started", Trigger: trigger, PlanID: s.plan}, nil)
 		s.mu.Unlock()
 	case *agent.CompactionFinished:
-		c := compactionStatus{Status: "succeeded", Trigger: trigger, Reason: e.Err, PlanID: planID(e.Seq)}
+		s.mu.Lock()
+		c := compactionStatus{Status: "succeeded", Trigger: trigger, Reason: e.Err, PlanID: s.plan}
 		if e.Err != "" {
 			c.Status = "failed"
 		}
-		s.push(evCompactionStatus, c, phase("", ""))
+		s.pushLocked(evCompactionStatus, c, phase("", ""))
+		s.mu.Unlock()
 	case *agent.ContextPressure:
 		s.mu.Lock()
 		n := s.notices
