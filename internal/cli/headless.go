@@ -14,6 +14,7 @@ import (
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
+	"github.com/arbor-run/arbor/internal/tree"
 )
 
 type headlessFlags struct {
@@ -131,14 +132,18 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 		return "", err
 	}
 	defer a.Close()
-	ss, err := a.Store.ListSessions(ctx, 1)
+	// The newest sessions may be those of tree nodes (sub-agents, arbor
+	// run): they are not conversations to continue.
+	ss, err := a.Store.ListSessions(ctx, 1000)
 	if err != nil {
 		return "", err
 	}
-	if len(ss) == 0 {
-		return "", usageError{errors.New("--continue: there is no stored session yet")}
+	for _, s := range ss {
+		if !tree.IsNodeSession(s.ID) {
+			return s.ID, nil
+		}
 	}
-	return ss[0].ID, nil
+	return "", usageError{errors.New("--continue: there is no stored session yet")}
 }
 
 func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Options) error {

@@ -489,6 +489,14 @@ func testGatewaySession(t *testing.T) {
 	if all := strings.Join(users, "\n"); !strings.Contains(all, gwPrompt1) || !strings.Contains(all, gwPrompt2) || !strings.Contains(all, gwPrompt3) {
 		g.fatalf("stored user messages: %q", users)
 	}
+
+	// 7. -c continues this conversation, not the newer session of its
+	// sub-agent.
+	c := startGateway(t, e, "-c", "--model", model)
+	if c.ready.P.SessionID != session {
+		c.fatalf("-c continued %q, want the main session %q", c.ready.P.SessionID, session)
+	}
+	c.closeAndWait()
 }
 
 // checkChild checks turn two's lines, up to and including its idle: the

@@ -211,3 +211,19 @@ func busy(h *tree.Host) bool {
 	}
 	return false
 }
+
+func TestIsNodeSession(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string]bool{
+		"20261130-101500-3f9a1c":   false,
+		"20261130-101500-3f9a1c.2": true,
+		"run-x.12":                 true,
+		"v1.2.beta":                false,
+		".3":                       false,
+		"":                         false,
+	} {
+		if got := tree.IsNodeSession(id); got != want {
+			t.Errorf("IsNodeSession(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
