@@ -80,6 +80,9 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 		if _, err := s.app.Store.GetSession(ctx, id); err != nil {
 			return opened{}, fmt.Errorf("session %s: %w", id, err)
 		}
+		if tree.IsNodeSession(id) {
+			return opened{}, fmt.Errorf("session %s is a tree node's (a sub-agent's); resume the conversation it belongs to", id)
+		}
 		return s.openWith(ctx, engine, id, so, true)
 	}
 	for {

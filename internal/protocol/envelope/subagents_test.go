@@ -194,7 +194,7 @@ func TestSubAgents(t *testing.T) {
 			return m.respond(req)
 		})
 		defer srv.Close()
-		b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
+		b, ready := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
 		b.send(`{"type":"models","action":"set_current_model_pool","pool":"fast"}`)
 		if r := b.next(typ("models_response")); !r.P.OK {
 			t.Fatalf("models_response %s", r.raw)
@@ -202,6 +202,11 @@ func TestSubAgents(t *testing.T) {
 		b.send(`{"type":"send","content":"delegate"}`)
 		b.next(typ("agent_done"))
 		b.next(typ("idle"))
+		// A sub-agent's session is not a conversation to resume.
+		b.send(sendText("/resume " + ready.P.SessionID + ".2"))
+		if e := b.next(typ("error")); !strings.Contains(e.P.Message, "is a tree node's (a sub-agent's)") {
+			t.Fatalf("/resume of a sub-agent's session: %s", e.raw)
+		}
 		b.close()
 		mu.Lock()
 		defer mu.Unlock()
