@@ -73,6 +73,10 @@ type Node struct {
 	// CallID is the tool call of the parent's agent that created the node;
 	// it makes spawn, fork and ask idempotent across a crash.
 	CallID string `json:"call_id,omitempty"`
+	// BudgetUSD and MaxTokens bound what the node and its subtree may
+	// spend (0 = no limit of the node's own; the run's still applies).
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	MaxTokens int64   `json:"max_tokens,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

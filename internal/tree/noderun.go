@@ -30,7 +30,7 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
 			RunID: r.id, NodeID: id, SessionID: n.SessionID,
 			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
-			Tools: r.tools(id), Gate: r.gate,
+			Tools: r.tools(id), Gate: r.gateFor(id),
 		})
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
@@ -124,6 +124,8 @@ func (r *run) endTurn(ctx context.Context, id int64, res agent.Result) {
 	case res.Outcome == agent.OutcomeFailed && errors.Is(res.Err, ErrBudgetExhausted):
 		r.finishBudgetLocked(res.Err)
 		return
+	case res.Outcome == agent.OutcomeFailed && errors.Is(res.Err, ErrNodeBudget):
+		r.failLocked(id, firstLine(res.Err.Error()))
 	case res.Outcome == agent.OutcomeFailed && llm.Retryable(res.Err) && n.Attempts+1 < r.e.o.MaxAttempts:
 		r.setLocked(id, "retrying after: "+res.Err.Error(), func(m *store.Node) { m.Attempts++ })
 	case res.Outcome == agent.OutcomeCancelled:

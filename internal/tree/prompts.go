@@ -23,6 +23,8 @@ with one task. You may do the task yourself with your tools, or split it:
   and their results are put into its context. Children run in parallel otherwise.
 - read_tree shows the whole tree; read_node shows one node in full.
 - stop, pause, resume and modify act on nodes in your own subtree only.
+- spawn and fork take budget_usd and max_tokens to cap what a child and its own
+  children may spend; a child that runs out fails, and you are told.
 - complete(result) ends your turn with your result. If you spawned children, your
   result is a draft: when all children have ended you are woken with their results
   to synthesize, and your next complete is your final result.

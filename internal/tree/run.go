@@ -21,11 +21,14 @@ type run struct {
 	ctx  context.Context // the Drive context
 	disp *Local
 
-	usageMu   sync.Mutex // guards tokens, cost, sessions (read by the budget gate)
+	usageMu   sync.Mutex // guards the fields below up to pubMu (read by the budget gates)
 	tokens    int64
 	cost      float64
 	sessions  map[string]int64 // node agent session → node id
 	budgetHit bool
+	parents   map[int64]int64 // node → parent, for charging subtrees
+	limits    map[int64]spend // nodes with a budget of their own
+	spent     map[int64]spend // what each node's subtree used
 
 	pubMu sync.Mutex // serializes publishing; see unlock
 
@@ -58,6 +61,10 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
 		running: map[int64]context.CancelCauseFunc{}, sessions: map[string]int64{}, done: make(chan struct{}),
 		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{},
+		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
+	}
+	for _, n := range nodes {
+		r.trackLocked(n)
 	}
 	for i := range nodes {
 		n := nodes[i]
@@ -72,6 +79,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 			if s, err := e.o.Store.GetSession(ctx, n.SessionID); err == nil {
 				r.tokens += s.Usage.Total()
 				r.cost += s.CostUSD
+				r.chargeLocked(n.ID, s.Usage.Total(), s.CostUSD)
 			}
 		}
 	}
@@ -128,9 +136,10 @@ func (r *run) observe(ev agent.Event) {
 	}
 	r.usageMu.Lock()
 	defer r.usageMu.Unlock()
-	if _, mine := r.sessions[u.SessionID]; mine {
+	if node, mine := r.sessions[u.SessionID]; mine {
 		r.tokens += u.Call.Total()
 		r.cost += u.CallCost
+		r.chargeLocked(node, u.Call.Total(), u.CallCost)
 	}
 }
 

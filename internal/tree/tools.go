@@ -61,6 +61,8 @@ type spawnArgs struct {
 	BlockedBy    []NodeRef `json:"blocked_by,omitempty" jsonschema:"description=Nodes that must complete before the child starts; their results are given to it"`
 	Returns      string    `json:"returns,omitempty" jsonschema:"enum=text,enum=json,enum=list,enum=file,description=The form of the child's result (default text)"`
 	ContextQuery string    `json:"context_query,omitempty" jsonschema:"description=If set, the context given to the child is first distilled to what this asks for"`
+	BudgetUSD    float64   `json:"budget_usd,omitempty" jsonschema:"minimum=0,description=Dollars the child and everything it spawns may spend (default: no limit of its own)"`
+	MaxTokens    int64     `json:"max_tokens,omitempty" jsonschema:"minimum=0,description=Tokens the child and everything it spawns may use (default: no limit of its own)"`
 }
 
 type askArgs struct {
@@ -90,8 +92,12 @@ type noArgs struct{}
 func (r *run) tools(caller int64) []tool.Tool {
 	spawn := func(kind string) func(context.Context, tool.Call, spawnArgs) tool.Result {
 		return func(_ context.Context, c tool.Call, a spawnArgs) tool.Result {
+			if a.BudgetUSD < 0 || a.MaxTokens < 0 {
+				return tool.Errorf("budget_usd and max_tokens must not be negative")
+			}
 			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
-				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID})
+				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID,
+				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens})
 		}
 	}
 	// spawn, fork and ask find the node an interrupted call created (by
@@ -180,6 +186,7 @@ func (r *run) create(parent int64, n store.Node) tool.Result {
 	}
 	r.children[parent] = append(r.children[parent], n.ID)
 	r.order = append(r.order, n.ID)
+	r.track(n)
 	r.scheduleLocked()
 	return tool.Result{Content: fmt.Sprintf(`{"id": "#%d"}`, n.ID)}
 }
@@ -274,6 +281,16 @@ func (r *run) readNode(id int64) tool.Result {
 	}
 	if kids := r.children[id]; len(kids) > 0 {
 		fmt.Fprintf(&b, "children: %s\n", ids(kids))
+	}
+	if used, lim := r.spentBy(id); used.tokens > 0 || lim != (spend{}) {
+		fmt.Fprintf(&b, "spent: $%.4f, %d tokens (with its subtree)", used.cost, used.tokens)
+		if lim.cost > 0 {
+			fmt.Fprintf(&b, "; budget $%.2f", lim.cost)
+		}
+		if lim.tokens > 0 {
+			fmt.Fprintf(&b, "; max %d tokens", lim.tokens)
+		}
+		b.WriteString("\n")
 	}
 	if n.Result != "" {
 		fmt.Fprintf(&b, "result:\n%s\n", n.Result)

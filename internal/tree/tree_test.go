@@ -1,13 +1,16 @@
 package tree_test
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
 func TestSingleNodeWorksAlone(t *testing.T) {
@@ -249,5 +252,84 @@ func TestFailedParentCancelsItsSubtree(t *testing.T) {
 	wantState(t, leaf, tree.StateCancelled)
 	if !strings.Contains(leaf.Error, "parent #2 failed") {
 		t.Fatalf("leaf error %q", leaf.Error)
+	}
+}
+
+// TestNodeBudget: a child's own budget bounds its subtree; when it is
+// spent the child's next model call is refused, the child fails, and the
+// run goes on: the root synthesizes with the failure.
+func TestNodeBudget(t *testing.T) {
+	t.Parallel()
+	costly := func() llmtest.Turn {
+		turn := calls(call("read_node", map[string]any{"id": "#2"}))
+		turn.Usage = llmtest.Usage{Input: 550, Output: 50}
+		return turn
+	}
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "capped", "prompt": "p", "max_tokens": 1000})), complete("draft"), complete("root saw the budget")},
+		2: {costly(), costly(), complete("never")}, // 600 + 600 tokens: the third call is refused
+	})
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "root saw the budget" {
+		t.Fatalf("run %+v", r)
+	}
+	n := b.node(t, 2)
+	wantState(t, n, tree.StateFailed)
+	if n.Error != "node budget exhausted: #2 and its subtree used 1200 of 1000 tokens" || n.MaxTokens != 1000 {
+		t.Fatalf("#2 error %q, max_tokens %d", n.Error, n.MaxTokens)
+	}
+	if len(b.requests(2)) != 2 {
+		t.Fatalf("#2 made %d model calls, want 2", len(b.requests(2)))
+	}
+	if got := b.lastToolResults(t, 2, 1); !strings.Contains(got, "spent: $0.0000, 600 tokens (with its subtree); max 1000 tokens") {
+		t.Fatalf("read_node shows no budget: %q", got)
+	}
+	if syn := b.requests(1)[2].LastUserText(); !strings.Contains(syn, "#2 task (failed) capped") {
+		t.Fatalf("the root's synthesis should report the failure: %q", syn)
+	}
+}
+
+// TestNodeBudgetSurvivesResume: what a subtree spent before an interrupt
+// still counts against its budget after arbor resume.
+func TestNodeBudgetSurvivesResume(t *testing.T) {
+	t.Parallel()
+	costly := calls(call("read_node", map[string]any{"id": "#2"}))
+	costly.Usage = llmtest.Usage{Input: 550, Output: 50}
+	var resumed atomic.Bool
+	s := script{
+		1: {calls(call("spawn", map[string]any{"goal": "capped", "prompt": "p", "max_tokens": 1000})), complete("draft"), complete("root saw the budget")},
+		2: {costly, costly, complete("never")},
+	}
+	respond := treetest.Responder(s)
+	b := setup(t, nil, setupOpts{respond: func(req llmtest.Request) llmtest.Turn {
+		if nodeOf(req) == 2 && assistantTurns(req) == 1 && !resumed.Load() {
+			return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultStall}} // interrupted here
+		}
+		return respond(req)
+	}})
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan store.Run)
+	go func() {
+		r, err := b.engine.Drive(ctx, b.run.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	b.srv.WaitRequests(4) // #1 spawn, #1 draft, #2 costly, #2 stalled (in some order)
+	for len(b.requests(2)) < 2 {
+		b.srv.WaitRequests(len(b.srv.Requests()) + 1)
+	}
+	cancel()
+	if r := <-done; r.Status != store.RunInterrupted {
+		t.Fatalf("first drive %+v", r)
+	}
+	resumed.Store(true)
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "root saw the budget" {
+		t.Fatalf("resumed run %+v", r)
+	}
+	if n := b.node(t, 2); n.Error != "node budget exhausted: #2 and its subtree used 1200 of 1000 tokens" {
+		t.Fatalf("#2 after resume: %s %q", n.State, n.Error)
 	}
 }

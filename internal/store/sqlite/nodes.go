@@ -19,7 +19,7 @@ var nodeFields = []string{
 	"parent_id", "kind", "spawn", "goal", "prompt", "blocked_by", "returns",
 	"context_query", "question", "options", "default_answer", "state", "result",
 	"error", "draft", "has_draft", "context", "session_id", "attempts",
-	"synthesized", "notice", "call_id", "started_at", "ended_at",
+	"synthesized", "notice", "call_id", "started_at", "ended_at", "budget_usd", "max_tokens",
 }
 
 var (
@@ -129,7 +129,7 @@ func nodeArgs(n store.Node, now time.Time) ([]any, error) {
 		n.ParentID, n.Kind, n.Spawn, n.Goal, n.Prompt, blockedBy, n.Returns,
 		n.ContextQuery, n.Question, options, n.Default, n.State, n.Result,
 		n.Error, n.Draft, boolInt(n.HasDraft), n.Context, n.SessionID, n.Attempts,
-		n.Synthesized, n.Notice, n.CallID, started, ended,
+		n.Synthesized, n.Notice, n.CallID, started, ended, n.BudgetUSD, n.MaxTokens,
 		now.UnixNano(),
 	}, nil
 }
@@ -189,7 +189,7 @@ func scanNode(sc scanner) (store.Node, error) {
 		&n.ParentID, &n.Kind, &n.Spawn, &n.Goal, &n.Prompt, &blockedBy, &n.Returns,
 		&n.ContextQuery, &n.Question, &options, &n.Default, &n.State, &n.Result,
 		&n.Error, &n.Draft, &hasDraft, &n.Context, &n.SessionID, &n.Attempts,
-		&n.Synthesized, &n.Notice, &n.CallID, &started, &ended,
+		&n.Synthesized, &n.Notice, &n.CallID, &started, &ended, &n.BudgetUSD, &n.MaxTokens,
 		&updated)
 	if err != nil {
 		return store.Node{}, err
@@ -223,6 +223,8 @@ func validateNode(n store.Node) error {
 		return fmt.Errorf("%w: unknown node kind %q", store.ErrInvalid, n.Kind)
 	case n.Attempts < 0 || n.Synthesized < 0:
 		return fmt.Errorf("%w: node %d has a negative attempt or synthesis count", store.ErrInvalid, n.ID)
+	case n.BudgetUSD < 0 || n.MaxTokens < 0:
+		return fmt.Errorf("%w: node %d has a negative budget", store.ErrInvalid, n.ID)
 	}
 	for _, dep := range n.BlockedBy {
 		if dep < 1 {
