@@ -301,7 +301,7 @@ func (a *Agent) call(ctx context.Context) (*llm.Response, error) {
 		MaxTokens: a.cfg.MaxTokens,
 	}
 	var resp *llm.Response
-	for ev, err := range a.cfg.Provider.Stream(ctx, req) {
+	for ev, err := range a.cfg.Provider.Stream(WithSession(ctx, a.cfg.SessionID), req) {
 		if err != nil {
 			return nil, fmt.Errorf("model call to %s: %w", a.cfg.ModelRef, err)
 		}

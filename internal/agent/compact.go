@@ -142,7 +142,7 @@ func (a *Agent) summarize(ctx context.Context, old []entry) (string, error) {
 		System:   compactionSystem,
 		Messages: []llm.Message{llm.UserText(b.String())},
 	}
-	resp, err := llm.Collect(a.cfg.Provider.Stream(ctx, req))
+	resp, err := llm.Collect(a.cfg.Provider.Stream(WithSession(ctx, a.cfg.SessionID), req))
 	if err != nil {
 		return "", fmt.Errorf("compaction summary: %w", err)
 	}

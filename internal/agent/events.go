@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -23,6 +24,20 @@ type Event interface{ meta() *Meta }
 
 // MetaOf returns the event's metadata.
 func MetaOf(e Event) Meta { return *e.meta() }
+
+type sessionKey struct{}
+
+// WithSession marks ctx as the context of session id's model calls, so
+// that what a shared provider reports (a retry) names its session.
+func WithSession(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, id)
+}
+
+// SessionOf returns the session WithSession put into ctx, "" if none.
+func SessionOf(ctx context.Context) string {
+	id, _ := ctx.Value(sessionKey{}).(string)
+	return id
+}
 
 // StepStarted opens step Step (1-based within one Send): one model call
 // plus the tools it asks for.

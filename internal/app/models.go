@@ -79,8 +79,9 @@ func (a *App) provider(mr config.ModelRef) (llm.Provider, error) {
 	pol := llm.RetryPolicy{
 		MaxAttempts:  a.Config.Retry.MaxAttempts,
 		StallTimeout: time.Duration(a.Config.Retry.StallTimeout),
-		OnRetry: func(attempt int, delay time.Duration, err error) {
-			a.Bus.Publish(&agent.Retrying{Attempt: attempt, Delay: delay, Error: err.Error()})
+		OnRetry: func(ctx context.Context, attempt int, delay time.Duration, err error) {
+			a.Bus.Publish(&agent.Retrying{Meta: agent.Meta{SessionID: agent.SessionOf(ctx)},
+				Attempt: attempt, Delay: delay, Error: err.Error()})
 		},
 	}
 	if mr.Type == "script" {

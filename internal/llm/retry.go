@@ -30,9 +30,9 @@ type RetryPolicy struct {
 	// Tests inject a fake to avoid real waiting.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnRetry, when set, is told about every retry before its backoff:
-	// attempt is the 1-based number of the attempt that failed, delay the
-	// wait before the next one and err the failure.
-	OnRetry func(attempt int, delay time.Duration, err error)
+	// ctx is the call's, attempt the 1-based number of the attempt that
+	// failed, delay the wait before the next one and err the failure.
+	OnRetry func(ctx context.Context, attempt int, delay time.Duration, err error)
 }
 
 const (
@@ -103,7 +103,7 @@ func (r *retrying) Stream(ctx context.Context, req *Request) iter.Seq2[Event, er
 			}
 			delay := r.delay(attempt, err)
 			if r.pol.OnRetry != nil {
-				r.pol.OnRetry(attempt, delay, err)
+				r.pol.OnRetry(ctx, attempt, delay, err)
 			}
 			if err := r.pol.Sleep(ctx, delay); err != nil {
 				if ctxErr := ctx.Err(); ctxErr != nil {

@@ -99,13 +99,13 @@ func setup(t *testing.T, pol llm.RetryPolicy, scripts ...script) (*retryBundle, 
 		}
 	}
 	onRetry := pol.OnRetry
-	pol.OnRetry = func(attempt int, d time.Duration, err error) {
+	pol.OnRetry = func(ctx context.Context, attempt int, d time.Duration, err error) {
 		b.mu.Lock()
 		b.retried = append(b.retried, attempt)
 		b.errs = append(b.errs, err)
 		b.mu.Unlock()
 		if onRetry != nil {
-			onRetry(attempt, d, err)
+			onRetry(ctx, attempt, d, err)
 		}
 	}
 	return b, llm.WithRetry(b.fake, pol)
@@ -354,7 +354,7 @@ func TestWithRetryCancel(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(context.Background())
 		// The real sleep: a 60s Retry-After wait that cancellation must cut.
-		pol := llm.RetryPolicy{OnRetry: func(int, time.Duration, error) { cancel() }}
+		pol := llm.RetryPolicy{OnRetry: func(context.Context, int, time.Duration, error) { cancel() }}
 		b := &fakeProvider{scripts: []script{fail(serverErr(429, time.Minute)), succeed("never")}}
 		p := llm.WithRetry(b, pol)
 		_, err := collect(ctx, p)
