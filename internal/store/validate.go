@@ -98,3 +98,53 @@ func (c Compaction) Validate() error {
 	}
 	return nil
 }
+
+// ValidRunStatus reports whether status is one of the Run* constants.
+func ValidRunStatus(status string) bool {
+	switch status {
+	case RunRunning, RunComplete, RunFailed, RunCancelled, RunBudget, RunInterrupted:
+		return true
+	}
+	return false
+}
+
+// Validate reports whether r can be written (CreateRun first turns an
+// empty Status into RunRunning).
+func (r Run) Validate() error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("%w: run id is empty", ErrInvalid)
+	case !ValidRunStatus(r.Status):
+		return fmt.Errorf("%w: unknown run status %q", ErrInvalid, r.Status)
+	case math.IsNaN(r.BudgetUSD) || math.IsInf(r.BudgetUSD, 0) || r.BudgetUSD < 0:
+		return fmt.Errorf("%w: run budget %v is not a finite amount >= 0", ErrInvalid, r.BudgetUSD)
+	case r.MaxTokens < 0 || r.MaxParallel < 0 || r.NodeTimeout < 0:
+		return fmt.Errorf("%w: run has a negative token limit, parallelism or node timeout", ErrInvalid)
+	}
+	return nil
+}
+
+// Validate reports whether n can be written. The state is the engine's
+// business and is not checked.
+func (n Node) Validate() error {
+	switch {
+	case n.RunID == "":
+		return fmt.Errorf("%w: node run id is empty", ErrInvalid)
+	case n.ID < 1:
+		return fmt.Errorf("%w: node id %d is below 1", ErrInvalid, n.ID)
+	case n.ParentID < 0 || n.ParentID == n.ID:
+		return fmt.Errorf("%w: node %d has parent %d", ErrInvalid, n.ID, n.ParentID)
+	case n.Kind != "goal" && n.Kind != "host" && n.Kind != "task" && n.Kind != "ask":
+		return fmt.Errorf("%w: unknown node kind %q", ErrInvalid, n.Kind)
+	case n.Attempts < 0 || n.Synthesized < 0:
+		return fmt.Errorf("%w: node %d has a negative attempt or synthesis count", ErrInvalid, n.ID)
+	case math.IsNaN(n.BudgetUSD) || math.IsInf(n.BudgetUSD, 0) || n.BudgetUSD < 0 || n.MaxTokens < 0:
+		return fmt.Errorf("%w: node %d has a budget that is not a finite amount >= 0", ErrInvalid, n.ID)
+	}
+	for _, dep := range n.BlockedBy {
+		if dep < 1 {
+			return fmt.Errorf("%w: node %d is blocked by node id %d", ErrInvalid, n.ID, dep)
+		}
+	}
+	return nil
+}

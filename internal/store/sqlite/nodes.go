@@ -57,7 +57,7 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 		return nil
 	}
 	if run != nil {
-		if err := validateRun(*run); err != nil {
+		if err := run.Validate(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
@@ -99,7 +99,7 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 
 // nodeArgs validates n and returns the values of nodeColumns for it.
 func nodeArgs(n store.Node, now time.Time) ([]any, error) {
-	if err := validateNode(n); err != nil {
+	if err := n.Validate(); err != nil {
 		return nil, err
 	}
 	created, err := nanos(n.CreatedAt, now)
@@ -206,32 +206,6 @@ func scanNode(sc scanner) (store.Node, error) {
 	n.StartedAt = nullableTime(started)
 	n.EndedAt = nullableTime(ended)
 	return n, nil
-}
-
-// validateNode reports, wrapping store.ErrInvalid, why n cannot be written.
-// Like validateRun it belongs beside store's other Validate methods. The
-// state is the engine's business and is not checked here.
-func validateNode(n store.Node) error {
-	switch {
-	case n.RunID == "":
-		return fmt.Errorf("%w: node run id is empty", store.ErrInvalid)
-	case n.ID < 1:
-		return fmt.Errorf("%w: node id %d is below 1", store.ErrInvalid, n.ID)
-	case n.ParentID < 0 || n.ParentID == n.ID:
-		return fmt.Errorf("%w: node %d has parent %d", store.ErrInvalid, n.ID, n.ParentID)
-	case n.Kind != "goal" && n.Kind != "task" && n.Kind != "ask" && n.Kind != "host":
-		return fmt.Errorf("%w: unknown node kind %q", store.ErrInvalid, n.Kind)
-	case n.Attempts < 0 || n.Synthesized < 0:
-		return fmt.Errorf("%w: node %d has a negative attempt or synthesis count", store.ErrInvalid, n.ID)
-	case n.BudgetUSD < 0 || n.MaxTokens < 0:
-		return fmt.Errorf("%w: node %d has a negative budget", store.ErrInvalid, n.ID)
-	}
-	for _, dep := range n.BlockedBy {
-		if dep < 1 {
-			return fmt.Errorf("%w: node %d is blocked by node id %d", store.ErrInvalid, n.ID, dep)
-		}
-	}
-	return nil
 }
 
 // nullableNanos is nanos for an optional time: nil stays NULL.

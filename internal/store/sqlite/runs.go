@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/store"
@@ -21,7 +20,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if r.Status == "" {
 		r.Status = store.RunRunning
 	}
-	if err := validateRun(r); err != nil {
+	if err := r.Validate(); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	now := time.Now()
@@ -116,31 +115,4 @@ func scanRun(sc scanner) (store.Run, error) {
 	r.CreatedAt = fromNanos(created)
 	r.UpdatedAt = fromNanos(updated)
 	return r, nil
-}
-
-// validRunStatus reports whether status is one of the store.Run* constants.
-func validRunStatus(status string) bool {
-	switch status {
-	case store.RunRunning, store.RunComplete, store.RunFailed, store.RunCancelled,
-		store.RunBudget, store.RunInterrupted:
-		return true
-	}
-	return false
-}
-
-// validateRun reports, wrapping store.ErrInvalid, why r cannot be written.
-// It belongs beside store's other Validate methods; it lives here because
-// this dialect is the first to need it.
-func validateRun(r store.Run) error {
-	switch {
-	case r.ID == "":
-		return fmt.Errorf("%w: run id is empty", store.ErrInvalid)
-	case !validRunStatus(r.Status):
-		return fmt.Errorf("%w: unknown run status %q", store.ErrInvalid, r.Status)
-	case math.IsNaN(r.BudgetUSD) || math.IsInf(r.BudgetUSD, 0) || r.BudgetUSD < 0:
-		return fmt.Errorf("%w: run budget %v is not a finite amount >= 0", store.ErrInvalid, r.BudgetUSD)
-	case r.MaxTokens < 0 || r.MaxParallel < 0 || r.NodeTimeout < 0:
-		return fmt.Errorf("%w: run has a negative token limit, parallelism or node timeout", store.ErrInvalid)
-	}
-	return nil
 }
