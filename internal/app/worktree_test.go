@@ -9,21 +9,13 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 func gitRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
+	testutil.GitInit(t, dir)
 	return dir
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/testutil"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
@@ -60,31 +61,13 @@ type gwLine struct {
 	raw string
 }
 
-// syncBuffer collects stderr while the test may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // gateway is one `arbor headless` process driven through its pipes.
 type gateway struct {
 	t      *testing.T
 	c      *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string // stdout, line by line; closed at EOF
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	exited chan struct{} // closed once the process is reaped
 	seen   []gwLine      // the lines read so far, in order
 	ready  gwLine
@@ -103,7 +86,7 @@ func startGateway(t *testing.T, e *env, args ...string) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{t: t, c: c, stdin: stdin, lines: make(chan string, 64), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	g := &gateway{t: t, c: c, stdin: stdin, lines: make(chan string, 64), stderr: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	c.Stderr = g.stderr
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/testutil"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
@@ -422,7 +423,7 @@ func goldenCases() []goldenCase {
 		// /worktree moves the session into a managed worktree and back:
 		// workdir_changed, then a toast, each time.
 		name:  "worktree",
-		setup: gitInit,
+		setup: testutil.GitInit,
 		steps: []step{sendContent("/worktree feat"), await("toast"),
 			send(status), await("status_response"),
 			sendContent("/worktree off"), await("toast"),

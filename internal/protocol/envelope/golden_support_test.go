@@ -28,6 +28,7 @@ import (
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/golden"
+	"github.com/arbor-run/arbor/internal/testutil"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
@@ -39,7 +40,7 @@ type goldenServer struct {
 	ws   string
 	in   *io.PipeWriter
 	outs chan string
-	diag *syncBuffer
+	diag *testutil.SyncBuffer
 	done chan error
 }
 
@@ -48,7 +49,7 @@ func startGolden(t *testing.T, a *app.App, home, ws string) *goldenServer {
 	t.Helper()
 	pr, pw := io.Pipe()
 	or, ow := io.Pipe()
-	g := &goldenServer{t: t, home: home, ws: ws, in: pw, outs: make(chan string, 4096), diag: &syncBuffer{}, done: make(chan error, 1)}
+	g := &goldenServer{t: t, home: home, ws: ws, in: pw, outs: make(chan string, 4096), diag: &testutil.SyncBuffer{}, done: make(chan error, 1)}
 	go func() {
 		err := envelope.Serve(context.Background(), a, pr, ow, g.diag, envelope.Options{})
 		ow.Close()

@@ -34,7 +34,7 @@ package envelope_test
 // replay against the run's home (e.g. that a saved rule landed on disk).
 // Neither leaves a trace in the transcript. A case may also prepare its
 // workspace before the server starts with setup (e.g. make it a git
-// repository, as gitInit does, for /worktree).
+// repository, as testutil.GitInit does, for /worktree).
 //
 // The home of a run has the same length in every run (a temporary
 // directory padded to homeLen characters): the system prompt names the

@@ -2,17 +2,16 @@ package envelope_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // out is one output envelope with the payload fields the tests look at.
@@ -64,26 +63,9 @@ type bundle struct {
 	ws   string
 	in   *io.PipeWriter
 	outs chan out
-	diag *syncBuffer
+	diag *testutil.SyncBuffer
 	done chan error
 	all  []out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // setup starts a server over pipes against srv and waits for ready.
@@ -106,7 +88,7 @@ func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bu
 	a, _, ws := openApp(t, srv, files)
 	pr, pw := io.Pipe()
 	or, ow := io.Pipe()
-	b := &bundle{t: t, ws: ws, in: pw, outs: make(chan out, 4096), diag: &syncBuffer{}, done: make(chan error, 1)}
+	b := &bundle{t: t, ws: ws, in: pw, outs: make(chan out, 4096), diag: &testutil.SyncBuffer{}, done: make(chan error, 1)}
 	go func() {
 		err := envelope.Serve(context.Background(), a, pr, ow, b.diag, envelope.Options{})
 		ow.Close()

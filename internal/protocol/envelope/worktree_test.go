@@ -3,12 +3,12 @@ package envelope_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // workdirPayload is workdir_changed's payload and status_response.workdir.
@@ -34,21 +34,6 @@ func workdirOf(t *testing.T, o out) workdirPayload {
 	return p.workdirPayload
 }
 
-// gitInit makes dir a repository with one commit.
-func gitInit(t *testing.T, dir string) {
-	t.Helper()
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-}
-
 func TestWorktreeSwitch(t *testing.T) {
 	t.Parallel()
 	write := func(path string) llmtest.Turn {
@@ -58,7 +43,7 @@ func TestWorktreeSwitch(t *testing.T) {
 		llmtest.Turn{Text: "still here", Expect: "again"})
 	defer srv.Close()
 	b, ready := setup(t, srv)
-	gitInit(t, b.ws)
+	testutil.GitInit(t, b.ws)
 	root, err := filepath.EvalSymlinks(b.ws)
 	if err != nil {
 		t.Fatal(err)

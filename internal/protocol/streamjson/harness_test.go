@@ -2,14 +2,12 @@ package streamjson_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // out is one output line, decoded into the fields the tests look at.
@@ -66,26 +65,9 @@ type bundle struct {
 	env  map[string]string
 	in   *io.PipeWriter
 	outs chan out
-	diag *syncBuffer
+	diag *testutil.SyncBuffer
 	done chan error
 	all  []out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type setupOpts struct {
@@ -133,7 +115,7 @@ func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
 	t.Cleanup(a.Close)
 	pr, pw := io.Pipe()
 	or, ow := io.Pipe()
-	b := &bundle{t: t, srv: srv, ws: ws, home: home, env: env, in: pw, outs: make(chan out, 1024), diag: &syncBuffer{}, done: make(chan error, 1)}
+	b := &bundle{t: t, srv: srv, ws: ws, home: home, env: env, in: pw, outs: make(chan out, 1024), diag: &testutil.SyncBuffer{}, done: make(chan error, 1)}
 	go func() {
 		err := streamjson.Serve(context.Background(), a, pr, ow, b.diag, o.opts)
 		ow.Close()

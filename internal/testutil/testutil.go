@@ -1,0 +1,46 @@
+// Package testutil holds the small helpers that tests of several packages
+// share: a buffer safe for a process and a test to use at once, and a git
+// repository to work in. Only tests import it.
+package testutil
+
+import (
+	"bytes"
+	"os/exec"
+	"sync"
+	"testing"
+)
+
+// SyncBuffer is a bytes.Buffer safe for concurrent Write and String: a
+// server's diagnostics or a process's stderr, read by the test meanwhile.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// GitInit makes dir a git repository on branch main with one empty
+// commit, so worktrees can be made from it.
+func GitInit(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+}
