@@ -382,41 +382,20 @@ func rawLine(v any) (string, error) {
 	return "", fmt.Errorf("in_raw must be a string or a repeat object, got %s", golden.Show(v))
 }
 
-// readTranscript reads a transcript file as entries, keeping the key
-// order of every object, so "in" lines are sent as they were recorded.
+// readTranscript reads a transcript file (golden.ReadTranscript).
 func readTranscript(t *testing.T, path string) []entry {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	es, err := golden.ReadTranscript(path)
 	if err != nil {
-		t.Fatalf("%v (run `go test -run Golden -update` to record it)", err)
-	}
-	var es []entry
-	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		v, err := golden.DecodeOrdered([]byte(line))
-		o, ok := v.(golden.Object)
-		if err != nil || !ok || len(o) != 1 {
-			t.Fatalf("%s:%d: want an object with one key (%v)", path, i+1, err)
-		}
-		es = append(es, entry{o[0].Key, o[0].Value})
+		t.Fatal(err)
 	}
 	return es
 }
 
+// writeTranscript records a transcript file (golden.WriteTranscript).
 func writeTranscript(t *testing.T, path string, es []entry) {
 	t.Helper()
-	var b bytes.Buffer
-	for _, e := range es {
-		line, err := golden.Marshal(golden.Object{{Key: e.kind, Value: e.value}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := golden.WriteTranscript(path, es); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d lines): review it against the spec", path, len(es))

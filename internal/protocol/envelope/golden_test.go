@@ -143,10 +143,7 @@ func awaitActivity(kind string) step {
 }
 
 // entry is one line of a transcript file: kind is in, in_raw, out or eof.
-type entry struct {
-	kind  string
-	value any
-}
+type entry = golden.Entry
 
 func TestGolden(t *testing.T) {
 	t.Parallel()
@@ -307,7 +304,7 @@ func (r *run) finish(rest func(line, any)) {
 func record(t *testing.T, c goldenCase) []entry {
 	r := newRun(t, c)
 	var es []entry
-	outs := func(_ line, v any) { es = append(es, entry{"out", v}) }
+	outs := func(_ line, v any) { es = append(es, entry{Kind: "out", Value: v}) }
 	r.until(func(line) bool { return true }, outs)
 	steps := c.steps
 	if c.subscribe != nil {
@@ -320,20 +317,20 @@ func record(t *testing.T, c goldenCase) []entry {
 	for _, s := range steps {
 		switch {
 		case s.raw:
-			es = append(es, entry{"in_raw", s.in})
+			es = append(es, entry{Kind: "in_raw", Value: s.in})
 			r.sendRaw(s.in)
 		case s.in != nil:
 			v, err := golden.DecodeOrdered([]byte(s.in.(string)))
 			if err != nil {
 				t.Fatalf("step line %q: %v", s.in, err)
 			}
-			es = append(es, entry{"in", v})
+			es = append(es, entry{Kind: "in", Value: v})
 			r.sendIn(v)
 		case s.until != nil:
 			r.until(s.until, outs)
 		}
 	}
-	es = append(es, entry{"eof", true})
+	es = append(es, entry{Kind: "eof", Value: true})
 	r.finish(outs)
 	return es
 }
@@ -343,23 +340,23 @@ func record(t *testing.T, c goldenCase) []entry {
 func replay(t *testing.T, c goldenCase, es []entry) string {
 	r := newRun(t, c)
 	for i, e := range es {
-		switch e.kind {
+		switch e.Kind {
 		case "in":
-			r.sendIn(e.value)
+			r.sendIn(e.Value)
 		case "in_raw":
-			r.sendRaw(e.value)
+			r.sendRaw(e.Value)
 		case "eof":
 			r.closeInput()
 		case "out":
 			_, got, ok := r.recv()
 			if !ok {
-				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, golden.Show(e.value), r.g.diag.String())
+				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, golden.Show(e.Value), r.g.diag.String())
 			}
-			if d := golden.Diff("", golden.Plain(e.value), golden.Plain(got)); len(d) > 0 {
-				t.Fatalf("entry %d differs:\n  %s\nwant %s\ngot  %s", i+1, strings.Join(d, "\n  "), golden.Show(e.value), golden.Show(got))
+			if d := golden.Diff("", golden.Plain(e.Value), golden.Plain(got)); len(d) > 0 {
+				t.Fatalf("entry %d differs:\n  %s\nwant %s\ngot  %s", i+1, strings.Join(d, "\n  "), golden.Show(e.Value), golden.Show(got))
 			}
 		default:
-			t.Fatalf("entry %d: unknown kind %q", i+1, e.kind)
+			t.Fatalf("entry %d: unknown kind %q", i+1, e.Kind)
 		}
 	}
 	r.finish(func(_ line, v any) {

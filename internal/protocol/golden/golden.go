@@ -1,7 +1,8 @@
 // Package golden supports the protocols' golden transcript tests: JSON
 // decoded with its key order kept (so a re-recorded transcript reads like
 // the wire), compact encoding without HTML escaping, and structural diffs
-// that name the path of each difference. It is used by tests only.
+// that name the path of each difference, and the transcript files
+// themselves. It is used by tests only.
 package golden
 
 import (
@@ -9,8 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 )
 
 // Object is a JSON object with its keys in their original order.
@@ -187,4 +191,47 @@ func Show(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// Entry is one line of a golden transcript, an object with one key: Kind
+// ("in", "in_raw", "out", "eof", …) and its Value.
+type Entry struct {
+	Kind  string
+	Value any
+}
+
+// ReadTranscript reads a transcript file, keeping the key order of every
+// object, so recorded input lines are sent as they were recorded.
+func ReadTranscript(path string) ([]Entry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (run `go test -run Golden -update` to record it)", err)
+	}
+	var es []Entry
+	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		v, err := DecodeOrdered([]byte(line))
+		o, ok := v.(Object)
+		if err != nil || !ok || len(o) != 1 {
+			return nil, fmt.Errorf("%s:%d: want an object with one key (%v)", path, i+1, err)
+		}
+		es = append(es, Entry{Kind: o[0].Key, Value: o[0].Value})
+	}
+	return es, nil
+}
+
+// WriteTranscript writes es to path, one object per line.
+func WriteTranscript(path string, es []Entry) error {
+	var b bytes.Buffer
+	for _, e := range es {
+		line, err := Marshal(Object{{Key: e.Kind, Value: e.Value}})
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }

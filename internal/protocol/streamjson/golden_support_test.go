@@ -4,12 +4,9 @@ package streamjson_test
 // diffs; the format and the replay are in golden_test.go.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/arbor-run/arbor/internal/protocol/golden"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -117,41 +114,20 @@ func (n *normalizer) restoreString(s string) string {
 	return s
 }
 
-// object is a JSON object that keeps its key order, so transcripts read
-// in the order arbor writes.
+// readTranscript reads a transcript file (golden.ReadTranscript).
 func readTranscript(t *testing.T, path string) []entry {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	es, err := golden.ReadTranscript(path)
 	if err != nil {
-		t.Fatalf("%v (run `go test -run Golden -update` to record it)", err)
-	}
-	var es []entry
-	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		v, err := golden.DecodeOrdered([]byte(line))
-		o, ok := v.(golden.Object)
-		if err != nil || !ok || len(o) != 1 {
-			t.Fatalf("%s:%d: want an object with one key (%v)", path, i+1, err)
-		}
-		es = append(es, entry{o[0].Key, o[0].Value})
+		t.Fatal(err)
 	}
 	return es
 }
 
+// writeTranscript records a transcript file (golden.WriteTranscript).
 func writeTranscript(t *testing.T, path string, es []entry) {
 	t.Helper()
-	var b bytes.Buffer
-	for _, e := range es {
-		line, err := golden.Marshal(golden.Object{{Key: e.kind, Value: e.value}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := golden.WriteTranscript(path, es); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d lines): review it against the spec", path, len(es))

@@ -69,10 +69,7 @@ func awaitDelta(text string) step {
 
 // entry is one line of a transcript file: kind is in, in_raw, out, eof or
 // restart.
-type entry struct {
-	kind  string
-	value any
-}
+type entry = golden.Entry
 
 func TestGolden(t *testing.T) {
 	t.Parallel()
@@ -175,28 +172,28 @@ func (r *run) finish(rest func(any)) {
 func record(t *testing.T, c goldenCase) []entry {
 	r := newRun(t, c)
 	var es []entry
-	outs := func(v any) { es = append(es, entry{"out", v}) }
+	outs := func(v any) { es = append(es, entry{Kind: "out", Value: v}) }
 	end := func() {
-		es = append(es, entry{"eof", true})
+		es = append(es, entry{Kind: "eof", Value: true})
 		r.finish(outs)
 	}
 	for _, s := range c.steps {
 		switch {
 		case s.raw:
-			es = append(es, entry{"in_raw", s.line})
+			es = append(es, entry{Kind: "in_raw", Value: s.line})
 			r.b.send(s.line)
 		case s.line != "":
 			v, err := golden.DecodeOrdered([]byte(s.line))
 			if err != nil {
 				t.Fatalf("step line %q: %v", s.line, err)
 			}
-			es = append(es, entry{"in", v})
+			es = append(es, entry{Kind: "in", Value: v})
 			r.sendIn(v)
 		case s.until != nil:
 			r.awaitRecording(s.until, outs)
 		case s.restart:
 			end()
-			es = append(es, entry{"restart", true})
+			es = append(es, entry{Kind: "restart", Value: true})
 			r.server++
 			r.start()
 		}
@@ -227,11 +224,11 @@ func replay(t *testing.T, c goldenCase, es []entry) {
 		t.Errorf("unexpected output line after the transcript's end of input: %s", b)
 	}
 	for i, e := range es {
-		switch e.kind {
+		switch e.Kind {
 		case "in":
-			r.sendIn(e.value)
+			r.sendIn(e.Value)
 		case "in_raw":
-			s, ok := e.value.(string)
+			s, ok := e.Value.(string)
 			if !ok {
 				t.Fatalf("entry %d: in_raw must be a string", i+1)
 			}
@@ -245,16 +242,16 @@ func replay(t *testing.T, c goldenCase, es []entry) {
 		case "out":
 			_, got, ok := r.recv()
 			if !ok {
-				want, _ := golden.Marshal(e.value)
+				want, _ := golden.Marshal(e.Value)
 				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, want, r.b.diag.String())
 			}
-			if d := golden.Diff("", golden.Plain(e.value), golden.Plain(got)); len(d) > 0 {
-				want, _ := golden.Marshal(e.value)
+			if d := golden.Diff("", golden.Plain(e.Value), golden.Plain(got)); len(d) > 0 {
+				want, _ := golden.Marshal(e.Value)
 				have, _ := golden.Marshal(got)
 				t.Fatalf("entry %d differs:\n  %s\nwant %s\ngot  %s", i+1, strings.Join(d, "\n  "), want, have)
 			}
 		default:
-			t.Fatalf("entry %d: unknown kind %q", i+1, e.kind)
+			t.Fatalf("entry %d: unknown kind %q", i+1, e.Kind)
 		}
 	}
 	r.finish(extra)
