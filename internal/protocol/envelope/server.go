@@ -161,8 +161,9 @@ type server struct {
 	enqMu     sync.RWMutex
 	enqClosed bool
 	shells    sync.WaitGroup
-	// closers are old sessions' Jobs being closed.
-	closers sync.WaitGroup
+	// closers are old sessions' Jobs being closed; hostClosers their trees
+	// (a run can be hosted once at a time: resuming waits for them).
+	closers, hostClosers sync.WaitGroup
 }
 
 // job is work on the job goroutine; ctx is cancelled when input ends.
@@ -208,6 +209,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	jobs.Close()
 	host.Close()
 	s.closers.Wait()
+	s.hostClosers.Wait()
 	s.shells.Wait()
 	return err
 }

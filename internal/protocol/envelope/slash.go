@@ -178,6 +178,6 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	// The old tree's children are interrupted, to continue when that
 	// session is resumed.
 	s.closers.Go(old.Close)
-	s.closers.Go(oldHost.Close)
+	s.hostClosers.Go(oldHost.Close)
 	return nil
 }

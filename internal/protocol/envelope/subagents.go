@@ -77,6 +77,7 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 		return s.model
 	})
 	if id != "" {
+		s.hostClosers.Wait() // the session's tree may still be closing
 		if _, err := s.app.Store.GetSession(ctx, id); err != nil {
 			return opened{}, fmt.Errorf("session %s: %w", id, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
@@ -213,6 +214,44 @@ func TestSubAgents(t *testing.T) {
 		if childModel != "claude-fast" {
 			t.Fatalf("the sub-agent used model %q, want the session's claude-fast", childModel)
 		}
+	})
+
+	t.Run("ASwitchInterruptsAndResumeContinues", func(t *testing.T) {
+		t.Parallel()
+		var resumed atomic.Bool
+		m := &treeModel{
+			main:  []llmtest.Turn{spawnTurn("long"), {Text: "started"}, {Text: "got it"}},
+			nodes: treetest.Script{2: {treetest.Complete("finished after the resume")}},
+		}
+		srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+			if treetest.NodeOf(req) == 2 && !resumed.Load() {
+				return llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}
+			}
+			return m.respond(req)
+		})
+		defer srv.Close()
+		b, ready := setup(t, srv)
+		b.send(`{"type":"send","content":"start it"}`)
+		first := agentOf(t, b.next(typ("agent_started")))
+		srv.WaitRequests(3) // the child's stalled call is in flight
+		b.next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "started" })
+		b.send(sendText("/new"))
+		b.next(typ("session_switched"))
+		resumed.Store(true)
+		b.send(sendText("/resume " + ready.P.SessionID))
+		if sw := b.next(typ("session_switched")); sw.P.SessionID != ready.P.SessionID {
+			t.Fatalf("session_switched %s", sw.raw)
+		}
+		again := agentOf(t, b.next(typ("agent_started")))
+		if again.TaskID != first.TaskID || again.PreviousAgentID != first.AgentID || again.AgentID == first.AgentID {
+			t.Fatalf("the child's runtime after the resume %+v, first %+v", again, first)
+		}
+		if done := agentOf(t, b.next(typ("agent_done"))); done.Summary != "finished after the resume" {
+			t.Fatalf("agent_done %+v", done)
+		}
+		b.next(typ("idle"))
+		b.close()
+		b.checkSeq()
 	})
 
 	t.Run("CancelStopsChildren", func(t *testing.T) {
