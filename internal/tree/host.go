@@ -202,6 +202,11 @@ func (r *run) notifyTool(caller int64) tool.Tool {
 			}
 			r.mu.Lock()
 			n := view(*r.nodes[caller])
+			if p := r.nodes[n.ParentID]; p.Kind != KindHost {
+				// The parent reads its children's notes with their results
+				// (startSynthesisLocked); a host's front end delivers them.
+				r.notes[p.ID] = append(r.notes[p.ID], fmt.Sprintf("#%d (%s): %s", n.ID, abbrev(n.Goal, 80), a.Message))
+			}
 			r.mu.Unlock()
 			r.e.o.Bus.Publish(&Notified{RunID: r.id, From: n, To: n.ParentID, Message: a.Message})
 			return tool.Result{Content: fmt.Sprintf("Sent to #%d.", n.ParentID)}

@@ -189,6 +189,13 @@ func (r *run) startSynthesisLocked(id int64) {
 			b.WriteString("error: " + k.Error + "\n")
 		}
 	}
+	if notes := r.notes[id]; len(notes) > 0 {
+		b.WriteString("\nProgress notes they sent you on the way:\n")
+		for _, n := range notes {
+			b.WriteString("- " + n + "\n")
+		}
+		delete(r.notes, id)
+	}
 	b.WriteString("\nSynthesize these into your own result and call complete(result). " +
 		"If something is missing you may spawn more children; you will be woken again when they end.")
 	r.setLocked(id, "", func(m *store.Node) {

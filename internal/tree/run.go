@@ -40,6 +40,9 @@ type run struct {
 	nodes    map[int64]*store.Node
 	children map[int64][]int64
 	running  map[int64]context.CancelCauseFunc
+	// notes are the notify messages a node's children sent it since its
+	// last synthesis (kept in memory: a crash loses them, not the results).
+	notes    map[int64][]string
 	maxID    int64
 	pending  []agent.Event // events to publish after unlock
 	done     chan struct{}
@@ -62,6 +65,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 		running: map[int64]context.CancelCauseFunc{}, sessions: map[string]int64{}, done: make(chan struct{}),
 		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{},
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
+		notes: map[int64][]string{},
 	}
 	for _, n := range nodes {
 		r.trackLocked(n)

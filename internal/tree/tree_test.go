@@ -333,3 +333,23 @@ func TestNodeBudgetSurvivesResume(t *testing.T) {
 		t.Fatalf("#2 after resume: %s %q", n.State, n.Error)
 	}
 }
+
+// TestNotifyReachesTheParentsSynthesis: a child's progress notes are
+// shown to its parent with the children's results.
+func TestNotifyReachesTheParentsSynthesis(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "scan", "prompt": "p"})), complete("draft"), complete("final")},
+		2: {calls(call("notify", map[string]any{"message": "found 3 of 5 files"})), complete("all 5 files")},
+	})
+	if r := b.drive(t); r.Status != store.RunComplete || r.Result != "final" {
+		t.Fatalf("run %+v", r)
+	}
+	if got := b.lastToolResults(t, 2, 1); got != "Sent to #1." {
+		t.Fatalf("notify result %q", got)
+	}
+	syn := b.requests(1)[2].LastUserText()
+	if !strings.Contains(syn, "Progress notes they sent you on the way:\n- #2 (scan): found 3 of 5 files") || !strings.Contains(syn, "all 5 files") {
+		t.Fatalf("synthesis message %q", syn)
+	}
+}
