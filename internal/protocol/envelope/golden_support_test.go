@@ -259,31 +259,24 @@ func requestTurn(body []byte) (node int64, turn int) {
 
 // normalizer maps varying values to stable placeholders and back.
 type normalizer struct {
-	home     string
-	ph       map[string]string // real value → placeholder
-	real     map[string]string // placeholder → real value
-	seq      map[string]int    // per kind
-	sessions []string          // real session ids, replaced inside any string
+	*golden.Placeholders
+	sessions []string // real session ids, replaced inside any string
 }
 
 func newNormalizer(home string) *normalizer {
-	return &normalizer{home: home, ph: map[string]string{}, real: map[string]string{}, seq: map[string]int{}}
+	return &normalizer{Placeholders: golden.NewPlaceholders(home)}
 }
 
 // idPattern matches the tool call ids the model server mints.
 var idPattern = regexp.MustCompile(`^(toolu|call)_[A-Za-z0-9_-]{8,}$`)
 
+// id is Placeholders.ID that also remembers session ids, which other
+// strings (the /stats text) may contain.
 func (n *normalizer) id(kind, v string) string {
-	if p, ok := n.ph[v]; ok {
-		return p
-	}
-	n.seq[kind]++
-	p := fmt.Sprintf("<%s:%d>", kind, n.seq[kind])
-	n.ph[v], n.real[p] = p, v
-	if kind == "session" {
+	if kind == "session" && !n.Known(v) {
 		n.sessions = append(n.sessions, v)
 	}
-	return p
+	return n.ID(kind, v)
 }
 
 // normalize returns v (a decoded line, or part of one under key) with its
@@ -313,9 +306,9 @@ func (n *normalizer) normalize(key string, v any) any {
 			return n.id(idPattern.FindStringSubmatch(v)[1], v)
 		default:
 			for _, s := range n.sessions {
-				v = strings.ReplaceAll(v, s, n.ph[s])
+				v = strings.ReplaceAll(v, s, n.ID("session", s))
 			}
-			return strings.ReplaceAll(v, n.home, "<home>")
+			return n.HomeOut(v)
 		}
 	}
 	return v
@@ -329,30 +322,6 @@ func anySeq(v any) any {
 				o[i].Value = "<seq>"
 			}
 		}
-	}
-	return v
-}
-
-// restore replaces placeholders in an "in" value by this run's values.
-func (n *normalizer) restore(v any) any {
-	switch v := v.(type) {
-	case golden.Object:
-		o := make(golden.Object, len(v))
-		for i, m := range v {
-			o[i] = golden.Member{Key: m.Key, Value: n.restore(m.Value)}
-		}
-		return o
-	case []any:
-		a := make([]any, len(v))
-		for i, x := range v {
-			a[i] = n.restore(x)
-		}
-		return a
-	case string:
-		if r, ok := n.real[v]; ok {
-			return r
-		}
-		return strings.ReplaceAll(v, "<home>", n.home)
 	}
 	return v
 }

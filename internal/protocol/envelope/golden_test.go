@@ -246,7 +246,7 @@ func (r *run) recv() (line, any, bool) {
 // sendIn sends an "in" value with its placeholders restored.
 func (r *run) sendIn(v any) {
 	r.t.Helper()
-	b, err := golden.Marshal(r.n.restore(v))
+	b, err := golden.Marshal(r.n.Restore(v))
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -235,3 +235,78 @@ func WriteTranscript(path string, es []Entry) error {
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
+
+// Placeholders maps the values that vary from run to run — ids, the
+// test's home directory — to stable placeholders, and back for the input
+// lines a replay sends.
+type Placeholders struct {
+	// Home is written "<home>" in transcripts; "" replaces nothing.
+	Home string
+	ph   map[string]string // real value → placeholder
+	real map[string]string // placeholder → real value
+	seq  map[string]int    // per kind
+}
+
+// NewPlaceholders returns an empty mapping for a run whose home is home.
+func NewPlaceholders(home string) *Placeholders {
+	return &Placeholders{Home: home, ph: map[string]string{}, real: map[string]string{}, seq: map[string]int{}}
+}
+
+// ID returns v's placeholder "<kind:N>", numbering the values of each kind
+// in order of first appearance, so equal values stay equal.
+func (p *Placeholders) ID(kind, v string) string {
+	if ph, ok := p.ph[v]; ok {
+		return ph
+	}
+	p.seq[kind]++
+	ph := fmt.Sprintf("<%s:%d>", kind, p.seq[kind])
+	p.ph[v], p.real[ph] = ph, v
+	return ph
+}
+
+// Known reports whether v already has a placeholder.
+func (p *Placeholders) Known(v string) bool {
+	_, ok := p.ph[v]
+	return ok
+}
+
+// HomeOut writes the home directory in s as "<home>".
+func (p *Placeholders) HomeOut(s string) string {
+	if p.Home == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, p.Home, "<home>")
+}
+
+// Restore replaces the placeholders in v, a decoded value, by this run's
+// real values.
+func (p *Placeholders) Restore(v any) any {
+	switch v := v.(type) {
+	case Object:
+		o := make(Object, len(v))
+		for i, m := range v {
+			o[i] = Member{Key: m.Key, Value: p.Restore(m.Value)}
+		}
+		return o
+	case []any:
+		a := make([]any, len(v))
+		for i, x := range v {
+			a[i] = p.Restore(x)
+		}
+		return a
+	case string:
+		return p.RestoreString(v)
+	}
+	return v
+}
+
+// RestoreString is Restore for one string.
+func (p *Placeholders) RestoreString(s string) string {
+	if r, ok := p.real[s]; ok {
+		return r
+	}
+	if p.Home == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, "<home>", p.Home)
+}

@@ -5,39 +5,20 @@ package streamjson_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"regexp"
 	"sort"
-	"strings"
 	"testing"
 )
 
 // normalizer maps varying values to stable placeholders and back.
-type normalizer struct {
-	home string
-	ph   map[string]string // real value → placeholder
-	real map[string]string // placeholder → real value
-	seq  map[string]int    // per kind
-}
+type normalizer struct{ *golden.Placeholders }
 
-func newNormalizer() *normalizer {
-	return &normalizer{ph: map[string]string{}, real: map[string]string{}, seq: map[string]int{}}
-}
+func newNormalizer() *normalizer { return &normalizer{golden.NewPlaceholders("")} }
 
 // idPattern matches the ids the model server and arbor mint for messages
 // and tool calls.
 var idPattern = regexp.MustCompile(`^(msg|toolu|call|chatcmpl)[_-][A-Za-z0-9_-]{8,}$`)
-
-func (n *normalizer) id(kind, v string) string {
-	if p, ok := n.ph[v]; ok {
-		return p
-	}
-	n.seq[kind]++
-	p := fmt.Sprintf("<%s:%d>", kind, n.seq[kind])
-	n.ph[v], n.real[p] = p, v
-	return p
-}
 
 // normalize returns v (a decoded line, or part of one under key) with its
 // varying values replaced.
@@ -73,45 +54,14 @@ func (n *normalizer) normalize(key string, v any) any {
 		case key == "uuid":
 			return "<uuid>"
 		case key == "session_id":
-			return n.id("session", v)
+			return n.ID("session", v)
 		case idPattern.MatchString(v):
-			return n.id(idPattern.FindStringSubmatch(v)[1], v)
-		case n.home != "":
-			return strings.ReplaceAll(v, n.home, "<home>")
+			return n.ID(idPattern.FindStringSubmatch(v)[1], v)
+		default:
+			return n.HomeOut(v)
 		}
 	}
 	return v
-}
-
-// restore replaces placeholders in an "in" value by this run's values.
-func (n *normalizer) restore(v any) any {
-	switch v := v.(type) {
-	case golden.Object:
-		o := make(golden.Object, len(v))
-		for i, m := range v {
-			o[i] = golden.Member{Key: m.Key, Value: n.restore(m.Value)}
-		}
-		return o
-	case []any:
-		a := make([]any, len(v))
-		for i, x := range v {
-			a[i] = n.restore(x)
-		}
-		return a
-	case string:
-		return n.restoreString(v)
-	}
-	return v
-}
-
-func (n *normalizer) restoreString(s string) string {
-	if r, ok := n.real[s]; ok {
-		return r
-	}
-	if n.home != "" {
-		return strings.ReplaceAll(s, "<home>", n.home)
-	}
-	return s
 }
 
 // readTranscript reads a transcript file (golden.ReadTranscript).

@@ -111,10 +111,10 @@ func (r *run) start() {
 		r.t.Fatalf("restart %d: the case has only %d servers", r.server, len(r.c.servers))
 	}
 	o := r.c.servers[r.server]
-	o.home = r.n.home
-	o.opts.Resume = r.n.restoreString(o.opts.Resume)
+	o.home = r.n.Home
+	o.opts.Resume = r.n.RestoreString(o.opts.Resume)
 	r.b = setup(r.t, r.srv, o)
-	r.n.home = r.b.home
+	r.n.Home = r.b.home
 	r.eof = false
 }
 
@@ -141,7 +141,7 @@ func (r *run) recv() (out, any, bool) {
 // sendIn sends an "in" value with its placeholders restored.
 func (r *run) sendIn(v any) {
 	r.t.Helper()
-	b, err := golden.Marshal(r.n.restore(v))
+	b, err := golden.Marshal(r.n.Restore(v))
 	if err != nil {
 		r.t.Fatal(err)
 	}
