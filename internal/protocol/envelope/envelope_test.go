@@ -15,8 +15,8 @@ func TestReadyStatusSendIdle(t *testing.T) {
 	defer srv.Close()
 	b, ready := setup(t, srv)
 
-	b.send(`{"type":"status"}`)
-	st := b.next(typ("status_response"))
+	b.Send(`{"type":"status"}`)
+	st := b.Next(typ("status_response"))
 	if st.Seq == 0 || st.P.SessionID != ready.P.SessionID || st.P.Busy || string(st.P.PendingConfirm) != "null" {
 		t.Fatalf("status %s", st.raw)
 	}
@@ -25,22 +25,22 @@ func TestReadyStatusSendIdle(t *testing.T) {
 			t.Fatalf("status lacks %s: %s", field, st.raw)
 		}
 	}
-	b.send(`{"type":"send","content":"Explain this project without changing files."}`)
-	if a := b.next(typ("activity")); a.P.Type != "preparing" {
+	b.Send(`{"type":"send","content":"Explain this project without changing files."}`)
+	if a := b.Next(typ("activity")); a.P.Type != "preparing" {
 		t.Fatalf("first activity %s", a.raw)
 	}
-	if m := b.next(typ("assistant_message")); m.P.Text != "This project is small." {
+	if m := b.Next(typ("assistant_message")); m.P.Text != "This project is small." {
 		t.Fatalf("assistant_message %s", m.raw)
 	}
-	idle := b.next(typ("idle"))
+	idle := b.Next(typ("idle"))
 	if idle.P.LastOutcome != "completed" || idle.P.Suppress {
 		t.Fatalf("idle %s", idle.raw)
 	}
-	b.send(`{"type":"status"}`)
-	if st := b.next(typ("status_response")); st.P.LastOutcome != "completed" || st.P.Busy || st.Seq <= idle.Seq {
+	b.Send(`{"type":"status"}`)
+	if st := b.Next(typ("status_response")); st.P.LastOutcome != "completed" || st.P.Busy || st.Seq <= idle.Seq {
 		t.Fatalf("status after idle %s", st.raw)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -49,19 +49,19 @@ func TestSubscribeFilters(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: "hello there"})
 	defer srv.Close()
 	b, _ := setup(t, srv)
-	b.send(`{"type":"subscribe","events":["nonsense"]}`)
-	if e := b.next(typ("error")); e.P.Code != "unknown_event" {
+	b.Send(`{"type":"subscribe","events":["nonsense"]}`)
+	if e := b.Next(typ("error")); e.P.Code != "unknown_event" {
 		t.Fatalf("unknown event %s", e.raw)
 	}
-	b.send(`{"type":"subscribe","events":["idle"]}`)
-	if r := b.next(typ("subscribe_response")); len(r.P.Events) != 1 || r.P.Events[0] != "idle" {
+	b.Send(`{"type":"subscribe","events":["idle"]}`)
+	if r := b.Next(typ("subscribe_response")); len(r.P.Events) != 1 || r.P.Events[0] != "idle" {
 		t.Fatalf("subscribe_response %s", r.raw)
 	}
-	b.send(`{"type":"send","content":"hi"}`)
-	if o := b.next(func(out) bool { return true }); o.Type != "idle" {
+	b.Send(`{"type":"send","content":"hi"}`)
+	if o := b.Next(func(out) bool { return true }); o.Type != "idle" {
 		t.Fatalf("unsubscribed event passed the filter: %s", o.raw)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -73,17 +73,17 @@ func TestSeqWithInterleavedCommands(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: strings.Repeat("word ", 300)})
 	defer srv.Close()
 	b, _ := setup(t, srv)
-	b.send(`{"type":"send","content":"talk a lot"}`)
+	b.Send(`{"type":"send","content":"talk a lot"}`)
 	const n = 40
 	for range n {
-		b.send(`{"type":"status"}`, `{"type":"local_shell","command":"echo x"}`)
+		b.Send(`{"type":"status"}`, `{"type":"local_shell","command":"echo x"}`)
 	}
-	b.next(typ("idle"))
-	b.close()
+	b.Next(typ("idle"))
+	b.Close()
 	b.checkSeq()
 	count := func(typ string) int {
 		c := 0
-		for _, o := range b.all {
+		for _, o := range b.All {
 			if o.Type == typ {
 				c++
 			}
@@ -110,28 +110,28 @@ func TestConfirm(t *testing.T) {
 		srv := llmtest.NewServer(writeTurns("a.txt")...)
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"send","content":"write"}`)
-		req := b.next(typ("confirm_request"))
+		b.Send(`{"type":"send","content":"write"}`)
+		req := b.Next(typ("confirm_request"))
 		if req.P.ToolName != "write_file" || req.P.RequestID == "" {
 			t.Fatalf("confirm_request %s", req.raw)
 		}
-		b.next(typ("notification"))
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); !strings.Contains(string(st.P.PendingConfirm), req.P.RequestID) {
+		b.Next(typ("notification"))
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); !strings.Contains(string(st.P.PendingConfirm), req.P.RequestID) {
 			t.Fatalf("status while pending %s", st.raw)
 		}
-		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
-		if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+		b.Send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
+		if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
 			t.Fatalf("idle %s", idle.raw)
 		}
 		if _, err := os.Stat(filepath.Join(b.ws, "a.txt")); err != nil {
 			t.Fatal(err)
 		}
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); string(st.P.PendingConfirm) != "null" {
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); string(st.P.PendingConfirm) != "null" {
 			t.Fatalf("status after %s", st.raw)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
 	})
 	t.Run("deny", func(t *testing.T) {
@@ -139,30 +139,30 @@ func TestConfirm(t *testing.T) {
 		srv := llmtest.NewServer(writeTurns("a.txt")...)
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"send","content":"write"}`)
-		req := b.next(typ("confirm_request"))
-		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "deny", "deny_reason": "not now"}))
-		b.next(typ("idle"))
+		b.Send(`{"type":"send","content":"write"}`)
+		req := b.Next(typ("confirm_request"))
+		b.Send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "deny", "deny_reason": "not now"}))
+		b.Next(typ("idle"))
 		if _, err := os.Stat(filepath.Join(b.ws, "a.txt")); !os.IsNotExist(err) {
 			t.Fatalf("denied write happened: %v", err)
 		}
 		if reqs := srv.Requests(); !strings.Contains(reqs[len(reqs)-1].LastUserText(), "not now") {
 			t.Fatalf("deny reason not shown to the model: %q", reqs[len(reqs)-1].LastUserText())
 		}
-		b.close()
+		b.Close()
 	})
 	t.Run("rule in session scope", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(writeTurns("a.txt", "b.txt")...)
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"send","content":"write twice"}`)
-		req := b.next(typ("confirm_request"))
-		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow",
+		b.Send(`{"type":"send","content":"write twice"}`)
+		req := b.Next(typ("confirm_request"))
+		b.Send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow",
 			"rule_pattern": "write_file", "rule_scope": "session"}))
-		b.next(typ("idle"))
+		b.Next(typ("idle"))
 		confirms := 0
-		for _, o := range b.all {
+		for _, o := range b.All {
 			if o.Type == "confirm_request" {
 				confirms++
 			}
@@ -173,18 +173,18 @@ func TestConfirm(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(b.ws, "b.txt")); err != nil {
 			t.Fatal(err)
 		}
-		b.close()
+		b.Close()
 	})
 	t.Run("unknown id", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer()
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"confirm","request_id":"req_99","action":"allow"}`)
-		if e := b.next(typ("error")); e.P.Code != "unknown_request" {
+		b.Send(`{"type":"confirm","request_id":"req_99","action":"allow"}`)
+		if e := b.Next(typ("error")); e.P.Code != "unknown_request" {
 			t.Fatalf("error %s", e.raw)
 		}
-		b.close()
+		b.Close()
 	})
 }
 
@@ -205,27 +205,27 @@ func TestQuestion(t *testing.T) {
 			srv := llmtest.NewServer(askTurn(), llmtest.Turn{Text: "ok", Expect: tc.expect})
 			defer srv.Close()
 			b, _ := setup(t, srv)
-			b.send(`{"type":"send","content":"pick"}`)
-			q := b.next(typ("question_request"))
+			b.Send(`{"type":"send","content":"pick"}`)
+			q := b.Next(typ("question_request"))
 			if q.P.Question != "Which color?" || q.P.ToolName != "ask_user" {
 				t.Fatalf("question_request %s", q.raw)
 			}
-			b.send(`{"type":"question","request_id":"` + q.P.RequestID + `","reason":"bogus"}`)
-			if e := b.next(typ("error")); e.P.Code != "invalid_command" {
+			b.Send(`{"type":"question","request_id":"` + q.P.RequestID + `","reason":"bogus"}`)
+			if e := b.Next(typ("error")); e.P.Code != "invalid_command" {
 				t.Fatalf("bad reason %s", e.raw)
 			}
-			b.send(`{"type":"question","request_id":"` + q.P.RequestID + `",` + tc.reply + `}`)
-			if r := b.next(typ("question_resolved")); r.P.Reason != tc.reason || r.P.RequestID != q.P.RequestID {
+			b.Send(`{"type":"question","request_id":"` + q.P.RequestID + `",` + tc.reply + `}`)
+			if r := b.Next(typ("question_resolved")); r.P.Reason != tc.reason || r.P.RequestID != q.P.RequestID {
 				t.Fatalf("question_resolved %s", r.raw)
 			}
-			if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+			if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
 				t.Fatalf("idle %s", idle.raw)
 			}
-			b.send(`{"type":"question","request_id":"` + q.P.RequestID + `","answers":["red"],"reason":"answered"}`)
-			if e := b.next(typ("error")); e.P.Code != "unknown_request" {
+			b.Send(`{"type":"question","request_id":"` + q.P.RequestID + `","answers":["red"],"reason":"answered"}`)
+			if e := b.Next(typ("error")); e.P.Code != "unknown_request" {
 				t.Fatalf("late answer %s", e.raw)
 			}
-			b.close()
+			b.Close()
 			b.checkSeq()
 		})
 	}
@@ -234,23 +234,23 @@ func TestQuestion(t *testing.T) {
 		srv := llmtest.NewServer(askTurn(), llmtest.Turn{Text: "fine"}, llmtest.Turn{Text: "next", Expect: "never mind"})
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"send","content":"pick"}`)
-		q := b.next(typ("question_request"))
-		b.send(`{"type":"send","content":"never mind"}`)
-		if r := b.next(typ("question_resolved")); r.P.Reason != "superseded" || r.P.RequestID != q.P.RequestID {
+		b.Send(`{"type":"send","content":"pick"}`)
+		q := b.Next(typ("question_request"))
+		b.Send(`{"type":"send","content":"never mind"}`)
+		if r := b.Next(typ("question_resolved")); r.P.Reason != "superseded" || r.P.RequestID != q.P.RequestID {
 			t.Fatalf("question_resolved %s", r.raw)
 		}
-		if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+		if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
 			t.Fatalf("idle %s", idle.raw)
 		}
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); string(st.P.PendingQuestion) != "null" || st.P.Busy {
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); string(st.P.PendingQuestion) != "null" || st.P.Busy {
 			t.Fatalf("status %s", st.raw)
 		}
 		if n := len(srv.Requests()); n != 3 {
 			t.Fatalf("%d model requests, want 3", n)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
 	})
 }
@@ -260,16 +260,16 @@ func TestBadInputKeepsServing(t *testing.T) {
 	srv := llmtest.NewServer()
 	defer srv.Close()
 	b, _ := setup(t, srv)
-	b.send(`{"type":"send","content":"`+strings.Repeat("a", 1<<20+10)+`"}`, `{not json`, `{"type":"teleport"}`, `{"type":"status"}`)
+	b.Send(`{"type":"send","content":"`+strings.Repeat("a", 1<<20+10)+`"}`, `{not json`, `{"type":"teleport"}`, `{"type":"status"}`)
 	for _, code := range []string{"stdin_line_too_long", "invalid_json", "unknown_command"} {
-		if e := b.next(typ("error")); e.P.Code != code || e.Seq != 0 {
+		if e := b.Next(typ("error")); e.P.Code != code || e.Seq != 0 {
 			t.Fatalf("want %s, got %s", code, e.raw)
 		}
 	}
-	if st := b.next(typ("status_response")); st.Seq == 0 {
+	if st := b.Next(typ("status_response")); st.Seq == 0 {
 		t.Fatalf("status %s", st.raw)
 	}
-	b.close()
+	b.Close()
 }
 
 func TestCancelMidStream(t *testing.T) {
@@ -280,17 +280,17 @@ func TestCancelMidStream(t *testing.T) {
 	)
 	defer srv.Close()
 	b, _ := setup(t, srv)
-	b.send(`{"type":"send","content":"talk"}`)
-	b.next(func(o out) bool { return o.Type == "activity" && o.P.Type == "streaming" })
-	b.send(`{"type":"cancel"}`)
-	if idle := b.next(typ("idle")); idle.P.LastOutcome != "cancelled" {
+	b.Send(`{"type":"send","content":"talk"}`)
+	b.Next(func(o out) bool { return o.Type == "activity" && o.P.Type == "streaming" })
+	b.Send(`{"type":"cancel"}`)
+	if idle := b.Next(typ("idle")); idle.P.LastOutcome != "cancelled" {
 		t.Fatalf("idle %s", idle.raw)
 	}
-	b.send(`{"type":"send","content":"again"}`)
-	if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+	b.Send(`{"type":"send","content":"again"}`)
+	if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
 		t.Fatalf("idle %s", idle.raw)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -300,25 +300,25 @@ func TestLocalShell(t *testing.T) {
 	defer srv.Close()
 	b, _ := setup(t, srv)
 	// The command waits for a file the test creates after the cancel.
-	b.send(`{"type":"local_shell","command":"while [ ! -e go ]; do sleep 0.01; done; echo out; echo err >&2"}`)
-	b.send(`{"type":"cancel"}`, `{"type":"status"}`)
-	b.next(typ("status_response"))
+	b.Send(`{"type":"local_shell","command":"while [ ! -e go ]; do sleep 0.01; done; echo out; echo err >&2"}`)
+	b.Send(`{"type":"cancel"}`, `{"type":"status"}`)
+	b.Next(typ("status_response"))
 	if err := os.WriteFile(filepath.Join(b.ws, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := b.next(typ("local_shell_result"))
+	r := b.Next(typ("local_shell_result"))
 	if r.P.Failed || r.P.Output != "out\nerr\n" {
 		t.Fatalf("result %s", r.raw)
 	}
-	b.send(`{"type":"local_shell","content":"head -c 70000 /dev/zero | tr '\\0' a; exit 3"}`)
-	r = b.next(typ("local_shell_result"))
+	b.Send(`{"type":"local_shell","content":"head -c 70000 /dev/zero | tr '\\0' a; exit 3"}`)
+	r = b.Next(typ("local_shell_result"))
 	if !r.P.Failed || !strings.Contains(r.P.Output, "[… 4464 bytes truncated …]") {
 		t.Fatalf("result %.200s", r.raw[len(r.raw)-200:])
 	}
-	b.send(`{"type":"local_shell"}`)
-	if e := b.next(typ("error")); e.P.Code != "invalid_command" {
+	b.Send(`{"type":"local_shell"}`)
+	if e := b.Next(typ("error")); e.P.Code != "invalid_command" {
 		t.Fatalf("empty command %s", e.raw)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }

@@ -5,7 +5,6 @@ package envelope_test
 // golden_cases_test.go.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -33,45 +32,20 @@ import (
 )
 
 // goldenServer is one envelope server over pipes, with its raw output
-// lines.
+// lines, in workspace ws under home.
 type goldenServer struct {
-	t    *testing.T
-	home string
-	ws   string
-	in   *io.PipeWriter
-	outs chan string
-	diag *testutil.SyncBuffer
-	done chan error
+	*testutil.Conn[string]
+	home, ws string
 }
 
 // startGolden starts a server on a, the app of workspace ws under home.
 func startGolden(t *testing.T, a *app.App, home, ws string) *goldenServer {
 	t.Helper()
-	pr, pw := io.Pipe()
-	or, ow := io.Pipe()
-	g := &goldenServer{t: t, home: home, ws: ws, in: pw, outs: make(chan string, 4096), diag: &testutil.SyncBuffer{}, done: make(chan error, 1)}
-	go func() {
-		err := envelope.Serve(context.Background(), a, pr, ow, g.diag, envelope.Options{})
-		ow.Close()
-		g.done <- err
-	}()
-	go func() {
-		sc := bufio.NewScanner(or)
-		sc.Buffer(make([]byte, 1<<20), 4<<20)
-		for sc.Scan() {
-			g.outs <- sc.Text()
-		}
-		close(g.outs)
-	}()
-	t.Cleanup(func() { pw.Close() })
-	return g
-}
-
-func (g *goldenServer) send(line string) {
-	g.t.Helper()
-	if _, err := io.WriteString(g.in, line+"\n"); err != nil {
-		g.t.Fatal(err)
+	serve := func(in io.Reader, out, diag io.Writer) error {
+		return envelope.Serve(context.Background(), a, in, out, diag, envelope.Options{})
 	}
+	raw := func(line string) (string, error) { return line, nil }
+	return &goldenServer{Conn: testutil.Serve(t, serve, raw), home: home, ws: ws}
 }
 
 // openGolden opens an app on a fresh home whose workspace holds files

@@ -70,7 +70,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
@@ -209,38 +208,33 @@ func startRun(t *testing.T, a *app.App, home, ws string) *run {
 // after the hook has seen it, or false when the output has ended.
 func (r *run) recv() (line, any, bool) {
 	r.t.Helper()
-	select {
-	case raw, ok := <-r.g.outs:
-		if !ok {
-			return line{}, nil, false
-		}
-		var l line
-		v, err := golden.DecodeOrdered([]byte(raw))
-		if err == nil {
-			err = json.Unmarshal([]byte(raw), &l)
-		}
-		if err != nil {
-			r.t.Fatalf("output line %q: %v", raw, err)
-		}
-		if l.Seq != 0 {
-			if l.Seq <= r.lastSeq {
-				r.t.Fatalf("seq %d after %d: %s", l.Seq, r.lastSeq, raw)
-			}
-			r.lastSeq = l.Seq
-		}
-		r.gate.see(l)
-		if r.on != nil {
-			r.on(r.t, r.g.ws, l)
-		}
-		v = r.n.normalize("", v)
-		if r.anySeq {
-			v = anySeq(v)
-		}
-		return l, v, true
-	case <-time.After(30 * time.Second):
-		r.t.Fatalf("no output for 30s (a hang); diagnostics:\n%s", r.g.diag.String())
+	raw, ok := r.g.Recv()
+	if !ok {
 		return line{}, nil, false
 	}
+	var l line
+	v, err := golden.DecodeOrdered([]byte(raw))
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &l)
+	}
+	if err != nil {
+		r.t.Fatalf("output line %q: %v", raw, err)
+	}
+	if l.Seq != 0 {
+		if l.Seq <= r.lastSeq {
+			r.t.Fatalf("seq %d after %d: %s", l.Seq, r.lastSeq, raw)
+		}
+		r.lastSeq = l.Seq
+	}
+	r.gate.see(l)
+	if r.on != nil {
+		r.on(r.t, r.g.ws, l)
+	}
+	v = r.n.normalize("", v)
+	if r.anySeq {
+		v = anySeq(v)
+	}
+	return l, v, true
 }
 
 // sendIn sends an "in" value with its placeholders restored.
@@ -250,7 +244,7 @@ func (r *run) sendIn(v any) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.g.send(string(b))
+	r.g.Send(string(b))
 }
 
 func (r *run) sendRaw(v any) {
@@ -259,13 +253,13 @@ func (r *run) sendRaw(v any) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.g.send(s)
+	r.g.Send(s)
 }
 
 func (r *run) closeInput() {
 	if !r.eof {
 		r.eof = true
-		r.g.in.Close()
+		r.g.CloseInput()
 	}
 }
 
@@ -276,7 +270,7 @@ func (r *run) until(pred func(line) bool, each func(line, any)) {
 	for {
 		l, v, ok := r.recv()
 		if !ok {
-			r.t.Fatalf("output ended before the awaited line; diagnostics:\n%s", r.g.diag.String())
+			r.t.Fatalf("output ended before the awaited line; diagnostics:\n%s", r.g.Diag.String())
 		}
 		each(l, v)
 		if pred(l) {
@@ -293,7 +287,7 @@ func (r *run) finish(rest func(line, any)) {
 	for l, v, ok := r.recv(); ok; l, v, ok = r.recv() {
 		rest(l, v)
 	}
-	if err := <-r.g.done; err != nil {
+	if err := r.g.Wait(); err != nil {
 		r.t.Fatalf("Serve: %v", err)
 	}
 	r.gate.checkUsed(r.t)
@@ -350,7 +344,7 @@ func replay(t *testing.T, c goldenCase, es []entry) string {
 		case "out":
 			_, got, ok := r.recv()
 			if !ok {
-				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, golden.Show(e.Value), r.g.diag.String())
+				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, golden.Show(e.Value), r.g.Diag.String())
 			}
 			if d := golden.Diff("", golden.Plain(e.Value), golden.Plain(got)); len(d) > 0 {
 				t.Fatalf("entry %d differs:\n  %s\nwant %s\ngot  %s", i+1, strings.Join(d, "\n  "), golden.Show(e.Value), golden.Show(got))

@@ -37,13 +37,13 @@ func setupHandoff(t *testing.T, turns ...llmtest.Turn) (*bundle, *llmtest.Server
 	srv := llmtest.NewServer(append([]llmtest.Turn{handoffTurn("plan it")}, turns...)...)
 	t.Cleanup(srv.Close)
 	b, _ := setupFiles(t, srv, roleFiles)
-	b.send(`{"type":"role","action":"set","role":"planner"}`)
-	if r := b.next(typ("role_response")); !r.P.OK {
+	b.Send(`{"type":"role","action":"set","role":"planner"}`)
+	if r := b.Next(typ("role_response")); !r.P.OK {
 		t.Fatalf("role set: %s", r.raw)
 	}
-	b.send(sendText("plan it"))
-	req := b.next(typ("handoff_request"))
-	if n := b.next(typ("notification")); n.P.Reason != "user_input_required" {
+	b.Send(sendText("plan it"))
+	req := b.Next(typ("handoff_request"))
+	if n := b.Next(typ("notification")); n.P.Reason != "user_input_required" {
 		t.Fatalf("notification %s", n.raw)
 	}
 	waitNotBusy(b)
@@ -64,8 +64,8 @@ func waitNotBusy(b *bundle) {
 
 func statusOf(b *bundle) out {
 	b.t.Helper()
-	b.send(`{"type":"status"}`)
-	return b.next(typ("status_response"))
+	b.Send(`{"type":"status"}`)
+	return b.Next(typ("status_response"))
 }
 
 func TestHandoffRequest(t *testing.T) {
@@ -94,7 +94,7 @@ func TestHandoffRequest(t *testing.T) {
 	if reqs := srv.Requests(); len(reqs) != 1 {
 		t.Fatalf("%d model requests, want 1: handoff ends the turn", len(reqs))
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -104,12 +104,12 @@ func TestHandoffResolve(t *testing.T) {
 		t.Parallel()
 		b, srv, _ := setupHandoff(t, llmtest.Turn{Text: "building", Expect: "Execute this plan"})
 		planner := statusOf(b).P.SessionID
-		b.send(`{"type":"handoff","request_id":"handoff-1","action":"accept","agent":"builder"}`)
-		sw := b.next(typ("session_switched"))
+		b.Send(`{"type":"handoff","request_id":"handoff-1","action":"accept","agent":"builder"}`)
+		sw := b.Next(typ("session_switched"))
 		if sw.P.SessionID == "" || sw.P.SessionID == planner {
 			t.Fatalf("session_switched %s", sw.raw)
 		}
-		b.next(typ("idle"))
+		b.Next(typ("idle"))
 		st := statusOf(b)
 		if string(st.P.PendingHandoff) != "null" || st.P.CurrentRole != "builder" || st.P.SessionID != sw.P.SessionID {
 			t.Fatalf("status %s", st.raw)
@@ -122,15 +122,15 @@ func TestHandoffResolve(t *testing.T) {
 			!strings.HasSuffix(got, "):\n\n"+planText) {
 			t.Fatalf("builder request %q", got)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
 	})
 	t.Run("deny continues the planner", func(t *testing.T) {
 		t.Parallel()
 		b, srv, _ := setupHandoff(t, llmtest.Turn{Text: "revising", Expect: "rejected the plan"})
 		planner := statusOf(b).P.SessionID
-		b.send(`{"type":"handoff","request_id":"handoff-1","action":"deny","deny_reason":"add release steps"}`)
-		b.next(typ("idle"))
+		b.Send(`{"type":"handoff","request_id":"handoff-1","action":"deny","deny_reason":"add release steps"}`)
+		b.Next(typ("idle"))
 		if st := statusOf(b); string(st.P.PendingHandoff) != "null" || st.P.SessionID != planner || st.P.CurrentRole != "planner" {
 			t.Fatalf("status %s", st.raw)
 		}
@@ -138,26 +138,26 @@ func TestHandoffResolve(t *testing.T) {
 		if len(reqs) != 2 || !strings.HasSuffix(reqs[1].LastUserText(), "The user rejected the plan: add release steps") {
 			t.Fatalf("%d planner requests, last user text %q", len(reqs), reqs[len(reqs)-1].LastUserText())
 		}
-		b.close()
+		b.Close()
 	})
 	t.Run("cancel closes it", func(t *testing.T) {
 		t.Parallel()
 		b, srv, _ := setupHandoff(t)
 		before := statusOf(b)
-		b.send(`{"type":"handoff","request_id":"handoff-1","action":"cancel"}`)
+		b.Send(`{"type":"handoff","request_id":"handoff-1","action":"cancel"}`)
 		// The idle held back while the handoff waited comes now.
-		if idle := b.next(typ("idle")); idle.P.LastOutcome != "completed" {
+		if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
 			t.Fatalf("idle after cancel %s", idle.raw)
 		}
 		after := statusOf(b)
 		if string(after.P.PendingHandoff) != "null" || after.Seq <= before.Seq+1 {
 			t.Fatalf("status %s after %s", after.raw, before.raw)
 		}
-		b.send(`{"type":"handoff","request_id":"handoff-1","action":"accept"}`)
-		if e := b.next(typ("error")); e.P.Code != "unknown_request" {
+		b.Send(`{"type":"handoff","request_id":"handoff-1","action":"accept"}`)
+		if e := b.Next(typ("error")); e.P.Code != "unknown_request" {
 			t.Fatalf("second resolution %s", e.raw)
 		}
-		b.close()
+		b.Close()
 		if n := len(srv.Requests()); n != 1 {
 			t.Fatalf("%d model requests after cancel, want 1", n)
 		}
@@ -171,15 +171,15 @@ func TestHandoffResolve(t *testing.T) {
 			{`{"type":"handoff","request_id":"handoff-1","agent":"ghost"}`, "invalid_command"},
 			{`{"type":"handoff","request_id":"handoff-1","pool":"nope"}`, "invalid_command"},
 		} {
-			b.send(tc.line)
-			if e := b.next(typ("error")); e.P.Code != tc.code {
+			b.Send(tc.line)
+			if e := b.Next(typ("error")); e.P.Code != tc.code {
 				t.Fatalf("%s: %s", tc.line, e.raw)
 			}
 		}
 		if st := statusOf(b); !strings.Contains(string(st.P.PendingHandoff), `"handoff-1"`) {
 			t.Fatalf("status %s", st.raw)
 		}
-		b.close()
+		b.Close()
 	})
 }
 
@@ -188,15 +188,15 @@ func TestHandoffSuperseded(t *testing.T) {
 	t.Run("by send", func(t *testing.T) {
 		t.Parallel()
 		b, srv, _ := setupHandoff(t, llmtest.Turn{Text: "ok", Expect: "something else"})
-		b.send(sendText("something else"))
-		if c := b.next(typ("handoff_cancelled")); c.P.RequestID != "handoff-1" || c.P.Reason != "superseded" || c.Seq == 0 {
+		b.Send(sendText("something else"))
+		if c := b.Next(typ("handoff_cancelled")); c.P.RequestID != "handoff-1" || c.P.Reason != "superseded" || c.Seq == 0 {
 			t.Fatalf("handoff_cancelled %s", c.raw)
 		}
-		b.next(typ("idle"))
+		b.Next(typ("idle"))
 		if st := statusOf(b); string(st.P.PendingHandoff) != "null" {
 			t.Fatalf("status %s", st.raw)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
 		if n := len(srv.Requests()); n != 2 {
 			t.Fatalf("%d model requests, want 2", n)
@@ -205,26 +205,26 @@ func TestHandoffSuperseded(t *testing.T) {
 	t.Run("by /new", func(t *testing.T) {
 		t.Parallel()
 		b, _, _ := setupHandoff(t)
-		b.send(sendText("/new"))
-		if c := b.next(typ("handoff_cancelled")); c.P.RequestID != "handoff-1" || c.P.Reason != "superseded" {
+		b.Send(sendText("/new"))
+		if c := b.Next(typ("handoff_cancelled")); c.P.RequestID != "handoff-1" || c.P.Reason != "superseded" {
 			t.Fatalf("handoff_cancelled %s", c.raw)
 		}
-		b.next(typ("session_switched"))
-		b.close()
+		b.Next(typ("session_switched"))
+		b.Close()
 	})
 }
 
 func TestHandoffRoleSetRejectedWhilePending(t *testing.T) {
 	t.Parallel()
 	b, _, _ := setupHandoff(t)
-	b.send(`{"type":"role","action":"set","role":"builder"}`)
-	if r := b.next(typ("role_response")); r.P.OK || r.P.Message != "resolve the pending handoff before switching role" {
+	b.Send(`{"type":"role","action":"set","role":"builder"}`)
+	if r := b.Next(typ("role_response")); r.P.OK || r.P.Message != "resolve the pending handoff before switching role" {
 		t.Fatalf("role_response %s", r.raw)
 	}
 	if st := statusOf(b); st.P.CurrentRole != "planner" {
 		t.Fatalf("status %s", st.raw)
 	}
-	b.close()
+	b.Close()
 }
 
 func TestHandoffRefusedOutsidePlanner(t *testing.T) {
@@ -232,10 +232,10 @@ func TestHandoffRefusedOutsidePlanner(t *testing.T) {
 	srv := llmtest.NewServer(handoffTurn("plan it"), llmtest.Turn{Text: "ok"})
 	defer srv.Close()
 	b, _ := setupFiles(t, srv, roleFiles)
-	b.send(sendText("plan it"))
-	b.next(typ("idle"))
-	b.close()
-	for _, o := range b.all {
+	b.Send(sendText("plan it"))
+	b.Next(typ("idle"))
+	b.Close()
+	for _, o := range b.All {
 		if o.Type == "handoff_request" {
 			t.Fatalf("a builder's handoff was published: %s", o.raw)
 		}

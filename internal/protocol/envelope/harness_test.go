@@ -1,12 +1,11 @@
 package envelope_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"testing"
-	"time"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
@@ -58,14 +57,11 @@ type out struct {
 	raw string
 }
 
+// bundle is one envelope server driven over pipes, in the workspace ws.
 type bundle struct {
-	t    *testing.T
-	ws   string
-	in   *io.PipeWriter
-	outs chan out
-	diag *testutil.SyncBuffer
-	done chan error
-	all  []out
+	*testutil.Conn[out]
+	t  *testing.T
+	ws string
 }
 
 // setup starts a server over pipes against srv and waits for ready.
@@ -86,89 +82,25 @@ func openApp(t *testing.T, srv *llmtest.Server, files map[string]string) (a *app
 func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bundle, out) {
 	t.Helper()
 	a, _, ws := openApp(t, srv, files)
-	pr, pw := io.Pipe()
-	or, ow := io.Pipe()
-	b := &bundle{t: t, ws: ws, in: pw, outs: make(chan out, 4096), diag: &testutil.SyncBuffer{}, done: make(chan error, 1)}
-	go func() {
-		err := envelope.Serve(context.Background(), a, pr, ow, b.diag, envelope.Options{})
-		ow.Close()
-		b.done <- err
-	}()
-	go func() {
-		sc := bufio.NewScanner(or)
-		sc.Buffer(make([]byte, 1<<20), 4<<20)
-		for sc.Scan() {
-			var o out
-			if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-				t.Errorf("output is not JSON: %q", sc.Text())
-				continue
-			}
-			if err := json.Unmarshal(o.Payload, &o.P); err != nil {
-				t.Errorf("payload: %v in %q", err, sc.Text())
-			}
-			o.raw = sc.Text()
-			b.outs <- o
-		}
-		close(b.outs)
-	}()
-	t.Cleanup(func() { pw.Close() })
-	ready := b.next(func(out) bool { return true })
+	serve := func(in io.Reader, w, diag io.Writer) error {
+		return envelope.Serve(context.Background(), a, in, w, diag, envelope.Options{})
+	}
+	b := &bundle{Conn: testutil.Serve(t, serve, decodeOut), t: t, ws: ws}
+	ready := b.Next(func(out) bool { return true })
 	if ready.Type != "ready" || ready.P.SessionID == "" {
 		t.Fatalf("first line %s", ready.raw)
 	}
 	return b, ready
 }
 
-func (b *bundle) send(lines ...string) {
-	b.t.Helper()
-	for _, l := range lines {
-		if _, err := io.WriteString(b.in, l+"\n"); err != nil {
-			b.t.Fatal(err)
-		}
-	}
-}
-
-// next returns the next output line matching pred, failing after a
-// generous bound (a hang, not a timing assertion).
-func (b *bundle) next(pred func(out) bool) out {
-	b.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case o, ok := <-b.outs:
-			if !ok {
-				b.t.Fatalf("output ended; diagnostics:\n%s", b.diag.String())
-			}
-			b.all = append(b.all, o)
-			if pred(o) {
-				return o
-			}
-		case <-deadline:
-			b.t.Fatalf("no matching output line; diagnostics:\n%s", b.diag.String())
-		}
-	}
-}
-
 func typ(t string) func(out) bool { return func(o out) bool { return o.Type == t } }
-
-// close ends the input and waits for Serve to return.
-func (b *bundle) close() {
-	b.t.Helper()
-	b.in.Close()
-	for o := range b.outs {
-		b.all = append(b.all, o)
-	}
-	if err := <-b.done; err != nil {
-		b.t.Fatal(err)
-	}
-}
 
 // checkSeq fails unless the seq'd lines seen so far have strictly
 // increasing seqs and every status_response has one.
 func (b *bundle) checkSeq() {
 	b.t.Helper()
 	var last uint64
-	for _, o := range b.all {
+	for _, o := range b.All {
 		if o.Type == "status_response" && o.Seq == 0 {
 			b.t.Fatalf("status_response without seq: %s", o.raw)
 		}
@@ -180,6 +112,19 @@ func (b *bundle) checkSeq() {
 		}
 		last = o.Seq
 	}
+}
+
+// decodeOut decodes an output line with its payload.
+func decodeOut(line string) (out, error) {
+	var o out
+	if err := json.Unmarshal([]byte(line), &o); err != nil {
+		return o, err
+	}
+	if err := json.Unmarshal(o.Payload, &o.P); err != nil {
+		return o, fmt.Errorf("payload: %w", err)
+	}
+	o.raw = line
+	return o, nil
 }
 
 func cmd(v any) string {

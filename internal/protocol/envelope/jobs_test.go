@@ -17,11 +17,11 @@ func backgroundTurn(command string) llmtest.Turn {
 // allowNext answers the next confirm_request with allow.
 func (b *bundle) allowNext(tool string) {
 	b.t.Helper()
-	req := b.next(typ("confirm_request"))
+	req := b.Next(typ("confirm_request"))
 	if req.P.ToolName != tool {
 		b.t.Fatalf("confirm_request %s", req.raw)
 	}
-	b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
+	b.Send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
 }
 
 // mkfifo makes a named pipe in the workspace and returns its path.
@@ -45,30 +45,30 @@ func TestBackgroundJobs(t *testing.T) {
 		defer srv.Close()
 		b, ready := setup(t, srv)
 		gate := b.mkfifo("gate")
-		b.send(`{"type":"send","content":"start the job"}`)
+		b.Send(`{"type":"send","content":"start the job"}`)
 		b.allowNext("shell")
-		idle := b.next(typ("idle"))
+		idle := b.Next(typ("idle"))
 		if idle.P.RunningJobs != 1 || idle.P.LastOutcome != "completed" {
 			t.Fatalf("idle while the job runs %s", idle.raw)
 		}
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); st.P.RunningJobs != 1 || st.P.Busy {
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); st.P.RunningJobs != 1 || st.P.Busy {
 			t.Fatalf("status while the job runs %s", st.raw)
 		}
 		// The job blocks reading the fifo until this write.
 		if err := os.WriteFile(gate, []byte("hi\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		res := b.next(typ("background_result"))
+		res := b.Next(typ("background_result"))
 		want := "job_1 (`" + command + "`) ended with exit code 3:\njob says hi\n"
 		if res.P.Content != want || res.P.SessionID != ready.P.SessionID || res.P.TargetAgentID != "main" || res.P.MessageIndex != 0 {
 			t.Fatalf("background_result %s", res.raw)
 		}
-		msg := b.next(typ("assistant_message"))
+		msg := b.Next(typ("assistant_message"))
 		if msg.P.Text != "the job said hi" {
 			t.Fatalf("delivery turn answered %s", msg.raw)
 		}
-		idle = b.next(typ("idle"))
+		idle = b.Next(typ("idle"))
 		if idle.P.RunningJobs != 0 || idle.P.LastOutcome != "completed" || idle.P.Suppress {
 			t.Fatalf("idle after the delivery %s", idle.raw)
 		}
@@ -76,9 +76,9 @@ func TestBackgroundJobs(t *testing.T) {
 		if len(reqs) != 3 || reqs[2].LastUserText() != want {
 			t.Fatalf("%d requests; the last user text %q", len(reqs), reqs[len(reqs)-1].LastUserText())
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
-		for _, o := range b.all {
+		for _, o := range b.All {
 			if o.Type == "idle" && o.Seq > res.Seq && o.Seq != idle.Seq {
 				t.Fatalf("idle other than the delivery turn's after the result %s", o.raw)
 			}
@@ -92,23 +92,23 @@ func TestBackgroundJobs(t *testing.T) {
 			llmtest.Turn{Text: "killed"})
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"send","content":"start"}`)
+		b.Send(`{"type":"send","content":"start"}`)
 		b.allowNext("shell")
-		if idle := b.next(typ("idle")); idle.P.RunningJobs != 1 {
+		if idle := b.Next(typ("idle")); idle.P.RunningJobs != 1 {
 			t.Fatalf("idle while the job runs %s", idle.raw)
 		}
-		b.send(`{"type":"send","content":"kill it"}`)
+		b.Send(`{"type":"send","content":"kill it"}`)
 		b.allowNext("job_kill")
-		if idle := b.next(typ("idle")); idle.P.RunningJobs != 0 {
+		if idle := b.Next(typ("idle")); idle.P.RunningJobs != 0 {
 			t.Fatalf("idle after job_kill %s", idle.raw)
 		}
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); st.P.RunningJobs != 0 {
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); st.P.RunningJobs != 0 {
 			t.Fatalf("status after job_kill %s", st.raw)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
-		for _, o := range b.all {
+		for _, o := range b.All {
 			if o.Type == "background_result" {
 				t.Fatalf("result of a killed job %s", o.raw)
 			}
@@ -123,19 +123,19 @@ func TestBackgroundJobs(t *testing.T) {
 		srv := llmtest.NewServer(backgroundTurn("sleep 100"), llmtest.Turn{Text: "started"})
 		defer srv.Close()
 		b, ready := setup(t, srv)
-		b.send(`{"type":"send","content":"start"}`)
+		b.Send(`{"type":"send","content":"start"}`)
 		b.allowNext("shell")
-		b.next(typ("idle"))
-		b.send(`{"type":"send","content":"/new"}`)
-		if sw := b.next(typ("session_switched")); sw.P.SessionID == ready.P.SessionID {
+		b.Next(typ("idle"))
+		b.Send(`{"type":"send","content":"/new"}`)
+		if sw := b.Next(typ("session_switched")); sw.P.SessionID == ready.P.SessionID {
 			t.Fatalf("session_switched %s", sw.raw)
 		}
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); st.P.RunningJobs != 0 {
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); st.P.RunningJobs != 0 {
 			t.Fatalf("status after /new %s", st.raw)
 		}
-		b.close()
-		for _, o := range b.all {
+		b.Close()
+		for _, o := range b.All {
 			if o.Type == "background_result" {
 				t.Fatalf("result of a job of the old session %s", o.raw)
 			}

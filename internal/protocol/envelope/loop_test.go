@@ -22,9 +22,9 @@ func doneTurn(expect string) llmtest.Turn {
 // untilIdle collects the output up to and including the next idle.
 func (b *bundle) untilIdle() []out {
 	b.t.Helper()
-	start := len(b.all)
-	b.next(typ("idle"))
-	return slices.Clone(b.all[start:])
+	start := len(b.All)
+	b.Next(typ("idle"))
+	return slices.Clone(b.All[start:])
 }
 
 func types(outs []out) []string {
@@ -37,8 +37,8 @@ func types(outs []out) []string {
 
 func loopOn(b *bundle, on string) {
 	b.t.Helper()
-	b.send(sendText("/loop " + on))
-	if i := b.next(typ("info")); i.P.Message != "loop "+on || i.Seq == 0 {
+	b.Send(sendText("/loop " + on))
+	if i := b.Next(typ("info")); i.P.Message != "loop "+on || i.Seq == 0 {
 		b.t.Fatalf("/loop %s: %s", on, i.raw)
 	}
 }
@@ -50,7 +50,7 @@ func TestLoopContinuesUntilDone(t *testing.T) {
 	defer srv.Close()
 	b, _ := setup(t, srv)
 	loopOn(b, "on")
-	b.send(sendText("build it"))
+	b.Send(sendText("build it"))
 	turn := b.untilIdle()
 	ts := types(turn)
 	if n := strings.Count(strings.Join(ts, " "), "done_completion"); n != 1 {
@@ -82,12 +82,12 @@ func TestLoopContinuesUntilDone(t *testing.T) {
 		}
 	}
 	// done ended the loop: the next turn is not continued.
-	b.send(sendText("thanks"))
+	b.Send(sendText("thanks"))
 	b.untilIdle()
 	if n := len(srv.Requests()); n != 4 {
 		t.Fatalf("%d model requests after the loop, want 4", n)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -97,20 +97,20 @@ func TestLoopOffStopsContinuations(t *testing.T) {
 	defer srv.Close()
 	b, _ := setup(t, srv)
 	loopOn(b, "on")
-	b.send(sendText("paint it"))
+	b.Send(sendText("paint it"))
 	// The continuation asks a question; the loop goes off while it waits.
-	q := b.next(typ("question_request"))
+	q := b.Next(typ("question_request"))
 	loopOn(b, "off")
-	b.send(`{"type":"question","request_id":"` + q.P.RequestID + `","answers":["blue"],"reason":"answered"}`)
+	b.Send(`{"type":"question","request_id":"` + q.P.RequestID + `","answers":["blue"],"reason":"answered"}`)
 	turn := b.untilIdle()
-	if slices.Contains(types(b.all), "done_completion") {
+	if slices.Contains(types(b.All), "done_completion") {
 		t.Fatalf("done_completion without done: %v", types(turn))
 	}
-	b.send(`{"type":"status"}`)
-	if st := b.next(typ("status_response")); st.P.Busy {
+	b.Send(`{"type":"status"}`)
+	if st := b.Next(typ("status_response")); st.P.Busy {
 		t.Fatalf("busy after the loop went off: %s", st.raw)
 	}
-	b.close()
+	b.Close()
 	reqs := srv.Requests()
 	if len(reqs) != 3 || !strings.Contains(reqs[1].LastUserText(), continuation) {
 		t.Fatalf("%d model requests, want 3 with one continuation", len(reqs))
@@ -125,12 +125,12 @@ func TestDoneOutsideLoop(t *testing.T) {
 	srv := llmtest.NewServer(doneTurn(""), llmtest.Turn{Text: "understood", Expect: "done is only available while /loop is on"})
 	defer srv.Close()
 	b, _ := setup(t, srv)
-	b.send(sendText("finish"))
+	b.Send(sendText("finish"))
 	turn := b.untilIdle()
 	if slices.Contains(types(turn), "done_completion") {
 		t.Fatalf("done_completion outside a loop: %v", types(turn))
 	}
-	b.close()
+	b.Close()
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests, want 2 (done is not the end of the turn outside a loop)", len(reqs))
@@ -151,7 +151,7 @@ func TestLoopBound(t *testing.T) {
 	defer srv.Close()
 	b, _ := setup(t, srv)
 	loopOn(b, "on")
-	b.send(sendText("never finish"))
+	b.Send(sendText("never finish"))
 	turn := b.untilIdle()
 	ts := types(turn)
 	i := slices.Index(ts, "error")
@@ -164,11 +164,11 @@ func TestLoopBound(t *testing.T) {
 	if n := len(srv.Requests()); n != bound+1 {
 		t.Fatalf("%d model requests, want %d", n, bound+1)
 	}
-	b.send(`{"type":"status"}`)
-	if st := b.next(typ("status_response")); st.P.Busy {
+	b.Send(`{"type":"status"}`)
+	if st := b.Next(typ("status_response")); st.P.Busy {
 		t.Fatalf("busy after the bound: %s", st.raw)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -178,10 +178,10 @@ func TestLoopUsage(t *testing.T) {
 	defer srv.Close()
 	b, _ := setup(t, srv)
 	for _, text := range []string{"/loop", "/loop maybe", "/loop on now"} {
-		b.send(sendText(text))
-		if e := b.next(typ("error")); e.P.Code != "invalid_command" || !strings.Contains(e.P.Message, "usage: /loop on|off") {
+		b.Send(sendText(text))
+		if e := b.Next(typ("error")); e.P.Code != "invalid_command" || !strings.Contains(e.P.Message, "usage: /loop on|off") {
 			t.Fatalf("%s: %s", text, e.raw)
 		}
 	}
-	b.close()
+	b.Close()
 }

@@ -18,8 +18,8 @@ func TestContextNotice(t *testing.T) {
 		// A window of 1,000 tokens: compaction at 800, the notice from 600.
 		".arbor/config.yaml": "providers:\n  anthropic:\n    models:\n      claude-test:\n        context_window: 1000\n",
 	})
-	b.send(sendText(strings.Repeat("lorem ipsum ", 120))) // ~360 tokens, plus ~340 of system prompt: about 700, mid-way between 600 and 800
-	n := b.next(typ("context_notice"))
+	b.Send(sendText(strings.Repeat("lorem ipsum ", 120))) // ~360 tokens, plus ~340 of system prompt: about 700, mid-way between 600 and 800
+	n := b.Next(typ("context_notice"))
 	var p struct {
 		SessionID    string `json:"session_id"`
 		Level        string `json:"level"`
@@ -29,12 +29,12 @@ func TestContextNotice(t *testing.T) {
 	if err := json.Unmarshal(n.Payload, &p); err != nil || p.Level != "warn" || p.SessionID == "" || p.MessageIndex != 0 || !strings.Contains(p.Message, "of the model's 1000") {
 		t.Fatalf("context_notice %s %v", n.raw, err)
 	}
-	b.next(typ("idle"))
-	b.send(sendText("and again"))
-	b.next(typ("idle"))
-	b.close()
+	b.Next(typ("idle"))
+	b.Send(sendText("and again"))
+	b.Next(typ("idle"))
+	b.Close()
 	notices := 0
-	for _, o := range b.all {
+	for _, o := range b.All {
 		if o.Type == "context_notice" {
 			notices++
 		}

@@ -34,52 +34,52 @@ func TestRole(t *testing.T) {
 		srv := llmtest.NewServer()
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"role","action":"list"}`)
-		if r := b.next(typ("role_response")); !r.P.OK || r.P.Role != "builder" || roleNames(r) != "builder*" {
+		b.Send(`{"type":"role","action":"list"}`)
+		if r := b.Next(typ("role_response")); !r.P.OK || r.P.Role != "builder" || roleNames(r) != "builder*" {
 			t.Fatalf("role_response %s", r.raw)
 		}
-		b.close()
+		b.Close()
 	})
 	t.Run("list orders builder, planner, custom", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer()
 		defer srv.Close()
 		b, _ := setupFiles(t, srv, roleFiles)
-		b.send(`{"type":"role","action":"list"}`)
-		if r := b.next(typ("role_response")); !r.P.OK || roleNames(r) != "builder*,planner,auditor,reviewer" {
+		b.Send(`{"type":"role","action":"list"}`)
+		if r := b.Next(typ("role_response")); !r.P.OK || roleNames(r) != "builder*,planner,auditor,reviewer" {
 			t.Fatalf("role_response %s", r.raw)
 		}
-		b.close()
+		b.Close()
 	})
 	t.Run("a sub-agent definition is no main role", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer()
 		defer srv.Close()
 		b, _ := setupFiles(t, srv, roleFiles)
-		b.send(`{"type":"role","action":"set","role":"explorer"}`)
-		if r := b.next(typ("role_response")); r.P.OK || r.P.Message != "role explorer is only defined for sub-agents" {
+		b.Send(`{"type":"role","action":"set","role":"explorer"}`)
+		if r := b.Next(typ("role_response")); r.P.OK || r.P.Message != "role explorer is only defined for sub-agents" {
 			t.Fatalf("role_response %s", r.raw)
 		}
-		b.close()
+		b.Close()
 	})
 	t.Run("set pushes role_change and updates status", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer()
 		defer srv.Close()
 		b, _ := setupFiles(t, srv, roleFiles)
-		b.send(`{"type":"role","action":"set","role":"planner"}`)
-		change := b.next(typ("role_change"))
+		b.Send(`{"type":"role","action":"set","role":"planner"}`)
+		change := b.Next(typ("role_change"))
 		if change.P.Role != "planner" || change.Seq == 0 {
 			t.Fatalf("role_change %s", change.raw)
 		}
-		if r := b.next(typ("role_response")); !r.P.OK || r.P.Role != "planner" || roleNames(r) != "builder,planner*,auditor,reviewer" {
+		if r := b.Next(typ("role_response")); !r.P.OK || r.P.Role != "planner" || roleNames(r) != "builder,planner*,auditor,reviewer" {
 			t.Fatalf("role_response %s", r.raw)
 		}
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); st.P.CurrentRole != "planner" || st.Seq <= change.Seq {
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); st.P.CurrentRole != "planner" || st.Seq <= change.Seq {
 			t.Fatalf("status %s", st.raw)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
 	})
 	t.Run("rejections", func(t *testing.T) {
@@ -94,17 +94,17 @@ func TestRole(t *testing.T) {
 			{"broken", "role broken:"},
 			{"", "role is required"},
 		} {
-			b.send(cmd(map[string]any{"type": "role", "action": "set", "role": tc.role}))
-			if r := b.next(typ("role_response")); r.P.OK || !strings.HasPrefix(r.P.Message, tc.want) {
+			b.Send(cmd(map[string]any{"type": "role", "action": "set", "role": tc.role}))
+			if r := b.Next(typ("role_response")); r.P.OK || !strings.HasPrefix(r.P.Message, tc.want) {
 				t.Fatalf("set %q: %s", tc.role, r.raw)
 			}
 		}
-		b.send(`{"type":"role","action":"fly"}`)
-		if r := b.next(typ("role_response")); r.P.OK || !strings.Contains(r.P.Message, `"fly"`) {
+		b.Send(`{"type":"role","action":"fly"}`)
+		if r := b.Next(typ("role_response")); r.P.OK || !strings.Contains(r.P.Message, `"fly"`) {
 			t.Fatalf("unknown action %s", r.raw)
 		}
-		b.close()
-		for _, o := range b.all {
+		b.Close()
+		for _, o := range b.All {
 			if o.Type == "role_change" {
 				t.Fatalf("a rejected switch pushed %s", o.raw)
 			}
@@ -115,13 +115,13 @@ func TestRole(t *testing.T) {
 		srv := llmtest.NewServer(llmtest.Turn{Text: "planned"})
 		defer srv.Close()
 		b, _ := setupFiles(t, srv, roleFiles)
-		b.send(`{"type":"role","action":"set","role":"reviewer"}`, `{"type":"send","content":"/new"}`)
-		b.next(typ("session_switched"))
-		b.send(`{"type":"send","content":"look"}`)
-		b.next(typ("idle"))
+		b.Send(`{"type":"role","action":"set","role":"reviewer"}`, `{"type":"send","content":"/new"}`)
+		b.Next(typ("session_switched"))
+		b.Send(`{"type":"send","content":"look"}`)
+		b.Next(typ("idle"))
 		if reqs := srv.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].System, "Review only.") {
 			t.Fatalf("system prompt lacks the role text: %+v", reqs)
 		}
-		b.close()
+		b.Close()
 	})
 }

@@ -30,7 +30,7 @@ func (w *lineWriter) send(t *testing.T, line string) {
 // countType is the number of lines of type typ seen so far.
 func (b *bundle) countType(typ string) int {
 	n := 0
-	for _, o := range b.all {
+	for _, o := range b.All {
 		if o.Type == typ {
 			n++
 		}
@@ -64,7 +64,7 @@ func TestSeqUnderConcurrentPushesAndCommands(t *testing.T) {
 	defer srv.Close()
 	b, _ := setup(t, srv)
 	gate := b.mkfifo("gate")
-	w := &lineWriter{w: b.in}
+	w := &lineWriter{w: b.Input()}
 
 	wave := make([]chan struct{}, waves)
 	for i := range wave {
@@ -87,35 +87,35 @@ func TestSeqUnderConcurrentPushesAndCommands(t *testing.T) {
 
 	w.send(t, sendText("start the job and talk"))
 	close(wave[0]) // while the first model request runs and asks
-	req := b.next(typ("confirm_request"))
+	req := b.Next(typ("confirm_request"))
 	if req.P.ToolName != "shell" {
 		t.Fatalf("confirm_request %s", req.raw)
 	}
 	w.send(t, cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
 	close(wave[1]) // while the turn streams slowly
-	if idle := b.next(typ("idle")); idle.P.RunningJobs != 1 {
+	if idle := b.Next(typ("idle")); idle.P.RunningJobs != 1 {
 		t.Fatalf("idle while the job runs %s", idle.raw)
 	}
 	close(wave[2]) // while the job's result is pushed and delivered
 	if err := os.WriteFile(gate, []byte("hi\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b.next(typ("background_result"))
-	if idle := b.next(typ("idle")); idle.P.RunningJobs != 0 {
+	b.Next(typ("background_result"))
+	if idle := b.Next(typ("idle")); idle.P.RunningJobs != 0 {
 		t.Fatalf("idle after the delivery %s", idle.raw)
 	}
 	wg.Wait()
 	for b.countType("status_response") < writers*waves*statuses || b.countType("local_shell_result") < writers*waves*shells {
-		b.next(func(out) bool { return true })
+		b.Next(func(out) bool { return true })
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 
 	if n := b.countType("status_response"); n != writers*waves*statuses {
 		t.Fatalf("%d status_response, want %d", n, writers*waves*statuses)
 	}
 	tokens := map[string]int{}
-	for _, o := range b.all {
+	for _, o := range b.All {
 		switch o.Type {
 		case "local_shell_result":
 			if o.P.Failed {

@@ -15,20 +15,20 @@ func TestSlashModels(t *testing.T) {
 	defer srv.Close()
 	b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
 	for _, text := range []string{"/models", "/models status"} {
-		b.send(sendText(text))
-		if r := b.next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-test") {
+		b.Send(sendText(text))
+		if r := b.Next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-test") {
 			t.Fatalf("%s: %s", text, r.raw)
 		}
 	}
-	b.send(sendText("/models fast"))
-	if r := b.next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-fast\nModel pool: fast") {
+	b.Send(sendText("/models fast"))
+	if r := b.Next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-fast\nModel pool: fast") {
 		t.Fatalf("/models fast: %s", r.raw)
 	}
-	b.send(sendText("/models nowhere"))
-	if r := b.next(typ("models_response")); r.P.OK {
+	b.Send(sendText("/models nowhere"))
+	if r := b.Next(typ("models_response")); r.P.OK {
 		t.Fatalf("/models nowhere: %s", r.raw)
 	}
-	b.close()
+	b.Close()
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("slash commands reached the model: %d requests", n)
 	}
@@ -40,23 +40,23 @@ func TestSlashRole(t *testing.T) {
 	defer srv.Close()
 	b, _ := setupFiles(t, srv, roleFiles)
 	for _, text := range []string{"/role", "/role status"} {
-		b.send(sendText(text))
-		if r := b.next(typ("role_response")); !r.P.OK || r.P.Role != "builder" || len(r.P.Roles) != 4 {
+		b.Send(sendText(text))
+		if r := b.Next(typ("role_response")); !r.P.OK || r.P.Role != "builder" || len(r.P.Roles) != 4 {
 			t.Fatalf("%s: %s", text, r.raw)
 		}
 	}
-	b.send(sendText("/role auditor"))
-	if c := b.next(typ("role_change")); c.P.Role != "auditor" {
+	b.Send(sendText("/role auditor"))
+	if c := b.Next(typ("role_change")); c.P.Role != "auditor" {
 		t.Fatalf("role_change %s", c.raw)
 	}
-	if r := b.next(typ("role_response")); !r.P.OK || r.P.Role != "auditor" {
+	if r := b.Next(typ("role_response")); !r.P.OK || r.P.Role != "auditor" {
 		t.Fatalf("/role auditor: %s", r.raw)
 	}
-	b.send(sendText("/role auditor"))
-	if r := b.next(typ("role_response")); r.P.OK || r.P.Message != "already the active role: auditor" {
+	b.Send(sendText("/role auditor"))
+	if r := b.Next(typ("role_response")); r.P.OK || r.P.Message != "already the active role: auditor" {
 		t.Fatalf("/role auditor again: %s", r.raw)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -65,22 +65,22 @@ func TestSlashHelpAndStats(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: "hello", Usage: llmtest.Usage{Input: 100, Output: 7}})
 	defer srv.Close()
 	b, ready := setup(t, srv)
-	b.send(sendText("/help"))
-	help := b.next(typ("info"))
+	b.Send(sendText("/help"))
+	help := b.Next(typ("info"))
 	for _, c := range []string{"/models", "/role", "/stats", "/compact", "/new", "/resume <id>"} {
 		if !strings.Contains(help.P.Message, c) || help.Seq == 0 {
 			t.Fatalf("help lacks %s: %s", c, help.raw)
 		}
 	}
-	b.send(sendText("hi"))
-	b.next(typ("idle"))
-	b.send(sendText("/stats"))
-	stats := b.next(typ("info"))
+	b.Send(sendText("hi"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/stats"))
+	stats := b.Next(typ("info"))
 	if !strings.Contains(stats.P.Message, "100 input, 7 output") || !strings.Contains(stats.P.Message, ready.P.SessionID) ||
 		!strings.Contains(stats.P.Message, "Cost: ") {
 		t.Fatalf("stats %s", stats.raw)
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -91,16 +91,16 @@ func TestSlashCompact(t *testing.T) {
 		srv := llmtest.NewServer(llmtest.Turn{Text: "hello"}, llmtest.Turn{Text: "SUMMARY"})
 		defer srv.Close()
 		b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": "compaction:\n  keep_recent: 1\n"})
-		b.send(sendText("hi"))
-		b.next(typ("idle"))
-		b.send(sendText("/compact"))
-		if c := b.next(typ("compaction_status")); c.P.Status != "started" || c.P.Trigger != "manual" {
+		b.Send(sendText("hi"))
+		b.Next(typ("idle"))
+		b.Send(sendText("/compact"))
+		if c := b.Next(typ("compaction_status")); c.P.Status != "started" || c.P.Trigger != "manual" {
 			t.Fatalf("started %s", c.raw)
 		}
-		if c := b.next(typ("compaction_status")); c.P.Status != "succeeded" || c.P.Trigger != "manual" {
+		if c := b.Next(typ("compaction_status")); c.P.Status != "succeeded" || c.P.Trigger != "manual" {
 			t.Fatalf("finished %s", c.raw)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
 		if n := len(srv.Requests()); n != 2 {
 			t.Fatalf("%d model requests, want the turn and the summary", n)
@@ -111,11 +111,11 @@ func TestSlashCompact(t *testing.T) {
 		srv := llmtest.NewServer()
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(sendText("/compact"))
-		if c := b.next(typ("compaction_status")); c.P.Status != "skipped" || c.P.Trigger != "manual" {
+		b.Send(sendText("/compact"))
+		if c := b.Next(typ("compaction_status")); c.P.Status != "skipped" || c.P.Trigger != "manual" {
 			t.Fatalf("compaction_status %s", c.raw)
 		}
-		b.close()
+		b.Close()
 	})
 }
 
@@ -125,45 +125,45 @@ func TestSlashSessionSwitch(t *testing.T) {
 	defer srv.Close()
 	b, ready := setup(t, srv)
 	status := func() out {
-		b.send(`{"type":"status"}`)
-		return b.next(typ("status_response"))
+		b.Send(`{"type":"status"}`)
+		return b.Next(typ("status_response"))
 	}
 
-	b.send(sendText("/new"))
-	sw := b.next(typ("session_switched"))
+	b.Send(sendText("/new"))
+	sw := b.Next(typ("session_switched"))
 	if sw.P.SessionID == "" || sw.P.SessionID == ready.P.SessionID || sw.Seq == 0 {
 		t.Fatalf("session_switched %s", sw.raw)
 	}
 	if st := status(); st.P.SessionID != sw.P.SessionID {
 		t.Fatalf("status after /new %s", st.raw)
 	}
-	b.send(sendText("hello"))
-	if m := b.next(typ("assistant_message")); m.P.Text != "in the new one" {
+	b.Send(sendText("hello"))
+	if m := b.Next(typ("assistant_message")); m.P.Text != "in the new one" {
 		t.Fatalf("the new session's events are not translated: %s", m.raw)
 	}
-	b.next(typ("idle"))
+	b.Next(typ("idle"))
 
-	b.send(sendText("/resume " + ready.P.SessionID))
-	back := b.next(typ("session_switched"))
+	b.Send(sendText("/resume " + ready.P.SessionID))
+	back := b.Next(typ("session_switched"))
 	if back.P.SessionID != ready.P.SessionID {
 		t.Fatalf("session_switched %s", back.raw)
 	}
 	if st := status(); st.P.SessionID != ready.P.SessionID {
 		t.Fatalf("status after /resume %s", st.raw)
 	}
-	b.send(sendText("again"))
-	b.next(typ("idle"))
+	b.Send(sendText("again"))
+	b.Next(typ("idle"))
 	if reqs := srv.Requests(); len(reqs) != 2 || len(reqs[1].Messages) != 1 {
 		t.Fatalf("the resumed session carries the other's context: %+v", reqs)
 	}
 
-	b.send(sendText("/resume "+ready.P.SessionID), sendText("/resume nosuch"))
+	b.Send(sendText("/resume "+ready.P.SessionID), sendText("/resume nosuch"))
 	for _, want := range []string{"already in session", "no stored session nosuch"} {
-		if e := b.next(typ("error")); e.P.Code != "command_failed" || !strings.Contains(e.P.Message, want) {
+		if e := b.Next(typ("error")); e.P.Code != "command_failed" || !strings.Contains(e.P.Message, want) {
 			t.Fatalf("want %q: %s", want, e.raw)
 		}
 	}
-	b.close()
+	b.Close()
 	b.checkSeq()
 }
 
@@ -178,16 +178,16 @@ func TestSlashRejected(t *testing.T) {
 		{"/frobnicate now", "unknown_command", "unknown command /frobnicate"},
 		{"/models --agent coder fast", "unavailable", "/models --agent: not available: arbor has no named agents"},
 	} {
-		b.send(sendText(tc.text))
-		if e := b.next(typ("error")); e.P.Code != tc.code || e.P.Message != tc.msg || e.Seq != 0 {
+		b.Send(sendText(tc.text))
+		if e := b.Next(typ("error")); e.P.Code != tc.code || e.P.Message != tc.msg || e.Seq != 0 {
 			t.Fatalf("%s: %s", tc.text, e.raw)
 		}
 	}
-	b.send(`{"type":"status"}`)
-	if st := b.next(typ("status_response")); st.P.Busy {
+	b.Send(`{"type":"status"}`)
+	if st := b.Next(typ("status_response")); st.P.Busy {
 		t.Fatalf("a rejected command left the server busy: %s", st.raw)
 	}
-	b.close()
+	b.Close()
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d model requests", n)
 	}

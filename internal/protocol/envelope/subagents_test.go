@@ -93,16 +93,16 @@ func TestSubAgents(t *testing.T) {
 		defer srv.Close()
 		b, ready := setup(t, srv)
 		gate := b.mkfifo("gate")
-		b.send(`{"type":"send","content":"count and wait"}`)
+		b.Send(`{"type":"send","content":"count and wait"}`)
 
 		// #3 asks to run its shell command: the approval carries its agent id.
-		req := b.next(typ("confirm_request"))
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); !st.P.Busy {
+		req := b.Next(typ("confirm_request"))
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); !st.P.Busy {
 			t.Fatalf("not busy while a child waits for approval: %s", st.raw)
 		}
 		started := map[string]agentEvent{}
-		for _, o := range b.all {
+		for _, o := range b.All {
 			if o.Type == "idle" {
 				t.Fatalf("idle while children run: %s", o.raw)
 			}
@@ -126,18 +126,18 @@ func TestSubAgents(t *testing.T) {
 				t.Fatalf("agent_started %+v", a)
 			}
 		}
-		b.send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
+		b.Send(cmd(map[string]any{"type": "confirm", "request_id": req.P.RequestID, "action": "allow"}))
 		if err := os.WriteFile(gate, []byte("go\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		idle := b.next(typ("idle"))
+		idle := b.Next(typ("idle"))
 		if idle.P.LastOutcome != "completed" {
 			t.Fatalf("idle %s", idle.raw)
 		}
 		done := map[string]agentEvent{}
 		var notify agentEvent
 		var lastText string
-		for _, o := range b.all {
+		for _, o := range b.All {
 			switch o.Type {
 			case "agent_done":
 				a := agentOf(t, o)
@@ -165,13 +165,13 @@ func TestSubAgents(t *testing.T) {
 				t.Fatalf("the main agent was not told %q; it saw:\n%s", want, delivered)
 			}
 		}
-		b.send(`{"type":"status"}`)
-		if st := b.next(typ("status_response")); st.P.Busy {
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); st.P.Busy {
 			t.Fatalf("busy after idle: %s", st.raw)
 		}
-		b.close()
+		b.Close()
 		b.checkSeq()
-		for _, o := range b.all[len(b.all)-1:] {
+		for _, o := range b.All[len(b.All)-1:] {
 			if o.Type == "idle" {
 				t.Fatalf("a second idle after quiescence: %s", o.raw)
 			}
@@ -196,19 +196,19 @@ func TestSubAgents(t *testing.T) {
 		})
 		defer srv.Close()
 		b, ready := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
-		b.send(`{"type":"models","action":"set_current_model_pool","pool":"fast"}`)
-		if r := b.next(typ("models_response")); !r.P.OK {
+		b.Send(`{"type":"models","action":"set_current_model_pool","pool":"fast"}`)
+		if r := b.Next(typ("models_response")); !r.P.OK {
 			t.Fatalf("models_response %s", r.raw)
 		}
-		b.send(`{"type":"send","content":"delegate"}`)
-		b.next(typ("agent_done"))
-		b.next(typ("idle"))
+		b.Send(`{"type":"send","content":"delegate"}`)
+		b.Next(typ("agent_done"))
+		b.Next(typ("idle"))
 		// A sub-agent's session is not a conversation to resume.
-		b.send(sendText("/resume " + ready.P.SessionID + ".2"))
-		if e := b.next(typ("error")); !strings.Contains(e.P.Message, "is a tree node's (a sub-agent's)") {
+		b.Send(sendText("/resume " + ready.P.SessionID + ".2"))
+		if e := b.Next(typ("error")); !strings.Contains(e.P.Message, "is a tree node's (a sub-agent's)") {
 			t.Fatalf("/resume of a sub-agent's session: %s", e.raw)
 		}
-		b.close()
+		b.Close()
 		mu.Lock()
 		defer mu.Unlock()
 		if childModel != "claude-fast" {
@@ -231,26 +231,26 @@ func TestSubAgents(t *testing.T) {
 		})
 		defer srv.Close()
 		b, ready := setup(t, srv)
-		b.send(`{"type":"send","content":"start it"}`)
-		first := agentOf(t, b.next(typ("agent_started")))
+		b.Send(`{"type":"send","content":"start it"}`)
+		first := agentOf(t, b.Next(typ("agent_started")))
 		srv.WaitRequests(3) // the child's stalled call is in flight
-		b.next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "started" })
-		b.send(sendText("/new"))
-		b.next(typ("session_switched"))
+		b.Next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "started" })
+		b.Send(sendText("/new"))
+		b.Next(typ("session_switched"))
 		resumed.Store(true)
-		b.send(sendText("/resume " + ready.P.SessionID))
-		if sw := b.next(typ("session_switched")); sw.P.SessionID != ready.P.SessionID {
+		b.Send(sendText("/resume " + ready.P.SessionID))
+		if sw := b.Next(typ("session_switched")); sw.P.SessionID != ready.P.SessionID {
 			t.Fatalf("session_switched %s", sw.raw)
 		}
-		again := agentOf(t, b.next(typ("agent_started")))
+		again := agentOf(t, b.Next(typ("agent_started")))
 		if again.TaskID != first.TaskID || again.PreviousAgentID != first.AgentID || again.AgentID == first.AgentID {
 			t.Fatalf("the child's runtime after the resume %+v, first %+v", again, first)
 		}
-		if done := agentOf(t, b.next(typ("agent_done"))); done.Summary != "finished after the resume" {
+		if done := agentOf(t, b.Next(typ("agent_done"))); done.Summary != "finished after the resume" {
 			t.Fatalf("agent_done %+v", done)
 		}
-		b.next(typ("idle"))
-		b.close()
+		b.Next(typ("idle"))
+		b.Close()
 		b.checkSeq()
 	})
 
@@ -263,25 +263,25 @@ func TestSubAgents(t *testing.T) {
 		srv := llmtest.NewServerFunc(m.respond)
 		defer srv.Close()
 		b, _ := setup(t, srv)
-		b.send(`{"type":"send","content":"start something long"}`)
+		b.Send(`{"type":"send","content":"start something long"}`)
 		// The child's start and the main agent's answer race: wait for both.
 		var started, answered bool
-		b.next(func(o out) bool {
+		b.Next(func(o out) bool {
 			started = started || o.Type == "agent_started"
 			answered = answered || o.Type == "assistant_message" && o.P.Text == "started"
 			return started && answered
 		})
-		b.send(`{"type":"cancel"}`)
-		done := agentOf(t, b.next(typ("agent_done")))
+		b.Send(`{"type":"cancel"}`)
+		done := agentOf(t, b.Next(typ("agent_done")))
 		if done.State != "cancelled" {
 			t.Fatalf("agent_done %+v", done)
 		}
-		if idle := b.next(typ("idle")); idle.P.LastOutcome != "cancelled" {
+		if idle := b.Next(typ("idle")); idle.P.LastOutcome != "cancelled" {
 			t.Fatalf("idle after cancel %s", idle.raw)
 		}
-		b.close()
+		b.Close()
 		toasts := 0
-		for _, o := range b.all {
+		for _, o := range b.All {
 			if o.Type == "toast" && strings.Contains(o.raw, `"stopped 1 sub-agent"`) && strings.Contains(o.raw, `"level":"warn"`) {
 				toasts++
 			}

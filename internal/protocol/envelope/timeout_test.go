@@ -19,32 +19,32 @@ func TestInteractionTimeouts(t *testing.T) {
 	defer srv.Close()
 	b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": "question_timeout: 50ms\napproval_timeout: 40ms\n"})
 
-	b.send(`{"type":"send","content":"pick"}`)
-	q := b.next(typ("question_request"))
+	b.Send(`{"type":"send","content":"pick"}`)
+	q := b.Next(typ("question_request"))
 	var p struct {
 		Deadline *time.Time `json:"deadline"`
 	}
 	if err := decode(q, &p); err != nil || p.Deadline == nil || time.Until(*p.Deadline) > time.Minute {
 		t.Fatalf("question_request without a near deadline: %s", q.raw)
 	}
-	if r := b.next(typ("question_resolved")); r.P.Reason != "no_response" || r.P.RequestID != q.P.RequestID {
+	if r := b.Next(typ("question_resolved")); r.P.Reason != "no_response" || r.P.RequestID != q.P.RequestID {
 		t.Fatalf("question_resolved %s", r.raw)
 	}
-	b.next(typ("idle"))
+	b.Next(typ("idle"))
 
-	b.send(`{"type":"send","content":"write it"}`)
-	c := b.next(typ("confirm_request"))
+	b.Send(`{"type":"send","content":"write it"}`)
+	c := b.Next(typ("confirm_request"))
 	var cp struct {
 		TimeoutMS int64 `json:"timeout_ms"`
 	}
 	if err := decode(c, &cp); err != nil || cp.TimeoutMS != 40 {
 		t.Fatalf("confirm_request timeout_ms: %s", c.raw)
 	}
-	if m := b.next(typ("assistant_message")); m.P.Text != "not written" {
+	if m := b.Next(typ("assistant_message")); m.P.Text != "not written" {
 		t.Fatalf("after the approval expired: %s", m.raw)
 	}
-	b.next(typ("idle"))
-	b.close()
+	b.Next(typ("idle"))
+	b.Close()
 	b.checkSeq()
 }
 

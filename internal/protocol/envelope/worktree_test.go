@@ -49,23 +49,23 @@ func TestWorktreeSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b.send(`{"type":"send","content":"/worktree feat"}`)
-	changed := b.next(typ("workdir_changed"))
+	b.Send(`{"type":"send","content":"/worktree feat"}`)
+	changed := b.Next(typ("workdir_changed"))
 	w := workdirOf(t, changed)
 	wantPath := filepath.Join(root, ".arbor", "worktrees", "feat")
 	if w.Path != wantPath || w.WorktreeID != "feat" || w.Generation != 1 || w.SessionID != ready.P.SessionID {
 		t.Fatalf("workdir_changed %s", changed.raw)
 	}
-	b.send(`{"type":"status"}`)
-	st := b.next(typ("status_response"))
+	b.Send(`{"type":"status"}`)
+	st := b.Next(typ("status_response"))
 	if got := workdirOf(t, st); got.Path != wantPath || got.WorktreeID != "feat" || got.Generation != 1 || st.P.SessionID != ready.P.SessionID {
 		t.Fatalf("status after the switch %s", st.raw)
 	}
 
 	// The session's tools now work in the worktree.
-	b.send(`{"type":"send","content":"write a file"}`)
+	b.Send(`{"type":"send","content":"write a file"}`)
 	b.allowNext("write_file")
-	b.next(typ("idle"))
+	b.Next(typ("idle"))
 	if _, err := os.Stat(filepath.Join(wantPath, "in-tree.txt")); err != nil {
 		t.Fatalf("the file is not in the worktree: %v", err)
 	}
@@ -73,23 +73,23 @@ func TestWorktreeSwitch(t *testing.T) {
 		t.Fatal("the file landed in the main checkout")
 	}
 
-	b.send(`{"type":"send","content":"/worktree off"}`)
-	if w := workdirOf(t, b.next(typ("workdir_changed"))); w.Path != root && w.Path != b.ws || w.WorktreeID != "" || w.Generation != 2 {
+	b.Send(`{"type":"send","content":"/worktree off"}`)
+	if w := workdirOf(t, b.Next(typ("workdir_changed"))); w.Path != root && w.Path != b.ws || w.WorktreeID != "" || w.Generation != 2 {
 		t.Fatalf("back to the main checkout: %+v", w)
 	}
-	b.send(`{"type":"send","content":"/worktree off"}`)
-	if e := b.next(typ("error")); !strings.Contains(e.P.Message, "already working in") {
+	b.Send(`{"type":"send","content":"/worktree off"}`)
+	if e := b.Next(typ("error")); !strings.Contains(e.P.Message, "already working in") {
 		t.Fatalf("a switch to the current workdir: %s", e.raw)
 	}
 	// The conversation continues in the same session.
-	b.send(`{"type":"send","content":"again"}`)
-	if m := b.next(typ("assistant_message")); m.P.Text != "still here" {
+	b.Send(`{"type":"send","content":"again"}`)
+	if m := b.Next(typ("assistant_message")); m.P.Text != "still here" {
 		t.Fatalf("after the switches: %s", m.raw)
 	}
-	b.next(typ("idle"))
-	b.close()
+	b.Next(typ("idle"))
+	b.Close()
 	b.checkSeq()
-	for _, o := range b.all {
+	for _, o := range b.All {
 		if o.Type == "session_switched" {
 			t.Fatalf("a worktree switch is not a session switch: %s", o.raw)
 		}
@@ -101,13 +101,13 @@ func TestWorktreeOutsideARepo(t *testing.T) {
 	srv := llmtest.NewServer()
 	defer srv.Close()
 	b, _ := setup(t, srv)
-	b.send(`{"type":"send","content":"/worktree feat"}`)
-	if e := b.next(typ("error")); !strings.Contains(e.P.Message, "not inside a git repository") {
+	b.Send(`{"type":"send","content":"/worktree feat"}`)
+	if e := b.Next(typ("error")); !strings.Contains(e.P.Message, "not inside a git repository") {
 		t.Fatalf("error %s", e.raw)
 	}
-	b.send(`{"type":"status"}`)
-	if w := workdirOf(t, b.next(typ("status_response"))); w.Generation != 0 || w.WorktreeID != "" {
+	b.Send(`{"type":"status"}`)
+	if w := workdirOf(t, b.Next(typ("status_response"))); w.Generation != 0 || w.WorktreeID != "" {
 		t.Fatalf("a failed switch changed the workdir: %+v", w)
 	}
-	b.close()
+	b.Close()
 }

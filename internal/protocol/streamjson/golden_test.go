@@ -33,7 +33,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
@@ -122,20 +121,15 @@ func (r *run) start() {
 // the output has ended.
 func (r *run) recv() (out, any, bool) {
 	r.t.Helper()
-	select {
-	case o, ok := <-r.b.outs:
-		if !ok {
-			return out{}, nil, false
-		}
-		v, err := golden.DecodeOrdered([]byte(o.raw))
-		if err != nil {
-			r.t.Fatalf("output line %q: %v", o.raw, err)
-		}
-		return o, r.n.normalize("", v), true
-	case <-time.After(30 * time.Second):
-		r.t.Fatalf("no output for 30s (a hang); diagnostics:\n%s", r.b.diag.String())
+	o, ok := r.b.Recv()
+	if !ok {
 		return out{}, nil, false
 	}
+	v, err := golden.DecodeOrdered([]byte(o.raw))
+	if err != nil {
+		r.t.Fatalf("output line %q: %v", o.raw, err)
+	}
+	return o, r.n.normalize("", v), true
 }
 
 // sendIn sends an "in" value with its placeholders restored.
@@ -145,13 +139,13 @@ func (r *run) sendIn(v any) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.b.send(string(b))
+	r.b.Send(string(b))
 }
 
 func (r *run) closeInput() {
 	if !r.eof {
 		r.eof = true
-		r.b.in.Close()
+		r.b.CloseInput()
 	}
 }
 
@@ -163,7 +157,7 @@ func (r *run) finish(rest func(any)) {
 	for _, v, ok := r.recv(); ok; _, v, ok = r.recv() {
 		rest(v)
 	}
-	if err := <-r.b.done; err != nil {
+	if err := r.b.Wait(); err != nil {
 		r.t.Fatalf("Serve: %v", err)
 	}
 }
@@ -181,7 +175,7 @@ func record(t *testing.T, c goldenCase) []entry {
 		switch {
 		case s.raw:
 			es = append(es, entry{Kind: "in_raw", Value: s.line})
-			r.b.send(s.line)
+			r.b.Send(s.line)
 		case s.line != "":
 			v, err := golden.DecodeOrdered([]byte(s.line))
 			if err != nil {
@@ -207,7 +201,7 @@ func (r *run) awaitRecording(pred func(out) bool, outs func(any)) {
 	for {
 		o, v, ok := r.recv()
 		if !ok {
-			r.t.Fatalf("output ended before the awaited line; diagnostics:\n%s", r.b.diag.String())
+			r.t.Fatalf("output ended before the awaited line; diagnostics:\n%s", r.b.Diag.String())
 		}
 		outs(v)
 		if pred(o) {
@@ -232,7 +226,7 @@ func replay(t *testing.T, c goldenCase, es []entry) {
 			if !ok {
 				t.Fatalf("entry %d: in_raw must be a string", i+1)
 			}
-			r.b.send(s)
+			r.b.Send(s)
 		case "eof":
 			r.closeInput()
 		case "restart":
@@ -243,7 +237,7 @@ func replay(t *testing.T, c goldenCase, es []entry) {
 			_, got, ok := r.recv()
 			if !ok {
 				want, _ := golden.Marshal(e.Value)
-				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, want, r.b.diag.String())
+				t.Fatalf("entry %d: output ended, want %s; diagnostics:\n%s", i+1, want, r.b.Diag.String())
 			}
 			if d := golden.Diff("", golden.Plain(e.Value), golden.Plain(got)); len(d) > 0 {
 				want, _ := golden.Marshal(e.Value)

@@ -1,7 +1,6 @@
 package streamjson_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
@@ -57,17 +55,14 @@ type out struct {
 	raw     string
 }
 
+// bundle is one stream-json server driven over pipes.
 type bundle struct {
+	*testutil.Conn[out]
 	t    *testing.T
 	srv  *llmtest.Server
 	ws   string
 	home string
 	env  map[string]string
-	in   *io.PipeWriter
-	outs chan out
-	diag *testutil.SyncBuffer
-	done chan error
-	all  []out
 }
 
 type setupOpts struct {
@@ -113,60 +108,16 @@ func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	pr, pw := io.Pipe()
-	or, ow := io.Pipe()
-	b := &bundle{t: t, srv: srv, ws: ws, home: home, env: env, in: pw, outs: make(chan out, 1024), diag: &testutil.SyncBuffer{}, done: make(chan error, 1)}
-	go func() {
-		err := streamjson.Serve(context.Background(), a, pr, ow, b.diag, o.opts)
-		ow.Close()
-		b.done <- err
-	}()
-	go func() {
-		sc := bufio.NewScanner(or)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var o out
-			if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-				t.Errorf("output is not JSON: %q", sc.Text())
-				continue
-			}
-			o.raw = sc.Text()
-			b.outs <- o
-		}
-		close(b.outs)
-	}()
-	t.Cleanup(func() { pw.Close() })
-	return b
-}
-
-func (b *bundle) send(lines ...string) {
-	b.t.Helper()
-	for _, l := range lines {
-		if _, err := io.WriteString(b.in, l+"\n"); err != nil {
-			b.t.Fatal(err)
-		}
+	serve := func(in io.Reader, w, diag io.Writer) error {
+		return streamjson.Serve(context.Background(), a, in, w, diag, o.opts)
 	}
-}
-
-// next returns the next output line matching pred, failing after a
-// generous bound (a hang, not a timing assertion).
-func (b *bundle) next(pred func(out) bool) out {
-	b.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case o, ok := <-b.outs:
-			if !ok {
-				b.t.Fatalf("output ended; diagnostics:\n%s", b.diag.String())
-			}
-			b.all = append(b.all, o)
-			if pred(o) {
-				return o
-			}
-		case <-deadline:
-			b.t.Fatalf("no matching output line; diagnostics:\n%s", b.diag.String())
-		}
+	decode := func(line string) (out, error) {
+		var o out
+		err := json.Unmarshal([]byte(line), &o)
+		o.raw = line
+		return o, err
 	}
+	return &bundle{Conn: testutil.Serve(t, serve, decode), t: t, srv: srv, ws: ws, home: home, env: env}
 }
 
 func typ(t, sub string) func(out) bool {
@@ -175,21 +126,9 @@ func typ(t, sub string) func(out) bool {
 	}
 }
 
-// close ends the input and waits for Serve to return.
-func (b *bundle) close() {
-	b.t.Helper()
-	b.in.Close()
-	for o := range b.outs {
-		b.all = append(b.all, o)
-	}
-	if err := <-b.done; err != nil {
-		b.t.Fatal(err)
-	}
-}
-
 func (b *bundle) count(pred func(out) bool) int {
 	n := 0
-	for _, o := range b.all {
+	for _, o := range b.All {
 		if pred(o) {
 			n++
 		}

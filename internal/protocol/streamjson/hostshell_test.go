@@ -19,30 +19,30 @@ func TestHostExecutedShell(t *testing.T) {
 	)
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{mode: "trust"})
-	b.send(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize","capabilities":{"can_execute_shell":true}}}`)
-	resp := b.next(typ("control_response", ""))
+	b.Send(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize","capabilities":{"can_execute_shell":true}}}`)
+	resp := b.Next(typ("control_response", ""))
 	mustContain(t, string(resp.Response.Response), `"can_handle_host_executed_shell_tool_result":true`)
 
-	b.send(user("check the disk"))
-	req := b.next(typ("control_request", "host_shell"))
+	b.Send(user("check the disk"))
+	req := b.Next(typ("control_request", "host_shell"))
 	mustContain(t, req.raw, `"command":"df -h"`)
-	b.send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"stdout":"/dev/sda1 50%\n","stderr":"","exit_code":0}}}`)
-	if r := b.next(typ("result", "")); r.Result != "disk is fine" {
+	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"stdout":"/dev/sda1 50%\n","stderr":"","exit_code":0}}}`)
+	if r := b.Next(typ("result", "")); r.Result != "disk is fine" {
 		t.Fatalf("result %s", r.raw)
 	}
 
 	// The client may instead answer with a tool_result block.
-	b.send(user("touch a file"))
-	req = b.next(typ("control_request", "host_shell"))
+	b.Send(user("touch a file"))
+	req = b.Next(typ("control_request", "host_shell"))
 	var useID string
 	if i := strings.Index(req.raw, `"tool_use_id":"`); i >= 0 {
 		useID = strings.SplitN(req.raw[i+len(`"tool_use_id":"`):], `"`, 2)[0]
 	}
-	b.send(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + useID + `","content":"done by the host"}]}}`)
-	if r := b.next(typ("result", "")); r.Result != "touched" {
+	b.Send(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + useID + `","content":"done by the host"}]}}`)
+	if r := b.Next(typ("result", "")); r.Result != "touched" {
 		t.Fatalf("result %s", r.raw)
 	}
-	b.close()
+	b.Close()
 	if _, err := os.Stat(filepath.Join(b.ws, "here.txt")); !os.IsNotExist(err) {
 		t.Fatal("arbor ran the command itself")
 	}

@@ -17,29 +17,29 @@ func TestHandshakeTurnAndBadInput(t *testing.T) {
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{opts: streamjson.Options{PartialMessages: true}})
 
-	b.send(initialize)
-	resp := b.next(typ("control_response", ""))
+	b.Send(initialize)
+	resp := b.Next(typ("control_response", ""))
 	if resp.Response.Subtype != "success" || resp.Response.RequestID != "init-1" {
 		t.Fatalf("initialize response %s", resp.raw)
 	}
 	mustContain(t, string(resp.Response.Response), `"can_handle_can_use_tool":true`)
 	mustContain(t, string(resp.Response.Response), `"can_handle_host_executed_shell_tool_result"`)
 	mustContain(t, string(resp.Response.Response), `"can_handle_shell_evidence_tool"`)
-	initMsg := b.next(typ("system", "init"))
+	initMsg := b.Next(typ("system", "init"))
 	if initMsg.SessionID == "" || initMsg.Model != "anthropic/claude-test" || !strings.Contains(initMsg.raw, `"shell"`) {
 		t.Fatalf("init %s", initMsg.raw)
 	}
 
-	b.send("this is not json", `{"type":"control_request","request_id":"u-1","request":{"subtype":"teleport"}}`, `{"type":"mystery"}`)
-	bad := b.next(typ("control_response", ""))
+	b.Send("this is not json", `{"type":"control_request","request_id":"u-1","request":{"subtype":"teleport"}}`, `{"type":"mystery"}`)
+	bad := b.Next(typ("control_response", ""))
 	if bad.Response.Subtype != "error" || bad.Response.RequestID != "u-1" || !strings.Contains(bad.Response.Error, "teleport") {
 		t.Fatalf("unknown subtype answer %s", bad.raw)
 	}
 
-	b.send(user("hi"))
+	b.Send(user("hi"))
 	var deltas []string
 	for {
-		o := b.next(func(o out) bool { return o.Type == "stream_event" || o.Type == "result" })
+		o := b.Next(func(o out) bool { return o.Type == "stream_event" || o.Type == "result" })
 		if o.Type == "result" {
 			if o.Subtype != "success" || o.IsError || o.Result != "Hello there friend" || o.SessionID != initMsg.SessionID {
 				t.Fatalf("result %s", o.raw)
@@ -56,9 +56,9 @@ func TestHandshakeTurnAndBadInput(t *testing.T) {
 	if b.count(typ("assistant", "")) != 1 {
 		t.Fatal("want one assistant message")
 	}
-	b.close()
-	mustContain(t, b.diag.String(), "ignoring input line 2")
-	mustContain(t, b.diag.String(), `unknown message type "mystery"`)
+	b.Close()
+	mustContain(t, b.Diag.String(), "ignoring input line 2")
+	mustContain(t, b.Diag.String(), `unknown message type "mystery"`)
 }
 
 func TestApprovals(t *testing.T) {
@@ -71,37 +71,37 @@ func TestApprovals(t *testing.T) {
 	)
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{})
-	b.send(user("write a"))
-	req := b.next(typ("control_request", "can_use_tool"))
+	b.Send(user("write a"))
+	req := b.Next(typ("control_request", "can_use_tool"))
 	if req.Request.ToolName != "write_file" || req.Request.ToolUseID == "" || !strings.Contains(string(req.Request.ToolInput), "original") {
 		t.Fatalf("can_use_tool %s", req.raw)
 	}
-	b.send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"behavior":"allow","updatedInput":{"path":"a.txt","content":"edited by the client"}}}}`)
-	res := b.next(typ("result", ""))
+	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"behavior":"allow","updatedInput":{"path":"a.txt","content":"edited by the client"}}}}`)
+	res := b.Next(typ("result", ""))
 	if res.Result != "wrote a" {
 		t.Fatalf("result %s", res.raw)
 	}
 	if got, _ := os.ReadFile(filepath.Join(b.ws, "a.txt")); string(got) != "edited by the client" {
 		t.Fatalf("a.txt = %q: updatedInput must be used", got)
 	}
-	tr := b.all[len(b.all)-3] // user tool_result precedes the final assistant message and the result
+	tr := b.All[len(b.All)-3] // user tool_result precedes the final assistant message and the result
 	if tr.Type != "user" || len(tr.Message.Content) != 1 || tr.Message.Content[0].Type != "tool_result" {
 		t.Fatalf("want the tool result message, got %s", tr.raw)
 	}
 
-	b.send(user("write b"))
-	req = b.next(typ("control_request", "can_use_tool"))
-	b.send(`{"type":"control_response","response":{"subtype":"tool_approval","request_id":"` + req.RequestID + `","response":{"behavior":"deny","message":"not b"}}}`)
-	if res := b.next(typ("result", "")); res.Result != "b refused" {
+	b.Send(user("write b"))
+	req = b.Next(typ("control_request", "can_use_tool"))
+	b.Send(`{"type":"control_response","response":{"subtype":"tool_approval","request_id":"` + req.RequestID + `","response":{"behavior":"deny","message":"not b"}}}`)
+	if res := b.Next(typ("result", "")); res.Result != "b refused" {
 		t.Fatalf("result %s", res.raw)
 	}
 	if _, err := os.Stat(filepath.Join(b.ws, "b.txt")); !os.IsNotExist(err) {
 		t.Fatal("denied write happened")
 	}
 	// A stale answer is ignored without side effects.
-	b.send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"behavior":"allow"}}}`)
-	b.close()
-	mustContain(t, b.diag.String(), "unknown request")
+	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"behavior":"allow"}}}`)
+	b.Close()
+	mustContain(t, b.Diag.String(), "unknown request")
 }
 
 func TestAskUser(t *testing.T) {
@@ -112,16 +112,16 @@ func TestAskUser(t *testing.T) {
 	)
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{})
-	b.send(user("pick a color"))
-	q := b.next(typ("control_request", "ask_user"))
+	b.Send(user("pick a color"))
+	q := b.Next(typ("control_request", "ask_user"))
 	if q.Request.Question != "Which color?" {
 		t.Fatalf("ask %s", q.raw)
 	}
-	b.send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + q.RequestID + `","response":{"answer":"blue"}}}`)
-	if res := b.next(typ("result", "")); res.Result != "blue it is" {
+	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + q.RequestID + `","response":{"answer":"blue"}}}`)
+	if res := b.Next(typ("result", "")); res.Result != "blue it is" {
 		t.Fatalf("result %s", res.raw)
 	}
-	b.close()
+	b.Close()
 }
 
 func TestInterruptMidStream(t *testing.T) {
@@ -132,22 +132,22 @@ func TestInterruptMidStream(t *testing.T) {
 	)
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{opts: streamjson.Options{PartialMessages: true}})
-	b.send(user("talk"))
-	b.next(typ("stream_event", ""))
-	b.send(`{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}`)
-	ack := b.next(typ("control_response", ""))
+	b.Send(user("talk"))
+	b.Next(typ("stream_event", ""))
+	b.Send(`{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}`)
+	ack := b.Next(typ("control_response", ""))
 	if ack.Response.Subtype != "success" || ack.Response.RequestID != "int-1" {
 		t.Fatalf("interrupt ack %s", ack.raw)
 	}
-	res := b.next(typ("result", ""))
+	res := b.Next(typ("result", ""))
 	if !res.IsError || res.Subtype != "error_during_execution" || len(res.Errors) == 0 {
 		t.Fatalf("interrupted result %s", res.raw)
 	}
-	b.send(user("again"))
-	if res := b.next(typ("result", "")); res.Result != "after the interrupt" || res.IsError {
+	b.Send(user("again"))
+	if res := b.Next(typ("result", "")); res.Result != "after the interrupt" || res.IsError {
 		t.Fatalf("next turn %s", res.raw)
 	}
-	b.close()
+	b.Close()
 }
 
 func TestSwitchModelAndConfigOverride(t *testing.T) {
@@ -158,23 +158,23 @@ func TestSwitchModelAndConfigOverride(t *testing.T) {
 	)
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{})
-	b.send(`{"type":"control_request","request_id":"m-1","request":{"subtype":"switch_model","model":"openai/gpt-test"}}`)
-	if r := b.next(typ("control_response", "")); r.Response.Subtype != "success" {
+	b.Send(`{"type":"control_request","request_id":"m-1","request":{"subtype":"switch_model","model":"openai/gpt-test"}}`)
+	if r := b.Next(typ("control_response", "")); r.Response.Subtype != "success" {
 		t.Fatalf("switch_model %s", r.raw)
 	}
-	if sw := b.next(typ("system", "model_switched")); sw.Model != "openai/gpt-test" {
+	if sw := b.Next(typ("system", "model_switched")); sw.Model != "openai/gpt-test" {
 		t.Fatalf("model_switched %s", sw.raw)
 	}
-	b.send(`{"type":"control_request","request_id":"c-1","request":{"subtype":"config_override","approval_mode":"trust"}}`)
-	if r := b.next(typ("control_response", "")); r.Response.Subtype != "success" {
+	b.Send(`{"type":"control_request","request_id":"c-1","request":{"subtype":"config_override","approval_mode":"trust"}}`)
+	if r := b.Next(typ("control_response", "")); r.Response.Subtype != "success" {
 		t.Fatalf("config_override %s", r.raw)
 	}
-	b.send(`{"type":"control_request","request_id":"m-2","request":{"subtype":"switch_model","model":"nope/none"}}`)
-	if r := b.next(typ("control_response", "")); r.Response.Subtype != "error" {
+	b.Send(`{"type":"control_request","request_id":"m-2","request":{"subtype":"switch_model","model":"nope/none"}}`)
+	if r := b.Next(typ("control_response", "")); r.Response.Subtype != "error" {
 		t.Fatalf("a bad model must be refused: %s", r.raw)
 	}
-	b.send(user("write t"))
-	res := b.next(typ("result", ""))
+	b.Send(user("write t"))
+	res := b.Next(typ("result", ""))
 	if res.Result != "done" || b.count(typ("control_request", "can_use_tool")) != 0 {
 		t.Fatalf("trust mode should not ask: %s", res.raw)
 	}
@@ -183,7 +183,7 @@ func TestSwitchModelAndConfigOverride(t *testing.T) {
 			t.Fatalf("request went to %s %s after the switch", r.Format, r.Model)
 		}
 	}
-	b.close()
+	b.Close()
 }
 
 func TestAuthFlowQueuesLines(t *testing.T) {
@@ -191,20 +191,20 @@ func TestAuthFlowQueuesLines(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"})
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{noKey: true})
-	b.send(user("one"))
-	req := b.next(typ("control_request", "auth_required"))
+	b.Send(user("one"))
+	req := b.Next(typ("control_request", "auth_required"))
 	mustContain(t, req.raw, `"reason":"not_configured"`)
 	mustContain(t, req.raw, `"id":"anthropic"`)
-	b.send(user("two")) // arrives while waiting: queued, not lost
-	b.send(`{"type":"control_response","response":{"subtype":"auth_response","request_id":"auth-init","response":{"provider_id":"anthropic","values":{"api_key":"sk-from-client-123"},"persist":true}}}`)
-	b.next(typ("system", "auth_ok"))
-	if r := b.next(typ("result", "")); r.Result != "first" {
+	b.Send(user("two")) // arrives while waiting: queued, not lost
+	b.Send(`{"type":"control_response","response":{"subtype":"auth_response","request_id":"auth-init","response":{"provider_id":"anthropic","values":{"api_key":"sk-from-client-123"},"persist":true}}}`)
+	b.Next(typ("system", "auth_ok"))
+	if r := b.Next(typ("result", "")); r.Result != "first" {
 		t.Fatalf("first %s", r.raw)
 	}
-	if r := b.next(typ("result", "")); r.Result != "second" {
+	if r := b.Next(typ("result", "")); r.Result != "second" {
 		t.Fatalf("second %s", r.raw)
 	}
-	b.close()
+	b.Close()
 	if got := srv.Requests()[0].Header.Get("X-Api-Key"); got != "sk-from-client-123" {
 		t.Fatalf("key sent %q", got)
 	}
@@ -215,7 +215,7 @@ func TestAuthFlowQueuesLines(t *testing.T) {
 	}
 	body, _ := os.ReadFile(cfg)
 	mustContain(t, string(body), "sk-from-client-123")
-	for _, o := range b.all {
+	for _, o := range b.All {
 		if strings.Contains(o.raw, "sk-from-client-123") {
 			t.Fatalf("the key leaked into output: %s", o.raw)
 		}
@@ -227,20 +227,20 @@ func TestResume(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: "remembered: blue"}, llmtest.Turn{Text: "you said blue", Expect: "what did I say"})
 	defer srv.Close()
 	first := setup(t, srv, setupOpts{})
-	first.send(user("my color is blue"))
-	r := first.next(typ("result", ""))
-	first.close()
+	first.Send(user("my color is blue"))
+	r := first.Next(typ("result", ""))
+	first.Close()
 
 	second := setup(t, srv, setupOpts{home: first.home, opts: streamjson.Options{Resume: r.SessionID}})
-	second.send(user("what did I say"))
-	init := second.next(typ("system", "init"))
+	second.Send(user("what did I say"))
+	init := second.Next(typ("system", "init"))
 	if init.SessionID != r.SessionID {
 		t.Fatalf("resumed session %q, want %q", init.SessionID, r.SessionID)
 	}
-	if res := second.next(typ("result", "")); res.Result != "you said blue" {
+	if res := second.Next(typ("result", "")); res.Result != "you said blue" {
 		t.Fatalf("result %s", res.raw)
 	}
-	second.close()
+	second.Close()
 	msgs := srv.Requests()[1].Messages
 	if len(msgs) != 3 || msgs[0].Text() != "my color is blue" {
 		t.Fatalf("resumed request carries %d messages", len(msgs))
@@ -252,13 +252,13 @@ func TestRegistry(t *testing.T) {
 	srv := llmtest.NewServer()
 	defer srv.Close()
 	b := setup(t, srv, setupOpts{})
-	b.send(`{"type":"registry_request","request_id":"r1","domain":"tools","action":"list"}`,
+	b.Send(`{"type":"registry_request","request_id":"r1","domain":"tools","action":"list"}`,
 		`{"type":"registry_request","request_id":"r2","domain":"tools","action":"get","params":{"name":"shell"}}`,
 		`{"type":"registry_request","request_id":"r3","domain":"spells","action":"list"}`,
 		`{"type":"registry_request","request_id":"r4","domain":"permissions","action":"list"}`)
 	var got []out
 	for range 4 {
-		got = append(got, b.next(typ("registry_response", "")))
+		got = append(got, b.Next(typ("registry_response", "")))
 	}
 	if !got[0].Success || !strings.Contains(got[0].raw, `"name":"read_file"`) {
 		t.Fatalf("tools list %s", got[0].raw)
@@ -276,5 +276,5 @@ func TestRegistry(t *testing.T) {
 	if p.Data.Mode != "default" {
 		t.Fatalf("permissions %s", got[3].raw)
 	}
-	b.close()
+	b.Close()
 }
