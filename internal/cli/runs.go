@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -12,11 +13,17 @@ import (
 )
 
 func newRunsCmd(g *globals) *cobra.Command {
+	return newListCmd(g, "runs", "runs", store.Store.ListRuns, printRuns)
+}
+
+// newListCmd is a command listing stored records newest first, as a
+// table (print) or as JSON, with --limit.
+func newListCmd[T any](g *globals, use, noun string, list func(store.Store, context.Context, int) ([]T, error), print func(io.Writer, []T)) *cobra.Command {
 	var limit int
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "List runs, newest first",
+		Use:   use,
+		Short: "List " + noun + ", newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := g.open(cmd.Context())
@@ -24,18 +31,18 @@ func newRunsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			rs, err := a.Store.ListRuns(cmd.Context(), limit)
+			xs, err := list(a.Store, cmd.Context(), limit)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rs)
+				return writeJSON(cmd.OutOrStdout(), xs)
 			}
-			printRuns(cmd.OutOrStdout(), rs)
+			print(cmd.OutOrStdout(), xs)
 			return nil
 		},
 	}
-	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "how many runs (0 = all)")
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "how many "+noun+" (0 = all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

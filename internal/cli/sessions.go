@@ -18,31 +18,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Use:   "sessions",
 		Short: "List and inspect stored sessions",
 	}
-	var limit int
-	var asJSON bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List sessions, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			ss, err := a.Store.ListSessions(cmd.Context(), limit)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), ss)
-			}
-			printSessions(cmd.OutOrStdout(), ss)
-			return nil
-		},
-	}
-	list.Flags().IntVarP(&limit, "limit", "n", 20, "how many sessions (0 = all)")
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	list := newListCmd(g, "list", "sessions", store.Store.ListSessions, printSessions)
 
 	var showJSON bool
 	show := &cobra.Command{
