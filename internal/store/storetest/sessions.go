@@ -87,29 +87,12 @@ func testSessions(t *testing.T, open Opener) {
 		noErr(t, err)
 		equal(t, "sessions of empty store", len(got), 0)
 
-		// Inserted out of order: the list follows CreatedAt, not insertion.
-		for _, s := range []struct {
-			id  string
-			age time.Duration
-		}{{"middle", time.Hour}, {"newest", 0}, {"oldest", 2 * time.Hour}} {
-			noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: s.id, CreatedAt: when.Add(-s.age)}))
-		}
-		ids := func(limit int) []string {
-			t.Helper()
-			list, err := b.st.ListSessions(b.ctx, limit)
-			noErr(t, err)
-			var out []string
-			for _, s := range list {
-				out = append(out, s.ID)
-			}
-			return out
-		}
-		all := []string{"newest", "middle", "oldest"}
-		equal(t, "limit 0", ids(0), all)
-		equal(t, "limit -1", ids(-1), all)
-		equal(t, "limit 10", ids(10), all)
-		equal(t, "limit 2", ids(2), all[:2])
-		equal(t, "limit 1", ids(1), all[:1])
+		listsNewestFirst(t,
+			func(id string, at time.Time) error {
+				return b.st.CreateSession(b.ctx, store.Session{ID: id, CreatedAt: at})
+			},
+			func(limit int) ([]store.Session, error) { return b.st.ListSessions(b.ctx, limit) },
+			func(s store.Session) string { return s.ID })
 	})
 
 	t.Run("SetStatus", func(t *testing.T) {

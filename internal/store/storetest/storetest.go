@@ -28,6 +28,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
@@ -120,4 +121,33 @@ func equal[T any](t *testing.T, what string, got, want T) {
 // text returns a one-text-part message of role r.
 func text(r llm.Role, s string) llm.Message {
 	return llm.Message{Role: r, Parts: []llm.Part{llm.TextPart(s)}}
+}
+
+// listsNewestFirst creates three records out of order and checks that list
+// returns them by CreatedAt, newest first, and honours its limit (0 and a
+// negative limit mean all).
+func listsNewestFirst[T any](t *testing.T, create func(id string, at time.Time) error, list func(limit int) ([]T, error), id func(T) string) {
+	t.Helper()
+	for _, r := range []struct {
+		id  string
+		age time.Duration
+	}{{"middle", time.Hour}, {"newest", 0}, {"oldest", 2 * time.Hour}} {
+		noErr(t, create(r.id, when.Add(-r.age)))
+	}
+	ids := func(limit int) []string {
+		t.Helper()
+		xs, err := list(limit)
+		noErr(t, err)
+		var out []string
+		for _, x := range xs {
+			out = append(out, id(x))
+		}
+		return out
+	}
+	all := []string{"newest", "middle", "oldest"}
+	equal(t, "limit 0", ids(0), all)
+	equal(t, "limit -1", ids(-1), all)
+	equal(t, "limit 10", ids(10), all)
+	equal(t, "limit 2", ids(2), all[:2])
+	equal(t, "limit 1", ids(1), all[:1])
 }

@@ -62,27 +62,10 @@ func testTree(t *testing.T, open Opener) {
 	t.Run("ListRunsNewestFirst", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, r := range []struct {
-			id  string
-			age time.Duration
-		}{{"middle", time.Hour}, {"newest", 0}, {"oldest", 2 * time.Hour}} {
-			noErr(t, b.st.CreateRun(b.ctx, store.Run{ID: r.id, CreatedAt: when.Add(-r.age)}))
-		}
-		ids := func(limit int) []string {
-			t.Helper()
-			list, err := b.st.ListRuns(b.ctx, limit)
-			noErr(t, err)
-			var out []string
-			for _, r := range list {
-				out = append(out, r.ID)
-			}
-			return out
-		}
-		all := []string{"newest", "middle", "oldest"}
-		equal(t, "limit 0", ids(0), all)
-		equal(t, "limit -1", ids(-1), all)
-		equal(t, "limit 10", ids(10), all)
-		equal(t, "limit 2", ids(2), all[:2])
+		listsNewestFirst(t,
+			func(id string, at time.Time) error { return b.st.CreateRun(b.ctx, store.Run{ID: id, CreatedAt: at}) },
+			func(limit int) ([]store.Run, error) { return b.st.ListRuns(b.ctx, limit) },
+			func(r store.Run) string { return r.ID })
 	})
 
 	t.Run("CommitInsertsNodesAndUpdatesRun", func(t *testing.T) {
