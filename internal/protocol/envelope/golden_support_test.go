@@ -324,22 +324,3 @@ func rawLine(v any) (string, error) {
 	}
 	return "", fmt.Errorf("in_raw must be a string or a repeat object, got %s", golden.Show(v))
 }
-
-// readTranscript reads a transcript file (golden.ReadTranscript).
-func readTranscript(t *testing.T, path string) []entry {
-	t.Helper()
-	es, err := golden.ReadTranscript(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return es
-}
-
-// writeTranscript records a transcript file (golden.WriteTranscript).
-func writeTranscript(t *testing.T, path string, es []entry) {
-	t.Helper()
-	if err := golden.WriteTranscript(path, es); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s (%d lines): review it against the spec", path, len(es))
-}

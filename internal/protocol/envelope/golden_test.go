@@ -151,9 +151,9 @@ func TestGolden(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join("testdata", c.name+".jsonl")
 			if *update {
-				writeTranscript(t, path, record(t, c))
+				golden.WriteTranscript(t, path, record(t, c))
 			}
-			home := replay(t, c, readTranscript(t, path))
+			home := replay(t, c, golden.ReadTranscript(t, path))
 			if c.check != nil {
 				c.check(t, home)
 			}

@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Object is a JSON object with its keys in their original order.
@@ -202,38 +203,43 @@ type Entry struct {
 
 // ReadTranscript reads a transcript file, keeping the key order of every
 // object, so recorded input lines are sent as they were recorded.
-func ReadTranscript(path string) ([]Entry, error) {
+func ReadTranscript(t testing.TB, path string) []Entry {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w (run `go test -run Golden -update` to record it)", err)
+		t.Fatalf("%v (run `go test -run Golden -update` to record it)", err)
 	}
 	var es []Entry
 	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 		v, err := DecodeOrdered([]byte(line))
 		o, ok := v.(Object)
 		if err != nil || !ok || len(o) != 1 {
-			return nil, fmt.Errorf("%s:%d: want an object with one key (%v)", path, i+1, err)
+			t.Fatalf("%s:%d: want an object with one key (%v)", path, i+1, err)
 		}
 		es = append(es, Entry{Kind: o[0].Key, Value: o[0].Value})
 	}
-	return es, nil
+	return es
 }
 
-// WriteTranscript writes es to path, one object per line.
-func WriteTranscript(path string, es []Entry) error {
+// WriteTranscript records es at path, one object per line.
+func WriteTranscript(t testing.TB, path string, es []Entry) {
+	t.Helper()
 	var b bytes.Buffer
 	for _, e := range es {
 		line, err := Marshal(Object{{Key: e.Kind, Value: e.Value}})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		b.Write(line)
 		b.WriteByte('\n')
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		t.Fatal(err)
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d lines): review it against the spec", path, len(es))
 }
 
 // Placeholders maps the values that vary from run to run — ids, the

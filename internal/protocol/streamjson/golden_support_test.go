@@ -8,7 +8,6 @@ import (
 	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"regexp"
 	"sort"
-	"testing"
 )
 
 // normalizer maps varying values to stable placeholders and back.
@@ -62,23 +61,4 @@ func (n *normalizer) normalize(key string, v any) any {
 		}
 	}
 	return v
-}
-
-// readTranscript reads a transcript file (golden.ReadTranscript).
-func readTranscript(t *testing.T, path string) []entry {
-	t.Helper()
-	es, err := golden.ReadTranscript(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return es
-}
-
-// writeTranscript records a transcript file (golden.WriteTranscript).
-func writeTranscript(t *testing.T, path string, es []entry) {
-	t.Helper()
-	if err := golden.WriteTranscript(path, es); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s (%d lines): review it against the spec", path, len(es))
 }

@@ -77,9 +77,9 @@ func TestGolden(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join("testdata", c.name+".jsonl")
 			if *update {
-				writeTranscript(t, path, record(t, c))
+				golden.WriteTranscript(t, path, record(t, c))
 			}
-			replay(t, c, readTranscript(t, path))
+			replay(t, c, golden.ReadTranscript(t, path))
 		})
 	}
 }
