@@ -238,6 +238,10 @@ func (r *run) askNode(ctx context.Context, id int64) {
 
 func askCallID(id int64) string { return fmt.Sprintf("ask:#%d", id) }
 
+// IsAskCall reports whether a question's call id is an ask node's rather
+// than an agent's ask_user call.
+func IsAskCall(callID string) bool { return strings.HasPrefix(callID, "ask:#") }
+
 func (r *run) answerLocked(id int64, ans tool.Answer) {
 	n := r.nodes[id]
 	text := ans.Text

@@ -254,6 +254,41 @@ func TestSubAgents(t *testing.T) {
 		b.checkSeq()
 	})
 
+	t.Run("AskNodeIsAQuestion", func(t *testing.T) {
+		t.Parallel()
+		m := &treeModel{main: []llmtest.Turn{
+			treetest.Calls(treetest.Call("ask", map[string]any{"question": "Which region?", "options": []string{"eu", "us"}})),
+			{Text: "asked"}, {Text: "eu it is"},
+		}}
+		srv := llmtest.NewServerFunc(m.respond)
+		defer srv.Close()
+		b, _ := setup(t, srv)
+		b.Send(`{"type":"send","content":"deploy"}`)
+		q := b.Next(typ("question_request"))
+		if q.P.ToolName != "ask" || q.P.Question != "Which region?" || agentOf(t, q).AgentID != "main" {
+			t.Fatalf("question_request of an ask node: %s", q.raw)
+		}
+		b.Next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "asked" })
+		b.Send(`{"type":"status"}`)
+		if st := b.Next(typ("status_response")); !st.P.Busy {
+			t.Fatalf("not busy while the ask node waits: %s", st.raw)
+		}
+		for _, o := range b.All {
+			if o.Type == "idle" {
+				t.Fatalf("idle while the ask node waits: %s", o.raw)
+			}
+		}
+		b.Send(cmd(map[string]any{"type": "question", "request_id": q.P.RequestID, "answers": []string{"eu"}, "reason": "answered"}))
+		if m := b.Next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text != "" && o.P.Text != "asked" }); m.P.Text != "eu it is" {
+			t.Fatalf("after the answer: %s", m.raw)
+		}
+		b.Next(typ("idle"))
+		b.Close()
+		if seen := strings.Join(m.seen(), "\n"); !strings.Contains(seen, "The user answered your question #2 (Which region?): eu") {
+			t.Fatalf("the answer was not delivered to the main agent: %q", seen)
+		}
+	})
+
 	t.Run("CancelStopsChildren", func(t *testing.T) {
 		t.Parallel()
 		m := &treeModel{
