@@ -19,6 +19,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 const (
@@ -34,7 +35,7 @@ const (
 // program built on that SDK runs its CLI: query() spawns arbor with the
 // SDK's own argv and environment and speaks stream-json to it. The model is
 // llmtest over real HTTP. node and npm are required; node_modules is
-// installed from the committed lock file when it is missing.
+// installed from the committed lock file into the user cache (testutil.NPMPackage).
 func TestSDK(t *testing.T) {
 	t.Parallel()
 	h := setupSDK(t)
@@ -148,23 +149,12 @@ type sdkHarness struct {
 
 func setupSDK(t *testing.T) *sdkHarness {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found in PATH: the Claude Agent SDK end-to-end test needs Node.js 18+ with npm (Debian: apt-get install nodejs npm)", tool)
-		}
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "sdk-e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The platform packages (optional dependencies) hold the real Claude
+	// Code CLI, which this test must never run; leaving them out also saves
+	// ~400 MB.
+	dir := testutil.NPMPackage(t, filepath.Join("testdata", "sdk-e2e"), "--omit=optional")
 	if !sdkInstalled(dir) {
-		// The platform packages (optional dependencies) hold the real Claude
-		// Code CLI, which this test must never run; leaving them out also
-		// saves ~400 MB.
-		runCmd(t, dir, "npm", "ci", "--no-audit", "--no-fund", "--omit=optional")
-		if !sdkInstalled(dir) {
-			t.Fatalf("npm ci in %s did not install @anthropic-ai/claude-agent-sdk %s", dir, sdkVersion)
-		}
+		t.Fatalf("npm ci did not install @anthropic-ai/claude-agent-sdk %s", sdkVersion)
 	}
 	bin := filepath.Join(t.TempDir(), "arbor") // no .js/.mjs suffix: the SDK executes it directly
 	runCmd(t, ".", "go", "build", "-o", bin, "../../../cmd/arbor")
