@@ -91,6 +91,9 @@ type Config struct {
 	// Gate, when set, is asked before every model call; an error ends the
 	// Send as failed with that error (the tree's run budget uses it).
 	Gate func(ctx context.Context) error
+	// Charge, when set, is told each model call's usage and cost as soon
+	// as it is recorded, before the next Gate (the tree's budgets use it).
+	Charge func(call llm.Usage, cost float64)
 	// Secrets are values (API keys, tokens) that must never reach the
 	// transcript, the model or events: tool output containing one is stored
 	// and shown with the value replaced by [REDACTED].
@@ -383,6 +386,9 @@ func (a *Agent) record(ctx context.Context, resp *llm.Response) error {
 	})
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
+	}
+	if a.cfg.Charge != nil {
+		a.cfg.Charge(resp.Usage, cost)
 	}
 	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: a.cfg.ModelRef, ResponseID: resp.ID})
 	a.publish(&UsageUpdated{Model: a.cfg.ModelRef, Call: resp.Usage, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown})

@@ -113,6 +113,7 @@ type bundle struct {
 }
 
 type recorder struct {
+	sub    *agent.Subscription
 	mu     sync.Mutex
 	events []agent.Event
 }
@@ -123,7 +124,9 @@ func (r *recorder) add(e agent.Event) {
 	r.events = append(r.events, e)
 }
 
+// all returns every event published so far.
 func (r *recorder) all() []agent.Event {
+	r.sub.Flush()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]agent.Event(nil), r.events...)
@@ -141,7 +144,8 @@ func setup(t *testing.T, turns ...fakeTurn) *bundle {
 		t.Fatal(err)
 	}
 	b := &bundle{ctx: ctx, store: st, bus: agent.NewBus(), provider: &fakeProvider{turns: turns}, events: &recorder{}, toolStarted: make(chan struct{})}
-	b.bus.Subscribe(b.events.add)
+	b.events.sub = b.bus.Subscribe(b.events.add)
+	t.Cleanup(b.events.sub.Close)
 	var once sync.Once
 	echo := tool.New("echo", "Echo text back.", tool.KindRead, func(ctx context.Context, c tool.Call, a echoArgs) tool.Result {
 		return tool.Result{Content: "echo: " + a.Text}

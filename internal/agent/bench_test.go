@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
@@ -26,10 +27,20 @@ func freshAgent(b *testing.B, bd *bundle, i int) *agent.Agent {
 // BenchmarkStep measures one loop step end to end with an instant
 // in-process provider and a real SQLite file: stream a three-word answer,
 // store the user and assistant messages and the usage, publish events.
-func BenchmarkStep(b *testing.B) {
+func BenchmarkStep(b *testing.B) { benchmarkStep(b, 0) }
+
+// BenchmarkStepSlowSubscriber is BenchmarkStep with a subscriber that takes
+// 10 ms per event (a client that reads slowly): the step must not change by
+// more than noise, since publishing never waits for a subscriber.
+func BenchmarkStepSlowSubscriber(b *testing.B) { benchmarkStep(b, 10*time.Millisecond) }
+
+func benchmarkStep(b *testing.B, slow time.Duration) {
 	turn := text("all done here")
 	turn.repeats = true
 	bd := setup(&testing.T{}, turn)
+	if slow > 0 {
+		bd.bus.Subscribe(func(agent.Event) { time.Sleep(slow) })
+	}
 	msg := llm.UserText("go")
 	b.ReportAllocs()
 	i := 0

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -36,15 +37,17 @@ type Options struct {
 // App holds what every front end shares: config, store, event bus,
 // interaction broker and permission engine. Close releases it.
 type App struct {
-	Config      *config.Config
 	Workspace   string
 	Store       store.Store
 	Bus         *agent.Bus
 	Broker      *agent.Broker
 	Permissions *permission.Engine
-	getenv      func(string) string
-	overrides   config.Overrides
-	env         map[string]string // values set with SetEnv; guarded by mu
+	// config is the current configuration: an immutable snapshot that
+	// Reload swaps whole, so readers need no lock.
+	config    atomic.Pointer[config.Config]
+	getenv    func(string) string
+	overrides config.Overrides
+	env       map[string]string // values set with SetEnv; guarded by mu
 
 	mu      sync.Mutex // guards closers, models
 	closers []func()
@@ -92,14 +95,19 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	}
 	bus := agent.NewBus()
 	a := &App{
-		env:    map[string]string{},
-		Config: cfg, Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
+		env:       map[string]string{},
+		Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
 		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides,
 	}
+	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })
 	a.setTimeouts(cfg)
 	return a, nil
 }
+
+// Config returns the current configuration. The value is never changed:
+// Reload installs a new one, so a caller keeps a consistent snapshot.
+func (a *App) Config() *config.Config { return a.config.Load() }
 
 // setTimeouts applies cfg's interaction timeouts to the broker.
 func (a *App) setTimeouts(cfg *config.Config) {
@@ -126,13 +134,14 @@ func (a *App) In(dir string) (*App, error) {
 	a.mu.Unlock()
 	v := &App{Workspace: ws, Store: a.Store, Bus: a.Bus, Broker: a.Broker, getenv: a.getenv,
 		overrides: a.overrides, env: env, models: map[string]Model{}, root: root}
-	v.Config, err = config.Load(config.LoadOptions{Workspace: ws, Overrides: a.overrides, Getenv: v.lookupEnv})
+	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: a.overrides, Getenv: v.lookupEnv})
 	if err != nil {
 		return nil, err
 	}
+	v.config.Store(cfg)
 	v.Permissions, err = permission.New(permission.Options{
 		Mode: a.Permissions.Mode(), Workspace: ws,
-		ProjectFile: v.Config.ProjectPermissionsFile(), UserFile: v.Config.UserPermissionsFile(),
+		ProjectFile: v.Config().ProjectPermissionsFile(), UserFile: v.Config().UserPermissionsFile(),
 	})
 	if err != nil {
 		return nil, err
@@ -184,7 +193,7 @@ func NewID() string {
 // can keep them out of transcripts and events.
 func (a *App) secrets() []string {
 	var out []string
-	for _, p := range a.Config.Providers {
+	for _, p := range a.Config().Providers {
 		for _, v := range []string{p.APIKey, a.lookupEnv(p.APIKeyEnv)} {
 			if len(v) >= 8 { // shorter values are not keys and would redact noise
 				out = append(out, v)
@@ -198,7 +207,7 @@ func (a *App) secrets() []string {
 // takes answers from 'arbor answer'. It lives beside the database, or in
 // the temporary directory when that path would be too long for a socket.
 func (a *App) AnswerSocket(id string) string {
-	p := filepath.Join(filepath.Dir(a.Config.DBPath()), "runs", id+".sock")
+	p := filepath.Join(filepath.Dir(a.Config().DBPath()), "runs", id+".sock")
 	if len(p) < 100 {
 		return p
 	}
@@ -220,7 +229,7 @@ func (a *App) Reload() error {
 		return &config.ValidationError{Field: "mode", Err: err}
 	}
 	a.mu.Lock()
-	a.Config = cfg
+	a.config.Store(cfg)
 	a.models = map[string]Model{}
 	a.mu.Unlock()
 	a.Permissions.SetMode(mode)

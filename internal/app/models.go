@@ -28,11 +28,11 @@ type Model struct {
 func (a *App) Model(ref string) (Model, error) {
 	if ref == "" {
 		var err error
-		if ref, err = a.Config.DefaultModelRef(); err != nil {
+		if ref, err = a.Config().DefaultModelRef(); err != nil {
 			return Model{}, err
 		}
 	}
-	mr, err := a.Config.Resolve(ref)
+	mr, err := a.Config().Resolve(ref)
 	if err != nil {
 		return Model{}, err
 	}
@@ -77,8 +77,8 @@ func (a *App) provider(mr config.ModelRef) (llm.Provider, error) {
 		return nil, fmt.Errorf("model %s: unknown provider type %q", mr.Ref, mr.Type)
 	}
 	pol := llm.RetryPolicy{
-		MaxAttempts:  a.Config.Retry.MaxAttempts,
-		StallTimeout: time.Duration(a.Config.Retry.StallTimeout),
+		MaxAttempts:  a.Config().Retry.MaxAttempts,
+		StallTimeout: time.Duration(a.Config().Retry.StallTimeout),
 		OnRetry: func(ctx context.Context, attempt int, delay time.Duration, err error) {
 			a.Bus.Publish(&agent.Retrying{Meta: agent.Meta{SessionID: agent.SessionOf(ctx)},
 				Attempt: attempt, Delay: delay, Error: err.Error()})

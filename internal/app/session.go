@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -29,6 +30,8 @@ type SessionOptions struct {
 	System string
 	// Gate is checked before every model call.
 	Gate func(ctx context.Context) error
+	// Charge is told each model call's usage and cost.
+	Charge func(call llm.Usage, cost float64)
 	// Jobs, when set, lets shell run commands in the background
 	// (run_in_background) and adds job_kill; nil refuses background
 	// commands. The caller owns it and closes it when the session ends.
@@ -123,7 +126,7 @@ func (a *App) session(id string, m Model, o SessionOptions) *Session {
 	reg := tool.NewRegistry(tool.GuardAll(tools, a.Permissions, broker)...)
 	maxTurns := o.MaxTurns
 	if maxTurns <= 0 {
-		maxTurns = a.Config.MaxTurns
+		maxTurns = a.Config().MaxTurns
 	}
 	system := SystemPrompt(a.Workspace, reg.Names())
 	if o.System != "" {
@@ -133,9 +136,9 @@ func (a *App) session(id string, m Model, o SessionOptions) *Session {
 		SessionID: id, Model: m.Ref.Name, ModelRef: m.Ref.Ref, Provider: m.Provider,
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
-		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate,
+		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
 		Compaction: agent.CompactionPolicy{
-			Threshold: a.Config.Compaction.Threshold, KeepRecent: a.Config.Compaction.KeepRecent,
+			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},
 	})
 	return &Session{ID: id, Model: m, Agent: ag, Todos: todos, Tools: reg}

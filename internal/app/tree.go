@@ -44,7 +44,7 @@ type nodeAgents struct {
 func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
 	o := SessionOptions{
 		Model: n.ref(), MaxTurns: n.maxTurns, Title: spec.Title,
-		Tools: spec.Tools, System: spec.System, Gate: spec.Gate,
+		Tools: spec.Tools, System: spec.System, Gate: spec.Gate, Charge: spec.Charge,
 	}
 	s, err := n.app.ResumeSession(ctx, spec.SessionID, o)
 	if errors.Is(err, store.ErrNotFound) { // the node's first turn

@@ -64,7 +64,7 @@ func (g *globals) open(ctx context.Context) (*app.App, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
-	for _, w := range a.Config.Warnings() {
+	for _, w := range a.Config().Warnings() {
 		fmt.Fprintln(g.stderr, "arbor: warning:", w)
 	}
 	return a, nil

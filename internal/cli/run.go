@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -171,29 +172,29 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r store.Run, cancel func()) (stop func()) {
 	if !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err) {
 		live := tui.NewLive(tui.LiveOptions{RunID: r.ID, In: s.In, Out: s.Err, Resolver: a.Broker, Title: title(r.Goal), OnInterrupt: cancel})
-		unsub := a.Bus.Subscribe(live.Handle)
+		sub := a.Bus.Subscribe(live.Handle)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			_ = live.Run(context.WithoutCancel(ctx))
 		}()
 		if f.yes {
-			stopYes := (&terminal{yes: true, approvalsOnly: true, runID: r.ID, out: s.Err}).serve(ctx, a)
-			return func() { stopYes(); unsub(); live.Quit(); <-done }
+			stopYes := (&terminal{yes: true, approvalsOnly: true, runID: r.ID, out: s.Err}).serve(ctx, a.Bus, a.Broker)
+			return func() { stopYes(); sub.Close(); live.Quit(); <-done }
 		}
-		return func() { unsub(); live.Quit(); <-done }
+		return func() { sub.Close(); live.Quit(); <-done }
 	}
 	fmt.Fprintf(s.Err, "arbor: run %s, model %s\n", r.ID, r.Model)
-	var unsub func()
+	var plain *agent.Subscription
 	if !f.quiet {
-		unsub = a.Bus.Subscribe(tui.NewPlain(s.Err, r.ID).Handle)
+		plain = a.Bus.Subscribe(tui.NewPlain(s.Err, r.ID).Handle)
 	}
 	term := &terminal{in: s.In, out: s.Err, yes: f.yes, interactive: isTerminal(s.In), runID: r.ID}
-	stopTerm := term.serve(ctx, a)
+	stopTerm := term.serve(ctx, a.Bus, a.Broker)
 	return func() {
 		stopTerm()
-		if unsub != nil {
-			unsub()
+		if plain != nil {
+			plain.Close()
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/arbor-run/arbor/internal/agent"
-	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -33,13 +32,26 @@ type terminal struct {
 
 const noTerminal = "approval is required but stdin is not a terminal: rerun with --yes, choose --mode auto-edit or trust, or add an allow rule"
 
-// serve answers every interaction published on a's bus until the returned
-// stop function is called.
-func (t *terminal) serve(ctx context.Context, a *app.App) (stop func()) {
-	queue := make(chan agent.Interaction, 16)
-	unsub := a.Bus.Subscribe(func(e agent.Event) {
+// serve answers every interaction published on bus through broker until
+// the returned stop function is called.
+func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Broker) (stop func()) {
+	// The subscriber only queues: answering may wait for a person, and
+	// the queue has no bound, so no number of pending interactions blocks
+	// the subscription or the agents.
+	var (
+		mu      sync.Mutex
+		pending []agent.Interaction
+	)
+	wake := make(chan struct{}, 1)
+	sub := bus.Subscribe(func(e agent.Event) {
 		if r, ok := e.(*agent.InteractionRequested); ok {
-			queue <- r.Interaction
+			mu.Lock()
+			pending = append(pending, r.Interaction)
+			mu.Unlock()
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
 		}
 	})
 	ctx, cancel := context.WithCancel(ctx)
@@ -49,20 +61,28 @@ func (t *terminal) serve(ctx context.Context, a *app.App) (stop func()) {
 			select {
 			case <-ctx.Done():
 				return
-			case in := <-queue:
+			case <-wake:
+			}
+			mu.Lock()
+			batch := pending
+			pending = nil
+			mu.Unlock()
+			for _, in := range batch {
+				if ctx.Err() != nil {
+					return
+				}
 				if t.approvalsOnly && in.Kind != agent.KindApproval {
 					continue
 				}
-				resp, ok := t.answer(in)
-				if ok {
+				if resp, ok := t.answer(in); ok {
 					// A stale id (the call was cancelled meanwhile) is fine to ignore.
-					_ = a.Broker.Resolve(in.ID, resp)
+					_ = broker.Resolve(in.ID, resp)
 				}
 			}
 		}
 	})
 	return func() {
-		unsub()
+		sub.Close()
 		cancel()
 		if !t.interactive {
 			wg.Wait()

@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,10 +81,42 @@ func (c *Conn[T]) Recv() (T, bool) {
 		}
 		return v, ok
 	case <-time.After(hangBound):
-		c.t.Fatalf("no output for %v (a hang); diagnostics:\n%s", hangBound, c.Diag.String())
+		c.t.Fatalf("no output for %v (a hang); the last lines:\n%s\ndiagnostics:\n%s", hangBound, c.tail(10), c.Diag.String())
 		var zero T
 		return zero, false
 	}
+}
+
+// NextAll returns the next output lines matching each of preds, which may
+// come in any order (work on different goroutines); result i matched
+// preds[i]. A line is matched by the first pred still unmatched.
+func (c *Conn[T]) NextAll(preds ...func(T) bool) []T {
+	c.t.Helper()
+	got := make([]T, len(preds))
+	done := make([]bool, len(preds))
+	for left := len(preds); left > 0; {
+		v, ok := c.Recv()
+		if !ok {
+			c.t.Fatalf("output ended; diagnostics:\n%s", c.Diag.String())
+		}
+		for i, p := range preds {
+			if !done[i] && p(v) {
+				got[i], done[i] = v, true
+				left--
+				break
+			}
+		}
+	}
+	return got
+}
+
+// tail formats the last n lines received.
+func (c *Conn[T]) tail(n int) string {
+	var b strings.Builder
+	for _, v := range c.All[max(0, len(c.All)-n):] {
+		fmt.Fprintf(&b, "  %+v\n", v)
+	}
+	return b.String()
 }
 
 // Next returns the next output line matching pred; the output ending

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
@@ -225,6 +226,8 @@ type benchEnv struct {
 	broker *agent.Broker
 	engine *tree.Engine
 	runs   int
+	// counter counts completions; drive flushes it before reading.
+	counter *agent.Subscription
 
 	mu        sync.Mutex     // guards completed
 	completed map[string]int // run id → nodes that completed
@@ -244,14 +247,22 @@ func benchSetup(b *testing.B, answer answerFunc) *benchEnv {
 		Store: cs, Agents: &benchAgents{store: cs, bus: bus, model: &benchModel{answer: answer}},
 		Bus: bus, Broker: env.broker,
 	})
-	bus.Subscribe(func(ev agent.Event) {
+	env.counter = bus.Subscribe(func(ev agent.Event) {
 		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.State == tree.StateComplete && c.From != tree.StateComplete {
 			env.mu.Lock()
 			env.completed[c.RunID]++
 			env.mu.Unlock()
 		}
 	})
+	b.Cleanup(env.counter.Close)
 	return env
+}
+
+// slowSubscriber adds a subscriber that takes per for every event, as a
+// client that reads its output slowly would; the engine must not notice.
+// It is never waited for.
+func (env *benchEnv) slowSubscriber(per time.Duration) {
+	env.bus.Subscribe(func(agent.Event) { time.Sleep(per) })
 }
 
 // create stores a new run and returns its id.
@@ -276,6 +287,7 @@ func (env *benchEnv) drive(id, want string, nodes int) error {
 	if r.Status != store.RunComplete || r.Result != want {
 		return fmt.Errorf("run %s ended %s (result %q, error %q), want complete with %q", id, r.Status, r.Result, r.Error, want)
 	}
+	env.counter.Flush()
 	env.mu.Lock()
 	got := env.completed[id]
 	env.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
 )
 
@@ -52,6 +53,18 @@ func (r *run) chargeLocked(node, tokens int64, cost float64) {
 		s.tokens += tokens
 		s.cost += cost
 		r.spent[id] = s
+	}
+}
+
+// chargeFor is the Charge of node id's agent: the call counts against the
+// run, the node and its ancestors before the node's next gate.
+func (r *run) chargeFor(id int64) func(llm.Usage, float64) {
+	return func(u llm.Usage, cost float64) {
+		r.usageMu.Lock()
+		defer r.usageMu.Unlock()
+		r.tokens += u.Total()
+		r.cost += cost
+		r.chargeLocked(id, u.Total(), cost)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -58,6 +59,8 @@ type AgentSpec struct {
 	Tools []tool.Tool
 	// Gate is checked before every model call (the run budget).
 	Gate func(ctx context.Context) error
+	// Charge is told each model call's usage and cost (the budgets).
+	Charge func(call llm.Usage, cost float64)
 }
 
 // Agents builds node agents and distils context; internal/app implements it.

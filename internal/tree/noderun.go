@@ -24,13 +24,12 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	if n.SessionID == "" { // activated by an older arbor
 		n.SessionID = sessionID(r.id, id)
 	}
-	r.addSession(n.SessionID, id)
 	if ag == nil {
 		var err error
 		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
 			RunID: r.id, NodeID: id, SessionID: n.SessionID,
 			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
-			Tools: r.tools(id), Gate: r.gateFor(id),
+			Tools: r.tools(id), Gate: r.gateFor(id), Charge: r.chargeFor(id),
 		})
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})

@@ -24,7 +24,6 @@ type run struct {
 	usageMu   sync.Mutex // guards the fields below up to pubMu (read by the budget gates)
 	tokens    int64
 	cost      float64
-	sessions  map[string]int64 // node agent session → node id
 	budgetHit bool
 	parents   map[int64]int64 // node → parent, for charging subtrees
 	limits    map[int64]spend // nodes with a budget of their own
@@ -62,7 +61,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	}
 	r := &run{
 		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
-		running: map[int64]context.CancelCauseFunc{}, sessions: map[string]int64{}, done: make(chan struct{}),
+		running: map[int64]context.CancelCauseFunc{}, done: make(chan struct{}),
 		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{},
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
 		notes: map[int64][]string{},
@@ -79,7 +78,6 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 		}
 		r.maxID = max(r.maxID, n.ID)
 		if n.SessionID != "" {
-			r.sessions[n.SessionID] = n.ID
 			if s, err := e.o.Store.GetSession(ctx, n.SessionID); err == nil {
 				r.tokens += s.Usage.Total()
 				r.cost += s.CostUSD
@@ -95,9 +93,6 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 
 // drive runs r until its root ends or ctx (which is r.ctx) is cancelled.
 func (r *run) drive(ctx context.Context) (store.Run, error) {
-	unsub := r.e.o.Bus.Subscribe(r.observe)
-	defer unsub()
-
 	r.mu.Lock()
 	if Terminal(r.nodes[1].State) {
 		meta := r.meta
@@ -132,21 +127,6 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 	return meta, nil
 }
 
-// observe is the run's bus subscriber: it totals usage of its node agents.
-func (r *run) observe(ev agent.Event) {
-	u, ok := ev.(*agent.UsageUpdated)
-	if !ok {
-		return
-	}
-	r.usageMu.Lock()
-	defer r.usageMu.Unlock()
-	if node, mine := r.sessions[u.SessionID]; mine {
-		r.tokens += u.Call.Total()
-		r.cost += u.CallCost
-		r.chargeLocked(node, u.Call.Total(), u.CallCost)
-	}
-}
-
 // gate is checked before every model call of every node.
 func (r *run) gate(context.Context) error {
 	r.usageMu.Lock()
@@ -161,12 +141,6 @@ func (r *run) gate(context.Context) error {
 		return fmt.Errorf("%w: used %d of %d tokens", ErrBudgetExhausted, r.tokens, r.meta.MaxTokens)
 	}
 	return nil
-}
-
-func (r *run) addSession(id string, node int64) {
-	r.usageMu.Lock()
-	defer r.usageMu.Unlock()
-	r.sessions[id] = node
 }
 
 // unlock releases mu and publishes the events collected under it. pubMu

@@ -35,6 +35,7 @@ type bundle struct {
 	engine *tree.Engine
 	run    store.Run
 
+	sub    *agent.Subscription
 	mu     sync.Mutex
 	events []agent.Event
 }
@@ -85,11 +86,12 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	b := &bundle{ctx: context.Background(), srv: srv, app: a, engine: e}
-	a.Bus.Subscribe(func(ev agent.Event) {
+	b.sub = a.Bus.Subscribe(func(ev agent.Event) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.events = append(b.events, ev)
 	})
+	t.Cleanup(b.sub.Close)
 	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, MaxParallel: o.maxParallel, NodeTimeout: o.nodeTimeout, Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +140,7 @@ func (b *bundle) lastToolResults(t *testing.T, id int64, i int) string {
 }
 
 func (b *bundle) transitions(id int64) []string {
+	b.sub.Flush()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []string

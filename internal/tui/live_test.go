@@ -139,7 +139,8 @@ func TestLive(t *testing.T) {
 		t.Parallel()
 		l := NewLive(LiveOptions{RunID: "r1"})
 		bus := agent.NewBus()
-		bus.Subscribe(l.Handle)
+		sub := bus.Subscribe(l.Handle)
+		t.Cleanup(sub.Close)
 		br := agent.NewBroker(bus)
 		for range 10000 {
 			bus.Publish(usage(0, "s1", 1, 1, 0, true))
@@ -152,6 +153,7 @@ func TestLive(t *testing.T) {
 		if err := br.Resolve(br.Pending()[0].ID, agent.Response{Answer: &tool.Answer{Text: "ok"}}); err != nil {
 			t.Fatal(err)
 		}
+		sub.Flush()
 		batch, _ := l.take()
 		if len(batch) < 10002 {
 			t.Fatalf("%d events queued", len(batch))

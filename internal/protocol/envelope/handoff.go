@@ -87,6 +87,7 @@ func (s *server) requestHandoff(a handoffArgs) tool.Result {
 	if err := writePlan(req.PlanPath, a.Plan); err != nil {
 		req.PlanError = err.Error()
 	}
+	s.events.Flush() // after the assistant_message that called the tool
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancelHandoffLocked()
@@ -107,8 +108,8 @@ func writePlan(path, plan string) error {
 
 // poolNames lists the configured model pools by name, never nil.
 func (s *server) poolNames() []string {
-	names := make([]string, 0, len(s.app.Config.Pools))
-	for name := range s.app.Config.Pools {
+	names := make([]string, 0, len(s.app.Config().Pools))
+	for name := range s.app.Config().Pools {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -141,7 +142,7 @@ func (s *server) handoff(c handoffCmd) error {
 		return fmt.Errorf("%w: unknown agent %q (want %s)", errBadCommand, c.Agent, handoffAgent)
 	}
 	if c.Pool != "" {
-		if _, err := s.app.Config.Pool(c.Pool); err != nil {
+		if _, err := s.app.Config().Pool(c.Pool); err != nil {
 			return fmt.Errorf("%w: %w", errBadCommand, err)
 		}
 	}

@@ -77,6 +77,7 @@ func (s *server) syncJobsLocked() {
 // finishWork records a turn's outcome (delivered: the turn handed a job
 // result to the agent) and, when no other work waits, pushes idle.
 func (s *server) finishWork(res agent.Result, delivered bool) {
+	s.events.Flush()
 	outcome, errText := "completed", ""
 	switch res.Outcome {
 	case agent.OutcomeCompleted:

@@ -48,6 +48,7 @@ func (s *server) doneTool() tool.Tool {
 // done runs the done tool: outside a loop it refuses, inside it reports
 // the completion and ends the loop.
 func (s *server) done(callID string, a doneArgs) tool.Result {
+	s.events.Flush() // after the assistant_message that called the tool
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.st.loop {

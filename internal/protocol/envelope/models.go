@@ -34,7 +34,7 @@ func (s *server) modelStatus() string {
 		pool = "none"
 	}
 	fmt.Fprintf(&b, "Model pool: %s\n", pool)
-	pools := s.app.Config.Pools
+	pools := s.app.Config().Pools
 	if len(pools) == 0 {
 		b.WriteString("Pools: no pools configured\n")
 		return b.String()
@@ -57,7 +57,7 @@ func (s *server) setPool(ctx context.Context, name string) modelsResponse {
 	if ctx.Err() != nil {
 		return modelsResponse{Message: "the server is stopping"}
 	}
-	refs, err := s.app.Config.Pool(name)
+	refs, err := s.app.Config().Pool(name)
 	if err != nil {
 		return modelsResponse{Message: err.Error()}
 	}

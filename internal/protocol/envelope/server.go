@@ -47,6 +47,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -90,6 +91,9 @@ type server struct {
 	opts Options
 	out  *protocol.Writer
 	diag io.Writer
+	// events translates the bus's events into pushes; work flushes it
+	// before pushing idle, so idle follows the work's pushes.
+	events *agent.Subscription
 
 	// mu guards every field below it but jobs and shells, and is held
 	// while writing a seq'd line.
@@ -181,8 +185,8 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.sess, s.sessJobs = opened.sess, opened.jobs
 	s.model = s.sess.Model.Ref.Ref
 	s.st = state{sessionID: s.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
-	unsub := a.Bus.Subscribe(s.translate)
-	defer unsub()
+	s.events = a.Bus.Subscribe(s.translate)
+	defer s.events.Close()
 	s.mu.Lock()
 	s.adoptLocked(opened)
 	s.mu.Unlock()
@@ -431,6 +435,7 @@ func (s *server) onTodos(todos []tool.Todo) {
 	if todos == nil {
 		todos = []tool.Todo{}
 	}
+	s.events.Flush() // after the assistant_message that called the tool
 	s.push(evTodos, todosPayload{Todos: todos}, nil)
 }
 

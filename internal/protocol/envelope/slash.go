@@ -107,12 +107,14 @@ func (s *server) compactNow(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	s.events.Flush() // earlier compactions are not this one
 	s.mu.Lock()
 	s.manualCompact = true
 	before := s.compactions
 	s.mu.Unlock()
 	var err error
 	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) { err = sess.Agent.Compact(ctx) })
+	s.events.Flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.manualCompact = false
@@ -156,6 +158,9 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 		return err
 	}
 	sess := o.sess
+	// Events of the trees closed so far (a resumed session's own, among
+	// them) are handled before its tree becomes current again.
+	s.events.Flush()
 	s.mu.Lock()
 	old, oldHost := s.sessJobs, s.host
 	s.sess, s.sessJobs, s.pending, s.results = sess, o.jobs, 0, 0

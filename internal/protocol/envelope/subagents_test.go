@@ -29,6 +29,11 @@ type agentEvent struct {
 	State           string `json:"state"`
 }
 
+// assistantText matches the assistant_message with text.
+func assistantText(text string) func(out) bool {
+	return func(o out) bool { return o.Type == "assistant_message" && o.P.Text == text }
+}
+
 func agentOf(t *testing.T, o out) agentEvent {
 	t.Helper()
 	var a agentEvent
@@ -232,9 +237,10 @@ func TestSubAgents(t *testing.T) {
 		defer srv.Close()
 		b, ready := setup(t, srv)
 		b.Send(`{"type":"send","content":"start it"}`)
-		first := agentOf(t, b.Next(typ("agent_started")))
+		// The child starts while the main agent goes on: its agent_started
+		// and the main agent's reply come in either order.
+		first := agentOf(t, b.NextAll(typ("agent_started"), assistantText("started"))[0])
 		srv.WaitRequests(3) // the child's stalled call is in flight
-		b.Next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "started" })
 		b.Send(sendText("/new"))
 		b.Next(typ("session_switched"))
 		resumed.Store(true)
@@ -264,11 +270,12 @@ func TestSubAgents(t *testing.T) {
 		defer srv.Close()
 		b, _ := setup(t, srv)
 		b.Send(`{"type":"send","content":"deploy"}`)
-		q := b.Next(typ("question_request"))
+		// The ask node's question and the main agent's reply come in either
+		// order (the node runs on the engine's goroutine).
+		q := b.NextAll(typ("question_request"), assistantText("asked"))[0]
 		if q.P.ToolName != "ask" || q.P.Question != "Which region?" || agentOf(t, q).AgentID != "main" {
 			t.Fatalf("question_request of an ask node: %s", q.raw)
 		}
-		b.Next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text == "asked" })
 		b.Send(`{"type":"status"}`)
 		if st := b.Next(typ("status_response")); !st.P.Busy {
 			t.Fatalf("not busy while the ask node waits: %s", st.raw)
@@ -300,12 +307,7 @@ func TestSubAgents(t *testing.T) {
 		b, _ := setup(t, srv)
 		b.Send(`{"type":"send","content":"start something long"}`)
 		// The child's start and the main agent's answer race: wait for both.
-		var started, answered bool
-		b.Next(func(o out) bool {
-			started = started || o.Type == "agent_started"
-			answered = answered || o.Type == "assistant_message" && o.P.Text == "started"
-			return started && answered
-		})
+		b.NextAll(typ("agent_started"), assistantText("started"))
 		b.Send(`{"type":"cancel"}`)
 		done := agentOf(t, b.Next(typ("agent_done")))
 		if done.State != "cancelled" {

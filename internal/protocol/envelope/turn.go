@@ -109,8 +109,7 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 func (s *server) finishTurn(res agent.Result) { s.finishWork(res, false) }
 
 // translate is the bus subscriber: it turns the session's agent events
-// into pushes and state changes. It runs under the bus lock and must not
-// publish.
+// into pushes and state changes, on the subscription's own goroutine.
 func (s *server) translate(e agent.Event) {
 	if s.treeEvent(e) {
 		return

@@ -26,7 +26,7 @@ func (s *Server) authenticate(ctx context.Context) bool {
 		s.mu.Unlock()
 	}()
 	var providers []authProvider
-	for name, p := range s.app.Config.Providers {
+	for name, p := range s.app.Config().Providers {
 		if p.APIKeyEnv != "" { // servers that take no key (a local Ollama) need no credentials
 			providers = append(providers, authProvider{ID: name, Type: p.Type, Fields: []string{"api_key"}})
 		}
@@ -52,7 +52,7 @@ func (s *Server) authenticate(ctx context.Context) bool {
 }
 
 func (s *Server) applyAuth(a authReply) error {
-	p, ok := s.app.Config.Providers[a.ProviderID]
+	p, ok := s.app.Config().Providers[a.ProviderID]
 	if !ok {
 		return fmt.Errorf("unknown provider %q", a.ProviderID)
 	}
@@ -65,7 +65,7 @@ func (s *Server) applyAuth(a authReply) error {
 	}
 	s.app.SetEnv(p.APIKeyEnv, key)
 	if a.Persist {
-		if err := persistKey(s.app.Config.UserConfigFile(), a.ProviderID, key); err != nil {
+		if err := persistKey(s.app.Config().UserConfigFile(), a.ProviderID, key); err != nil {
 			return err
 		}
 	}

@@ -131,7 +131,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 
 func (s *Server) models() []modelInfo {
 	out := []modelInfo{}
-	for name, p := range s.app.Config.Providers {
+	for name, p := range s.app.Config().Providers {
 		for m := range p.Models {
 			ref := name + "/" + m
 			out = append(out, modelInfo{Value: ref, DisplayName: ref, Description: p.Type})

@@ -84,7 +84,7 @@ func (s *Server) lookup(ctx context.Context, req registryRequest) (any, error) {
 		return out, nil
 	case "models":
 		var out []modelEntry
-		for name, prov := range s.app.Config.Providers {
+		for name, prov := range s.app.Config().Providers {
 			for m, info := range prov.Models {
 				e := modelEntry{Ref: name + "/" + m, Provider: name, Type: prov.Type, Price: info.Price, ContextSize: info.ContextWindow}
 				if req.Action == "get" && e.Ref == p.Name {

@@ -43,6 +43,9 @@ type Server struct {
 	opts Options
 	out  *protocol.Writer
 	diag io.Writer
+	// events translates the bus's events into output lines; a turn flushes
+	// it before writing its result, so the result follows the turn's lines.
+	events *agent.Subscription
 
 	mu      sync.Mutex // guards the fields below
 	sess    *app.Session
@@ -75,8 +78,8 @@ type userTurn struct {
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
 	s := &Server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, asks: map[string]string{},
 		queue: make(chan userTurn, 64), inputDone: make(chan struct{})}
-	unsub := a.Bus.Subscribe(s.translate)
-	defer unsub()
+	s.events = a.Bus.Subscribe(s.translate)
+	defer s.events.Close()
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -92,6 +92,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	s.apiTime.Store(0)
 	res := sess.Agent.Send(tctx, llm.UserText(t.text))
 	cancel()
+	s.events.Flush()
 	s.mu.Lock()
 	s.cancel = nil
 	s.mu.Unlock()
