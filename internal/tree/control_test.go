@@ -43,7 +43,7 @@ func awaitQuestions(t *testing.T, ch <-chan agent.Interaction, texts ...string) 
 }
 
 // reached is closed when node id first enters state.
-func (b *bundle) reached(id int64, state string) <-chan struct{} {
+func (b *bundle) reached(id int64, state tree.NodeState) <-chan struct{} {
 	ch := make(chan struct{})
 	var once bool
 	b.app.Bus.Subscribe(func(ev agent.Event) {

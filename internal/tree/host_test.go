@@ -54,7 +54,7 @@ func hostEvents(b *bundle, id string) <-chan agent.Event {
 }
 
 // waitNode reads events until node id reaches state.
-func waitNode(t *testing.T, ch <-chan agent.Event, id int64, state string) {
+func waitNode(t *testing.T, ch <-chan agent.Event, id int64, state tree.NodeState) {
 	t.Helper()
 	for ev := range ch {
 		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == id && c.Node.State == state {
@@ -96,7 +96,7 @@ func TestHostRunsChildrenOfItsAgent(t *testing.T) {
 		case *tree.Notified:
 			notified = e.From.ID == 2 && e.To == 1 && e.Message == "halfway"
 		}
-		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == 2 && tree.Terminal(c.Node.State) {
+		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == 2 && c.Node.State.Terminal() {
 			if c.Node.State != tree.StateComplete || c.Node.Result != "two done" {
 				t.Fatalf("#2 ended %s with %q (%s)", c.Node.State, c.Node.Result, c.Node.Error)
 			}
@@ -205,7 +205,7 @@ func (b *bundle) nodeIn(t *testing.T, run string, id int64) store.Node {
 // busy reports whether a node of the host's run can still progress.
 func busy(h *tree.Host) bool {
 	for _, n := range h.Nodes() {
-		if !tree.Terminal(n.State) && n.State != tree.StatePaused {
+		if !n.State.Terminal() && n.State != tree.StatePaused {
 			return true
 		}
 	}

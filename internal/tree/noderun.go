@@ -209,7 +209,7 @@ func (r *run) failLocked(id int64, msg string) {
 	r.setLocked(id, msg, func(m *store.Node) { m.State, m.Error = StateFailed, msg })
 	for _, c := range r.children[id] {
 		r.cascadeLocked(c, StateCancelled, fmt.Sprintf("parent #%d failed", id), errStopped,
-			func(n *store.Node) bool { return !Terminal(n.State) },
+			func(n *store.Node) bool { return !n.State.Terminal() },
 			func(n *store.Node) { n.Error = fmt.Sprintf("parent #%d failed: %s", id, firstLine(msg)) })
 	}
 }

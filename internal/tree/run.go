@@ -99,7 +99,7 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 	defer unsub()
 
 	r.mu.Lock()
-	if Terminal(r.nodes[1].State) {
+	if r.nodes[1].State.Terminal() {
 		meta := r.meta
 		r.mu.Unlock()
 		return meta, nil
@@ -186,7 +186,7 @@ func (r *run) unlock() {
 // change is one node transition to commit.
 type change struct {
 	node   store.Node
-	from   string
+	from   store.NodeState
 	reason string
 }
 
@@ -227,7 +227,7 @@ func (r *run) setLocked(id int64, reason string, fn func(n *store.Node)) {
 	n := *r.nodes[id]
 	from := n.State
 	fn(&n)
-	if Terminal(n.State) && n.EndedAt == nil {
+	if n.State.Terminal() && n.EndedAt == nil {
 		t := r.e.o.Now().UTC()
 		n.EndedAt = &t
 	}

@@ -60,7 +60,7 @@ func glyph(n tree.NodeView) string {
 }
 
 // running reports whether a node's agent (or its answerer) is at work.
-func running(state string) bool {
+func running(state tree.NodeState) bool {
 	return state == tree.StateActive || state == tree.StateSynthesizing || state == tree.StateWaiting
 }
 
@@ -168,7 +168,7 @@ func (m *model) footer(width int) []string {
 	case f != nil && f.Outcome == "complete":
 		lines = append(lines, styleGreen.Render("run complete"))
 	case f != nil:
-		s := "run " + f.Outcome
+		s := "run " + string(f.Outcome)
 		if f.Error != "" {
 			s += ": " + firstLine(f.Error, width)
 		}
@@ -187,7 +187,7 @@ func (m *model) totals() string {
 	u := m.tr.total()
 	done := 0
 	for _, n := range m.tr.nodes {
-		if tree.Terminal(n.view.State) {
+		if n.view.State.Terminal() {
 			done++
 		}
 	}

@@ -155,7 +155,7 @@ func (s *server) treeEvent(e agent.Event) bool {
 			return true
 		}
 		s.trackLocked(e.Node)
-		if tree.Terminal(e.Node.State) && !tree.Terminal(e.From) {
+		if e.Node.State.Terminal() && !e.From.Terminal() {
 			s.nodeEndedLocked(e.Node)
 		}
 	case *tree.Notified:
@@ -187,17 +187,17 @@ func (s *server) treeEvent(e agent.Event) bool {
 func (s *server) nodeEndedLocked(n tree.NodeView) {
 	summary := n.Result
 	if n.State != tree.StateComplete {
-		summary = n.State + ": " + n.Error
+		summary = string(n.State) + ": " + n.Error
 	}
 	if n.Kind != tree.KindAsk && n.SessionID != "" { // it had an agent, perhaps in an earlier process
 		agentID := ""
 		if a := s.subByNode[n.ID]; a != nil {
 			agentID = a.agentID
-			s.rollbackLocked(agentID, n.State)
+			s.rollbackLocked(agentID, string(n.State))
 		}
 		parentAgent, parentTask := s.parentLocked(n.ParentID)
 		s.pushLocked(evAgentDone, agentDone{AgentID: agentID, TaskID: n.SessionID, AgentType: agentType(n),
-			ParentAgentID: parentAgent, ParentTaskID: parentTask, Summary: summary, State: n.State}, nil)
+			ParentAgentID: parentAgent, ParentTaskID: parentTask, Summary: summary, State: string(n.State)}, nil)
 	}
 	switch {
 	case n.ParentID != 1:
@@ -229,7 +229,7 @@ func (s *server) trackLocked(n tree.NodeView) {
 	if n.SessionID != "" {
 		s.tasks[n.ID] = n.SessionID
 	}
-	if !tree.Terminal(n.State) && n.State != tree.StatePaused {
+	if !n.State.Terminal() && n.State != tree.StatePaused {
 		s.live[n.ID] = true
 	} else {
 		delete(s.live, n.ID)
@@ -253,7 +253,7 @@ func agentType(n tree.NodeView) string {
 	if n.Spawn != "" {
 		return n.Spawn
 	}
-	return n.Kind
+	return string(n.Kind)
 }
 
 // toInboxLocked queues text for the main agent; one delivery turn takes

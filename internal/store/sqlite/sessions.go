@@ -71,8 +71,8 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]store.Session, e
 
 // SetSessionStatus changes the status of session id; ErrInvalid for a status
 // outside the store.Session* set, ErrNotFound for an unknown session.
-func (s *Store) SetSessionStatus(ctx context.Context, id, status string) error {
-	if !store.ValidSessionStatus(status) {
+func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.SessionStatus) error {
+	if !status.Valid() {
 		return fmt.Errorf("set status of session %s: %w: unknown session status %q", id, store.ErrInvalid, status)
 	}
 	now := time.Now().UnixNano()

@@ -99,9 +99,9 @@ func testSessions(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		s := b.session(t, "s1")
-		for _, status := range []string{store.SessionIdle, store.SessionInterrupted, store.SessionFailed, store.SessionActive} {
+		for _, status := range []store.SessionStatus{store.SessionIdle, store.SessionInterrupted, store.SessionFailed, store.SessionActive} {
 			noErr(t, b.st.SetSessionStatus(b.ctx, "s1", status))
-			s = b.requireAdvanced(t, s, "set status "+status)
+			s = b.requireAdvanced(t, s, "set status "+string(status))
 			equal(t, "status", s.Status, status)
 		}
 	})
