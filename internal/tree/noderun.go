@@ -219,7 +219,7 @@ func (r *run) askNode(ctx context.Context, id int64) {
 	r.mu.Lock()
 	n := *r.nodes[id]
 	r.mu.Unlock()
-	q := tool.Question{CallID: askCallID(id), Question: n.Question, Options: n.Options, Default: n.Default}
+	q := tool.Question{CallID: askCallID(id), AskNode: id, Question: n.Question, Options: n.Options, Default: n.Default}
 	ans, err := r.e.o.Broker.For(r.id).Ask(ctx, q)
 
 	r.mu.Lock()
@@ -236,11 +236,9 @@ func (r *run) askNode(ctx context.Context, id int64) {
 	r.scheduleLocked()
 }
 
+// askCallID is the call id of ask node id's question. Nothing parses it:
+// consumers read the question's AskNode.
 func askCallID(id int64) string { return fmt.Sprintf("ask:#%d", id) }
-
-// IsAskCall reports whether a question's call id is an ask node's rather
-// than an agent's ask_user call.
-func IsAskCall(callID string) bool { return strings.HasPrefix(callID, "ask:#") }
 
 func (r *run) answerLocked(id int64, ans tool.Answer) {
 	n := r.nodes[id]

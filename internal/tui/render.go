@@ -279,15 +279,11 @@ func questionHint(options []string, multi bool, def string) string {
 }
 
 // nodeOfInteraction finds the node an interaction belongs to: an ask
-// node's question names it in its call id ("ask:#N"), anything else comes
-// from a node's agent session.
+// node's question carries it (AskNode), anything else comes from a node's
+// agent session.
 func (m *model) nodeOfInteraction(in agent.Interaction) (int64, bool) {
-	if in.Question != nil {
-		if s, ok := strings.CutPrefix(in.Question.CallID, "ask:#"); ok {
-			if id, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return id, true
-			}
-		}
+	if in.Question != nil && in.Question.AskNode != 0 {
+		return in.Question.AskNode, true
 	}
 	_, id, ok := m.tr.nodeOf(in.SessionID)
 	return id, ok
