@@ -37,7 +37,16 @@ type Session struct {
 	Usage     llm.Usage `json:"usage"`
 	CostUSD   float64   `json:"cost_usd"`
 	CostKnown bool      `json:"cost_known"`
+	// RunID and NodeID name the tree node whose agent this session is (a
+	// sub-agent, a node of arbor run); both are empty for a conversation a
+	// person or client opened, including the main agent of a hosted run.
+	RunID  string `json:"run_id,omitempty"`
+	NodeID int64  `json:"node_id,omitempty"`
 }
+
+// OwnedByNode reports whether s is the agent session of a tree node rather
+// than a conversation to continue or resume.
+func (s Session) OwnedByNode() bool { return s.NodeID != 0 }
 
 // MessageRecord is one persisted message.
 type MessageRecord struct {

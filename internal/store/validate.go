@@ -22,6 +22,9 @@ func (s Session) Validate() error {
 	if s.Status != "" && !s.Status.Valid() {
 		return fmt.Errorf("%w: unknown session status %q", ErrInvalid, s.Status)
 	}
+	if s.NodeID < 0 || (s.RunID == "") != (s.NodeID == 0) {
+		return fmt.Errorf("%w: session %s is owned by run %q node %d: give both or neither", ErrInvalid, s.ID, s.RunID, s.NodeID)
+	}
 	return nil
 }
 
