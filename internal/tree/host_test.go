@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -212,18 +213,31 @@ func busy(h *tree.Host) bool {
 	return false
 }
 
-func TestIsNodeSession(t *testing.T) {
+func TestNodeSessionsRecordTheirNode(t *testing.T) {
 	t.Parallel()
-	for id, want := range map[string]bool{
-		"20261130-101500-3f9a1c":   false,
-		"20261130-101500-3f9a1c.2": true,
-		"run-x.12":                 true,
-		"v1.2.beta":                false,
-		".3":                       false,
-		"":                         false,
-	} {
-		if got := tree.IsNodeSession(id); got != want {
-			t.Errorf("IsNodeSession(%q) = %v, want %v", id, got, want)
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "count", "prompt": "count to two"})), complete("draft"), complete("final")},
+		2: {complete("two")},
+	})
+	if r := b.drive(t); r.Status != store.RunComplete {
+		t.Fatalf("run %+v", r)
+	}
+	for _, id := range []int64{1, 2} {
+		n := b.node(t, id)
+		s, err := b.app.Store.GetSession(b.ctx, n.SessionID)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !s.OwnedByNode() || s.RunID != n.RunID || s.NodeID != id {
+			t.Fatalf("session %s of #%d is owned by run %q node %d", s.ID, id, s.RunID, s.NodeID)
+		}
+	}
+	// A conversation is no node's, even with an id shaped like one.
+	conv, err := b.app.CreateSession(b.ctx, "chat.2", app.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.app.Store.GetSession(b.ctx, conv.ID); err != nil || s.OwnedByNode() {
+		t.Fatalf("conversation %+v, %v", s, err)
 	}
 }

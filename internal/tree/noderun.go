@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -91,18 +90,9 @@ func lastText(h []llm.Message) string {
 	return ""
 }
 
+// sessionID is the id of node's agent session. Nothing parses it: the
+// stored session records its owner (store.Session.RunID and NodeID).
 func sessionID(run string, node int64) string { return fmt.Sprintf("%s.%d", run, node) }
-
-// IsNodeSession reports whether session id is the agent session of a tree
-// node ("<run>.<node>") rather than one a person or client opened.
-func IsNodeSession(id string) bool {
-	i := strings.LastIndexByte(id, '.')
-	if i <= 0 {
-		return false
-	}
-	_, err := strconv.ParseInt(id[i+1:], 10, 64)
-	return err == nil
-}
 
 // endTurn applies the outcome of a node's turn. A node whose state changed
 // meanwhile (stopped, paused) keeps that state: late exits never overwrite.

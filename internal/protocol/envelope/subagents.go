@@ -78,10 +78,11 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 	})
 	if id != "" {
 		s.hostClosers.Wait() // the session's tree may still be closing
-		if _, err := s.app.Store.GetSession(ctx, id); err != nil {
+		st, err := s.app.Store.GetSession(ctx, id)
+		if err != nil {
 			return opened{}, fmt.Errorf("session %s: %w", id, err)
 		}
-		if tree.IsNodeSession(id) {
+		if st.OwnedByNode() {
 			return opened{}, fmt.Errorf("session %s is a tree node's (a sub-agent's); resume the conversation it belongs to", id)
 		}
 		return s.openWith(ctx, engine, id, so, true)
