@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -165,7 +166,7 @@ func detail(n *nodeState) string {
 func (m *model) footer(width int) []string {
 	lines := []string{"", m.totals()}
 	switch f := m.tr.finished; {
-	case f != nil && f.Outcome == "complete":
+	case f != nil && f.Outcome == store.RunComplete:
 		lines = append(lines, styleGreen.Render("run complete"))
 	case f != nil:
 		s := "run " + string(f.Outcome)
