@@ -32,28 +32,28 @@ const (
 
 // NodeView is a node as front ends see it.
 type NodeView struct {
-	ID        int64           `json:"id"`
-	ParentID  int64           `json:"parent_id"`
-	Kind      store.NodeKind  `json:"kind"`
-	Spawn     string          `json:"spawn,omitempty"`
-	Goal      string          `json:"goal"`
-	State     store.NodeState `json:"state"`
-	BlockedBy []int64         `json:"blocked_by,omitempty"`
-	Result    string          `json:"result,omitempty"`
-	Error     string          `json:"error,omitempty"`
-	Question  string          `json:"question,omitempty"`
-	Options   []string        `json:"options,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
+	ID        int64     `json:"id"`
+	ParentID  int64     `json:"parent_id"`
+	Kind      NodeKind  `json:"kind"`
+	Spawn     string    `json:"spawn,omitempty"`
+	Goal      string    `json:"goal"`
+	State     NodeState `json:"state"`
+	BlockedBy []int64   `json:"blocked_by,omitempty"`
+	Result    string    `json:"result,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Question  string    `json:"question,omitempty"`
+	Options   []string  `json:"options,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
 }
 
 // NodeChanged is published after every committed transition of a node,
 // including its creation (From is "" then).
 type NodeChanged struct {
 	agent.Meta
-	RunID  string          `json:"run_id"`
-	From   store.NodeState `json:"from"`
-	Node   NodeView        `json:"node"`
-	Reason string          `json:"reason,omitempty"`
+	RunID  string    `json:"run_id"`
+	From   NodeState `json:"from"`
+	Node   NodeView  `json:"node"`
+	Reason string    `json:"reason,omitempty"`
 }
 
 // RunFinished is published once when a run ends.
