@@ -38,7 +38,7 @@ type Store interface {
 	AddUsage(ctx context.Context, u store.UsageRecord) error
 	SaveCompaction(ctx context.Context, c store.Compaction) error
 	LatestCompaction(ctx context.Context, sessionID string) (store.Compaction, error)
-	SetSessionStatus(ctx context.Context, id, status string) error
+	SetSessionStatus(ctx context.Context, id string, status store.SessionStatus) error
 }
 
 // Outcome says how a Send ended.

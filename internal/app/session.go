@@ -32,6 +32,11 @@ type SessionOptions struct {
 	Gate func(ctx context.Context) error
 	// Charge is told each model call's usage and cost.
 	Charge func(call llm.Usage, cost float64)
+	// RunID and NodeID name the tree node whose agent a new session is;
+	// CreateSession records them (store.Session.OwnedByNode). Empty for
+	// a conversation.
+	RunID  string
+	NodeID int64
 	// Jobs, when set, lets shell run commands in the background
 	// (run_in_background) and adds job_kill; nil refuses background
 	// commands. The caller owns it and closes it when the session ends.
@@ -71,6 +76,7 @@ func (a *App) CreateSession(ctx context.Context, id string, o SessionOptions) (*
 	err = a.Store.CreateSession(ctx, store.Session{
 		ID: id, Title: o.Title, Model: m.Ref.Ref, Workspace: a.Workspace,
 		Status: store.SessionIdle, CreatedAt: now, UpdatedAt: now, CostKnown: true,
+		RunID: o.RunID, NodeID: o.NodeID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)

@@ -14,7 +14,6 @@ import (
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
-	"github.com/arbor-run/arbor/internal/tree"
 )
 
 type headlessFlags struct {
@@ -139,7 +138,7 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 		return "", err
 	}
 	for _, s := range ss {
-		if !tree.IsNodeSession(s.ID) {
+		if !s.OwnedByNode() {
 			return s.ID, nil
 		}
 	}

@@ -98,7 +98,7 @@ func (t *terminal) answer(in agent.Interaction) (agent.Response, bool) {
 		ap := t.approve(*in.Approval)
 		return agent.Response{Approval: &ap}, true
 	case agent.KindQuestion:
-		if strings.HasPrefix(in.Question.CallID, askPrefix) {
+		if in.Question.AskNode != 0 {
 			ans, ok := t.answerAskNode(*in.Question)
 			return agent.Response{Answer: &ans}, ok
 		}
@@ -161,11 +161,8 @@ func promptApproval(out io.Writer, line func() (string, bool), r tool.ApprovalRe
 	}
 }
 
-// askPrefix marks the questions of ask nodes ("ask:#4").
-const askPrefix = "ask:#"
-
 func (t *terminal) answerAskNode(q tool.Question) (tool.Answer, bool) {
-	node := strings.TrimPrefix(q.CallID, "ask:")
+	node := fmt.Sprintf("#%d", q.AskNode)
 	if !t.interactive {
 		fmt.Fprintf(t.out, "? %s asks: %s\n  answer with: arbor answer %s '%s' \"…\"\n", node, q.Question, t.runID, node)
 		return tool.Answer{}, false

@@ -25,27 +25,28 @@ var (
 
 // Session is one conversation of one agent.
 type Session struct {
-	ID        string    `json:"id"`
-	Title     string    `json:"title"`
-	Model     string    `json:"model"`
-	Workspace string    `json:"workspace"`
-	Status    string    `json:"status"` // see SessionStatus* constants
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID        string        `json:"id"`
+	Title     string        `json:"title"`
+	Model     string        `json:"model"`
+	Workspace string        `json:"workspace"`
+	Status    SessionStatus `json:"status"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
 	// Usage and CostUSD are totals over every model call of the session.
 	// CostKnown is false when any call used a model without a price.
 	Usage     llm.Usage `json:"usage"`
 	CostUSD   float64   `json:"cost_usd"`
 	CostKnown bool      `json:"cost_known"`
+	// RunID and NodeID name the tree node whose agent this session is (a
+	// sub-agent, a node of arbor run); both are empty for a conversation a
+	// person or client opened, including the main agent of a hosted run.
+	RunID  string `json:"run_id,omitempty"`
+	NodeID int64  `json:"node_id,omitempty"`
 }
 
-// Session statuses.
-const (
-	SessionActive      = "active"
-	SessionIdle        = "idle"
-	SessionInterrupted = "interrupted"
-	SessionFailed      = "failed"
-)
+// OwnedByNode reports whether s is the agent session of a tree node rather
+// than a conversation to continue or resume.
+func (s Session) OwnedByNode() bool { return s.NodeID != 0 }
 
 // MessageRecord is one persisted message.
 type MessageRecord struct {
@@ -55,19 +56,13 @@ type MessageRecord struct {
 	CreatedAt time.Time   `json:"created_at"`
 }
 
-// Intent statuses.
-const (
-	IntentStarted  = "started"
-	IntentFinished = "finished"
-)
-
 // Intent records that a tool call was about to run, and later its result.
 type Intent struct {
 	SessionID string          `json:"session_id"`
 	CallID    string          `json:"call_id"`
 	Tool      string          `json:"tool"`
 	Input     json.RawMessage `json:"input"`
-	Status    string          `json:"status"`
+	Status    IntentStatus    `json:"status"`
 	Result    string          `json:"result,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
 	StartedAt time.Time       `json:"started_at"`
@@ -102,7 +97,7 @@ type Store interface {
 	GetSession(ctx context.Context, id string) (Session, error)
 	// ListSessions returns sessions, newest first; limit <= 0 means all.
 	ListSessions(ctx context.Context, limit int) ([]Session, error)
-	SetSessionStatus(ctx context.Context, id, status string) error
+	SetSessionStatus(ctx context.Context, id string, status SessionStatus) error
 
 	// AppendMessages appends msgs in one transaction and returns the seq of
 	// the last one.

@@ -5,21 +5,11 @@ import (
 	"time"
 )
 
-// Run statuses.
-const (
-	RunRunning     = "running"
-	RunComplete    = "complete"
-	RunFailed      = "failed"
-	RunCancelled   = "cancelled"
-	RunBudget      = "budget_exhausted"
-	RunInterrupted = "interrupted"
-)
-
 // Run is one coordination tree: a goal, its budget and its outcome.
 type Run struct {
 	ID          string    `json:"id"`
 	Goal        string    `json:"goal"`
-	Status      string    `json:"status"`
+	Status      RunStatus `json:"status"`
 	Model       string    `json:"model"`
 	Workspace   string    `json:"workspace"`
 	Mode        string    `json:"mode"`
@@ -35,13 +25,13 @@ type Run struct {
 
 // Node is one node of a run's tree. IDs are per run, from 1 (the root).
 type Node struct {
-	RunID    string `json:"run_id"`
-	ID       int64  `json:"id"`
-	ParentID int64  `json:"parent_id"` // 0 for the root
-	Kind     string `json:"kind"`      // "goal" or "host" (root), "task", "ask"
-	Spawn    string `json:"spawn"`     // "spawn" or "fork" for tasks, "" otherwise
-	Goal     string `json:"goal"`
-	Prompt   string `json:"prompt"`
+	RunID    string   `json:"run_id"`
+	ID       int64    `json:"id"`
+	ParentID int64    `json:"parent_id"` // 0 for the root
+	Kind     NodeKind `json:"kind"`
+	Spawn    string   `json:"spawn"` // "spawn" or "fork" for tasks, "" otherwise
+	Goal     string   `json:"goal"`
+	Prompt   string   `json:"prompt"`
 	// BlockedBy lists the nodes whose results this node needs.
 	BlockedBy    []int64 `json:"blocked_by"`
 	Returns      string  `json:"returns"` // "text", "json", "list", "file"
@@ -51,9 +41,9 @@ type Node struct {
 	Options  []string `json:"options"`
 	Default  string   `json:"default"`
 
-	State  string `json:"state"`
-	Result string `json:"result"`
-	Error  string `json:"error"`
+	State  NodeState `json:"state"`
+	Result string    `json:"result"`
+	Error  string    `json:"error"`
 	// Draft is the result the node's agent last passed to complete, kept
 	// until the node really completes (after its children and synthesis).
 	Draft    string `json:"draft"`

@@ -13,23 +13,17 @@ import (
 // so every dialect rejects exactly the same records.
 var ErrInvalid = errors.New("invalid record")
 
-// ValidSessionStatus reports whether status is one of the Session* constants.
-func ValidSessionStatus(status string) bool {
-	switch status {
-	case SessionActive, SessionIdle, SessionInterrupted, SessionFailed:
-		return true
-	}
-	return false
-}
-
 // Validate reports whether s can be created. An empty Status is allowed:
 // dialects store it as SessionActive.
 func (s Session) Validate() error {
 	if s.ID == "" {
 		return fmt.Errorf("%w: session id is empty", ErrInvalid)
 	}
-	if s.Status != "" && !ValidSessionStatus(s.Status) {
+	if s.Status != "" && !s.Status.Valid() {
 		return fmt.Errorf("%w: unknown session status %q", ErrInvalid, s.Status)
+	}
+	if s.NodeID < 0 || (s.RunID == "") != (s.NodeID == 0) {
+		return fmt.Errorf("%w: session %s is owned by run %q node %d: give both or neither", ErrInvalid, s.ID, s.RunID, s.NodeID)
 	}
 	return nil
 }
@@ -99,22 +93,13 @@ func (c Compaction) Validate() error {
 	return nil
 }
 
-// ValidRunStatus reports whether status is one of the Run* constants.
-func ValidRunStatus(status string) bool {
-	switch status {
-	case RunRunning, RunComplete, RunFailed, RunCancelled, RunBudget, RunInterrupted:
-		return true
-	}
-	return false
-}
-
 // Validate reports whether r can be written (CreateRun first turns an
 // empty Status into RunRunning).
 func (r Run) Validate() error {
 	switch {
 	case r.ID == "":
 		return fmt.Errorf("%w: run id is empty", ErrInvalid)
-	case !ValidRunStatus(r.Status):
+	case !r.Status.Valid():
 		return fmt.Errorf("%w: unknown run status %q", ErrInvalid, r.Status)
 	case math.IsNaN(r.BudgetUSD) || math.IsInf(r.BudgetUSD, 0) || r.BudgetUSD < 0:
 		return fmt.Errorf("%w: run budget %v is not a finite amount >= 0", ErrInvalid, r.BudgetUSD)
@@ -134,7 +119,7 @@ func (n Node) Validate() error {
 		return fmt.Errorf("%w: node id %d is below 1", ErrInvalid, n.ID)
 	case n.ParentID < 0 || n.ParentID == n.ID:
 		return fmt.Errorf("%w: node %d has parent %d", ErrInvalid, n.ID, n.ParentID)
-	case n.Kind != "goal" && n.Kind != "host" && n.Kind != "task" && n.Kind != "ask":
+	case !n.Kind.Valid():
 		return fmt.Errorf("%w: unknown node kind %q", ErrInvalid, n.Kind)
 	case n.Attempts < 0 || n.Synthesized < 0:
 		return fmt.Errorf("%w: node %d has a negative attempt or synthesis count", ErrInvalid, n.ID)

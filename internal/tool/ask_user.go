@@ -28,6 +28,9 @@ type Question struct {
 	// Default is the answer taken when the person just presses Enter; ""
 	// means an empty answer declines.
 	Default string `json:"default,omitempty"`
+	// AskNode is the tree node whose question this is (an ask node; its
+	// answer becomes the node's result), 0 for an agent's ask_user call.
+	AskNode int64 `json:"ask_node,omitempty"`
 }
 
 // Answer is the reply. Declined means the person chose not to answer.

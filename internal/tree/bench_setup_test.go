@@ -161,7 +161,7 @@ func (s *countingStore) CreateSession(ctx context.Context, sess store.Session) e
 	return s.count(s.Store.CreateSession(ctx, sess))
 }
 
-func (s *countingStore) SetSessionStatus(ctx context.Context, id, status string) error {
+func (s *countingStore) SetSessionStatus(ctx context.Context, id string, status store.SessionStatus) error {
 	return s.count(s.Store.SetSessionStatus(ctx, id, status))
 }
 

@@ -50,7 +50,7 @@ func (r *run) subtreeLocked(id int64) []int64 {
 
 // cascadeLocked moves every node of id's subtree that accept allows into
 // state to, in one transaction, and cancels their running work with cause.
-func (r *run) cascadeLocked(id int64, to, reason string, cause error, accept func(n *store.Node) bool, edit func(n *store.Node)) int {
+func (r *run) cascadeLocked(id int64, to store.NodeState, reason string, cause error, accept func(n *store.Node) bool, edit func(n *store.Node)) int {
 	var changes []change
 	for _, s := range r.subtreeLocked(id) {
 		n := r.nodes[s]
@@ -62,7 +62,7 @@ func (r *run) cascadeLocked(id int64, to, reason string, cause error, accept fun
 		if edit != nil {
 			edit(&c)
 		}
-		if Terminal(to) {
+		if to.Terminal() {
 			c.EndedAt = r.nowPtr()
 		}
 		changes = append(changes, change{node: c, from: n.State, reason: reason})
@@ -80,24 +80,24 @@ func (r *run) cascadeLocked(id int64, to, reason string, cause error, accept fun
 }
 
 func (r *run) stopLocked(id int64) error {
-	if Terminal(r.nodes[id].State) {
+	if r.nodes[id].State.Terminal() {
 		return fmt.Errorf("already %s: %w", r.nodes[id].State, ErrBadState)
 	}
 	r.cascadeLocked(id, StateCancelled, "stopped", errStopped,
-		func(n *store.Node) bool { return !Terminal(n.State) },
+		func(n *store.Node) bool { return !n.State.Terminal() },
 		func(n *store.Node) { n.Error = fmt.Sprintf("stopped (with #%d)", id) })
 	return nil
 }
 
 func (r *run) pauseLocked(id int64) error {
 	switch s := r.nodes[id].State; {
-	case Terminal(s):
+	case s.Terminal():
 		return fmt.Errorf("already %s: %w", s, ErrBadState)
 	case s == StatePaused:
 		return fmt.Errorf("already paused: %w", ErrBadState)
 	}
 	r.cascadeLocked(id, StatePaused, "paused", errPaused,
-		func(n *store.Node) bool { return !Terminal(n.State) && n.State != StatePaused }, nil)
+		func(n *store.Node) bool { return !n.State.Terminal() && n.State != StatePaused }, nil)
 	return nil
 }
 

@@ -43,7 +43,7 @@ func awaitQuestions(t *testing.T, ch <-chan agent.Interaction, texts ...string) 
 }
 
 // reached is closed when node id first enters state.
-func (b *bundle) reached(id int64, state string) <-chan struct{} {
+func (b *bundle) reached(id int64, state tree.NodeState) <-chan struct{} {
 	ch := make(chan struct{})
 	var once bool
 	b.app.Bus.Subscribe(func(ev agent.Event) {
@@ -209,7 +209,7 @@ func TestAskAnsweredThroughBroker(t *testing.T) {
 	qs := b.questions()
 	done := b.driveAsync()
 	in := awaitQuestions(t, qs, "How many users?")["How many users?"]
-	if in.Question.CallID != "ask:#2" || in.Question.Default != "<1K" || len(in.Question.Options) != 2 {
+	if in.Question.AskNode != 2 || in.Question.CallID != "ask:#2" || in.Question.Default != "<1K" || len(in.Question.Options) != 2 {
 		t.Fatalf("question %+v", in.Question)
 	}
 	if err := b.app.Broker.Resolve(in.ID, answer("1K-10K")); err != nil {

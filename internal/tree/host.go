@@ -24,9 +24,6 @@ import (
 // it is driven while its front end holds the Host and is left interrupted
 // when the Host closes, ready to continue with the next Host of that id.
 
-// KindHost is the kind of a hosted run's root node.
-const KindHost = "host"
-
 // ErrHosted refuses to Drive a hosted run: only Host drives it.
 var ErrHosted = errors.New("run is hosted by a headless session")
 
@@ -147,7 +144,7 @@ func (h *Host) StopAll() int {
 	defer r.unlock()
 	n := 0
 	for _, id := range slices.Clone(r.children[1]) {
-		if !Terminal(r.nodes[id].State) && r.stopLocked(id) == nil {
+		if !r.nodes[id].State.Terminal() && r.stopLocked(id) == nil {
 			n++
 		}
 	}

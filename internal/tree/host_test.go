@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -54,7 +55,7 @@ func hostEvents(b *bundle, id string) <-chan agent.Event {
 }
 
 // waitNode reads events until node id reaches state.
-func waitNode(t *testing.T, ch <-chan agent.Event, id int64, state string) {
+func waitNode(t *testing.T, ch <-chan agent.Event, id int64, state tree.NodeState) {
 	t.Helper()
 	for ev := range ch {
 		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == id && c.Node.State == state {
@@ -96,7 +97,7 @@ func TestHostRunsChildrenOfItsAgent(t *testing.T) {
 		case *tree.Notified:
 			notified = e.From.ID == 2 && e.To == 1 && e.Message == "halfway"
 		}
-		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == 2 && tree.Terminal(c.Node.State) {
+		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == 2 && c.Node.State.Terminal() {
 			if c.Node.State != tree.StateComplete || c.Node.Result != "two done" {
 				t.Fatalf("#2 ended %s with %q (%s)", c.Node.State, c.Node.Result, c.Node.Error)
 			}
@@ -205,25 +206,38 @@ func (b *bundle) nodeIn(t *testing.T, run string, id int64) store.Node {
 // busy reports whether a node of the host's run can still progress.
 func busy(h *tree.Host) bool {
 	for _, n := range h.Nodes() {
-		if !tree.Terminal(n.State) && n.State != tree.StatePaused {
+		if !n.State.Terminal() && n.State != tree.StatePaused {
 			return true
 		}
 	}
 	return false
 }
 
-func TestIsNodeSession(t *testing.T) {
+func TestNodeSessionsRecordTheirNode(t *testing.T) {
 	t.Parallel()
-	for id, want := range map[string]bool{
-		"20261130-101500-3f9a1c":   false,
-		"20261130-101500-3f9a1c.2": true,
-		"run-x.12":                 true,
-		"v1.2.beta":                false,
-		".3":                       false,
-		"":                         false,
-	} {
-		if got := tree.IsNodeSession(id); got != want {
-			t.Errorf("IsNodeSession(%q) = %v, want %v", id, got, want)
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "count", "prompt": "count to two"})), complete("draft"), complete("final")},
+		2: {complete("two")},
+	})
+	if r := b.drive(t); r.Status != store.RunComplete {
+		t.Fatalf("run %+v", r)
+	}
+	for _, id := range []int64{1, 2} {
+		n := b.node(t, id)
+		s, err := b.app.Store.GetSession(b.ctx, n.SessionID)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !s.OwnedByNode() || s.RunID != n.RunID || s.NodeID != id {
+			t.Fatalf("session %s of #%d is owned by run %q node %d", s.ID, id, s.RunID, s.NodeID)
+		}
+	}
+	// A conversation is no node's, even with an id shaped like one.
+	conv, err := b.app.CreateSession(b.ctx, "chat.2", app.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.app.Store.GetSession(b.ctx, conv.ID); err != nil || s.OwnedByNode() {
+		t.Fatalf("conversation %+v, %v", s, err)
 	}
 }

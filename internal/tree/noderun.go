@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -90,18 +89,9 @@ func lastText(h []llm.Message) string {
 	return ""
 }
 
+// sessionID is the id of node's agent session. Nothing parses it: the
+// stored session records its owner (store.Session.RunID and NodeID).
 func sessionID(run string, node int64) string { return fmt.Sprintf("%s.%d", run, node) }
-
-// IsNodeSession reports whether session id is the agent session of a tree
-// node ("<run>.<node>") rather than one a person or client opened.
-func IsNodeSession(id string) bool {
-	i := strings.LastIndexByte(id, '.')
-	if i <= 0 {
-		return false
-	}
-	_, err := strconv.ParseInt(id[i+1:], 10, 64)
-	return err == nil
-}
 
 // endTurn applies the outcome of a node's turn. A node whose state changed
 // meanwhile (stopped, paused) keeps that state: late exits never overwrite.
@@ -208,7 +198,7 @@ func (r *run) failLocked(id int64, msg string) {
 	r.setLocked(id, msg, func(m *store.Node) { m.State, m.Error = StateFailed, msg })
 	for _, c := range r.children[id] {
 		r.cascadeLocked(c, StateCancelled, fmt.Sprintf("parent #%d failed", id), errStopped,
-			func(n *store.Node) bool { return !Terminal(n.State) },
+			func(n *store.Node) bool { return !n.State.Terminal() },
 			func(n *store.Node) { n.Error = fmt.Sprintf("parent #%d failed: %s", id, firstLine(msg)) })
 	}
 }
@@ -218,7 +208,7 @@ func (r *run) askNode(ctx context.Context, id int64) {
 	r.mu.Lock()
 	n := *r.nodes[id]
 	r.mu.Unlock()
-	q := tool.Question{CallID: askCallID(id), Question: n.Question, Options: n.Options, Default: n.Default}
+	q := tool.Question{CallID: askCallID(id), AskNode: id, Question: n.Question, Options: n.Options, Default: n.Default}
 	ans, err := r.e.o.Broker.For(r.id).Ask(ctx, q)
 
 	r.mu.Lock()
@@ -235,11 +225,9 @@ func (r *run) askNode(ctx context.Context, id int64) {
 	r.scheduleLocked()
 }
 
+// askCallID is the call id of ask node id's question. Nothing parses it:
+// consumers read the question's AskNode.
 func askCallID(id int64) string { return fmt.Sprintf("ask:#%d", id) }
-
-// IsAskCall reports whether a question's call id is an ask node's rather
-// than an agent's ask_user call.
-func IsAskCall(callID string) bool { return strings.HasPrefix(callID, "ask:#") }
 
 func (r *run) answerLocked(id int64, ans tool.Answer) {
 	n := r.nodes[id]

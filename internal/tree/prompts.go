@@ -163,7 +163,7 @@ func Render(nodes []store.Node) string {
 		if !ok {
 			return
 		}
-		tag := n.Kind
+		tag := string(n.Kind)
 		if n.Spawn != "" {
 			tag = n.Spawn
 		}
@@ -172,7 +172,7 @@ func Render(nodes []store.Node) string {
 			text = n.Question
 		}
 		fmt.Fprintf(&b, "%s#%d [%s] %s: %s", strings.Repeat("  ", depth), n.ID, n.State, tag, abbrev(text, 100))
-		if len(n.BlockedBy) > 0 && !Terminal(n.State) {
+		if len(n.BlockedBy) > 0 && !n.State.Terminal() {
 			fmt.Fprintf(&b, " (blocked_by: %s)", ids(n.BlockedBy))
 		}
 		switch {

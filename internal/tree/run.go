@@ -94,7 +94,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 // drive runs r until its root ends or ctx (which is r.ctx) is cancelled.
 func (r *run) drive(ctx context.Context) (store.Run, error) {
 	r.mu.Lock()
-	if Terminal(r.nodes[1].State) {
+	if r.nodes[1].State.Terminal() {
 		meta := r.meta
 		r.mu.Unlock()
 		return meta, nil
@@ -160,7 +160,7 @@ func (r *run) unlock() {
 // change is one node transition to commit.
 type change struct {
 	node   store.Node
-	from   string
+	from   store.NodeState
 	reason string
 }
 
@@ -201,7 +201,7 @@ func (r *run) setLocked(id int64, reason string, fn func(n *store.Node)) {
 	n := *r.nodes[id]
 	from := n.State
 	fn(&n)
-	if Terminal(n.State) && n.EndedAt == nil {
+	if n.State.Terminal() && n.EndedAt == nil {
 		t := r.e.o.Now().UTC()
 		n.EndedAt = &t
 	}

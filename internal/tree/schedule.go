@@ -20,7 +20,7 @@ func (r *run) scheduleLocked() {
 		if r.propagateLocked() {
 			continue
 		}
-		if root := r.nodes[1]; Terminal(root.State) {
+		if root := r.nodes[1]; root.State.Terminal() {
 			r.finishLocked(root)
 			return
 		}
@@ -175,7 +175,7 @@ func (r *run) readyLocked(n *store.Node) bool {
 
 func (r *run) childrenDoneLocked(id int64) bool {
 	for _, c := range r.children[id] {
-		if !Terminal(r.nodes[c].State) {
+		if !r.nodes[c].State.Terminal() {
 			return false
 		}
 	}

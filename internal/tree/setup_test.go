@@ -146,13 +146,13 @@ func (b *bundle) transitions(id int64) []string {
 	var out []string
 	for _, ev := range b.events {
 		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == id && c.From != c.Node.State {
-			out = append(out, c.Node.State)
+			out = append(out, string(c.Node.State))
 		}
 	}
 	return out
 }
 
-func wantState(t *testing.T, n store.Node, state string) {
+func wantState(t *testing.T, n store.Node, state store.NodeState) {
 	t.Helper()
 	if n.State != state {
 		t.Fatalf("#%d is %s (error %q), want %s", n.ID, n.State, n.Error, state)

@@ -100,26 +100,29 @@ func (r *run) tools(caller int64) []tool.Tool {
 				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens})
 		}
 	}
-	// spawn, fork and ask find the node an interrupted call created (by
-	// call id); complete and the reads are naturally idempotent.
+	// tool.Idempotent marks the tools the agent runs again after a crash
+	// interrupted them: spawn, fork and ask find the node an interrupted
+	// call created (by call id); complete and the reads are naturally
+	// idempotent. The control tools and notify are not: they are reported
+	// interrupted.
 	ts := []tool.Tool{
-		tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id.", tool.KindInteract, spawn("spawn")),
-		tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id.", tool.KindInteract, spawn("fork")),
-		tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
+		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id.", tool.KindInteract, spawn("spawn"))),
+		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id.", tool.KindInteract, spawn("fork"))),
+		tool.Idempotent(tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
 			func(_ context.Context, c tool.Call, a askArgs) tool.Result {
 				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
 					Options: a.Options, Default: a.Default, BlockedBy: refs(a.BlockedBy), CallID: c.ID})
-			}),
-		tool.New("complete", "Finish your task with its result. With children, this is a draft until you synthesize their results.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a completeArgs) tool.Result { return r.complete(caller, a.Result) }),
-		tool.New("read_tree", "Show the whole coordination tree: ids, kinds, states, goals, dependencies and short results.", tool.KindInteract,
+			})),
+		tool.Idempotent(tool.New("complete", "Finish your task with its result. With children, this is a draft until you synthesize their results.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a completeArgs) tool.Result { return r.complete(caller, a.Result) })),
+		tool.Idempotent(tool.New("read_tree", "Show the whole coordination tree: ids, kinds, states, goals, dependencies and short results.", tool.KindInteract,
 			func(context.Context, tool.Call, noArgs) tool.Result {
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				return tool.Result{Content: r.renderTreeLocked()}
-			}),
-		tool.New("read_node", "Show one node in full, including its whole result.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.readNode(int64(a.ID)) }),
+			})),
+		tool.Idempotent(tool.New("read_node", "Show one node in full, including its whole result.", tool.KindInteract,
+			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.readNode(int64(a.ID)) })),
 		tool.New("stop", "Stop a node in your subtree and everything under it; it ends as cancelled.", tool.KindInteract,
 			func(_ context.Context, _ tool.Call, a idArgs) tool.Result {
 				return r.control(caller, int64(a.ID), r.stopLocked)
@@ -136,9 +139,6 @@ func (r *run) tools(caller int64) []tool.Tool {
 			func(_ context.Context, _ tool.Call, a modifyArgs) tool.Result {
 				return r.control(caller, int64(a.ID), func(id int64) error { return r.modifyLocked(id, a.Goal, a.Prompt) })
 			}),
-	}
-	for i := range 6 { // spawn, fork, ask, complete, read_tree, read_node
-		ts[i] = tool.Idempotent(ts[i])
 	}
 	if caller != 1 {
 		ts = append(ts, r.notifyTool(caller))

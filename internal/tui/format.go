@@ -35,9 +35,9 @@ func cut(s string, n int) string {
 // tag names a node's kind, with the spawn mode for tasks.
 func tag(n tree.NodeView) string {
 	if n.Kind == tree.KindTask && n.Spawn != "" {
-		return n.Kind + "(" + n.Spawn + ")"
+		return string(n.Kind) + "(" + n.Spawn + ")"
 	}
-	return n.Kind
+	return string(n.Kind)
 }
 
 // label is the text a node is shown by: its goal, or an ask node's

@@ -142,7 +142,7 @@ func TestQuestion(t *testing.T) {
 		b := setup(t)
 		b.send(
 			changed(1, "", tree.NodeView{ID: 5, Kind: tree.KindAsk, Question: "Deploy on Friday?", Options: []string{"yes", "no"}, State: tree.StateActive}),
-			questionRequested("req_3", "", tool.Question{CallID: "ask:#5", Question: "Deploy on Friday?", Options: []string{"yes", "no"}, Default: "no"}),
+			questionRequested("req_3", "", tool.Question{CallID: "ask:#5", AskNode: 5, Question: "Deploy on Friday?", Options: []string{"yes", "no"}, Default: "no"}),
 		)
 		s := b.screen(100)
 		if l := lineWith(t, s, "#5 "); !strings.HasPrefix(l, "? #5 ask Deploy on Friday?") {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,9 @@ func TestRender(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		states := []struct {
-			kind, state, glyph string
+			kind  tree.NodeKind
+			state tree.NodeState
+			glyph string
 		}{
 			{tree.KindTask, tree.StateActive, "●"},
 			{tree.KindTask, tree.StateSynthesizing, "●"},
@@ -89,11 +92,11 @@ func TestRender(t *testing.T) {
 			{tree.KindAsk, tree.StateActive, "?"},
 		}
 		for i, st := range states {
-			b.send(changed(i, "", tree.NodeView{ID: int64(i + 1), Kind: st.kind, Goal: "node " + st.kind + " " + st.state, State: st.state}))
+			b.send(changed(i, "", tree.NodeView{ID: int64(i + 1), Kind: st.kind, Goal: fmt.Sprintf("node %s %s", st.kind, st.state), State: st.state}))
 		}
 		s := b.screen(100)
 		for i, st := range states {
-			l := lineWith(t, s, "node "+st.kind+" "+st.state)
+			l := lineWith(t, s, fmt.Sprintf("node %s %s", st.kind, st.state))
 			if want := st.glyph + " #" + string(rune('1'+i)) + " "; !strings.HasPrefix(l, want) {
 				t.Fatalf("%s %s: line %q, want prefix %q", st.kind, st.state, l, want)
 			}

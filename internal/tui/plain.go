@@ -86,7 +86,7 @@ func transitionLine(e *tree.NodeChanged) string {
 
 // finishedLine renders the end of a run.
 func finishedLine(e *tree.RunFinished) string {
-	line := "run " + e.RunID + " " + e.Outcome
+	line := "run " + e.RunID + " " + string(e.Outcome)
 	if e.Error != "" {
 		line += ": " + firstLine(e.Error, textCut)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -60,7 +61,7 @@ func glyph(n tree.NodeView) string {
 }
 
 // running reports whether a node's agent (or its answerer) is at work.
-func running(state string) bool {
+func running(state tree.NodeState) bool {
 	return state == tree.StateActive || state == tree.StateSynthesizing || state == tree.StateWaiting
 }
 
@@ -165,10 +166,10 @@ func detail(n *nodeState) string {
 func (m *model) footer(width int) []string {
 	lines := []string{"", m.totals()}
 	switch f := m.tr.finished; {
-	case f != nil && f.Outcome == "complete":
+	case f != nil && f.Outcome == store.RunComplete:
 		lines = append(lines, styleGreen.Render("run complete"))
 	case f != nil:
-		s := "run " + f.Outcome
+		s := "run " + string(f.Outcome)
 		if f.Error != "" {
 			s += ": " + firstLine(f.Error, width)
 		}
@@ -187,7 +188,7 @@ func (m *model) totals() string {
 	u := m.tr.total()
 	done := 0
 	for _, n := range m.tr.nodes {
-		if tree.Terminal(n.view.State) {
+		if n.view.State.Terminal() {
 			done++
 		}
 	}
@@ -279,15 +280,11 @@ func questionHint(options []string, multi bool, def string) string {
 }
 
 // nodeOfInteraction finds the node an interaction belongs to: an ask
-// node's question names it in its call id ("ask:#N"), anything else comes
-// from a node's agent session.
+// node's question carries it (AskNode), anything else comes from a node's
+// agent session.
 func (m *model) nodeOfInteraction(in agent.Interaction) (int64, bool) {
-	if in.Question != nil {
-		if s, ok := strings.CutPrefix(in.Question.CallID, "ask:#"); ok {
-			if id, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return id, true
-			}
-		}
+	if in.Question != nil && in.Question.AskNode != 0 {
+		return in.Question.AskNode, true
 	}
 	_, id, ok := m.tr.nodeOf(in.SessionID)
 	return id, ok

@@ -22,7 +22,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func at(s int) agent.Meta { return agent.Meta{At: t0.Add(time.Duration(s) * time.Second)} }
 
 // changed is a NodeChanged of run r1 at second s.
-func changed(s int, from string, n tree.NodeView) *tree.NodeChanged {
+func changed(s int, from tree.NodeState, n tree.NodeView) *tree.NodeChanged {
 	return &tree.NodeChanged{Meta: at(s), RunID: "r1", From: from, Node: n}
 }
 

@@ -78,10 +78,11 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 	})
 	if id != "" {
 		s.hostClosers.Wait() // the session's tree may still be closing
-		if _, err := s.app.Store.GetSession(ctx, id); err != nil {
+		st, err := s.app.Store.GetSession(ctx, id)
+		if err != nil {
 			return opened{}, fmt.Errorf("session %s: %w", id, err)
 		}
-		if tree.IsNodeSession(id) {
+		if st.OwnedByNode() {
 			return opened{}, fmt.Errorf("session %s is a tree node's (a sub-agent's); resume the conversation it belongs to", id)
 		}
 		return s.openWith(ctx, engine, id, so, true)
@@ -155,7 +156,7 @@ func (s *server) treeEvent(e agent.Event) bool {
 			return true
 		}
 		s.trackLocked(e.Node)
-		if tree.Terminal(e.Node.State) && !tree.Terminal(e.From) {
+		if e.Node.State.Terminal() && !e.From.Terminal() {
 			s.nodeEndedLocked(e.Node)
 		}
 	case *tree.Notified:
@@ -187,17 +188,17 @@ func (s *server) treeEvent(e agent.Event) bool {
 func (s *server) nodeEndedLocked(n tree.NodeView) {
 	summary := n.Result
 	if n.State != tree.StateComplete {
-		summary = n.State + ": " + n.Error
+		summary = string(n.State) + ": " + n.Error
 	}
 	if n.Kind != tree.KindAsk && n.SessionID != "" { // it had an agent, perhaps in an earlier process
 		agentID := ""
 		if a := s.subByNode[n.ID]; a != nil {
 			agentID = a.agentID
-			s.rollbackLocked(agentID, n.State)
+			s.rollbackLocked(agentID, string(n.State))
 		}
 		parentAgent, parentTask := s.parentLocked(n.ParentID)
 		s.pushLocked(evAgentDone, agentDone{AgentID: agentID, TaskID: n.SessionID, AgentType: agentType(n),
-			ParentAgentID: parentAgent, ParentTaskID: parentTask, Summary: summary, State: n.State}, nil)
+			ParentAgentID: parentAgent, ParentTaskID: parentTask, Summary: summary, State: string(n.State)}, nil)
 	}
 	switch {
 	case n.ParentID != 1:
@@ -229,7 +230,7 @@ func (s *server) trackLocked(n tree.NodeView) {
 	if n.SessionID != "" {
 		s.tasks[n.ID] = n.SessionID
 	}
-	if !tree.Terminal(n.State) && n.State != tree.StatePaused {
+	if !n.State.Terminal() && n.State != tree.StatePaused {
 		s.live[n.ID] = true
 	} else {
 		delete(s.live, n.ID)
@@ -253,7 +254,7 @@ func agentType(n tree.NodeView) string {
 	if n.Spawn != "" {
 		return n.Spawn
 	}
-	return n.Kind
+	return string(n.Kind)
 }
 
 // toInboxLocked queues text for the main agent; one delivery turn takes

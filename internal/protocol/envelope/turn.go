@@ -12,7 +12,6 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/tool"
-	"github.com/arbor-run/arbor/internal/tree"
 )
 
 // mainAgent is the agent_id of the session's one agent.
@@ -261,7 +260,7 @@ func (s *server) requested(in agent.Interaction, agentID string) {
 	case in.Kind == agent.KindQuestion && in.Question != nil:
 		q := in.Question
 		name := "ask_user"
-		if tree.IsAskCall(q.CallID) {
+		if q.AskNode != 0 {
 			name = "ask"
 		}
 		req := &questionRequest{RequestID: in.ID, AgentID: agentID, ToolName: name, Question: q.Question,

@@ -100,13 +100,13 @@ func BenchmarkCommitTransition(b *testing.B) {
 		b.Fatal(err)
 	}
 	node := nodes[4]
-	states := []string{"active", "waiting", "synthesizing", "complete"}
+	states := []store.NodeState{"active", "waiting", "synthesizing", "complete"}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		node.State = states[i%len(states)]
 		node.Attempts = i
-		run.Result = node.State
+		run.Result = string(node.State)
 		if err := st.Commit(ctx, &run, node); err != nil {
 			b.Fatal(err)
 		}

@@ -11,7 +11,8 @@ import (
 )
 
 const sessionColumns = `id, title, model, workspace, status, created_at, updated_at,
-	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_known`
+	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_known,
+	run_id, node_id`
 
 // CreateSession inserts s. An empty Status becomes store.SessionActive, a
 // zero CreatedAt becomes now and a zero UpdatedAt becomes CreatedAt. The
@@ -35,10 +36,12 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	}
 	err = s.inTx(ctx, func(tx *wtx) error {
 		return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
-			(id, title, model, workspace, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+			(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
-			sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated)
+			sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated,
+			sql.NullString{String: sess.RunID, Valid: sess.RunID != ""},
+			sql.NullInt64{Int64: sess.NodeID, Valid: sess.NodeID != 0})
 	})
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
@@ -71,8 +74,8 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]store.Session, e
 
 // SetSessionStatus changes the status of session id; ErrInvalid for a status
 // outside the store.Session* set, ErrNotFound for an unknown session.
-func (s *Store) SetSessionStatus(ctx context.Context, id, status string) error {
-	if !store.ValidSessionStatus(status) {
+func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.SessionStatus) error {
+	if !status.Valid() {
 		return fmt.Errorf("set status of session %s: %w: unknown session status %q", id, store.ErrInvalid, status)
 	}
 	now := time.Now().UnixNano()
@@ -121,15 +124,18 @@ func scanSession(sc scanner) (store.Session, error) {
 	var (
 		sess             store.Session
 		created, updated int64
+		runID            sql.NullString
+		nodeID           sql.NullInt64
 	)
 	err := sc.Scan(&sess.ID, &sess.Title, &sess.Model, &sess.Workspace, &sess.Status,
 		&created, &updated,
 		&sess.Usage.InputTokens, &sess.Usage.OutputTokens,
 		&sess.Usage.CacheReadTokens, &sess.Usage.CacheWriteTokens,
-		&sess.CostUSD, &sess.CostKnown)
+		&sess.CostUSD, &sess.CostKnown, &runID, &nodeID)
 	if err != nil {
 		return store.Session{}, err
 	}
+	sess.RunID, sess.NodeID = runID.String, nodeID.Int64
 	sess.CreatedAt = fromNanos(created)
 	sess.UpdatedAt = fromNanos(updated)
 	return sess, nil

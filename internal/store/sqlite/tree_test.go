@@ -3,6 +3,7 @@ package sqlite
 import (
 	"net/url"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/store"
@@ -74,5 +75,72 @@ func TestTreeSchemaRefusesStrayRows(t *testing.T) {
 	must(t, err)
 	if !n.HasDraft || n.BlockedBy != nil || n.Options != nil {
 		t.Fatalf("node = %+v, want HasDraft and nil slices", n)
+	}
+}
+
+// TestMigrateSessionOwners upgrades a file written before sessions recorded
+// their owning node: node sessions get their run and node from the nodes
+// that name them (or whose "<run>.<node>" id they carry); conversations,
+// a hosted run's main session among them, stay unowned.
+func TestMigrateSessionOwners(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "arbor.db")
+	ms, err := loadMigrations(migrationFiles)
+	must(t, err)
+	i := slices.IndexFunc(ms, func(m migration) bool { return m.name == "0008_session_owner.sql" })
+	if i < 0 {
+		t.Fatal("no migration 0008_session_owner.sql")
+	}
+	old, err := openDB(t.Context(), path, url.Values{"_txlock": {"immediate"}, "_foreign_keys": {"1"}}, 1)
+	must(t, err)
+	must(t, migrate(t.Context(), old, ms[:i]))
+	exec := func(q string, args ...any) {
+		t.Helper()
+		_, err := old.ExecContext(t.Context(), q, args...)
+		must(t, err)
+	}
+	for _, run := range []string{"r1", "h1"} {
+		exec(`INSERT INTO runs (id, goal, status, model, workspace, mode, budget_usd, max_tokens, max_parallel,
+			node_timeout_ms, result, error, created_at, updated_at)
+			VALUES (?, '', 'interrupted', '', '', '', 0, 0, 0, 0, '', '', 1, 1)`, run)
+	}
+	for _, n := range []struct {
+		run     string
+		id      int64
+		kind    string
+		session string
+	}{
+		{"r1", 1, "goal", "r1.1"},
+		{"r1", 2, "task", ""}, // activated by an older arbor: its session is "r1.2"
+		{"r1", 3, "ask", ""},
+		{"h1", 1, "host", "h1"},
+		{"h1", 2, "task", "h1.2"},
+	} {
+		exec(`INSERT INTO nodes (run_id, id, parent_id, kind, spawn, goal, prompt, blocked_by, returns,
+			context_query, question, options, default_answer, state, result, error, draft, has_draft,
+			context, session_id, attempts, synthesized, notice, created_at, updated_at)
+			VALUES (?, ?, 0, ?, '', '', '', 'null', '', '', '', 'null', '', 'active', '', '', '', 0, '', ?, 0, 0, '', 1, 1)`,
+			n.run, n.id, n.kind, n.session)
+	}
+	for _, id := range []string{"r1.1", "r1.2", "h1", "h1.2", "conv.5", "r1.3"} {
+		exec(`INSERT INTO sessions (id, title, model, workspace, status, created_at, updated_at)
+			VALUES (?, '', '', '', 'idle', 1, 1)`, id)
+	}
+	must(t, old.Close())
+
+	st := openAt(t, path)
+	for id, want := range map[string]store.Session{
+		"r1.1":   {RunID: "r1", NodeID: 1},
+		"r1.2":   {RunID: "r1", NodeID: 2},
+		"h1.2":   {RunID: "h1", NodeID: 2},
+		"h1":     {}, // the hosted run's main agent: a conversation
+		"conv.5": {}, // looks like a node's id, but no node names it
+		"r1.3":   {}, // an ask node has no agent session
+	} {
+		got, err := st.GetSession(t.Context(), id)
+		must(t, err)
+		if got.RunID != want.RunID || got.NodeID != want.NodeID {
+			t.Errorf("session %s owned by run %q node %d, want run %q node %d", id, got.RunID, got.NodeID, want.RunID, want.NodeID)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -99,10 +100,53 @@ func testSessions(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		s := b.session(t, "s1")
-		for _, status := range []string{store.SessionIdle, store.SessionInterrupted, store.SessionFailed, store.SessionActive} {
+		for _, status := range []store.SessionStatus{store.SessionIdle, store.SessionInterrupted, store.SessionFailed, store.SessionActive} {
 			noErr(t, b.st.SetSessionStatus(b.ctx, "s1", status))
-			s = b.requireAdvanced(t, s, "set status "+status)
+			s = b.requireAdvanced(t, s, "set status "+string(status))
 			equal(t, "status", s.Status, status)
+		}
+	})
+
+	t.Run("OwningNode", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		node := store.Session{ID: "r1.2", Title: "#2 research", Status: store.SessionIdle,
+			CreatedAt: when, UpdatedAt: when, CostKnown: true, RunID: "r1", NodeID: 2}
+		noErr(t, b.st.CreateSession(b.ctx, node))
+		got := b.get(t, "r1.2")
+		equal(t, "run id", got.RunID, "r1")
+		equal(t, "node id", got.NodeID, int64(2))
+		equal(t, "owned by node", got.OwnedByNode(), true)
+
+		// A conversation has no owner, whatever its id looks like.
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "r1.3", CreatedAt: when.Add(time.Second)}))
+		conv := b.get(t, "r1.3")
+		equal(t, "conversation run id", conv.RunID, "")
+		equal(t, "conversation node id", conv.NodeID, int64(0))
+		equal(t, "conversation owned by node", conv.OwnedByNode(), false)
+
+		list, err := b.st.ListSessions(b.ctx, 0)
+		noErr(t, err)
+		equal(t, "listed sessions", len(list), 2)
+		equal(t, "listed conversation", list[0], conv)
+		equal(t, "listed node session", list[1], got)
+
+		// The owner survives every other write.
+		noErr(t, b.st.SetSessionStatus(b.ctx, "r1.2", store.SessionActive))
+		_, err = b.st.AppendMessages(b.ctx, "r1.2", llm.UserText("hi"))
+		noErr(t, err)
+		noErr(t, b.st.AddUsage(b.ctx, store.UsageRecord{SessionID: "r1.2", Model: "m", CostKnown: true}))
+		got = b.get(t, "r1.2")
+		equal(t, "owner after writes", [2]any{got.RunID, got.NodeID}, [2]any{"r1", int64(2)})
+
+		for name, s := range map[string]store.Session{
+			"run without node": {ID: "x1", RunID: "r1"},
+			"node without run": {ID: "x2", NodeID: 2},
+			"negative node id": {ID: "x3", RunID: "r1", NodeID: -1},
+		} {
+			if err := b.st.CreateSession(b.ctx, s); !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("%s: error = %v, want one wrapping %v", name, err, store.ErrInvalid)
+			}
 		}
 	})
 
