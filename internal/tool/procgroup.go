@@ -69,7 +69,7 @@ func runInGroup(ctx context.Context, cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	// A process that outlived the command in its group (a server started
 	// with &) stays listed, so that it still dies with arbor.
-	if !groupExists(pgid) {
+	if !groupAlive(pgid) {
 		unlist()
 	}
 	return err
@@ -97,14 +97,15 @@ func groupExists(pgid int) bool {
 // group; a group that no longer exists is not an error.
 //
 // Residual risk: a process group id is a pid, and pids are reused. The
-// group is killed only if it exists and, where the system says when it
-// booted (Linux), only if the call started after the boot — a group id
-// from before a reboot names someone else's group. Within one boot, the
-// tool's group may have emptied and its id been taken by a new group
-// leader before the resume; that needs the pid counter to wrap around in
-// between and is not detected.
+// group is killed only if it has a live process and, where the system
+// says when it booted (Linux), only if the call started after the boot —
+// a group id from before a reboot names someone else's group. Within one
+// boot, the tool's group may have emptied and its id been taken by a new
+// group leader (a shell job, a daemon) before the resume; that needs the
+// pid counter to wrap around in between (at pid_max, 32768 on some
+// systems) and is not detected.
 func KillLeftoverGroup(pgid int, startedAt time.Time) (bool, error) {
-	if pgid < 2 || !groupExists(pgid) {
+	if pgid < 2 || !groupAlive(pgid) {
 		return false, nil
 	}
 	if boot, ok := bootTime(); ok && startedAt.Before(boot) {

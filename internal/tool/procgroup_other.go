@@ -16,3 +16,7 @@ func groupAttr() *syscall.SysProcAttr {
 
 // bootTime is unknown here.
 func bootTime() (time.Time, bool) { return time.Time{}, false }
+
+// groupAlive reports whether the process group pgid has a process
+// (zombies included: there is no portable way to tell them apart).
+func groupAlive(pgid int) bool { return groupExists(pgid) }
