@@ -115,44 +115,78 @@ func TestRunCommandGroup(t *testing.T) {
 		// A child test process stands for arbor: it runs the command and
 		// is SIGKILLed while both sleeps run. Pdeathsig kills bash; the
 		// reaper kills the sleeps.
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRunCommand$")
-		cmd.Env = append(os.Environ(), "ARBOR_TOOL_HELPER=1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			t.Fatalf("helper: %v", err)
-		}
-		pgid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "pgid ")))
-		if err != nil {
-			t.Fatalf("helper said %q", line)
-		}
-		t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		pgid, kill := startHelper(t, "running")
 		waitGroup(t, pgid, "want bash and two sleeps running", func(live []string) bool {
 			return len(live) == 3 && countSleeps(2)(live)
 		})
+		kill()
+		waitGroup(t, pgid, "want every process gone after arbor was killed", empty)
+	})
+
+	t.Run("LeftoverOfAnEndedCommandDiesWithArbor", func(t *testing.T) {
+		t.Parallel()
+		// The command ends, leaving a sleep behind in its group: the group
+		// stays listed with the reaper.
+		pgid, kill := startHelper(t, "ended")
+		waitGroup(t, pgid, "want only the leftover sleep", func(live []string) bool {
+			return len(live) == 1 && countSleeps(1)(live)
+		})
+		kill()
+		waitGroup(t, pgid, "want the leftover gone after arbor was killed", empty)
+	})
+}
+
+// startHelper starts TestHelperRunCommand in a child process standing for
+// arbor, running the helper command named by mode, and returns the
+// command's process group and a function that SIGKILLs the child.
+func startHelper(t *testing.T, mode string) (pgid int, kill func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRunCommand$")
+	cmd.Env = append(os.Environ(), "ARBOR_TOOL_HELPER="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	pgid, err = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "pgid ")))
+	if err != nil {
+		t.Fatalf("helper said %q", line)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	return pgid, func() {
+		t.Helper()
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
-		waitGroup(t, pgid, "want every process gone after arbor was killed", empty)
-	})
+	}
 }
 
-// TestHelperRunCommand is the process DiesWithArbor kills.
+// TestHelperRunCommand is the process startHelper starts: it runs a
+// command and waits to be killed.
 func TestHelperRunCommand(t *testing.T) {
-	if os.Getenv("ARBOR_TOOL_HELPER") == "" {
-		t.Skip("only run by DiesWithArbor")
-	}
 	ctx := WithGroupReporter(context.Background(), func(pgid int) { fmt.Printf("pgid %d\n", pgid) })
-	RunCommand(ctx, t.TempDir(), twoSleeps, time.Hour, 1000, shellWaitDelay)
-	t.Fatal("the command ended; it should have been killed with this process")
+	switch os.Getenv("ARBOR_TOOL_HELPER") {
+	case "running":
+		RunCommand(ctx, t.TempDir(), twoSleeps, time.Hour, 1000, shellWaitDelay)
+		t.Fatal("the command ended; it should have been killed with this process")
+	case "ended":
+		// The sleep keeps no output pipe open, so the command ends at once.
+		r := RunCommand(ctx, t.TempDir(), "sleep 300 >/dev/null 2>&1 &", time.Hour, 1000, shellWaitDelay)
+		if r.ExitCode != 0 || r.OutputHeld {
+			t.Fatalf("result %+v", r)
+		}
+		select {} // until killed
+	default:
+		t.Skip("only run by startHelper")
+	}
 }
 
 func TestKillLeftoverGroup(t *testing.T) {
