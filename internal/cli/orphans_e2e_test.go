@@ -132,7 +132,7 @@ func TestKillLeavesNoToolProcess(t *testing.T) {
 			if tc.killReaper {
 				// As when the whole process tree is SIGKILLed at once: the
 				// reaper is gone before it could act.
-				reapers := waitProcs(t, "declare -A groups", "want arbor's reaper", func(ps []proc) bool {
+				reapers := waitProcs(t, "# arbor tool reaper", "want arbor's reaper", func(ps []proc) bool {
 					for _, p := range ps {
 						if p.ppid == arbor {
 							return true

@@ -22,8 +22,12 @@ import (
 // The write end of the pipe is close-on-exec, so no tool process holds it
 // open, and it is kept referenced for the life of the process: closing it
 // (even by the garbage collector) would kill every running tool.
-const reaperScript = `trap '' INT TERM HUP QUIT
-declare -A groups
+//
+// Groups are kept in a sparse indexed array (the index is the pgid), which
+// bash 3 (macOS) has too.
+const reaperScript = `# arbor tool reaper
+trap '' INT TERM HUP QUIT
+groups=()
 while read -r op pgid; do
 	case $op in
 	+) groups[$pgid]=1 ;;
@@ -92,6 +96,7 @@ func (r *reaper) start() {
 	// PATH only: BASH_ENV and the like must not run anything in it.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Dir = "/" // pin no directory of arbor's
 	err = cmd.Start()
 	pr.Close()
 	if err != nil {
