@@ -73,17 +73,24 @@ func waitProcs(t *testing.T, needle, what string, cond func([]proc) bool) []proc
 	}
 }
 
-// TestKillLeavesNoToolProcess SIGKILLs arbor while a shell call runs a
+// TestKillLeavesNoToolProcess kills arbor while a shell call runs a
 // background and a foreground sleep, and checks that no process of the
-// call's group survives: at once (Pdeathsig and the reaper) and, when the
-// reaper was killed too, after `arbor resume` (the group recorded in the
-// call's intent); either way the model is told the call was interrupted.
+// call's group survives. After SIGKILL: at once (Pdeathsig and the
+// reaper) and, when the reaper was killed too, after `arbor resume` (the
+// group recorded in the call's intent); either way the model is told the
+// call was interrupted. After SIGTERM: the cancelled call killed its group
+// before arbor exited.
 func TestKillLeavesNoToolProcess(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
+		sig        syscall.Signal
 		killReaper bool
-	}{{"ReaperKillsTheGroup", false}, {"ResumeKillsTheGroup", true}} {
+	}{
+		{"ReaperKillsTheGroup", syscall.SIGKILL, false},
+		{"ResumeKillsTheGroup", syscall.SIGKILL, true},
+		{"TermCancelsTheCall", syscall.SIGTERM, false},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
@@ -146,13 +153,22 @@ func TestKillLeavesNoToolProcess(t *testing.T) {
 					}
 				}
 			}
-			if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := c.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
 			_ = c.Wait()
 
 			id := runID(t, errb.String())
 			s := e.show(rootSession(id))
+			if tc.sig == syscall.SIGTERM {
+				if len(s.Intents) != 1 || s.Intents[0].Status != store.IntentFinished || !strings.Contains(s.Intents[0].Result, "killed") {
+					t.Fatalf("after SIGTERM: intents %+v, want the call finished as cancelled", s.Intents)
+				}
+				waitProcs(t, marker, "want no process of the tool's group after arbor exited", func(ps []proc) bool {
+					return inGroup(ps) == 0
+				})
+				return
+			}
 			if len(s.Intents) != 1 || s.Intents[0].Status != store.IntentStarted || s.Intents[0].PGID != pgid {
 				t.Fatalf("after kill: intents %+v, want one started with pgid %d", s.Intents, pgid)
 			}
