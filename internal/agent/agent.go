@@ -6,7 +6,8 @@
 //   - the assistant message is stored before any of its tools runs, and an
 //     intent row is stored before each tool runs, so after a crash a tool
 //     that may have run is reported to the model as interrupted, never run
-//     twice (see Agent.Load);
+//     twice, and the process group it recorded is killed first (see
+//     Agent.Load);
 //   - every tool call in the stored transcript gets exactly one result, even
 //     when the run is cancelled (the result then says so);
 //   - the full transcript stays in the store; compaction only changes what
@@ -26,7 +27,7 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-// Store is what the loop persists. It is a journal of nine calls, wider
+// Store is what the loop persists. It is a journal of ten calls, wider
 // than the usual small interface because the loop's crash safety depends on
 // all of them together; store.Store implements it.
 type Store interface {
@@ -34,6 +35,7 @@ type Store interface {
 	Messages(ctx context.Context, sessionID string, afterSeq int64) ([]store.MessageRecord, error)
 	StartIntent(ctx context.Context, in store.Intent) error
 	FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error
+	SetIntentPGID(ctx context.Context, sessionID, callID string, pgid int) error
 	Intents(ctx context.Context, sessionID string) ([]store.Intent, error)
 	AddUsage(ctx context.Context, u store.UsageRecord) error
 	SaveCompaction(ctx context.Context, c store.Compaction) error

@@ -14,7 +14,8 @@ import (
 // assistant message and storing its tool results (a crash or a kill), the
 // calls are left to settle on the next Send or Continue: a call whose result
 // was stored gets that result, a call whose intent was recorded but never
-// finished is reported as interrupted (never run twice), and a call that
+// finished is reported as interrupted (never run twice) after the process
+// group its intent recorded, if still alive, is killed, and a call that
 // never started runs then.
 func (a *Agent) Load(ctx context.Context) error {
 	sid := a.cfg.SessionID

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // Result texts the model sees for calls that did not run to the end.
@@ -43,8 +46,8 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 			}
 			endTurn = endTurn || end
 		case wasKnown:
-			res = llm.ToolResult{CallID: c.ID, Content: interruptedResult, IsError: true}
-			if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, interruptedResult, true); err != nil {
+			res = llm.ToolResult{CallID: c.ID, Content: interrupted(in), IsError: true}
+			if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, true); err != nil {
 				return false, false, fmt.Errorf("record interrupted %s: %w", c.Name, err)
 			}
 		case stop:
@@ -92,7 +95,46 @@ func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, boo
 	if err != nil {
 		return llm.ToolResult{}, false, fmt.Errorf("record intent for %s: %w", c.Name, err)
 	}
-	return a.execute(ctx, c, true)
+	// The process group of a tool process goes into the intent, so that a
+	// resume after a crash can kill what the call left running.
+	var (
+		mu     sync.Mutex
+		pgErrs error
+	)
+	ctx = tool.WithGroupReporter(ctx, func(pgid int) {
+		err := a.cfg.Store.SetIntentPGID(persist, a.cfg.SessionID, c.ID, pgid)
+		mu.Lock()
+		pgErrs = errors.Join(pgErrs, err)
+		mu.Unlock()
+	})
+	res, end, err := a.execute(ctx, c, true)
+	if err != nil {
+		return res, end, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if pgErrs != nil {
+		return llm.ToolResult{}, false, fmt.Errorf("record process group of %s: %w", c.Name, pgErrs)
+	}
+	return res, end, nil
+}
+
+// interrupted returns the result of a call whose intent was started by a
+// process that stopped before finishing it. A process group the call
+// recorded is killed first if it is still there (tool.KillLeftoverGroup),
+// and the model is told so.
+func interrupted(in store.Intent) string {
+	if in.PGID == 0 {
+		return interruptedResult
+	}
+	killed, err := tool.KillLeftoverGroup(in.PGID, in.StartedAt)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s\n[its processes (group %d) may still be running: %v]", interruptedResult, in.PGID, err)
+	case killed:
+		return interruptedResult + "\n[processes it left running were killed]"
+	}
+	return interruptedResult
 }
 
 // idempotent reports whether the named tool may run again after an

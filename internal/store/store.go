@@ -67,6 +67,10 @@ type Intent struct {
 	IsError   bool            `json:"is_error,omitempty"`
 	StartedAt time.Time       `json:"started_at"`
 	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+	// PGID is the process group the tool's process runs in, 0 when the
+	// tool started none (or crashed before saying so). Resume kills a
+	// started intent's group before reporting the call as interrupted.
+	PGID int `json:"pgid,omitempty"`
 }
 
 // UsageRecord is the cost of one model call.
@@ -105,12 +109,16 @@ type Store interface {
 	// Messages returns the session's messages with seq > afterSeq in order.
 	Messages(ctx context.Context, sessionID string, afterSeq int64) ([]MessageRecord, error)
 
-	// StartIntent records that a call is about to run. ErrConflict if the
-	// call id already has an intent.
+	// StartIntent records that a call is about to run, with no result and
+	// no process group. ErrConflict if the call id already has an intent.
 	StartIntent(ctx context.Context, in Intent) error
 	// FinishIntent stores the result. ErrNotFound if there is no started
 	// intent for the call.
 	FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error
+	// SetIntentPGID records the process group of a started intent's tool
+	// process. ErrNotFound if the call has no intent, ErrConflict if it is
+	// finished, ErrInvalid for a pgid < 1.
+	SetIntentPGID(ctx context.Context, sessionID, callID string, pgid int) error
 	Intents(ctx context.Context, sessionID string) ([]Intent, error)
 
 	// AddUsage records one model call and adds it to the session totals in

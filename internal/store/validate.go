@@ -52,8 +52,8 @@ func ValidateMessage(m llm.Message) error {
 	return nil
 }
 
-// Validate reports whether in can be started. Status, Result, IsError and
-// EndedAt are ignored: a dialect always records a new intent as started.
+// Validate reports whether in can be started. Status, Result, IsError,
+// EndedAt and PGID are ignored: a dialect always records a new intent as started.
 func (in Intent) Validate() error {
 	switch {
 	case in.SessionID == "":

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -151,15 +150,6 @@ func exitStatus(code int) (string, bool) {
 	return fmt.Sprintf("exit code %d", code), code != 0
 }
 
-// killGroup kills the process group led by pid.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
-}
-
 // CommandResult is the outcome of RunCommand.
 type CommandResult struct {
 	// Output is stdout and stderr merged, its middle cut (with a visible
@@ -177,8 +167,10 @@ type CommandResult struct {
 }
 
 // RunCommand runs command with bash -c in dir, in its own process group so
-// that a timeout or ctx's cancellation kills everything it started. It is
-// shared by the shell tool and the headless protocols' local shell.
+// that a timeout or ctx's cancellation kills everything it started, and so
+// that it dies with arbor (see runInGroup); the group is reported to ctx's
+// group reporter (WithGroupReporter). It is shared by the shell tool,
+// background jobs and the headless protocols' local shell.
 func RunCommand(ctx context.Context, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration) CommandResult {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -187,10 +179,9 @@ func RunCommand(ctx context.Context, dir, command string, timeout time.Duration,
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
 	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
+	err := runInGroup(ctx, cmd)
 
 	r := CommandResult{Output: out.String()}
 	var exitErr *exec.ExitError

@@ -5,7 +5,8 @@
 //
 // Invariants: a tool failure the model should see is a Result with IsError
 // set, never a Go error; every built-in caps its output; the permission
-// decorator wraps every tool exactly once (see Guard).
+// decorator wraps every tool exactly once (see Guard); every process a tool
+// starts runs in its own process group and dies with arbor (procgroup.go).
 package tool
 
 import (

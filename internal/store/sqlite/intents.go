@@ -61,17 +61,7 @@ func (s *Store) FinishIntent(ctx context.Context, sessionID, callID, result stri
 			return err
 		}
 		if n == 0 {
-			var status string
-			err := tx.QueryRowContext(ctx,
-				`SELECT status FROM intents WHERE session_id = ? AND call_id = ?`,
-				sessionID, callID).Scan(&status)
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("no intent was started: %w", store.ErrNotFound)
-			}
-			if err != nil {
-				return err
-			}
-			return fmt.Errorf("intent is already %s: %w", status, store.ErrConflict)
+			return intentMissing(ctx, tx, sessionID, callID)
 		}
 		return touchSession(ctx, tx, sessionID)
 	})
@@ -81,10 +71,55 @@ func (s *Store) FinishIntent(ctx context.Context, sessionID, callID, result stri
 	return nil
 }
 
+// SetIntentPGID records the process group of a started intent's tool
+// process. ErrNotFound when the call has no intent, ErrConflict when it is
+// finished, ErrInvalid for a pgid < 1.
+func (s *Store) SetIntentPGID(ctx context.Context, sessionID, callID string, pgid int) error {
+	if pgid < 1 {
+		return fmt.Errorf("set process group of intent %s of session %s: %w: pgid %d", callID, sessionID, store.ErrInvalid, pgid)
+	}
+	err := s.inTx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE intents SET pgid = ?
+			WHERE session_id = ? AND call_id = ? AND status = ?`,
+			pgid, sessionID, callID, store.IntentStarted)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return intentMissing(ctx, tx, sessionID, callID)
+		}
+		return touchSession(ctx, tx, sessionID)
+	})
+	if err != nil {
+		return fmt.Errorf("set process group of intent %s of session %s: %w", callID, sessionID, err)
+	}
+	return nil
+}
+
+// intentMissing explains why an update of a started intent matched no
+// row: ErrNotFound when the call has none, ErrConflict when it is finished.
+func intentMissing(ctx context.Context, tx *wtx, sessionID, callID string) error {
+	var status string
+	err := tx.QueryRowContext(ctx,
+		`SELECT status FROM intents WHERE session_id = ? AND call_id = ?`,
+		sessionID, callID).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("no intent was started: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("intent is already %s: %w", status, store.ErrConflict)
+}
+
 // Intents returns the session's intents by start time (ties by call id);
 // ErrNotFound for an unknown session.
 func (s *Store) Intents(ctx context.Context, sessionID string) ([]store.Intent, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT call_id, tool, input, status, result, is_error, started_at, ended_at
+	rows, err := s.read.QueryContext(ctx, `SELECT call_id, tool, input, status, result, is_error, started_at, ended_at, pgid
 		FROM intents WHERE session_id = ? ORDER BY started_at, call_id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("load intents of session %s: %w", sessionID, err)
@@ -99,7 +134,7 @@ func (s *Store) Intents(ctx context.Context, sessionID string) ([]store.Intent, 
 			started int64
 			ended   sql.NullInt64
 		)
-		if err := rows.Scan(&in.CallID, &in.Tool, &input, &in.Status, &result, &in.IsError, &started, &ended); err != nil {
+		if err := rows.Scan(&in.CallID, &in.Tool, &input, &in.Status, &result, &in.IsError, &started, &ended, &in.PGID); err != nil {
 			return nil, fmt.Errorf("load intents of session %s: %w", sessionID, err)
 		}
 		if input != nil {

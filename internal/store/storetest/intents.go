@@ -123,6 +123,43 @@ func testIntents(t *testing.T, open Opener) {
 		equal(t, "intents after invalid starts", len(got), 0)
 	})
 
+	t.Run("ProcessGroup", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		before := b.session(t, "s1")
+		// StartIntent never records a process group: it is not known yet.
+		noErr(t, b.st.StartIntent(b.ctx, store.Intent{SessionID: "s1", CallID: "c1", Tool: "shell", PGID: 99}))
+		got, err := b.st.Intents(b.ctx, "s1")
+		noErr(t, err)
+		equal(t, "pgid at start", got[0].PGID, 0)
+
+		before = b.requireAdvanced(t, before, "StartIntent")
+		noErr(t, b.st.SetIntentPGID(b.ctx, "s1", "c1", 4242))
+		b.requireAdvanced(t, before, "SetIntentPGID")
+		got, err = b.st.Intents(b.ctx, "s1")
+		noErr(t, err)
+		equal(t, "pgid set", got[0].PGID, 4242)
+		equal(t, "status", got[0].Status, store.IntentStarted)
+
+		// It survives the finish, which records the result only.
+		noErr(t, b.st.FinishIntent(b.ctx, "s1", "c1", "done", false))
+		got, err = b.st.Intents(b.ctx, "s1")
+		noErr(t, err)
+		equal(t, "pgid after finish", got[0].PGID, 4242)
+		equal(t, "result", got[0].Result, "done")
+
+		errIs(t, b.st.SetIntentPGID(b.ctx, "s1", "c1", 7), store.ErrConflict)
+		errIs(t, b.st.SetIntentPGID(b.ctx, "s1", "never-started", 7), store.ErrNotFound)
+		errIs(t, b.st.SetIntentPGID(b.ctx, "nope", "c1", 7), store.ErrNotFound)
+		noErr(t, b.st.StartIntent(b.ctx, store.Intent{SessionID: "s1", CallID: "c2", Tool: "shell"}))
+		errIs(t, b.st.SetIntentPGID(b.ctx, "s1", "c2", 0), store.ErrInvalid)
+		errIs(t, b.st.SetIntentPGID(b.ctx, "s1", "c2", -3), store.ErrInvalid)
+		got, err = b.st.Intents(b.ctx, "s1")
+		noErr(t, err)
+		equal(t, "pgid kept", got[0].PGID, 4242)
+		equal(t, "invalid pgid not written", got[1].PGID, 0)
+	})
+
 	t.Run("OrderedByStart", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
