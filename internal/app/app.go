@@ -25,6 +25,10 @@ import (
 	"github.com/arbor-run/arbor/internal/store/sqlite"
 )
 
+// ErrStoreUnavailable: the configured store is a database arbor cannot
+// open yet (a postgres:// URL).
+var ErrStoreUnavailable = errors.New("PostgreSQL store not available yet")
+
 // Options open an App.
 type Options struct {
 	// Workspace is the directory the agent works in; "" = current directory.
@@ -88,6 +92,9 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.StoreURL() != "" {
+		return nil, &config.ValidationError{Field: "store", Reason: ErrStoreUnavailable.Error() + ": use a SQLite file path, or leave store unset for the default file", Err: ErrStoreUnavailable}
 	}
 	st, err := sqlite.Open(ctx, cfg.DBPath())
 	if err != nil {

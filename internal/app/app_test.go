@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/app"
@@ -86,4 +87,42 @@ func TestSessionsAndSocketPath(t *testing.T) {
 	if p := b.app.AnswerSocket(strings.Repeat("x", 200)); len(p) >= 108 {
 		t.Fatalf("socket path too long for a unix socket: %d", len(p))
 	}
+}
+
+// TestReloadWhileReading: protocols read the configuration while a
+// reload replaces it (stream-json's auth flow, reload_config). Each reader
+// gets a whole snapshot; under -race this once reported App.Config being
+// written while read.
+func TestReloadWhileReading(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789"})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cfg := b.app.Config()
+				if _, err := cfg.DefaultModelRef(); err != nil {
+					t.Error(err)
+					return
+				}
+				_ = len(cfg.Providers)
+			}
+		})
+	}
+	for range 50 {
+		if err := b.app.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.app.Model(""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }

@@ -254,6 +254,12 @@ func TestUsageErrors(t *testing.T) {
 	if o := e.run("run", "--mode", "sideways", "--model", "anthropic/x", "hi"); o.code != 2 || !strings.Contains(o.stderr, "mode") {
 		t.Fatalf("bad mode: exit %d %s", o.code, o.stderr)
 	}
+	for _, store := range []string{"postgres://arbor@127.0.0.1:1/arbor", "postgresql://x/y"} {
+		o := e.run("runs", "--store", store)
+		if o.code != 2 || !strings.Contains(o.stderr, "PostgreSQL store not available yet") {
+			t.Fatalf("runs --store %s: exit %d, stderr %q; want 2 and the store refused", store, o.code, o.stderr)
+		}
+	}
 	if o := e.run("--bogus"); o.code != 2 {
 		t.Fatalf("unknown flag: exit %d", o.code)
 	}

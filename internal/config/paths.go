@@ -49,6 +49,14 @@ func homeDir(getenv func(string) string) string {
 // Workspace is the absolute project directory Load was given; "" if none.
 func (c *Config) Workspace() string { return c.workspace }
 
+// StoreURL is Store when it is a database URL (postgres://…), else "".
+func (c *Config) StoreURL() string {
+	if isURL(c.Store) {
+		return c.Store
+	}
+	return ""
+}
+
 // DBPath is the SQLite database file: Store when it is a file path, else
 // $XDG_STATE_HOME/arbor/arbor.db. A relative Store is resolved against the
 // workspace, "~/" against the home directory.
