@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -281,5 +282,50 @@ func TestKilledOwnerShowsInterruptedAndIsTakenOver(t *testing.T) {
 	}
 	if o := e.run("runs"); !strings.Contains(o.stdout, run+"  complete") {
 		t.Fatalf("runs after the resume:\n%s", o.stdout)
+	}
+}
+
+// TestHeadlessResumeOfAHostedSession: a second `arbor headless -r` of a
+// session that another process hosts exits 1 naming that process.
+func TestHeadlessResumeOfAHostedSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c := e.cmd(context.Background(), "headless", "--model", model)
+	c.Stdin = nil
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		t.Fatal("no ready envelope")
+	}
+	var ready struct {
+		Type    string `json:"type"`
+		Payload struct {
+			SessionID string `json:"session_id"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(sc.Bytes(), &ready); err != nil || ready.Type != "ready" || ready.Payload.SessionID == "" {
+		t.Fatalf("first line %q: %v", sc.Text(), err)
+	}
+	o := e.run("headless", "--model", model, "-r", ready.Payload.SessionID)
+	if o.code != 1 || !strings.Contains(o.stderr, fmt.Sprintf("session %s is being driven by pid %d", ready.Payload.SessionID, c.Process.Pid)) {
+		t.Fatalf("second headless: exit %d\n%s", o.code, o.stderr)
+	}
+	stdin.Close()
+	_, _ = io.Copy(io.Discard, stdout)
+	if err := c.Wait(); err != nil {
+		t.Fatalf("first headless: %v", err)
 	}
 }

@@ -157,17 +157,21 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopFront := startFrontEnd(ctx, a, f, s, r, cancel)
 	drive := func() (store.Run, error) {
 		if runID != "" && (f.budget > 0 || f.maxTokens > 0) {
 			if err := e.Raise(ctx, r.ID, f.budget, f.maxTokens); err != nil {
 				return store.Run{}, err
 			}
 		}
-		// The answer socket is served only while this process owns the run.
+		// The view and the answer socket are served only while this
+		// process owns the run.
 		return e.DriveWith(ctx, r.ID, tree.DriveOptions{
-			Addr:  a.AnswerSocket(r.ID),
-			Serve: func() func() { return serveAnswers(ctx, a, e, r.ID, s.Err) },
+			Addr: a.AnswerSocket(r.ID),
+			Serve: func() func() {
+				stopFront := startFrontEnd(ctx, a, f, s, r, cancel)
+				stopAnswers := serveAnswers(ctx, a, e, r.ID, s.Err)
+				return func() { stopAnswers(); stopFront() }
+			},
 		})
 	}
 	var fin store.Run
@@ -176,10 +180,9 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 	} else {
 		fin, err = drive()
 	}
-	stopFront()
 	var held *store.LeaseHeldError
 	if errors.As(err, &held) {
-		return ownedError(r.ID, held)
+		return ownedError("run "+r.ID, held, "arbor resume --wait "+r.ID)
 	}
 	if errors.Is(err, tree.ErrLeaseLost) {
 		return &exitError{code: ExitFailure, err: fmt.Errorf("%w; another process took run %s over", err, r.ID)}
