@@ -87,12 +87,22 @@ type gated struct {
 	mu      sync.Mutex
 	armed   bool
 	release chan struct{}
+	opened  sync.Once
 }
 
 func (g *gated) arm() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.armed, g.release = true, make(chan struct{})
+}
+
+// open lets the held request go; safe to call more than once.
+func (g *gated) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.release != nil {
+		g.opened.Do(func() { close(g.release) })
+	}
 }
 
 func (g *gated) serve(req llmtest.Request) llmtest.Turn {
@@ -147,6 +157,7 @@ func TestTwoResumesOneOwner(t *testing.T) {
 	g := &gated{respond: treetest.GoalResponder(threeLevels(log))}
 	srv := llmtest.NewServerFunc(g.serve)
 	defer srv.Close()
+	defer g.open() // a held request would keep srv.Close waiting
 	model := e.useProvider("anthropic", srv.URL)
 	run := e.killAtRequest(srv, 1, "run", "--model", model, "--yes", "build the thing")
 	before := len(srv.Requests())
@@ -164,7 +175,7 @@ func TestTwoResumesOneOwner(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("neither resume ended")
 	}
-	close(g.release)
+	g.open()
 	if loser.code != 1 {
 		t.Fatalf("the second resume exited %d, want 1:\n%s", loser.code, loser.stderr.String())
 	}
