@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -36,8 +37,9 @@ func newAnswerCmd(g *globals) *cobra.Command {
 		Use:   `answer RUN '#N' "text"`,
 		Short: "Answer the question of an ask node",
 		Long: `Answer ask node #N of a run. If a process is driving the run, the answer goes
-to it at once and the nodes waiting on the answer start; otherwise it is
-stored and used when the run is resumed.`,
+to it at once (through the answer socket its lease names) and the nodes
+waiting on the answer start; otherwise it is stored and used when the run is
+resumed. An owner that cannot be reached (another machine) is named, exit 1.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := tree.ParseID(args[1])
@@ -49,10 +51,20 @@ stored and used when the run is resumed.`,
 				return err
 			}
 			defer a.Close()
-			sent, err := sendAnswer(a.AnswerSocket(args[0]), answerRequest{Node: id, Answer: args[2]})
+			socket := a.AnswerSocket(args[0])
+			if l, err := a.Store.GetLease(cmd.Context(), store.RunLeaseKey(args[0])); err == nil && l.Addr != "" {
+				socket = l.Addr
+			}
+			sent, err := sendAnswer(socket, answerRequest{Node: id, Answer: args[2]})
 			if !sent {
+				// No owner listens: store the answer (under the run's
+				// lease, which fails naming a live owner).
 				e := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker})
 				err = e.Answer(cmd.Context(), args[0], id, args[2])
+			}
+			var held *store.LeaseHeldError
+			if errors.As(err, &held) {
+				return &exitError{code: ExitFailure, err: fmt.Errorf("%w; its answer socket %s cannot be reached from here", err, socket)}
 			}
 			if err != nil {
 				return &exitError{code: ExitFailure, err: err}
@@ -89,20 +101,26 @@ func sendAnswer(socket string, req answerRequest) (sent bool, err error) {
 }
 
 // serveAnswers listens on the run's answer socket until stop is called.
-// Failing to listen is reported and otherwise ignored: answers then go
-// through the store.
+// It must only be called by the run's owner (under its lease, see
+// tree.DriveOptions.Serve): a socket file already there is then a dead
+// or former owner's and is replaced. On stop the file is removed only if
+// it is still this listener's, never a later owner's. Failing to listen is
+// reported and otherwise ignored: answers then go through the store.
 func serveAnswers(ctx context.Context, a *app.App, e *tree.Engine, runID string, diag io.Writer) (stop func()) {
 	path := a.AnswerSocket(runID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		fmt.Fprintf(diag, "arbor: answers from other shells disabled: %v\n", err)
 		return func() {}
 	}
-	_ = os.Remove(path) // a stale socket of a killed process
+	_ = os.Remove(path) // the socket of an owner that is gone
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		fmt.Fprintf(diag, "arbor: answers from other shells disabled: %v\n", err)
 		return func() {}
 	}
+	// Close must not unlink the path blindly: it may be a later owner's.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	mine, statErr := os.Stat(path)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -116,7 +134,9 @@ func serveAnswers(ctx context.Context, a *app.App, e *tree.Engine, runID string,
 	return func() {
 		ln.Close()
 		wg.Wait()
-		_ = os.Remove(path)
+		if now, err := os.Stat(path); err == nil && statErr == nil && os.SameFile(mine, now) {
+			_ = os.Remove(path)
+		}
 	}
 }
 

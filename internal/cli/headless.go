@@ -14,6 +14,7 @@ import (
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
+	"github.com/arbor-run/arbor/internal/store"
 )
 
 type headlessFlags struct {
@@ -121,7 +122,12 @@ func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Option
 		return err
 	}
 	defer a.Close()
-	return envelope.Serve(ctx, a, s.In, s.Out, s.Err, o)
+	err = envelope.Serve(ctx, a, s.In, s.Out, s.Err, o)
+	var held *store.LeaseHeldError
+	if errors.As(err, &held) {
+		return ownedError("session "+o.Resume, held, "")
+	}
+	return err
 }
 
 // latestSession is the most recent stored session, for --continue.

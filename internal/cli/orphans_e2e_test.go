@@ -20,17 +20,17 @@ import (
 	"github.com/arbor-run/arbor/internal/store"
 )
 
-// proc is a process found in /proc.
-type proc struct {
+// osProc is a process found in /proc.
+type osProc struct {
 	pid, ppid, pgid int
 	comm            string
 }
 
 // procs returns the processes that have not exited (zombies left out) and
 // whose command line or environment contains needle.
-func procs(needle string) []proc {
+func procs(needle string) []osProc {
 	paths, _ := filepath.Glob("/proc/[0-9]*")
-	var out []proc
+	var out []osProc
 	for _, dir := range paths {
 		env, _ := os.ReadFile(filepath.Join(dir, "environ"))
 		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
@@ -47,7 +47,7 @@ func procs(needle string) []proc {
 		if open < 0 || len(f) < 3 || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
-		p := proc{comm: s[open+1 : end]}
+		p := osProc{comm: s[open+1 : end]}
 		p.pid, _ = strconv.Atoi(filepath.Base(dir))
 		p.ppid, _ = strconv.Atoi(f[1])
 		p.pgid, _ = strconv.Atoi(f[2])
@@ -58,7 +58,7 @@ func procs(needle string) []proc {
 
 // waitProcs polls until cond holds for the processes procs(needle) finds.
 // The deadline only bounds a failing test.
-func waitProcs(t *testing.T, needle, what string, cond func([]proc) bool) []proc {
+func waitProcs(t *testing.T, needle, what string, cond func([]osProc) bool) []osProc {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -126,7 +126,7 @@ func TestKillLeavesNoToolProcess(t *testing.T) {
 				t.Fatalf("the command said %q", data)
 			}
 			t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-			inGroup := func(ps []proc) (n int) {
+			inGroup := func(ps []osProc) (n int) {
 				for _, p := range ps {
 					if p.pgid == pgid {
 						n++
@@ -134,12 +134,12 @@ func TestKillLeavesNoToolProcess(t *testing.T) {
 				}
 				return n
 			}
-			waitProcs(t, marker, "want bash and two sleeps in the tool's group", func(ps []proc) bool { return inGroup(ps) == 3 })
+			waitProcs(t, marker, "want bash and two sleeps in the tool's group", func(ps []osProc) bool { return inGroup(ps) == 3 })
 
 			if tc.killReaper {
 				// As when the whole process tree is SIGKILLed at once: the
 				// reaper is gone before it could act.
-				reapers := waitProcs(t, "# arbor tool reaper", "want arbor's reaper", func(ps []proc) bool {
+				reapers := waitProcs(t, "# arbor tool reaper", "want arbor's reaper", func(ps []osProc) bool {
 					for _, p := range ps {
 						if p.ppid == arbor {
 							return true
@@ -164,7 +164,7 @@ func TestKillLeavesNoToolProcess(t *testing.T) {
 				if len(s.Intents) != 1 || s.Intents[0].Status != store.IntentFinished || !strings.Contains(s.Intents[0].Result, "killed") {
 					t.Fatalf("after SIGTERM: intents %+v, want the call finished as cancelled", s.Intents)
 				}
-				waitProcs(t, marker, "want no process of the tool's group after arbor exited", func(ps []proc) bool {
+				waitProcs(t, marker, "want no process of the tool's group after arbor exited", func(ps []osProc) bool {
 					return inGroup(ps) == 0
 				})
 				return
@@ -175,11 +175,11 @@ func TestKillLeavesNoToolProcess(t *testing.T) {
 			if tc.killReaper {
 				// Pdeathsig killed bash, the direct child; its sleeps live on
 				// until the resume.
-				waitProcs(t, marker, "want bash gone and the two sleeps alive", func(ps []proc) bool {
+				waitProcs(t, marker, "want bash gone and the two sleeps alive", func(ps []osProc) bool {
 					return inGroup(ps) == 2
 				})
 			} else {
-				waitProcs(t, marker, "want no process of the tool's group after the kill", func(ps []proc) bool {
+				waitProcs(t, marker, "want no process of the tool's group after the kill", func(ps []osProc) bool {
 					return inGroup(ps) == 0
 				})
 			}

@@ -26,6 +26,7 @@ type runFlags struct {
 	maxTokens   int64
 	maxParallel int
 	nodeTimeout time.Duration
+	wait        bool
 }
 
 func (f *runFlags) bind(cmd *cobra.Command, create bool) {
@@ -90,7 +91,12 @@ func newResumeCmd(g *globals, s Streams) *cobra.Command {
 		Long: `Continue a run after Ctrl-C, a crash or a spent budget. Completed results are
 kept; nodes that were running continue from their stored transcripts at the
 last step boundary; a tool that was running when the process died is
-reported to its agent as interrupted, never run twice.`,
+reported to its agent as interrupted, never run twice.
+
+One process drives a run at a time. While another live process drives it,
+resume exits 1 naming the owner (pid, host, since when); --wait waits until
+the owner ends or dies instead. A killed owner's run is taken over at once on
+the same machine, or once its lease expires (a few seconds) elsewhere.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return driveRun(cmd.Context(), g, f, s, "", args[0])
@@ -99,6 +105,7 @@ reported to its agent as interrupted, never run twice.`,
 	f.bind(cmd, false)
 	cmd.Flags().Float64Var(&f.budget, "budget", 0, "raise the run's budget to this many US dollars")
 	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "raise the run's token limit")
+	cmd.Flags().BoolVar(&f.wait, "wait", false, "wait for the process driving the run to end instead of exiting 1")
 	return cmd
 }
 
@@ -147,19 +154,40 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 		if err != nil {
 			return err
 		}
-	} else if f.budget > 0 || f.maxTokens > 0 {
-		if err := e.Raise(ctx, r.ID, f.budget, f.maxTokens); err != nil {
-			return err
-		}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopFront := startFrontEnd(ctx, a, f, s, r, cancel)
-	stopAnswers := serveAnswers(ctx, a, e, r.ID, s.Err)
-	fin, err := e.Drive(ctx, r.ID)
-	stopAnswers()
-	stopFront()
+	drive := func() (store.Run, error) {
+		if runID != "" && (f.budget > 0 || f.maxTokens > 0) {
+			if err := e.Raise(ctx, r.ID, f.budget, f.maxTokens); err != nil {
+				return store.Run{}, err
+			}
+		}
+		// The view and the answer socket are served only while this
+		// process owns the run.
+		return e.DriveWith(ctx, r.ID, tree.DriveOptions{
+			Addr: a.AnswerSocket(r.ID),
+			Serve: func() func() {
+				stopFront := startFrontEnd(ctx, a, f, s, r, cancel)
+				stopAnswers := serveAnswers(ctx, a, e, r.ID, s.Err)
+				return func() { stopAnswers(); stopFront() }
+			},
+		})
+	}
+	var fin store.Run
+	if f.wait {
+		fin, err = waitForLease(ctx, r.ID, s.Err, drive)
+	} else {
+		fin, err = drive()
+	}
+	var held *store.LeaseHeldError
+	if errors.As(err, &held) {
+		return ownedError("run "+r.ID, held, "arbor resume --wait "+r.ID)
+	}
+	if errors.Is(err, tree.ErrLeaseLost) {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%w; another process took run %s over", err, r.ID)}
+	}
 	if err != nil {
 		return classify(err)
 	}

@@ -13,7 +13,16 @@ import (
 )
 
 func newRunsCmd(g *globals) *cobra.Command {
-	return newListCmd(g, "runs", "runs", store.Store.ListRuns, printRuns)
+	return newListCmd(g, "runs", "runs", listRuns, printRuns)
+}
+
+// listRuns lists runs with the status a reader should see (shownStatus).
+func listRuns(st store.Store, ctx context.Context, limit int) ([]store.Run, error) {
+	rs, err := st.ListRuns(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	return withShownStatus(ctx, st, rs), nil
 }
 
 // newListCmd is a command listing stored records newest first, as a
@@ -72,6 +81,7 @@ func newTreeCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", args[0], err)}
 			}
+			r.Status = shownStatus(cmd.Context(), a.Store, r)
 			nodes, err := a.Store.Nodes(cmd.Context(), r.ID)
 			if err != nil {
 				return err

@@ -130,6 +130,7 @@ type Store interface {
 	LatestCompaction(ctx context.Context, sessionID string) (Compaction, error)
 
 	TreeStore
+	LeaseStore
 
 	Close() error
 }

@@ -84,7 +84,8 @@ type TreeStore interface {
 	ListRuns(ctx context.Context, limit int) ([]Run, error)
 	// Commit writes run (when non-nil) and upserts nodes, atomically.
 	// Upserting a node that exists replaces every field but RunID, ID and
-	// CreatedAt.
+	// CreatedAt. A complete run's status is final: changing it fails with
+	// ErrConflict and writes nothing.
 	Commit(ctx context.Context, run *Run, nodes ...Node) error
 	// Nodes returns the run's nodes ordered by id.
 	Nodes(ctx context.Context, runID string) ([]Node, error)

@@ -11,12 +11,19 @@ import (
 
 // Answer gives ask node id of run runID its answer. When this engine is
 // driving the run, the answer goes through the interaction broker (or,
-// for an ask not yet asked, straight to the node); otherwise it is written
-// to the store and the run picks it up when resumed.
+// for an ask not yet asked, straight to the node). Otherwise it is written
+// to the store under the run's lease and the run picks it up when resumed;
+// while another live process owns the run it fails with a
+// *store.LeaseHeldError: the answer must go to that owner.
 func (e *Engine) Answer(ctx context.Context, runID string, id int64, text string) error {
 	if v, ok := e.live.Load(runID); ok {
 		return v.(*run).answer(id, text)
 	}
+	l, err := e.acquire(ctx, runID, "")
+	if err != nil {
+		return fmt.Errorf("answer #%d: %w", id, err)
+	}
+	defer l.release()
 	n, err := e.o.Store.GetNode(ctx, runID, id)
 	if err != nil {
 		return fmt.Errorf("answer #%d: %w", id, err)
@@ -77,6 +84,11 @@ func (e *Engine) Raise(ctx context.Context, runID string, budgetUSD float64, max
 	if _, live := e.live.Load(runID); live {
 		return fmt.Errorf("raise budget of %s: %w", runID, ErrRunActive)
 	}
+	l, err := e.acquire(ctx, runID, "")
+	if err != nil {
+		return fmt.Errorf("raise budget of %s: %w", runID, err)
+	}
+	defer l.release()
 	r, err := e.o.Store.GetRun(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("raise budget of %s: %w", runID, err)

@@ -11,7 +11,9 @@
 //   - dependents start only on complete results; a failed or cancelled
 //     dependency fails its dependents, so nothing waits forever;
 //   - the engine is woken by its own commits and by agent exits: there is
-//     no polling loop.
+//     no polling loop;
+//   - a run is driven only by the holder of its store lease, in one
+//     process at a time (see lease.go and docs/tree.md).
 package tree
 
 import (
@@ -37,14 +39,16 @@ var (
 	ErrUnknownNode = errors.New("no such node")
 	// ErrBadState refuses an operation the node's state does not allow.
 	ErrBadState = errors.New("not allowed in this state")
-	// ErrRunActive: the run is already being driven by another engine.
+	// ErrRunActive: the run is already being driven by this engine.
+	// Another process's drive fails with a *store.LeaseHeldError instead.
 	ErrRunActive = errors.New("run is active")
 )
 
-// Store is what the engine persists: runs and nodes, and the sessions of
-// node agents (for their usage totals on resume).
+// Store is what the engine persists: runs and nodes, their owner leases,
+// and the sessions of node agents (for their usage totals on resume).
 type Store interface {
 	store.TreeStore
+	store.LeaseStore
 	GetSession(ctx context.Context, id string) (store.Session, error)
 }
 
@@ -98,12 +102,21 @@ type Options struct {
 	MaxAttempts int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Heartbeat is how often a driving engine renews its run's lease
+	// (default 2s); LeaseTTL is how long the lease outlives its last
+	// renewal (default 3 heartbeats), after which another process may
+	// take the run over.
+	Heartbeat time.Duration
+	LeaseTTL  time.Duration
 }
 
 // Engine runs coordination trees.
 type Engine struct {
-	o    Options
-	live sync.Map // run id → *run, while Drive runs it
+	o Options
+	// live maps run id → *run while this engine drives it. A run is
+	// stored only once fully set up (lease held, ctx set), since Answer
+	// reads it from other goroutines.
+	live sync.Map
 }
 
 // New returns an engine.
@@ -113,6 +126,12 @@ func New(o Options) *Engine {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = defaultHeartbeat
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = ttlBeats * o.Heartbeat
 	}
 	return &Engine{o: o}
 }
@@ -154,7 +173,40 @@ func (e *Engine) Create(ctx context.Context, o RunOptions) (store.Run, error) {
 // Drive runs (or resumes) run id until its root node ends, its budget is
 // spent, or ctx is cancelled (the run is then left "interrupted", ready for
 // another Drive). It returns the finished run.
+//
+// It first takes the run's lease: while another live process drives the
+// run it fails at once with a *store.LeaseHeldError (errors.Is
+// store.ErrLeaseHeld) naming the owner. When the lease is lost while
+// driving, it stops the run's agents, writes nothing more and fails with
+// ErrLeaseLost.
 func (e *Engine) Drive(ctx context.Context, id string) (store.Run, error) {
+	return e.DriveWith(ctx, id, DriveOptions{})
+}
+
+// DriveOptions are the extras of DriveWith.
+type DriveOptions struct {
+	// Addr is where this process takes answers for the run (its answer
+	// socket), recorded in the lease for `arbor answer`.
+	Addr string
+	// Serve, when set, is called once the lease is held and the run is
+	// live, before driving starts; the function it returns is called when
+	// driving ended, before the lease is released. The CLI serves the
+	// answer socket there, so only the owner ever touches it.
+	Serve func() (stop func())
+}
+
+// DriveWith is Drive with options.
+func (e *Engine) DriveWith(ctx context.Context, id string, o DriveOptions) (store.Run, error) {
+	if _, busy := e.live.Load(id); busy {
+		return store.Run{}, fmt.Errorf("drive run %s: %w", id, ErrRunActive)
+	}
+	l, err := e.acquire(ctx, id, o.Addr)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("drive run %s: %w", id, err)
+	}
+	defer l.release()
+	// Read the run only now: the previous owner may have written until
+	// it let go.
 	r, err := e.open(ctx, id)
 	if err != nil {
 		return store.Run{}, err
@@ -162,10 +214,20 @@ func (e *Engine) Drive(ctx context.Context, id string) (store.Run, error) {
 	if r.isHostedLocked() {
 		return store.Run{}, fmt.Errorf("drive run %s: %w; continue it with: arbor headless -r %s", id, ErrHosted, id)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.ctx = ctx
+	l.keep(cancel)
 	if _, loaded := e.live.LoadOrStore(id, r); loaded {
 		return store.Run{}, fmt.Errorf("drive run %s: %w", id, ErrRunActive)
 	}
 	defer e.live.Delete(id)
-	r.ctx = ctx
-	return r.drive(ctx)
+	if o.Serve != nil {
+		defer o.Serve()()
+	}
+	fin, err := r.drive(ctx)
+	if err == nil && r.leaseLost() {
+		err = fmt.Errorf("drive run %s: %w", id, context.Cause(ctx))
+	}
+	return fin, err
 }

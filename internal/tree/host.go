@@ -50,8 +50,11 @@ type Host struct {
 	started bool
 }
 
-// Host opens hosted run o.ID, creating it when it does not exist. Its
-// tools work at once; Start drives it. Close releases it.
+// Host opens hosted run o.ID, creating it when it does not exist, and
+// takes its lease (failing with a *store.LeaseHeldError while another
+// live process hosts it). Its tools work at once; Start drives it. Close
+// releases it. A Host whose lease is lost stops its children and writes
+// nothing more.
 func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	if _, err := e.o.Store.GetRun(ctx, o.ID); errors.Is(err, store.ErrNotFound) {
 		if err := e.createHosted(ctx, o); err != nil {
@@ -60,20 +63,37 @@ func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("host run %s: %w", o.ID, err)
 	}
+	if _, busy := e.live.Load(o.ID); busy {
+		return nil, fmt.Errorf("host run %s: %w", o.ID, ErrRunActive)
+	}
+	l, err := e.acquire(ctx, o.ID, "")
+	if err != nil {
+		return nil, fmt.Errorf("host run %s: %w", o.ID, err)
+	}
 	r, err := e.open(ctx, o.ID)
 	if err != nil {
+		l.release()
 		return nil, err
 	}
 	if r.nodes[1].Kind != KindHost {
+		l.release()
 		return nil, fmt.Errorf("host run %s: it is an arbor run, not a headless session's: %w", o.ID, ErrBadState)
 	}
+	// The host agent may call tools before Start: they need r.ctx. It is
+	// set before the run is published in e.live, where Answer reads it.
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.ctx = hctx
+	l.keep(cancel)
 	if _, loaded := e.live.LoadOrStore(o.ID, r); loaded {
+		cancel(nil)
+		l.release()
 		return nil, fmt.Errorf("host run %s: %w", o.ID, ErrRunActive)
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	// The host agent may call tools before Start: they need r.ctx.
-	r.ctx = ctx
-	return &Host{r: r, cancel: cancel, done: make(chan struct{}), drop: func() { e.live.Delete(o.ID) }}, nil
+	drop := func() {
+		e.live.Delete(o.ID)
+		l.release()
+	}
+	return &Host{r: r, cancel: func() { cancel(nil) }, done: make(chan struct{}), drop: drop}, nil
 }
 
 // Start drives the run: children that a previous process left running

@@ -94,9 +94,12 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 // drive runs r until its root ends or ctx (which is r.ctx) is cancelled.
 func (r *run) drive(ctx context.Context) (store.Run, error) {
 	r.mu.Lock()
-	if r.nodes[1].State.Terminal() {
+	if root := r.nodes[1]; root.State.Terminal() {
+		// Write the outcome the root implies, repairing a run that a
+		// killed process left marked otherwise.
+		r.finishLocked(root)
 		meta := r.meta
-		r.mu.Unlock()
+		r.unlock()
 		return meta, nil
 	}
 	r.meta.Status = store.RunRunning
@@ -117,7 +120,13 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 	r.disp.Wait()
 
 	r.mu.Lock()
-	if !r.finished {
+	switch root := r.nodes[1]; {
+	case r.finished:
+	case r.leaseLost():
+		// The run is another process's now: leave its row alone.
+	case root.State.Terminal():
+		r.finishLocked(root)
+	default:
 		r.meta.Status = store.RunInterrupted
 		r.meta.Error = "interrupted; resume with: arbor resume " + r.id
 		r.commitLocked(nil)
@@ -168,6 +177,10 @@ type change struct {
 // transaction, then queues their events. A failed commit is fatal to the
 // run: the in-memory state would no longer match the store.
 func (r *run) commitLocked(changes []change) {
+	if r.leaseLost() {
+		r.abandonLocked()
+		return
+	}
 	now := r.e.o.Now().UTC()
 	nodes := make([]store.Node, len(changes))
 	for i, c := range changes {
@@ -208,6 +221,20 @@ func (r *run) setLocked(id int64, reason string, fn func(n *store.Node)) {
 	r.commitLocked([]change{{node: n, from: from, reason: reason}})
 }
 
+// abandonLocked ends a run whose lease was lost like a failed commit
+// does, but writes nothing and announces nothing: the run goes on in the
+// process that took it over.
+func (r *run) abandonLocked() {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	for _, cancel := range r.running {
+		cancel(context.Cause(r.ctx))
+	}
+	close(r.done)
+}
+
 func (r *run) failRunLocked(err error) {
 	if r.finished {
 		return
@@ -219,7 +246,9 @@ func (r *run) failRunLocked(err error) {
 		cancel(err)
 	}
 	meta := r.meta
-	_ = r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta)
+	if !r.leaseLost() {
+		_ = r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta)
+	}
 	r.pending = append(r.pending, &RunFinished{RunID: r.id, Outcome: r.meta.Status, Error: r.meta.Error})
 	close(r.done)
 }

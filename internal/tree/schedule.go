@@ -153,7 +153,9 @@ func (r *run) closeLocked() {
 		cancel(errInterrupted)
 	}
 	meta := r.meta
-	if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta); err != nil {
+	if r.leaseLost() {
+		// Nothing is written: the run is another process's.
+	} else if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta); err != nil {
 		r.meta.Error += "; store: " + err.Error()
 	}
 	r.pending = append(r.pending, &RunFinished{RunID: r.id, Outcome: r.meta.Status, Result: r.meta.Result, Error: r.meta.Error})

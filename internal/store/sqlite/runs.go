@@ -71,13 +71,15 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]store.Run, error) {
 // updateRun replaces every column of the run row but id and created_at
 // inside tx and advances updated_at to now (by one nanosecond when the
 // stored value is not earlier, so it strictly increases like a session's).
-// ErrNotFound when the run does not exist.
+// ErrNotFound when the run does not exist; ErrConflict when it is complete
+// and r would change its status: a complete run stays complete.
 func updateRun(ctx context.Context, tx *wtx, r *store.Run, now int64) error {
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET goal = ?, status = ?, model = ?,
 		workspace = ?, mode = ?, budget_usd = ?, max_tokens = ?, max_parallel = ?,
-		node_timeout_ms = ?, result = ?, error = ?, `+touch+` WHERE id = ?`,
+		node_timeout_ms = ?, result = ?, error = ?, `+touch+`
+		WHERE id = ? AND (status <> 'complete' OR ? = 'complete')`,
 		r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens, r.MaxParallel,
-		r.NodeTimeout, r.Result, r.Error, now, now, r.ID)
+		r.NodeTimeout, r.Result, r.Error, now, now, r.ID, r.Status)
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,10 @@ func updateRun(ctx context.Context, tx *wtx, r *store.Run, now int64) error {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("no such run %s: %w", r.ID, store.ErrNotFound)
+		if err := requireRun(ctx, tx, r.ID); err != nil {
+			return err
+		}
+		return fmt.Errorf("run %s is complete, refusing to mark it %s: %w", r.ID, r.Status, store.ErrConflict)
 	}
 	return nil
 }

@@ -14,6 +14,10 @@
 //     run's strictly increases, like a session's), ignores the UpdatedAt it
 //     is given and keeps a node's first CreatedAt; nil and empty BlockedBy
 //     and Options round-trip as they were;
+//   - leases follow the store.LeaseStore contract to the nanosecond of
+//     the caller's clock (expiry is exclusive: a lease is dead at Expires),
+//     and among racing acquirers exactly one wins;
+//   - a complete run's status is final;
 //   - invalid records fail with store.ErrInvalid and write nothing;
 //   - reads of an unknown session or run fail with store.ErrNotFound;
 //   - Close may be called twice.
@@ -52,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"Usage", testUsage},
 		{"Compactions", testCompactions},
 		{"Tree", testTree},
+		{"Leases", testLeases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -59,6 +59,27 @@ func testTree(t *testing.T, open Opener) {
 		equal(t, "runs after invalid creates", len(runs), 0)
 	})
 
+	t.Run("CompleteRunIsFinal", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		run := b.run(t, "r1")
+		run.Status, run.Result = store.RunComplete, "done"
+		noErr(t, b.st.Commit(b.ctx, &run))
+		done := b.getRun(t, "r1")
+		for _, status := range []store.RunStatus{store.RunInterrupted, store.RunRunning, store.RunFailed} {
+			late := done
+			late.Status, late.Error = status, "late"
+			root := store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "active"}
+			errIs(t, b.st.Commit(b.ctx, &late, root), store.ErrConflict)
+			equal(t, "run after a late "+string(status), b.getRun(t, "r1"), done)
+			_, err := b.st.GetNode(b.ctx, "r1", 1)
+			errIs(t, err, store.ErrNotFound)
+		}
+		// Rewriting it complete (a raised budget) is fine.
+		done.BudgetUSD = 3
+		noErr(t, b.st.Commit(b.ctx, &done))
+	})
+
 	t.Run("ListRunsNewestFirst", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
