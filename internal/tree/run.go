@@ -13,23 +13,22 @@ import (
 )
 
 // run is one run being driven. Every field below mu is guarded by it.
-// Events are collected under mu and published after it is released, since
-// bus subscribers may call back into the run.
+// Events are collected under mu while a change is committed and published
+// when it is released (publishing never waits for a subscriber, so a
+// subscriber that calls back into the run cannot deadlock it).
 type run struct {
 	e    *Engine
 	id   string
 	ctx  context.Context // the Drive context
 	disp *Local
 
-	usageMu   sync.Mutex // guards the fields below up to pubMu (read by the budget gates)
+	usageMu   sync.Mutex // guards the fields below up to mu (read by the budget gates)
 	tokens    int64
 	cost      float64
 	budgetHit bool
 	parents   map[int64]int64 // node → parent, for charging subtrees
 	limits    map[int64]spend // nodes with a budget of their own
 	spent     map[int64]spend // what each node's subtree used
-
-	pubMu sync.Mutex // serializes publishing; see unlock
 
 	mu       sync.Mutex
 	meta     store.Run
@@ -152,18 +151,15 @@ func (r *run) gate(context.Context) error {
 	return nil
 }
 
-// unlock releases mu and publishes the events collected under it. pubMu
-// is taken before mu is released, so events reach the bus in commit order
-// even when another goroutine commits while these are published.
+// unlock publishes the events collected under mu and releases it.
+// Publishing under mu keeps the events in commit order; it only queues
+// them for the subscribers.
 func (r *run) unlock() {
-	evs := r.pending
-	r.pending = nil
-	r.pubMu.Lock()
-	r.mu.Unlock()
-	defer r.pubMu.Unlock()
-	for _, ev := range evs {
+	for _, ev := range r.pending {
 		r.e.o.Bus.Publish(ev)
 	}
+	r.pending = nil
+	r.mu.Unlock()
 }
 
 // change is one node transition to commit.
