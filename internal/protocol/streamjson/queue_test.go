@@ -102,6 +102,43 @@ func TestReaderNeverBlocks(t *testing.T) {
 		}
 		mustContain(t, refused[0], "headless.queue_limit")
 	})
+
+	t.Run("a control request past the limit is answered with an error", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": "a.txt", "content": "a"}}}},
+			llmtest.Turn{Text: "wrote a"},
+			llmtest.Turn{Text: "reply 0", Expect: "message 0"},
+		)
+		defer srv.Close()
+		b := setup(t, srv, setupOpts{project: "headless:\n  queue_limit: 1\n"})
+		b.Send(user("write a"))
+		req := b.Next(typ("control_request", "can_use_tool"))
+		b.Send(user("message 0"),
+			`{"type":"control_request","request_id":"m-1","request":{"subtype":"switch_model","model":"openai/gpt-test"}}`,
+			`{"type":"control_request","request_id":"c-1","request":{"subtype":"config_override","approval_mode":"trust"}}`)
+		r := b.Next(typ("control_response", ""))
+		if r.Response.RequestID != "m-1" || r.Response.Subtype != "error" || !strings.HasPrefix(r.Response.Error, "queue_full: ") {
+			t.Fatalf("switch_model past the limit: %s", r.raw)
+		}
+		// What needs no runner is still answered at once.
+		if r := b.Next(typ("control_response", "")); r.Response.RequestID != "c-1" || r.Response.Subtype != "success" {
+			t.Fatalf("config_override: %s", r.raw)
+		}
+		b.Send(allow(req.RequestID))
+		if res := b.Next(typ("result", "")); res.Result != "wrote a" {
+			t.Fatalf("the approved turn: %s", res.raw)
+		}
+		if res := b.Next(typ("result", "")); res.Result != "reply 0" {
+			t.Fatalf("the queued turn: %s", res.raw)
+		}
+		b.Close()
+		for _, r := range srv.Requests() {
+			if r.Format != "anthropic" {
+				t.Fatalf("a refused switch must not apply: a request went to %s %s", r.Format, r.Model)
+			}
+		}
+	})
 }
 
 // TestSwitchModelDuringTurn: a model switch sent while a turn runs is the
