@@ -193,8 +193,15 @@ func (s *Server) override(mode string, allowed []string) error {
 func (s *Server) request(in agent.Interaction) {
 	rid := "arbor-" + in.ID
 	s.mu.Lock()
-	s.asks[rid] = in.ID
+	ended := s.inputEnded
+	if !ended {
+		s.asks[rid] = in.ID
+	}
 	s.mu.Unlock()
+	if ended {
+		s.unanswerable(in.ID, in.Kind)
+		return
+	}
 	switch in.Kind {
 	case agent.KindApproval:
 		a := in.Approval
@@ -281,4 +288,40 @@ func joinAnswers(xs []string) string {
 		out += x
 	}
 	return out
+}
+
+// endInput refuses the questions and approvals the client was asked and
+// can no longer answer, and those asked from now on, so a turn that waits
+// for one finishes when the input ends instead of waiting for ever.
+func (s *Server) endInput() {
+	s.mu.Lock()
+	s.inputEnded = true
+	asks := s.asks
+	s.asks = map[string]string{}
+	s.mu.Unlock()
+	if len(asks) == 0 {
+		return
+	}
+	kinds := map[string]agent.InteractionKind{}
+	for _, in := range s.app.Broker.Pending() {
+		kinds[in.ID] = in.Kind
+	}
+	for _, iid := range asks {
+		if kind, ok := kinds[iid]; ok {
+			s.unanswerable(iid, kind)
+		}
+	}
+}
+
+// unanswerable resolves an interaction the client cannot answer any more:
+// an approval is denied, a question declined.
+func (s *Server) unanswerable(iid string, kind agent.InteractionKind) {
+	const why = "the client closed its input before answering"
+	res := agent.Response{Approval: &tool.Approval{Message: why}}
+	if kind == agent.KindQuestion {
+		res = agent.Response{Answer: &tool.Answer{Declined: true}}
+	}
+	if err := s.app.Broker.Resolve(iid, res); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
+		fmt.Fprintf(s.diag, "arbor: stream-json: %v\n", err)
+	}
 }

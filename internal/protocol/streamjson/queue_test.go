@@ -3,6 +3,8 @@ package streamjson_test
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -203,5 +205,34 @@ func TestEndOfInputFinishesQueuedTurns(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "one two three" {
 		t.Fatalf("results %q", got)
+	}
+}
+
+// TestEndOfInputRefusesPendingRequests: a turn waiting for a can_use_tool
+// answer when the input ends gets a denial (the client can no longer
+// answer), finishes, and Serve returns; so does a question asked later.
+func TestEndOfInputRefusesPendingRequests(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": "a.txt", "content": "a"}}}},
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "ask_user", Input: map[string]any{"question": "Which?"}}}, Expect: "closed its input"},
+		llmtest.Turn{Text: "gave up"},
+	)
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{})
+	b.Send(user("write a"))
+	b.Next(typ("control_request", "can_use_tool"))
+	b.Close()
+	var res []out
+	for _, o := range b.All {
+		if o.Type == "result" {
+			res = append(res, o)
+		}
+	}
+	if len(res) != 1 || res[0].Result != "gave up" {
+		t.Fatalf("results %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(b.ws, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("a write nobody approved happened")
 	}
 }

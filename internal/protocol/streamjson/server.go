@@ -73,6 +73,9 @@ type Server struct {
 	sess    *app.Session
 	asks    map[string]string // our request id → broker interaction id
 	authReq chan authReply    // set while waiting for auth_response
+	// inputEnded is set with the end of input: requests to the client are
+	// then refused at once (see endInput).
+	inputEnded bool
 	// hostShell is set when the client runs shell commands itself.
 	hostShell bool
 
@@ -103,12 +106,14 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 
 	if o.Prompt != "" {
 		close(s.inputDone)
+		s.endInput()
 		s.submitTurn(userTurn{text: o.Prompt})
 		s.runner.Close()
 		return nil
 	}
 	err := s.read(ctx, in, stop)
 	close(s.inputDone)
+	s.endInput()
 	if ctx.Err() != nil {
 		s.runner.Drop() // shutdown or cancelled: queued work does not start
 		s.runner.Stop()
