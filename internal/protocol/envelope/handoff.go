@@ -157,22 +157,26 @@ func (s *server) handoff(c handoffCmd) error {
 		s.payIdleLocked()
 		return nil
 	}
+	var err error
+	if deny {
+		text := "The user rejected the plan: " + c.DenyReason
+		err = s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, text)) })
+	} else {
+		text := fmt.Sprintf("Execute this plan (saved at %s):\n\n%s", req.PlanPath, req.PlanText)
+		err = s.submit("switch", func(ctx context.Context) { s.executePlan(ctx, c.Pool, text) })
+	}
+	if err != nil {
+		return err // the handoff stays pending
+	}
 	s.queued++
 	s.mutateLocked(func(st *state) {
 		st.handoff = nil
 		st.busy = true
 	})
-	if deny {
-		text := "The user rejected the plan: " + c.DenyReason
-		s.jobs <- func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, text)) }
-		return nil
-	}
-	text := fmt.Sprintf("Execute this plan (saved at %s):\n\n%s", req.PlanPath, req.PlanText)
-	s.jobs <- func(ctx context.Context) { s.executePlan(ctx, c.Pool, text) }
 	return nil
 }
 
-// executePlan runs an accepted plan on the job goroutine: the optional
+// executePlan runs an accepted plan on the runner: the optional
 // pool switch, then a new builder session and its first turn.
 func (s *server) executePlan(ctx context.Context, pool, text string) {
 	if pool != "" {

@@ -21,15 +21,13 @@ import (
 // jobDone is the onDone of jobs, the Jobs of a session the server opened.
 func (s *server) jobDone(jobs *tool.Jobs, j tool.Job) {
 	content := fmt.Sprintf("%s (`%s`) ended with exit code %d:\n%s", j.ID, j.Command, j.ExitCode, j.Output)
-	s.enqMu.RLock()
-	defer s.enqMu.RUnlock()
-	if s.enqClosed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessJobs != jobs {
 		return
 	}
-	s.mu.Lock()
-	if s.sessJobs != jobs {
-		s.mu.Unlock()
-		return
+	if !s.submitInternal("deliver", func(ctx context.Context) { s.deliver(ctx, jobs, content) }) {
+		return // input has ended
 	}
 	s.pending++
 	s.queued++ // the delivery turn: no idle before it ends
@@ -39,8 +37,6 @@ func (s *server) jobDone(jobs *tool.Jobs, j tool.Job) {
 		st.busy = true
 		st.runningJobs = s.jobCountLocked()
 	})
-	s.mu.Unlock()
-	s.jobs <- func(ctx context.Context) { s.deliver(ctx, jobs, content) }
 }
 
 // deliver runs the turn that hands a job's result to the agent, unless

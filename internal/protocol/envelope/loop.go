@@ -91,7 +91,7 @@ func (s *server) continueLoopLocked(outcome string) bool {
 		})
 		return false
 	}
-	if !s.enqueueLocked(func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, continuationText)) }) {
+	if !s.submitInternal("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, continuationText)) }) {
 		s.pushLocked(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: input ended"}, func(st *state) { st.loop = false })
 		return false
 	}
@@ -105,24 +105,4 @@ func outcomeText(outcome string) string {
 		return "was cancelled"
 	}
 	return "failed"
-}
-
-// enqueueLocked queues j without blocking, from the job goroutine; it
-// reports false when input is ending or has ended, or the queue is full.
-// s.mu must be held. jobDone takes enqMu before s.mu, so this only tries
-// enqMu: TryRLock fails only while Serve closes the queue.
-func (s *server) enqueueLocked(j job) bool {
-	if !s.enqMu.TryRLock() {
-		return false
-	}
-	defer s.enqMu.RUnlock()
-	if s.enqClosed {
-		return false
-	}
-	select {
-	case s.jobs <- j:
-		return true
-	default:
-		return false
-	}
 }

@@ -8,18 +8,19 @@ import (
 )
 
 // models answers the models command. A pool switch changes the agent's
-// model, so it waits on the job goroutine for the running turn to end.
-func (s *server) models(c modelsCmd) {
+// model, so it waits on the runner for the running turn to end.
+func (s *server) models(c modelsCmd) error {
 	switch c.Action {
 	case "status":
 		s.write(typeModelsResponse, 0, modelsResponse{OK: true, Status: s.modelStatus()})
 	case "set_current_model_pool":
-		s.jobs <- func(ctx context.Context) { s.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) }
+		return s.submit("model", func(ctx context.Context) { s.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) })
 	default:
 		s.write(typeModelsResponse, 0, modelsResponse{
 			Message: fmt.Sprintf("unknown models action %q (want status or set_current_model_pool)", c.Action),
 		})
 	}
+	return nil
 }
 
 // modelStatus is the text snapshot of /models status: the current model,
@@ -52,7 +53,7 @@ func (s *server) modelStatus() string {
 }
 
 // setPool switches the session's agent to the first model of the pool.
-// It runs on the job goroutine.
+// It runs on the runner.
 func (s *server) setPool(ctx context.Context, name string) modelsResponse {
 	if ctx.Err() != nil {
 		return modelsResponse{Message: "the server is stopping"}

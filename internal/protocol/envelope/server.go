@@ -29,7 +29,7 @@
 // state takes one too, pushed or not; envelopes leave in seq order because
 // the counter is advanced and the line written under one lock. Work that
 // uses the session's agent (turns, deliveries, model switches, /compact,
-// session and worktree switches) runs on one job goroutine, one job at a
+// session and worktree switches) runs on one runner (app.Runner), one job at a
 // time, so the main agent is never driven twice at once and a session is
 // never swapped under a turn. idle is global quiescence: no job queued or
 // running and no sub-agent that can progress. Input end cancels the running
@@ -98,7 +98,7 @@ type server struct {
 	// mu guards every field below it but jobs and shells, and is held
 	// while writing a seq'd line.
 	mu sync.Mutex
-	// sess is the current session; only the job goroutine replaces it.
+	// sess is the current session; only a runner job replaces it.
 	sess *app.Session
 	// model is the current model ref, pool the pool it came from ("" if
 	// none); roleSystem is the current role's system text.
@@ -159,25 +159,45 @@ type server struct {
 	sessJobs         *tool.Jobs
 	pending, results int
 
-	jobs chan job
-	// enqMu guards enqClosed, set when jobs is closed; job results are
-	// queued under its read lock.
-	enqMu     sync.RWMutex
-	enqClosed bool
-	shells    sync.WaitGroup
+	// runner runs the work that uses the session's agent, one job at a
+	// time in order (see submit); it is never called back under its lock,
+	// so it may be used under s.mu.
+	runner *app.Runner
+	shells sync.WaitGroup
 	// closers are old sessions' Jobs being closed; hostClosers their trees
 	// (a run can be hosted once at a time: resuming waits for them).
 	closers, hostClosers sync.WaitGroup
 }
 
-// job is work on the job goroutine; ctx is cancelled when input ends.
+// job is work on the runner's goroutine; ctx is cancelled when input ends.
 type job func(ctx context.Context)
+
+// submit queues a client's work on the runner: it never blocks, and past
+// headless.queue_limit it is refused with errQueueFull. s.mu may be held.
+func (s *server) submit(kind string, j job) error {
+	err := s.runner.Submit(app.Job{Kind: kind, Run: j})
+	switch {
+	case errors.Is(err, app.ErrQueueFull):
+		return fmt.Errorf("%w: %w", errQueueFull, err)
+	case errors.Is(err, app.ErrRunnerClosed):
+		return fmt.Errorf("%w: input has ended", errUnavailable)
+	}
+	return err
+}
+
+// submitInternal queues work that the server derives from work already
+// accepted (a background result, a loop's next turn, the inbox), which
+// the limit does not refuse. It reports false once input has ended.
+// s.mu may be held.
+func (s *server) submitInternal(kind string, j job) bool {
+	return s.runner.SubmitInternal(app.Job{Kind: kind, Run: j}) == nil
+}
 
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
 	s := &server{app: a, work: a, worktree: o.Worktree, opts: o, out: protocol.NewWriter(out), diag: diag,
-		closing: map[string]string{}, jobs: make(chan job, 256), formerAgents: map[string]string{},
-		partial: map[string]bool{}}
+		closing: map[string]string{}, formerAgents: map[string]string{},
+		partial: map[string]bool{}, runner: app.NewRunner(a.Config().Headless.QueueLimit)}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {
 		return fmt.Errorf("envelope: session: %w", err)
@@ -198,15 +218,11 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
-	wg.Go(func() { s.runJobs(ctx) })
+	s.runner.Start(ctx)
 	err = s.read(ctx, in)
-	stop()
-	s.enqMu.Lock()
-	s.enqClosed = true
-	close(s.jobs)
-	s.enqMu.Unlock()
-	wg.Wait()
+	// The running job is cancelled and the queued ones run with a
+	// cancelled context, so each reports how it ended.
+	s.runner.Stop()
 	s.mu.Lock()
 	jobs, host := s.sessJobs, s.host
 	s.mu.Unlock()
@@ -260,7 +276,7 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 	case "models":
 		var c modelsCmd
 		if err = line.Decode(&c); err == nil {
-			s.models(c)
+			err = s.models(c)
 		}
 	case "role":
 		var c roleCmd
@@ -320,6 +336,7 @@ var (
 	errTUIOnly        = errors.New("is only available in the local TUI mode")
 	errUnknownSlash   = errors.New("unknown command")
 	errUnavailable    = errors.New("not available")
+	errQueueFull      = errors.New("too much work queued")
 )
 
 func (s *server) commandError(typ string, err error) {
@@ -339,6 +356,8 @@ func (s *server) commandError(typ string, err error) {
 		code = codeUnknownCommand
 	case errors.Is(err, errUnavailable):
 		code = codeUnavailable
+	case errors.Is(err, errQueueFull):
+		code = codeQueueFull
 	}
 	msg := err.Error()
 	if typ != "" {

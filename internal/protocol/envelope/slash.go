@@ -40,11 +40,11 @@ func (s *server) slash(text string) error {
 	case "/models":
 		switch {
 		case len(args) == 0 || len(args) == 1 && args[0] == "status":
-			s.models(modelsCmd{Action: "status"})
+			return s.models(modelsCmd{Action: "status"})
 		case args[0] == "--agent":
 			return fmt.Errorf("/models --agent: %w: arbor has no named agents", errUnavailable)
 		case len(args) == 1:
-			s.models(modelsCmd{Action: "set_current_model_pool", Pool: args[0]})
+			return s.models(modelsCmd{Action: "set_current_model_pool", Pool: args[0]})
 		default:
 			return fmt.Errorf("%w: usage: /models [status|<pool>]", errBadCommand)
 		}
@@ -62,15 +62,15 @@ func (s *server) slash(text string) error {
 	case "/stats":
 		s.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
 	case "/compact":
-		s.jobs <- s.compactNow
+		return s.submit("compact", s.compactNow)
 	case "/new":
-		s.jobs <- func(ctx context.Context) { _ = s.switchSession(ctx, "") }
+		return s.submit("switch", func(ctx context.Context) { _ = s.switchSession(ctx, "") })
 	case "/resume":
 		if len(args) != 1 {
 			return fmt.Errorf("/resume without a session id %w", errTUIOnly)
 		}
 		id := args[0]
-		s.jobs <- func(ctx context.Context) { _ = s.switchSession(ctx, id) }
+		return s.submit("switch", func(ctx context.Context) { _ = s.switchSession(ctx, id) })
 	case "/worktree":
 		return s.worktreeSlash(args)
 	case "/export":
@@ -89,7 +89,7 @@ func (s *server) slash(text string) error {
 // stats describes the tokens and cost of the current session.
 func (s *server) stats() string {
 	s.mu.Lock()
-	sess, model := s.sess, s.model // sess.Model is the job goroutine's
+	sess, model := s.sess, s.model // sess.Model is the runner's
 	s.mu.Unlock()
 	u, cost, known := sess.Agent.Usage()
 	costText := "unknown (the model has no price)"
@@ -100,7 +100,7 @@ func (s *server) stats() string {
 		sess.ID, model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, costText)
 }
 
-// compactNow runs a manual compaction on the job goroutine; the agent's
+// compactNow runs a manual compaction on the runner; the agent's
 // events report it, and a skipped compaction_status says when there was
 // too little to compact.
 func (s *server) compactNow(ctx context.Context) {
@@ -124,7 +124,7 @@ func (s *server) compactNow(ctx context.Context) {
 }
 
 // switchSession opens a new session (id "") or resumes a stored one and
-// makes it current, on the job goroutine so that no turn runs meanwhile.
+// makes it current, on the runner so that no turn runs meanwhile.
 // A resumed session keeps its own model; a new one takes the current one.
 // A pending handoff is dropped (handoff_cancelled). A failure is reported
 // with an error envelope and returned.

@@ -264,20 +264,12 @@ func (s *server) toInboxLocked(text string) {
 	if s.delivering {
 		return
 	}
+	if !s.submitInternal("deliver", s.deliverInbox) {
+		return // input has ended
+	}
 	s.delivering = true
 	s.queued++
 	s.mutateLocked(func(st *state) { st.busy = true })
-	// The queue is not written under s.mu (the job goroutine takes it).
-	go s.enqueue(s.deliverInbox)
-}
-
-// enqueue queues j on the job goroutine unless input has ended.
-func (s *server) enqueue(j job) {
-	s.enqMu.RLock()
-	defer s.enqMu.RUnlock()
-	if !s.enqClosed {
-		s.jobs <- j
-	}
 }
 
 // deliverInbox runs the turn that hands the inbox to the main agent.

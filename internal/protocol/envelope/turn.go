@@ -40,8 +40,13 @@ func (s *server) send(c sendCmd) error {
 		return nil
 	}
 	s.mu.Lock()
-	// Count the new turn before the pending requests are closed, so the
-	// turn they belong to cannot report idle in between.
+	// Queue the turn and count it before the pending requests are closed,
+	// so the turn they belong to cannot report idle in between (the job
+	// cannot start before s.mu is released).
+	if err := s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content)) }); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	s.queued++
 	s.mutateLocked(func(st *state) { st.busy = true })
 	s.cancelHandoffLocked()
@@ -55,8 +60,7 @@ func (s *server) send(c sendCmd) error {
 		s.closing[p.RequestID] = reasonSuperseded
 	}
 	s.mu.Unlock()
-	// Resolve publishes on the bus, whose subscriber takes s.mu: it must
-	// run unlocked. A request resolved meanwhile is simply gone.
+	// A request resolved meanwhile is simply gone.
 	for _, id := range confirms {
 		_ = s.app.Broker.Resolve(id, agent.Response{Approval: &tool.Approval{}})
 	}
@@ -67,15 +71,7 @@ func (s *server) send(c sendCmd) error {
 			s.mu.Unlock()
 		}
 	}
-	s.jobs <- func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content)) }
 	return nil
-}
-
-// runJobs runs queued jobs one at a time until the queue closes.
-func (s *server) runJobs(ctx context.Context) {
-	for j := range s.jobs {
-		j(ctx)
-	}
 }
 
 // cancellable runs fn with a context the cancel command cancels.

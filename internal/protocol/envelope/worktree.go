@@ -14,7 +14,7 @@ import (
 // git worktree NAME that arbor manages (<repo>/.arbor/worktrees/NAME on
 // branch arbor/NAME, created when missing, as with -w); a bare `/worktree`
 // makes a fresh one; `/worktree off` moves it back to the repository's
-// main checkout. The switch runs on the job goroutine, so no turn runs
+// main checkout. The switch runs on the runner, so no turn runs
 // meanwhile: the session's background jobs are killed and its sub-agents
 // interrupted, the same session is reopened in the new directory (tools,
 // permission confinement, project configuration and system prompt follow
@@ -48,15 +48,14 @@ func (s *server) worktreeSlash(args []string) error {
 	case len(args) > 1:
 		return fmt.Errorf("%w: usage: /worktree [NAME|off]", errBadCommand)
 	case len(args) == 1 && args[0] == "off":
-		s.jobs <- func(ctx context.Context) { s.switchWorktree(ctx, "", true) }
+		return s.submit("worktree", func(ctx context.Context) { s.switchWorktree(ctx, "", true) })
 	default:
 		name := ""
 		if len(args) == 1 {
 			name = args[0]
 		}
-		s.jobs <- func(ctx context.Context) { s.switchWorktree(ctx, name, false) }
+		return s.submit("worktree", func(ctx context.Context) { s.switchWorktree(ctx, name, false) })
 	}
-	return nil
 }
 
 // switchWorktree moves the current session into worktree name (off: back

@@ -1,0 +1,139 @@
+package envelope_test
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+// heldServer answers the first model request with a write_file call (a
+// confirm), but only once release is closed; every later request with
+// "did: <the last user text>". arrived is closed when the first request
+// is in.
+func heldServer(t *testing.T) (srv *llmtest.Server, arrived, release chan struct{}) {
+	t.Helper()
+	arrived, release = make(chan struct{}), make(chan struct{})
+	first := true
+	srv = llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		if first {
+			first = false
+			close(arrived)
+			<-release
+			return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": "x.txt", "content": "x"}}}}
+		}
+		return llmtest.Turn{Text: "did: " + r.LastUserText()}
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+		srv.Close()
+	})
+	return srv, arrived, release
+}
+
+// waitClosed fails the test when ch is not closed within a generous bound
+// (a hang); it times nothing.
+func waitClosed(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s within 30s", what)
+	}
+}
+
+// TestReaderNeverBlocks queues 1,000 sends behind a turn held at the model
+// and then waiting for a confirm: status is answered and the confirm
+// accepted whatever is queued, then every send runs, in order. With a
+// small headless.queue_limit the sends past it are answered queue_full
+// and the others all run.
+func TestReaderNeverBlocks(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	for _, tc := range []struct {
+		name  string
+		limit int // 0 = none
+	}{{"unbounded", 0}, {"limit", 5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, arrived, release := heldServer(t)
+			files := map[string]string{}
+			if tc.limit > 0 {
+				files[".arbor/config.yaml"] = fmt.Sprintf("headless:\n  queue_limit: %d\n", tc.limit)
+			}
+			b, _ := setupFiles(t, srv, files)
+			b.Send(cmd(map[string]any{"type": "send", "content": "start"}))
+			waitClosed(t, arrived, "model request")
+
+			// One write of 1,000 sends and a status, from a goroutine: a
+			// server that stops reading must fail the test, not hang it.
+			var lines strings.Builder
+			for i := range n {
+				lines.WriteString(cmd(map[string]any{"type": "send", "content": fmt.Sprintf("m %d", i)}) + "\n")
+			}
+			lines.WriteString(`{"type":"status"}` + "\n")
+			go func() { _, _ = io.WriteString(b.Input(), lines.String()) }()
+
+			full := 0
+			st := b.Next(func(o out) bool {
+				if o.Type == "error" {
+					if o.P.Code != "queue_full" {
+						t.Fatalf("error while queueing: %s", o.raw)
+					}
+					full++
+				}
+				return o.Type == "status_response"
+			})
+			if !st.P.Busy {
+				t.Fatalf("status while work is queued: %s", st.raw)
+			}
+			accepted := n
+			if tc.limit > 0 {
+				accepted = tc.limit
+			}
+			if full != n-accepted {
+				t.Fatalf("%d sends answered queue_full, want %d", full, n-accepted)
+			}
+
+			// The held turn now asks for a confirm, behind everything queued.
+			close(release)
+			c := b.Next(typ("confirm_request"))
+			b.Send(`{"type":"status"}`)
+			if st := b.Next(typ("status_response")); string(st.P.PendingConfirm) == "null" {
+				t.Fatalf("status without the pending confirm: %s", st.raw)
+			}
+			b.Send(cmd(map[string]any{"type": "confirm", "request_id": c.P.RequestID, "action": "allow"}))
+
+			for i := -1; i < accepted; i++ {
+				want := "did: m " + fmt.Sprint(i)
+				if i < 0 {
+					want = "did: " // the tool result of the held turn
+				}
+				m := b.Next(func(o out) bool { return o.Type == "assistant_message" && o.P.Text != "" || o.Type == "error" })
+				if m.Type == "error" || !strings.HasPrefix(m.P.Text, want) {
+					t.Fatalf("reply %d: %s, want %q", i, m.raw, want)
+				}
+			}
+			if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
+				t.Fatalf("idle %s", idle.raw)
+			}
+			b.Close()
+			b.checkSeq()
+			for _, o := range b.All {
+				if o.Type == "idle" && o.Seq < st.Seq {
+					t.Fatalf("idle before the queued work ran: %s", o.raw)
+				}
+			}
+			if got := len(srv.Requests()); got != accepted+2 {
+				t.Fatalf("%d model requests, want %d", got, accepted+2)
+			}
+		})
+	}
+}
