@@ -12,11 +12,11 @@ import (
 func (s *server) models(c modelsCmd) error {
 	switch c.Action {
 	case "status":
-		s.write(typeModelsResponse, 0, modelsResponse{OK: true, Status: s.modelStatus()})
+		s.wire.write(typeModelsResponse, 0, modelsResponse{OK: true, Status: s.modelStatus()})
 	case "set_current_model_pool":
-		return s.submit("model", func(ctx context.Context) { s.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) })
+		return s.submit("model", func(ctx context.Context) { s.wire.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) })
 	default:
-		s.write(typeModelsResponse, 0, modelsResponse{
+		s.wire.write(typeModelsResponse, 0, modelsResponse{
 			Message: fmt.Sprintf("unknown models action %q (want status or set_current_model_pool)", c.Action),
 		})
 	}
@@ -26,9 +26,9 @@ func (s *server) models(c modelsCmd) error {
 // modelStatus is the text snapshot of /models status: the current model,
 // its pool and every configured pool with its refs in fallback order.
 func (s *server) modelStatus() string {
-	s.mu.Lock()
-	model, pool := s.model, s.pool
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	model, pool := s.ctl.model, s.ctl.pool
+	s.ctl.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "Model: %s\n", model)
 	if pool == "" {
@@ -72,8 +72,8 @@ func (s *server) setPool(ctx context.Context, name string) modelsResponse {
 	sess := s.current()
 	sess.Agent.SetModel(m.Provider, m.Ref.Name, m.Ref.Ref, m.Ref.Price, m.Ref.ContextWindow)
 	sess.Model = m
-	s.mu.Lock()
-	s.model, s.pool = m.Ref.Ref, name
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	s.ctl.model, s.ctl.pool = m.Ref.Ref, name
+	s.ctl.mu.Unlock()
 	return modelsResponse{OK: true, Message: fmt.Sprintf("switched to pool %s (model %s)", name, m.Ref.Ref), Status: s.modelStatus()}
 }

@@ -58,9 +58,9 @@ func (s *server) slash(text string) error {
 			return fmt.Errorf("%w: usage: /role [status|<name>]", errBadCommand)
 		}
 	case "/help":
-		s.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText}, nil)
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText}, nil)
 	case "/stats":
-		s.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
 	case "/compact":
 		return s.submit("compact", s.compactNow)
 	case "/new":
@@ -88,10 +88,10 @@ func (s *server) slash(text string) error {
 
 // stats describes the tokens and cost of the current session.
 func (s *server) stats() string {
-	s.mu.Lock()
-	sess, model := s.sess, s.model // sess.Model is the runner's
-	s.mu.Unlock()
-	u, cost, known := sess.Agent.Usage()
+	s.ctl.mu.Lock()
+	sess, model := s.ctl.sess, s.ctl.model // sess.Model is the runner's
+	s.ctl.mu.Unlock()
+	u, cost, known := sess.Agent.Usage() // a locked snapshot: the one use of the agent off the runner
 	costText := "unknown (the model has no price)"
 	if known {
 		costText = fmt.Sprintf("$%.4f", cost)
@@ -108,18 +108,18 @@ func (s *server) compactNow(ctx context.Context) {
 		return
 	}
 	s.events.Flush() // earlier compactions are not this one
-	s.mu.Lock()
-	s.manualCompact = true
-	before := s.compactions
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	s.ctl.manualCompact = true
+	before := s.ctl.compactions
+	s.ctl.mu.Unlock()
 	var err error
 	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) { err = sess.Agent.Compact(ctx) })
 	s.events.Flush()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.manualCompact = false
-	if err == nil && s.compactions == before {
-		s.pushLocked(evCompactionStatus, compactionStatus{Status: "skipped", Trigger: "manual", Reason: "nothing to compact"}, nil)
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	s.ctl.manualCompact = false
+	if err == nil && s.ctl.compactions == before {
+		s.wire.push(evCompactionStatus, compactionStatus{Status: "skipped", Trigger: "manual", Reason: "nothing to compact"}, nil)
 	}
 }
 
@@ -161,23 +161,27 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	// Events of the trees closed so far (a resumed session's own, among
 	// them) are handled before its tree becomes current again.
 	s.events.Flush()
-	s.mu.Lock()
-	old, oldHost := s.sessJobs, s.host
-	s.sess, s.sessJobs, s.pending, s.results = sess, o.jobs, 0, 0
-	if s.model != sess.Model.Ref.Ref {
-		s.model, s.pool = sess.Model.Ref.Ref, ""
+	c := s.ctl
+	c.mu.Lock()
+	old, oldHost := c.sessJobs, s.agents.host()
+	c.sess, c.sessJobs, c.pending, c.results = sess, o.jobs, 0, 0
+	if c.model != sess.Model.Ref.Ref {
+		c.model, c.pool = sess.Model.Ref.Ref, ""
 	}
+	c.inbox, c.delivering = nil, false
+	s.ix.mu.Lock()
 	s.cancelHandoffLocked()
-	s.pushLocked(evSessionSwitched, sessionSwitched{SessionID: sess.ID}, func(st *state) {
+	s.ix.confirms, s.ix.questions = nil, nil
+	s.wire.push(evSessionSwitched, sessionSwitched{SessionID: sess.ID}, func(st *state) {
 		st.sessionID = sess.ID
-		st.confirms, st.questions = nil, nil
 		st.phase, st.phaseDetail = "", ""
 		st.runningJobs = 0
 		st.loop = false
 	})
-	s.adoptLocked(o)
+	s.ix.mu.Unlock()
+	s.agents.adopt(o)
 	s.payIdleLocked()
-	s.mu.Unlock()
+	c.mu.Unlock()
 	// The old jobs are killed without results; closing waits for their
 	// goroutines, one of which may be queueing a result behind this job.
 	// The old tree's children are interrupted, to continue when that

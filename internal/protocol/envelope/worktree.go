@@ -23,11 +23,11 @@ import (
 // is pushed. The session id does not change, so session_switched is not
 // pushed.
 
-// workdirLocked is status_response.workdir. s.mu must be held.
+// workdirLocked is status_response.workdir. ctl.mu must be held.
 func (s *server) workdirLocked() workdir {
-	w := workdir{Path: s.work.Workspace, Generation: s.generation}
-	if s.worktree != nil {
-		w.WorktreeID = s.worktree.Name
+	w := workdir{Path: s.ctl.work.Workspace, Generation: s.ctl.generation}
+	if s.ctl.worktree != nil {
+		w.WorktreeID = s.ctl.worktree.Name
 	}
 	return w
 }
@@ -75,9 +75,9 @@ func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
 		}
 		wt, dir = &w, w.Path
 	}
-	s.mu.Lock()
-	cur, old := s.work, s.worktree
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	cur, old := s.ctl.work, s.ctl.worktree
+	s.ctl.mu.Unlock()
 	if same(cur.Workspace, dir) {
 		s.commandError("", fmt.Errorf("/worktree: %w: already working in %s", errBadCommand, dir))
 		return
@@ -98,32 +98,35 @@ func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
 // rebind reopens the current session in view's workdir and makes it
 // current, pushing workdir_changed.
 func (s *server) rebind(ctx context.Context, view *app.App, wt *app.Worktree) error {
-	s.mu.Lock()
-	sess, jobs, host := s.sess, s.sessJobs, s.host
-	s.mu.Unlock()
+	c := s.ctl
+	c.mu.Lock()
+	sess, jobs := c.sess, c.sessJobs
+	c.mu.Unlock()
 	// The run of the session's tree can be hosted only once: release it
 	// (its children are interrupted) before reopening.
 	jobs.Close()
-	host.Close()
-	s.mu.Lock()
-	prev := s.work
-	s.work = view
-	s.mu.Unlock()
+	s.agents.host().Close()
+	c.mu.Lock()
+	prev := c.work
+	c.work = view
+	c.mu.Unlock()
 	so := s.sessionOptions()
 	so.Model = sess.Model.Ref.Ref
 	o, err := s.open(ctx, sess.ID, so)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
-		s.work = prev
+		c.work = prev
 		return err
 	}
-	s.sess, s.sessJobs, s.pending, s.worktree = o.sess, o.jobs, 0, wt
-	s.generation++
-	s.adoptLocked(o)
-	s.pushLocked(evWorkdirChanged, workdirChanged{SessionID: o.sess.ID, workdir: s.workdirLocked()},
-		func(st *state) { st.runningJobs = s.jobCountLocked() })
-	s.pushLocked(evToast, toast{AgentID: mainAgent, Level: "info", Message: "working in " + view.Workspace}, nil)
+	c.sess, c.sessJobs, c.pending, c.worktree = o.sess, o.jobs, 0, wt
+	c.generation++
+	c.inbox, c.delivering = nil, false
+	s.agents.adopt(o)
+	n := s.jobCountLocked()
+	s.wire.push(evWorkdirChanged, workdirChanged{SessionID: o.sess.ID, workdir: s.workdirLocked()},
+		func(st *state) { st.runningJobs = n })
+	s.wire.push(evToast, toast{AgentID: mainAgent, Level: "info", Message: "working in " + view.Workspace}, nil)
 	return nil
 }
 
