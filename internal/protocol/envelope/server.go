@@ -75,11 +75,13 @@ type Options struct {
 //   - agents (subAgents): the current session's hosted tree and the
 //     nodes that have an agent in this process;
 //   - ix (interactions): the pending confirms, questions and handoff;
+//   - cmp (compaction): the main agent's compactions and context notices;
 //   - wire: the writer, the seq counter, the subscriptions and the cached
 //     state that status reports.
 //
-// Lock order: ctl.mu, then agents.mu, then ix.mu, then wire.mu; a
-// goroutine holding one may take a later one, never an earlier one. No
+// Lock order: ctl.mu, then agents.mu, then ix.mu, then wire.mu (cmp.mu
+// comes after ctl.mu and is held with no other); a goroutine holding one
+// may take a later one, never an earlier one. No
 // lock is held across a model call or a broker call; publishing on the
 // bus never waits, so it may happen under any lock. The subscription's
 // Flush waits for translate, which takes these locks: it is called with
@@ -100,6 +102,7 @@ type server struct {
 	events *agent.Subscription
 
 	ctl    *control
+	cmp    *compaction
 	agents *subAgents
 	ix     *interactions
 	wire   *wire
@@ -152,14 +155,6 @@ type control struct {
 	// set while a delivery turn is queued (subagents.go).
 	inbox      []string
 	delivering bool
-	// notices counts the session's context_notice pushes.
-	notices int
-	// manualCompact is set while /compact runs; compactions counts the
-	// compactions started, so /compact can tell that nothing happened;
-	// plan is the plan_id of the running compaction.
-	manualCompact bool
-	compactions   int
-	plan          string
 }
 
 // job is work on the runner's goroutine; ctx is cancelled when input ends.
@@ -190,7 +185,7 @@ func (s *server) submitInternal(kind string, j job) bool {
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
 	s := &server{app: a, opts: o, diag: diag, wire: newWire(out, diag), agents: newSubAgents(),
-		ix:  &interactions{closing: map[string]string{}},
+		ix: &interactions{closing: map[string]string{}}, cmp: &compaction{},
 		ctl: &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree}}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/store"
 )
 
@@ -98,29 +97,6 @@ func (s *server) stats() string {
 	}
 	return fmt.Sprintf("Session %s (model %s)\nTokens: %d input, %d output, %d cache read, %d cache write\nCost: %s",
 		sess.ID, model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, costText)
-}
-
-// compactNow runs a manual compaction on the runner; the agent's
-// events report it, and a skipped compaction_status says when there was
-// too little to compact.
-func (s *server) compactNow(ctx context.Context) {
-	if ctx.Err() != nil {
-		return
-	}
-	s.events.Flush() // earlier compactions are not this one
-	s.ctl.mu.Lock()
-	s.ctl.manualCompact = true
-	before := s.ctl.compactions
-	s.ctl.mu.Unlock()
-	var err error
-	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) { err = sess.Agent.Compact(ctx) })
-	s.events.Flush()
-	s.ctl.mu.Lock()
-	defer s.ctl.mu.Unlock()
-	s.ctl.manualCompact = false
-	if err == nil && s.ctl.compactions == before {
-		s.wire.push(evCompactionStatus, compactionStatus{Status: "skipped", Trigger: "manual", Reason: "nothing to compact"}, nil)
-	}
 }
 
 // switchSession opens a new session (id "") or resumes a stored one and

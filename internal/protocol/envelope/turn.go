@@ -136,37 +136,6 @@ func (s *server) translate(e agent.Event) {
 	}
 }
 
-// compactionEvent pushes the main agent's compaction and context events.
-func (s *server) compactionEvent(e agent.Event) {
-	s.ctl.mu.Lock()
-	defer s.ctl.mu.Unlock()
-	trigger := "usage_driven"
-	if s.ctl.manualCompact {
-		trigger = "manual"
-	}
-	switch e := e.(type) {
-	case *agent.CompactionStarted:
-		s.ctl.compactions++
-		s.ctl.plan = planID(e.Seq) // the terminal status names the same plan
-		s.wire.push(evActivity, activity{AgentID: mainAgent, Type: "compacting"}, phase("compacting", ""))
-		s.wire.push(evCompactionStatus, compactionStatus{Status: "started", Trigger: trigger, PlanID: s.ctl.plan}, nil)
-	case *agent.CompactionFinished:
-		c := compactionStatus{Status: "succeeded", Trigger: trigger, Reason: e.Err, PlanID: s.ctl.plan}
-		if e.Err != "" {
-			c.Status = "failed"
-		}
-		s.wire.push(evCompactionStatus, c, phase("", ""))
-	case *agent.ContextPressure:
-		n := s.ctl.notices
-		s.ctl.notices++
-		s.wire.push(evContextNotice, contextNotice{SessionID: e.SessionID, Level: "warn", MessageIndex: n,
-			Message: fmt.Sprintf("the context holds about %d tokens of the model's %d: older turns will soon be summarized", e.EstimatedTokens, e.Window)}, nil)
-	}
-}
-
-// planID names a compaction by the bus seq of the event that reports it.
-func planID(seq uint64) string { return fmt.Sprintf("compaction-%d", seq) }
-
 // translateSub turns a sub-agent's events into pushes; they leave the
 // main agent's phase alone.
 func (s *server) translateSub(a *subAgent, e agent.Event) {
