@@ -10,20 +10,22 @@ import (
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 )
 
-// heldServer answers the first model request with a write_file call (a
-// confirm), but only once release is closed; every later request with
-// "did: <the last user text>". arrived is closed when the first request
-// is in.
-func heldServer(t *testing.T) (srv *llmtest.Server, arrived, release chan struct{}) {
+// writeTurn calls write_file, which asks for a confirm.
+var writeTurn = llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": "x.txt", "content": "x"}}}}
+
+// heldServer answers the first model request with first, but only once
+// release is closed; every later request with "did: <the last user
+// text>". arrived is closed when the first request is in.
+func heldServer(t *testing.T, first llmtest.Turn) (srv *llmtest.Server, arrived, release chan struct{}) {
 	t.Helper()
 	arrived, release = make(chan struct{}), make(chan struct{})
-	first := true
+	held := true
 	srv = llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
-		if first {
-			first = false
+		if held {
+			held = false
 			close(arrived)
 			<-release
-			return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": "x.txt", "content": "x"}}}}
+			return first
 		}
 		return llmtest.Turn{Text: "did: " + r.LastUserText()}
 	})
@@ -63,7 +65,7 @@ func TestReaderNeverBlocks(t *testing.T) {
 	}{{"unbounded", 0}, {"limit", 5}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv, arrived, release := heldServer(t)
+			srv, arrived, release := heldServer(t, writeTurn)
 			files := map[string]string{}
 			if tc.limit > 0 {
 				files[".arbor/config.yaml"] = fmt.Sprintf("headless:\n  queue_limit: %d\n", tc.limit)
@@ -135,5 +137,39 @@ func TestReaderNeverBlocks(t *testing.T) {
 				t.Fatalf("%d model requests, want %d", got, accepted+2)
 			}
 		})
+	}
+}
+
+// TestModelSwitchOnTheRunner: a pool switch sent while a turn runs is
+// answered after that turn, by the runner that owns the session's agent
+// (under -race: never while the agent runs), and the next turn uses the
+// new model; status is answered meanwhile.
+func TestModelSwitchOnTheRunner(t *testing.T) {
+	t.Parallel()
+	srv, arrived, release := heldServer(t, llmtest.Turn{Text: "first"})
+	b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
+	b.Send(`{"type":"send","content":"start"}`)
+	waitClosed(t, arrived, "model request")
+	b.Send(`{"type":"models","action":"set_current_model_pool","pool":"thinking"}`,
+		`{"type":"send","content":"after"}`, `{"type":"status"}`)
+	if st := b.Next(typ("status_response")); !st.P.Busy {
+		t.Fatalf("status while the turn is held: %s", st.raw)
+	}
+	close(release)
+	if first := b.Next(typ("assistant_message")); first.P.Text != "first" {
+		t.Fatalf("the held turn: %s", first.raw)
+	}
+	if r := b.Next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-think\n") {
+		t.Fatalf("models_response %s", r.raw)
+	}
+	if m := b.Next(typ("assistant_message")); m.P.Text != "did: after" {
+		t.Fatalf("after the switch: %s", m.raw)
+	}
+	b.Next(typ("idle"))
+	b.Close()
+	b.checkSeq()
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Model != "claude-test" || reqs[1].Model != "claude-think" {
+		t.Fatalf("model requests %+v", reqs)
 	}
 }

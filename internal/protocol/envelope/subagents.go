@@ -70,7 +70,7 @@ func (t *subAgents) host() *tree.Host {
 	return t.cur
 }
 
-// mine reports whether e, an event of run runID, is of the current tree.
+// mine reports whether run runID is the current tree.
 func (t *subAgents) mine(runID string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
