@@ -30,16 +30,17 @@ type state struct {
 	loop bool
 }
 
-// wire is the output: the writer, the seq counter, the client's
+// wire is the output: the outbox, the seq counter, the client's
 // subscriptions and the cached state. Its lock is the last of every lock
-// order: it is held only to change the state, take a seq and write the
-// line, never while calling out, so any goroutine holding any other lock
-// may push.
+// order: it is held only to change the state, take a seq and queue the
+// line, never while calling out or writing to stdout, so any goroutine
+// holding any other lock may push, and a client that stops reading
+// stdout stalls nothing but its own output.
 type wire struct {
-	out  *protocol.Writer
+	out  *outbox
 	diag io.Writer
 
-	// mu guards the fields below and is held while writing a seq'd line,
+	// mu guards the fields below and is held while queueing a seq'd line,
 	// so envelopes leave in seq order.
 	mu   sync.Mutex
 	seq  uint64
@@ -50,22 +51,90 @@ type wire struct {
 	partial map[string]bool
 }
 
+// newWire starts the output to out; close ends it.
 func newWire(out, diag io.Writer) *wire {
-	return &wire{out: protocol.NewWriter(out), diag: diag, partial: map[string]bool{}}
+	o := &outbox{w: protocol.NewWriter(out), diag: diag, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go o.run()
+	return &wire{out: o, diag: diag, partial: map[string]bool{}}
 }
 
-// write encodes payload into an envelope and writes it. A seq'd line is
-// written under w.mu (pushLocked, status); a line without seq carries no
-// state and is written by whoever answers.
+// close writes what is queued and stops the output; later lines are
+// dropped.
+func (w *wire) close() { w.out.close() }
+
+// write encodes payload into an envelope and queues it. A seq'd line is
+// queued under w.mu (pushLocked, status); a line without seq carries no
+// state and is queued by whoever answers.
 func (w *wire) write(typ string, seq uint64, payload any) {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		fmt.Fprintf(w.diag, "arbor: envelope: encode %s: %v\n", typ, err)
 		return
 	}
-	if err := w.out.Write(Envelope{Type: typ, Seq: seq, Payload: raw}); err != nil {
-		fmt.Fprintf(w.diag, "arbor: envelope: write: %v\n", err)
+	w.out.put(Envelope{Type: typ, Seq: seq, Payload: raw})
+}
+
+// outbox is the unbounded FIFO of envelopes on their way to stdout,
+// written in order by its own goroutine, so that no lock is ever held
+// across a write to stdout.
+type outbox struct {
+	w    *protocol.Writer
+	diag io.Writer
+	wake chan struct{} // room for one "lines or closed changed"
+	done chan struct{} // closed when run has returned
+
+	mu     sync.Mutex // guards the fields below
+	lines  []Envelope
+	closed bool
+}
+
+// put queues e; it never blocks.
+func (o *outbox) put(e Envelope) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
 	}
+	o.lines = append(o.lines, e)
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run writes the queued lines until close.
+func (o *outbox) run() {
+	defer close(o.done)
+	for {
+		o.mu.Lock()
+		lines, closed := o.lines, o.closed
+		o.lines = nil
+		o.mu.Unlock()
+		for _, e := range lines {
+			if err := o.w.Write(e); err != nil {
+				fmt.Fprintf(o.diag, "arbor: envelope: write: %v\n", err)
+			}
+		}
+		if len(lines) > 0 {
+			continue
+		}
+		if closed {
+			return
+		}
+		<-o.wake
+	}
+}
+
+// close lets run write what is queued, then stops it and waits.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	o.mu.Unlock()
+	<-o.done
 }
 
 // fail writes a command error envelope (no seq: it carries no state).

@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/envelope"
 )
 
 // writeTurn calls write_file, which asks for a confirm.
@@ -171,5 +173,57 @@ func TestModelSwitchOnTheRunner(t *testing.T) {
 	reqs := srv.Requests()
 	if len(reqs) != 2 || reqs[0].Model != "claude-test" || reqs[1].Model != "claude-think" {
 		t.Fatalf("model requests %+v", reqs)
+	}
+}
+
+// TestClientNotReadingStallsNoAgent: a client that stops reading stdout
+// stalls only its own output. With nothing read after ready, a turn whose
+// tool pushes (todo_write) runs to its end; the output is all there when
+// the client reads again.
+func TestClientNotReadingStallsNoAgent(t *testing.T) {
+	t.Parallel()
+	todo := llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "todo_write", Input: map[string]any{
+		"todos": []any{map[string]any{"id": "1", "content": "step", "status": "pending", "active_form": "stepping"}}}}}}
+	srv := llmtest.NewServer(todo, llmtest.Turn{Text: strings.Repeat("many words ", 2000)}, llmtest.Turn{Text: "second"})
+	defer srv.Close()
+	a, _, _ := openApp(t, srv, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := envelope.Serve(t.Context(), a, inR, outW, io.Discard, envelope.Options{})
+		outW.Close()
+		done <- err
+	}()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 4<<20)
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"ready"`) {
+		t.Fatalf("first line %q", lines.Text())
+	}
+
+	// From here on nobody reads stdout until the model has been asked three
+	// times: two steps of the first turn and the second turn.
+	go func() {
+		_, _ = io.WriteString(inW, `{"type":"send","content":"plan"}`+"\n"+`{"type":"send","content":"again"}`+"\n")
+	}()
+	asked := make(chan struct{})
+	go func() { srv.WaitRequests(3); close(asked) }()
+	waitClosed(t, asked, "third model request while stdout is not read")
+
+	var idles int
+	var last string
+	go func() { _ = inW.Close() }()
+	for lines.Scan() {
+		last = lines.Text()
+		if strings.Contains(last, `"type":"idle"`) {
+			idles++
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if idles != 1 || !strings.Contains(last, `"type":"idle"`) {
+		t.Fatalf("%d idles, last line %s", idles, last)
 	}
 }

@@ -33,8 +33,9 @@
 // client's work is refused with queue_full. Every state-carrying envelope
 // takes the next value of one per-process counter, and every change of
 // the cached state takes one too, pushed or not; envelopes leave in seq
-// order because the counter is advanced and the line written under one
-// lock (wire.mu). idle is global quiescence: no job queued or running and
+// order because the counter is advanced and the line queued under one
+// lock (wire.mu), and one goroutine writes the queue to stdout in order,
+// so a client that stops reading stalls nothing but its own output. idle is global quiescence: no job queued or running and
 // no sub-agent that can progress. Input end cancels the running work,
 // interrupts the sub-agents (they continue when the session is resumed)
 // and Serve returns nil. See server for the parts and their locks.
@@ -76,8 +77,8 @@ type Options struct {
 //     nodes that have an agent in this process;
 //   - ix (interactions): the pending confirms, questions and handoff;
 //   - cmp (compaction): the main agent's compactions and context notices;
-//   - wire: the writer, the seq counter, the subscriptions and the cached
-//     state that status reports.
+//   - wire: the output queue (outbox), the seq counter, the
+//     subscriptions and the cached state that status reports.
 //
 // Lock order: ctl.mu, then agents.mu, then ix.mu, then wire.mu (cmp.mu
 // comes after ctl.mu and is held with no other); a goroutine holding one
@@ -184,7 +185,9 @@ func (s *server) submitInternal(kind string, j job) bool {
 
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &server{app: a, opts: o, diag: diag, wire: newWire(out, diag), agents: newSubAgents(),
+	w := newWire(out, diag)
+	defer w.close() // last: after the subscription and every part has stopped
+	s := &server{app: a, opts: o, diag: diag, wire: w, agents: newSubAgents(),
 		ix: &interactions{closing: map[string]string{}}, cmp: &compaction{},
 		ctl: &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree}}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
