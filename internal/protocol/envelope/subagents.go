@@ -243,7 +243,7 @@ func (s *server) openWith(ctx context.Context, engine *tree.Engine, id string, s
 }
 
 // treeEvent handles the events of the current session's tree; it reports
-// whether e was one. Called by translate, unlocked; tree events come one
+// whether e was one. Called by translate, with no lock; tree events come one
 // at a time, and each is handled under ctl.mu, which the idle decision
 // also holds.
 func (s *server) treeEvent(e agent.Event) bool {
@@ -382,8 +382,8 @@ func (s *server) settleLocked() {
 	}
 }
 
-// stopTree stops every child of the current tree; cancel uses it. It runs
-// unlocked: stopping publishes the nodes' changes.
+// stopTree stops every child of the current tree; cancel uses it. The
+// tree publishes the nodes' changes; translate reports them.
 func (s *server) stopTree() {
 	s.ctl.mu.Lock()
 	s.ctl.inbox = nil
