@@ -37,7 +37,7 @@ type state struct {
 // holding any other lock may push, and a client that stops reading
 // stdout stalls nothing but its own output.
 type wire struct {
-	out  *outbox
+	out  *protocol.Outbox
 	diag io.Writer
 
 	// mu guards the fields below and is held while queueing a seq'd line,
@@ -53,14 +53,13 @@ type wire struct {
 
 // newWire starts the output to out; close ends it.
 func newWire(out, diag io.Writer) *wire {
-	o := &outbox{w: protocol.NewWriter(out), diag: diag, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go o.run()
+	o := protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: envelope: write: %v\n", err) })
 	return &wire{out: o, diag: diag, partial: map[string]bool{}}
 }
 
 // close writes what is queued and stops the output; later lines are
 // dropped.
-func (w *wire) close() { w.out.close() }
+func (w *wire) close() { w.out.Close() }
 
 // write encodes payload into an envelope and queues it. A seq'd line is
 // queued under w.mu (pushLocked, status); a line without seq carries no
@@ -71,70 +70,9 @@ func (w *wire) write(typ string, seq uint64, payload any) {
 		fmt.Fprintf(w.diag, "arbor: envelope: encode %s: %v\n", typ, err)
 		return
 	}
-	w.out.put(Envelope{Type: typ, Seq: seq, Payload: raw})
-}
-
-// outbox is the unbounded FIFO of envelopes on their way to stdout,
-// written in order by its own goroutine, so that no lock is ever held
-// across a write to stdout.
-type outbox struct {
-	w    *protocol.Writer
-	diag io.Writer
-	wake chan struct{} // room for one "lines or closed changed"
-	done chan struct{} // closed when run has returned
-
-	mu     sync.Mutex // guards the fields below
-	lines  []Envelope
-	closed bool
-}
-
-// put queues e; it never blocks.
-func (o *outbox) put(e Envelope) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return
+	if err := w.out.Put(Envelope{Type: typ, Seq: seq, Payload: raw}); err != nil {
+		fmt.Fprintf(w.diag, "arbor: envelope: %v\n", err)
 	}
-	o.lines = append(o.lines, e)
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run writes the queued lines until close.
-func (o *outbox) run() {
-	defer close(o.done)
-	for {
-		o.mu.Lock()
-		lines, closed := o.lines, o.closed
-		o.lines = nil
-		o.mu.Unlock()
-		for _, e := range lines {
-			if err := o.w.Write(e); err != nil {
-				fmt.Fprintf(o.diag, "arbor: envelope: write: %v\n", err)
-			}
-		}
-		if len(lines) > 0 {
-			continue
-		}
-		if closed {
-			return
-		}
-		<-o.wake
-	}
-}
-
-// close lets run write what is queued, then stops it and waits.
-func (o *outbox) close() {
-	o.mu.Lock()
-	o.closed = true
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-	o.mu.Unlock()
-	<-o.done
 }
 
 // fail writes a command error envelope (no seq: it carries no state).
