@@ -2,10 +2,12 @@ package protocol
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // Outbox is an unbounded FIFO of lines on their way to a Writer, written
@@ -84,7 +86,13 @@ func (o *Outbox) run() {
 
 // Close lets the outbox write what is queued, then stops it and waits.
 // It is safe to call more than once.
-func (o *Outbox) Close() {
+func (o *Outbox) Close() { _ = o.CloseContext(context.Background()) }
+
+// CloseContext is Close that gives up waiting when ctx ends (a client
+// that stopped reading must not keep a signalled process alive): the lines
+// not yet written are dropped and ctx's error returned. The goroutine
+// blocked in the write ends when the writer fails or the process exits.
+func (o *Outbox) CloseContext(ctx context.Context) error {
 	o.mu.Lock()
 	o.closed = true
 	select {
@@ -92,5 +100,29 @@ func (o *Outbox) Close() {
 	default:
 	}
 	o.mu.Unlock()
-	<-o.done
+	select {
+	case <-o.done:
+		return nil
+	case <-ctx.Done():
+		o.mu.Lock()
+		o.lines = nil
+		o.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// ShutdownGrace is how long a headless server that was signalled (its
+// context cancelled) waits for a client to read its last lines.
+const ShutdownGrace = 2 * time.Second
+
+// CloseAfter closes o: at once-and-wait while ctx is live, or within
+// ShutdownGrace once ctx has ended (the process was signalled).
+func (o *Outbox) CloseAfter(ctx context.Context) {
+	if ctx.Err() == nil {
+		o.Close()
+		return
+	}
+	gctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	defer cancel()
+	_ = o.CloseContext(gctx)
 }

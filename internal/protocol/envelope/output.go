@@ -51,15 +51,11 @@ type wire struct {
 	partial map[string]bool
 }
 
-// newWire starts the output to out; close ends it.
+// newWire starts the output to out; Serve closes w.out.
 func newWire(out, diag io.Writer) *wire {
 	o := protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: envelope: write: %v\n", err) })
 	return &wire{out: o, diag: diag, partial: map[string]bool{}}
 }
-
-// close writes what is queued and stops the output; later lines are
-// dropped.
-func (w *wire) close() { w.out.Close() }
 
 // write encodes payload into an envelope and queues it. A seq'd line is
 // queued under w.mu (pushLocked, status); a line without seq carries no

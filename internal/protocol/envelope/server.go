@@ -186,7 +186,9 @@ func (s *server) submitInternal(kind string, j job) bool {
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
 	w := newWire(out, diag)
-	defer w.close() // last: after the subscription and every part has stopped
+	// Last: after the subscription and every part has stopped. Once
+	// signalled, a client that stopped reading gets a grace period only.
+	defer w.out.CloseAfter(ctx)
 	s := &server{app: a, opts: o, diag: diag, wire: w, agents: newSubAgents(),
 		ix: &interactions{closing: map[string]string{}}, cmp: &compaction{},
 		ctl: &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree}}

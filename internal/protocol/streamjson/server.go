@@ -100,7 +100,9 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
 	s.out = protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: stream-json: write: %v\n", err) })
-	defer s.out.Close() // after the subscription: its last lines are written too
+	// After the subscription: its last lines are written too. Once
+	// signalled, a client that stopped reading gets a grace period only.
+	defer s.out.CloseAfter(ctx)
 	s.events = a.Bus.Subscribe(s.translate)
 	defer s.events.Close()
 
