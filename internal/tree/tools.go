@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -192,9 +193,10 @@ func (r *run) create(parent int64, n store.Node) tool.Result {
 }
 
 // checkDepsLocked validates blocked_by for a new child of parent: every
-// node exists and is not the parent or one of its ancestors (they wait for
-// their children, so the child would never start). A new node cannot close
-// a cycle: nothing depends on it yet.
+// node exists, none repeats, and none waits — through its own blocked_by
+// or because a parent waits for its children — for the parent, which
+// waits for the new child: that would be a cycle and nothing in it could
+// ever start. An ancestor is the plainest case.
 func (r *run) checkDepsLocked(parent int64, deps []int64) error {
 	seen := map[int64]bool{}
 	for _, d := range deps {
@@ -210,8 +212,51 @@ func (r *run) checkDepsLocked(parent int64, deps []int64) error {
 				return fmt.Errorf("blocked_by: #%d is an ancestor of the new node; an ancestor completes only after its children, so this would never start", d)
 			}
 		}
+		if path := r.waitPathLocked(d, parent); path != nil {
+			return fmt.Errorf("blocked_by: #%d would close a cycle %s → the new node → #%d (a node waits for its blocked_by nodes and for its children), so none of them could ever finish", d, cycleText(path), d)
+		}
 	}
 	return nil
+}
+
+// waitPathLocked returns a chain of waits from node from to node to
+// (from, …, to), or nil. A node waits for its blocked_by nodes and for its
+// children; a terminal node waits for nothing.
+func (r *run) waitPathLocked(from, to int64) []int64 {
+	prev := map[int64]int64{from: 0}
+	queue := []int64{from}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		if id == to {
+			var path []int64
+			for x := id; x != 0; x = prev[x] {
+				path = append([]int64{x}, path...)
+			}
+			return path
+		}
+		n := r.nodes[id]
+		if n == nil || n.State.Terminal() {
+			continue
+		}
+		next := append(slices.Clone(n.BlockedBy), r.children[id]...)
+		for _, m := range next {
+			if _, ok := prev[m]; !ok {
+				prev[m] = id
+				queue = append(queue, m)
+			}
+		}
+	}
+	return nil
+}
+
+// cycleText renders a chain of waits: "#3 → #2".
+func cycleText(path []int64) string {
+	parts := make([]string, len(path))
+	for i, id := range path {
+		parts[i] = fmt.Sprintf("#%d", id)
+	}
+	return strings.Join(parts, " → ")
 }
 
 // complete records caller's result (a draft until children and synthesis
