@@ -397,3 +397,53 @@ func TestLoopDetection(t *testing.T) {
 		t.Fatalf("sixth call should not run: %q", stopped.Content)
 	}
 }
+
+// TestCompactionIsGatedAndCharged: a compaction summary is a model call
+// like a step: it passes the gate with an estimate before it starts, and
+// is charged and recorded on the session after.
+func TestCompactionIsGatedAndCharged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, text("first answer"), text("the summary"), text("second answer"))
+	var mu sync.Mutex
+	var gates []llm.Usage
+	var charged []llm.Usage
+	cfg := b.cfg
+	cfg.ContextWindow = 1 // every step compacts what it can
+	cfg.Compaction = agent.CompactionPolicy{KeepRecent: 1}
+	cfg.Gate = func(_ context.Context, est llm.Usage, cost float64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if est.OutputTokens != agent.DefaultOutputEstimate || cost <= 0 {
+			t.Errorf("estimate %+v $%v", est, cost)
+		}
+		gates = append(gates, est)
+		return nil
+	}
+	cfg.Charge = func(u llm.Usage, _ float64) {
+		mu.Lock()
+		defer mu.Unlock()
+		charged = append(charged, u)
+	}
+	ag := agent.New(cfg)
+	if res := ag.Send(b.ctx, llm.UserText("hi")); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("first send %+v", res)
+	}
+	if res := ag.Send(b.ctx, llm.UserText("more")); res.Outcome != agent.OutcomeCompleted || res.Text != "second answer" {
+		t.Fatalf("second send %+v", res)
+	}
+	if len(b.provider.requests()) != 3 {
+		t.Fatalf("%d model calls, want 3 (step, summary, step)", len(b.provider.requests()))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gates) != 3 || len(charged) != 3 {
+		t.Fatalf("%d gates, %d charges; want 3 of each", len(gates), len(charged))
+	}
+	s, err := b.store.GetSession(b.ctx, "s1")
+	if err != nil || s.Usage.OutputTokens != 30 {
+		t.Fatalf("session usage %+v %v: the summary must be recorded", s.Usage, err)
+	}
+	if u, _, _ := ag.Usage(); u.OutputTokens != 30 {
+		t.Fatalf("agent usage %+v", u)
+	}
+}

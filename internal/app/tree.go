@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
@@ -62,8 +63,10 @@ You are given results produced by other agents and an instruction saying what th
 agent needs. Answer with only the distilled context: keep every fact, number, name and
 path the instruction asks for, drop the rest. Do not add commentary.`
 
-// Distill makes the one model call of a context_query.
-func (n *nodeAgents) Distill(ctx context.Context, query, text string) (string, error) {
+// Distill makes the one model call of a context_query, on the node's
+// model: gated and charged like the node's own calls, and recorded on the
+// node's session.
+func (n *nodeAgents) Distill(ctx context.Context, spec tree.AgentSpec, query, text string) (string, error) {
 	m, err := n.app.Model(n.ref())
 	if err != nil {
 		return "", err
@@ -74,13 +77,42 @@ func (n *nodeAgents) Distill(ctx context.Context, query, text string) (string, e
 		Messages: []llm.Message{llm.UserText(fmt.Sprintf(
 			"Instruction: %s\n\nResults:\n%s", query, text))},
 	}
-	resp, err := llm.Collect(m.Provider.Stream(ctx, req))
+	if spec.Gate != nil {
+		out := m.Ref.MaxOutput
+		if out <= 0 {
+			out = agent.DefaultOutputEstimate
+		}
+		est := llm.Usage{InputTokens: int64(len(distillSystem)+len(req.Messages[0].Text())) / 4, OutputTokens: out}
+		if err := spec.Gate(ctx, est, priceOf(m, est)); err != nil {
+			return "", err
+		}
+	}
+	resp, err := llm.Collect(m.Provider.Stream(agent.WithSession(ctx, spec.SessionID), req))
 	if err != nil {
 		return "", err
+	}
+	cost := priceOf(m, resp.Usage)
+	if spec.Charge != nil {
+		spec.Charge(resp.Usage, cost)
+	}
+	err = n.app.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
+		SessionID: spec.SessionID, Model: m.Ref.Ref, Usage: resp.Usage,
+		CostUSD: cost, CostKnown: m.Ref.Price != nil, At: time.Now().UTC(),
+	})
+	if err != nil {
+		return "", fmt.Errorf("record usage: %w", err)
 	}
 	out := strings.TrimSpace(resp.Message.Text())
 	if out == "" {
 		return "", errors.New("the model returned an empty distillation")
 	}
 	return out, nil
+}
+
+// priceOf is what u costs on m (0 when its price is unknown).
+func priceOf(m Model, u llm.Usage) float64 {
+	if m.Ref.Price == nil {
+		return 0
+	}
+	return m.Ref.Price.Cost(u)
 }

@@ -62,7 +62,7 @@ type AgentSpec struct {
 	// Tools are the tree tools of the node, added to the built-ins.
 	Tools []tool.Tool
 	// Gate is checked before every model call (the run budget).
-	Gate func(ctx context.Context) error
+	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost (the budgets).
 	Charge func(call llm.Usage, cost float64)
 }
@@ -72,8 +72,10 @@ type Agents interface {
 	// NewAgent returns the agent of spec's session: loaded when the
 	// session exists (a resumed node), created otherwise.
 	NewAgent(ctx context.Context, spec AgentSpec) (*agent.Agent, error)
-	// Distill asks the run's model to reduce text to what query asks for.
-	Distill(ctx context.Context, query, text string) (string, error)
+	// Distill asks the node's model to reduce text to what query asks
+	// for: one model call, passed through spec.Gate before it starts,
+	// recorded on spec.SessionID and charged through spec.Charge.
+	Distill(ctx context.Context, spec AgentSpec, query, text string) (string, error)
 }
 
 // Dispatcher runs node work. The local dispatcher starts a goroutine per

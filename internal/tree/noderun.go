@@ -96,6 +96,7 @@ func sessionID(run string, node int64) string { return fmt.Sprintf("%s.%d", run,
 // endTurn applies the outcome of a node's turn. A node whose state changed
 // meanwhile (stopped, paused) keeps that state: late exits never overwrite.
 func (r *run) endTurn(ctx context.Context, id int64, res agent.Result) {
+	r.release(id) // a call that failed or was cancelled never settled
 	r.mu.Lock()
 	defer r.unlock()
 	delete(r.running, id)

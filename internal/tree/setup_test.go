@@ -42,9 +42,13 @@ type bundle struct {
 
 type setupOpts struct {
 	budgetTokens int64
-	maxParallel  int
-	goal         string
-	nodeTimeout  time.Duration
+	budgetUSD    float64
+	// model is the run's model (default anthropic/claude-test, which has
+	// no price).
+	model       string
+	maxParallel int
+	goal        string
+	nodeTimeout time.Duration
 	// respond, when set, answers the model requests instead of the script.
 	respond func(llmtest.Request) llmtest.Turn
 }
@@ -57,6 +61,9 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 		if o.goal == "" {
 			o.goal = "the goal"
 		}
+	}
+	if o.model == "" {
+		o.model = "anthropic/claude-test"
 	}
 	respond := o.respond
 	if respond == nil {
@@ -75,7 +82,7 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 	}
 	a, err := app.Open(context.Background(), app.Options{
 		Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "trust"},
+		Overrides: config.Overrides{Model: o.model, Mode: "trust"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +99,7 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 		b.events = append(b.events, ev)
 	})
 	t.Cleanup(b.sub.Close)
-	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, MaxParallel: o.maxParallel, NodeTimeout: o.nodeTimeout, Workspace: ws})
+	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, BudgetUSD: o.budgetUSD, MaxParallel: o.maxParallel, NodeTimeout: o.nodeTimeout, Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -337,6 +337,16 @@ func (r *run) readNode(id int64) tool.Result {
 		}
 		b.WriteString("\n")
 	}
+	if n.ContextQuery != "" {
+		if n.Context != "" {
+			fmt.Fprintf(&b, "context (distilled by context_query %q):\n%s\n", n.ContextQuery, n.Context)
+		} else {
+			fmt.Fprintf(&b, "context_query: %s (not distilled yet)\n", n.ContextQuery)
+		}
+		if raw := r.rawContextLocked(n); raw != "" {
+			fmt.Fprintf(&b, "results it was distilled from:\n%s\n", raw)
+		}
+	}
 	if n.Result != "" {
 		fmt.Fprintf(&b, "result:\n%s\n", n.Result)
 	}
