@@ -76,7 +76,10 @@ func TestParallelCallsHoldTheRunBudget(t *testing.T) {
 func TestParallelCallsHoldANodeBudget(t *testing.T) {
 	t.Parallel()
 	// claude-sonnet-4-5: $3 in, $15 out per million tokens.
-	turn := func(tt llmtest.Turn) llmtest.Turn { tt.Usage = llmtest.Usage{Input: 100_000, Output: 10_000}; return tt }
+	turn := func(tt llmtest.Turn) llmtest.Turn {
+		tt.Usage = llmtest.Usage{Input: 100_000, Output: 10_000}
+		return tt
+	}
 	s := script{
 		1: {calls(call("spawn", map[string]any{"goal": "capped", "prompt": "p", "budget_usd": 1.0})), complete("draft"), complete("root saw the budget")},
 		2: {turn(calls(fanOut(6, nil)...)), turn(complete("draft")), turn(complete("never"))},
