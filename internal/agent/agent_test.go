@@ -447,3 +447,20 @@ func TestCompactionIsGatedAndCharged(t *testing.T) {
 		t.Fatalf("agent usage %+v", u)
 	}
 }
+
+// TestInvalidToolArgumentsGoBackToTheModel: a call whose arguments were
+// not valid JSON is not run; its result tells the model, and the turn
+// goes on.
+func TestInvalidToolArgumentsGoBackToTheModel(t *testing.T) {
+	t.Parallel()
+	bad := llm.ToolCall{ID: "c1", Name: "echo", Input: json.RawMessage(`{}`), InvalidInput: `{"text": "hi"`}
+	b := setup(t, calls(bad), text("sorry, fixed"))
+	res := b.agent.Send(b.ctx, llm.UserText("hi"))
+	if res.Outcome != agent.OutcomeCompleted || res.Text != "sorry, fixed" {
+		t.Fatalf("result %+v", res)
+	}
+	rs := results(b.messages(t)[2])
+	if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "not valid JSON") || !strings.Contains(rs[0].Content, `\"text\": \"hi\"`) {
+		t.Fatalf("tool result %+v", rs)
+	}
+}
