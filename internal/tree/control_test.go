@@ -3,6 +3,8 @@ package tree_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -328,5 +330,37 @@ func TestCycleThroughParentIsRefused(t *testing.T) {
 	}
 	if nodes, _ := b.app.Store.Nodes(b.ctx, b.run.ID); len(nodes) != 3 {
 		t.Fatalf("%d nodes, want 3: the refused ones must not exist", len(nodes))
+	}
+}
+
+// TestReturnsFileIsConfinedToTheWorkspace: a returns: file result must
+// name a file inside the workspace, like the file tools: an absolute path
+// outside it and a symlink leading out are refused as tool errors.
+func TestReturnsFileIsConfinedToTheWorkspace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "write", "prompt": "p", "returns": "file"})), complete("draft"), complete("final")},
+		2: {complete("/etc/passwd"), complete("link"), complete("../outside.txt"), complete("out.txt")},
+	})
+	ws := b.run.Workspace
+	if err := os.WriteFile(filepath.Join(ws, "out.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "..", "outside.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.drive(t); r.Status != store.RunComplete {
+		t.Fatalf("run %+v", r)
+	}
+	for i, bad := range []string{"/etc/passwd", "link", "../outside.txt"} {
+		if got := b.lastToolResults(t, 2, i+1); !strings.Contains(got, "is not in the workspace") {
+			t.Fatalf("returns %q: %q", bad, got)
+		}
+	}
+	if n := b.node(t, 2); n.Result != "out.txt" {
+		t.Fatalf("#2 result %q", n.Result)
 	}
 }

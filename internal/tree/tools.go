@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -291,9 +291,11 @@ func checkReturns(kind, result, workspace string) error {
 			return errors.New(`returns is list: give a JSON array of strings, like ["a", "b"]`)
 		}
 	case "file":
-		p := strings.TrimSpace(result)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(workspace, p)
+		// Confined like the file tools: symlinks and ".." may not lead
+		// out of the workspace.
+		p, inside, err := permission.ResolvePath(workspace, strings.TrimSpace(result))
+		if err != nil || !inside {
+			return fmt.Errorf("returns is file, and %q is not in the workspace", result)
 		}
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 			return fmt.Errorf("returns is file, and %q is not a file in the workspace", result)
