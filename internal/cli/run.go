@@ -50,8 +50,11 @@ func newRunCmd(g *globals, s Streams) *cobra.Command {
 		Short: "Run a goal as a coordination tree of agents",
 		Long: `Run a goal. The root agent decides whether to work alone or to split the goal
 into child tasks (spawn, fork, ask) with dependencies; children run in
-parallel and hand their results up for synthesis. If the only argument names
-an existing file (a plan.md), its text is the goal.
+parallel and hand their results up for synthesis. If the only argument ends
+in .md or names an existing path, it is a plan file whose text is the goal: it
+must be a readable file (a missing file or a directory is an error, exit 2).
+--budget is in dollars and needs the model's price; --max-tokens works on
+any model.
 
 On a terminal a live tree view shows the run; otherwise one line per
 transition goes to stderr. The root's final result goes to stdout. Writes and
