@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,15 +15,71 @@ import (
 )
 
 // Engine returns a coordination engine whose node agents use model ref
-// ("" = the configured default) and maxTurns (0 = config).
+// ("" = the configured default) and maxTurns (0 = config), and may choose
+// every model of the config's node_models for their children.
 func (a *App) Engine(ref string, maxTurns int) (*tree.Engine, Model, error) {
-	m, err := a.Model(ref)
+	return a.EngineWith(EngineOptions{Model: ref, MaxTurns: maxTurns})
+}
+
+// EngineOptions configure EngineWith.
+type EngineOptions struct {
+	// Model is the run's (the root's) model; "" = the configured default.
+	Model string
+	// MaxTurns bounds each node turn; 0 = config.
+	MaxTurns int
+	// NodeModels restricts the node_models children may choose to these
+	// names; nil = all of them.
+	NodeModels []string
+}
+
+// EngineWith returns a coordination engine for o.
+func (a *App) EngineWith(o EngineOptions) (*tree.Engine, Model, error) {
+	m, err := a.Model(o.Model)
 	if err != nil {
 		return nil, Model{}, err
 	}
-	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: maxTurns}
-	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker})
+	choices, err := a.nodeModels(o.NodeModels)
+	if err != nil {
+		return nil, Model{}, err
+	}
+	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: o.MaxTurns}
+	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker,
+		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }})
 	return e, m, nil
+}
+
+// nodeModels are the config's node_models, restricted to names when given.
+func (a *App) nodeModels(names []string) ([]tree.ModelChoice, error) {
+	cfg := a.Config()
+	if names == nil {
+		names = make([]string, 0, len(cfg.NodeModels))
+		for n := range cfg.NodeModels {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+	}
+	var out []tree.ModelChoice
+	for _, n := range names {
+		ref, ok := cfg.NodeModels[n]
+		if !ok {
+			return nil, fmt.Errorf("%w: --node-models: %q is not in the config's node_models", ErrUsage, n)
+		}
+		mr, err := cfg.Resolve(ref)
+		if err != nil {
+			return nil, fmt.Errorf("node model %s: %w", n, err)
+		}
+		out = append(out, tree.ModelChoice{Name: n, Ref: mr.Ref, Price: mr.Price})
+	}
+	return out, nil
+}
+
+// priced reports whether model ref ("" = run's model m) has a known price.
+func (a *App) priced(ref string, m Model) bool {
+	if ref == "" {
+		return m.Ref.Price != nil
+	}
+	mr, err := a.Config().Resolve(ref)
+	return err == nil && mr.Price != nil
 }
 
 // HostEngine returns a coordination engine for hosted runs whose node
@@ -44,7 +101,7 @@ type nodeAgents struct {
 
 func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
 	o := SessionOptions{
-		Model: n.ref(), MaxTurns: n.maxTurns, Title: spec.Title,
+		Model: n.modelOf(spec), MaxTurns: n.maxTurns, Title: spec.Title,
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate, Charge: spec.Charge,
 		RunID: spec.RunID, NodeID: spec.NodeID,
 	}
@@ -58,6 +115,14 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 	return s.Agent, nil
 }
 
+// modelOf is the model of spec's node: its own, else the run's.
+func (n *nodeAgents) modelOf(spec tree.AgentSpec) string {
+	if spec.Model != "" {
+		return spec.Model
+	}
+	return n.ref()
+}
+
 const distillSystem = `You prepare context for an AI agent that is about to start a task.
 You are given results produced by other agents and an instruction saying what the new
 agent needs. Answer with only the distilled context: keep every fact, number, name and
@@ -67,7 +132,7 @@ path the instruction asks for, drop the rest. Do not add commentary.`
 // model: gated and charged like the node's own calls, and recorded on the
 // node's session.
 func (n *nodeAgents) Distill(ctx context.Context, spec tree.AgentSpec, query, text string) (string, error) {
-	m, err := n.app.Model(n.ref())
+	m, err := n.app.Model(n.modelOf(spec))
 	if err != nil {
 		return "", err
 	}

@@ -27,6 +27,7 @@ type runFlags struct {
 	maxParallel int
 	nodeTimeout time.Duration
 	wait        bool
+	nodeModels  []string
 }
 
 func (f *runFlags) bind(cmd *cobra.Command, create bool) {
@@ -35,6 +36,7 @@ func (f *runFlags) bind(cmd *cobra.Command, create bool) {
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final result")
 	fl.BoolVar(&f.plain, "plain", false, "print one line per transition even on a terminal")
+	fl.StringSliceVar(&f.nodeModels, "node-models", nil, "the config's node_models children may choose (names, comma-separated; default all; \"\" = none)")
 	if create {
 		fl.Float64Var(&f.budget, "budget", 0, "stop the run when it has cost this many US dollars (0 = no limit)")
 		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "stop the run when it has used this many tokens (0 = no limit)")
@@ -191,7 +193,7 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 			ref = g.model
 		}
 	}
-	e, m, err := a.Engine(ref, f.maxTurns)
+	e, m, err := a.EngineWith(app.EngineOptions{Model: ref, MaxTurns: f.maxTurns, NodeModels: f.nodeModels})
 	if err != nil {
 		return classify(err)
 	}

@@ -57,6 +57,8 @@ type AgentSpec struct {
 	RunID     string
 	NodeID    int64
 	SessionID string
+	// Model is the node's model (provider/name); "" for the run's.
+	Model string
 	Title     string
 	System    string
 	// Tools are the tree tools of the node, added to the built-ins.
@@ -110,6 +112,20 @@ type Options struct {
 	// take the run over.
 	Heartbeat time.Duration
 	LeaseTTL  time.Duration
+	// Models are the models nodes may choose for their children (spawn's
+	// and fork's model argument); none: children run on their parent's.
+	Models []ModelChoice
+	// Priced reports whether the price of a model (provider/name; "" for
+	// the run's) is known, so that a budget_usd on it can be enforced.
+	// Nil: every price is taken as known.
+	Priced func(ref string) bool
+}
+
+// ModelChoice is a model nodes may choose for their children.
+type ModelChoice struct {
+	Name  string     // what the model argument says: "fast"
+	Ref   string     // provider/name
+	Price *llm.Price // nil when unknown
 }
 
 // Engine runs coordination trees.

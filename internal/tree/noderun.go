@@ -26,7 +26,7 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	if ag == nil {
 		var err error
 		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
-			RunID: r.id, NodeID: id, SessionID: n.SessionID,
+			RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
 			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
 			Tools: r.tools(id), Gate: r.gateFor(id), Charge: r.chargeFor(id),
 		})

@@ -49,6 +49,8 @@ type setupOpts struct {
 	maxParallel int
 	goal        string
 	nodeTimeout time.Duration
+	// config, when set, is written as the user's config file.
+	config string
 	// respond, when set, answers the model requests instead of the script.
 	respond func(llmtest.Request) llmtest.Turn
 }
@@ -75,10 +77,20 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 	ws := filepath.Join(home, "ws")
 	env := map[string]string{
 		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
+		"OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "test-key-456",
 		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
 	}
 	if err := mkdir(ws); err != nil {
 		t.Fatal(err)
+	}
+	if o.config != "" {
+		dir := filepath.Join(home, "config", "arbor")
+		if err := mkdir(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(o.config), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a, err := app.Open(context.Background(), app.Options{
 		Workspace: ws, Getenv: func(k string) string { return env[k] },

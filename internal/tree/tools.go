@@ -64,6 +64,7 @@ type spawnArgs struct {
 	ContextQuery string    `json:"context_query,omitempty" jsonschema:"description=If set, the context given to the child is first distilled to what this asks for"`
 	BudgetUSD    float64   `json:"budget_usd,omitempty" jsonschema:"minimum=0,description=Dollars the child and everything it spawns may spend (default: no limit of its own)"`
 	MaxTokens    int64     `json:"max_tokens,omitempty" jsonschema:"minimum=0,description=Tokens the child and everything it spawns may use (default: no limit of its own)"`
+	Model        string    `json:"model,omitempty" jsonschema:"description=The model the child runs on: one of the names this tool's description lists (default: your own model)"`
 }
 
 type askArgs struct {
@@ -96,9 +97,16 @@ func (r *run) tools(caller int64) []tool.Tool {
 			if a.BudgetUSD < 0 || a.MaxTokens < 0 {
 				return tool.Errorf("budget_usd and max_tokens must not be negative")
 			}
+			model, err := r.childModel(caller, a.Model)
+			if err != nil {
+				return tool.Errorf("%v", err)
+			}
+			if a.BudgetUSD > 0 && r.e.o.Priced != nil && !r.e.o.Priced(model) {
+				return tool.Errorf("budget_usd: the price of the child's model is unknown, so a budget in dollars cannot be enforced; use max_tokens")
+			}
 			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
 				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID,
-				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens})
+				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens, Model: model})
 		}
 	}
 	// tool.Idempotent marks the tools the agent runs again after a crash
@@ -107,8 +115,8 @@ func (r *run) tools(caller int64) []tool.Tool {
 	// idempotent. The control tools and notify are not: they are reported
 	// interrupted.
 	ts := []tool.Tool{
-		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id.", tool.KindInteract, spawn("spawn"))),
-		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id.", tool.KindInteract, spawn("fork"))),
+		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id."+r.modelsText(), tool.KindInteract, spawn("spawn"))),
+		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id."+r.modelsText(), tool.KindInteract, spawn("fork"))),
 		tool.Idempotent(tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
 			func(_ context.Context, c tool.Call, a askArgs) tool.Result {
 				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
@@ -145,6 +153,50 @@ func (r *run) tools(caller int64) []tool.Tool {
 		ts = append(ts, r.notifyTool(caller))
 	}
 	return ts
+}
+
+// childModel is the model of a new child of parent: the choice named (by
+// its name or its provider/name), else the parent's own.
+func (r *run) childModel(parent int64, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.nodes[parent].Model, nil
+	}
+	for _, m := range r.e.o.Models {
+		if m.Name == name || m.Ref == name {
+			return m.Ref, nil
+		}
+	}
+	if len(r.e.o.Models) == 0 {
+		return "", fmt.Errorf("model: no model choices are configured for this run; leave model out (the child runs on your model)")
+	}
+	names := make([]string, len(r.e.o.Models))
+	for i, m := range r.e.o.Models {
+		names[i] = m.Name
+	}
+	return "", fmt.Errorf("model: %q is not one of the choices: %s", name, strings.Join(names, ", "))
+}
+
+// modelsText is what spawn's and fork's descriptions say about the model
+// choices, with their prices, so the model can pick.
+func (r *run) modelsText() string {
+	if len(r.e.o.Models) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" Choose the child's model with model (default: your own); run cheap, simple tasks on a cheap model and hard ones on a strong one. Choices:")
+	for _, m := range r.e.o.Models {
+		fmt.Fprintf(&b, " %s = %s", m.Name, m.Ref)
+		if m.Price != nil {
+			fmt.Fprintf(&b, " ($%g in / $%g out per million tokens)", m.Price.InputPerMTok, m.Price.OutputPerMTok)
+		} else {
+			b.WriteString(" (price unknown)")
+		}
+		b.WriteString(";")
+	}
+	return strings.TrimSuffix(b.String(), ";") + "."
 }
 
 func refs(rs []NodeRef) []int64 {
@@ -317,6 +369,9 @@ func (r *run) readNode(id int64) tool.Result {
 		fmt.Fprintf(&b, " (%s)", n.Spawn)
 	}
 	fmt.Fprintf(&b, " [%s]\nparent: #%d\ngoal: %s\n", n.State, n.ParentID, n.Goal)
+	if n.Model != "" {
+		fmt.Fprintf(&b, "model: %s\n", n.Model)
+	}
 	if n.Prompt != "" {
 		fmt.Fprintf(&b, "prompt: %s\n", n.Prompt)
 	}
