@@ -57,8 +57,8 @@ type Config struct {
 	// NodeModels are the models a tree's nodes may choose for their
 	// children (spawn and fork take one of these names): name → ref.
 	NodeModels map[string]string `yaml:"node_models"`
-	Compaction      Compaction          `yaml:"compaction"`
-	Retry           Retry               `yaml:"retry"`
+	Compaction Compaction        `yaml:"compaction"`
+	Retry      Retry             `yaml:"retry"`
 
 	getenv     func(string) string
 	workspace  string

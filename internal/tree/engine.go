@@ -58,9 +58,9 @@ type AgentSpec struct {
 	NodeID    int64
 	SessionID string
 	// Model is the node's model (provider/name); "" for the run's.
-	Model string
-	Title     string
-	System    string
+	Model  string
+	Title  string
+	System string
 	// Tools are the tree tools of the node, added to the built-ins.
 	Tools []tool.Tool
 	// Gate is checked before every model call (the run budget).
