@@ -92,9 +92,8 @@ type Config struct {
 	Compaction    CompactionPolicy
 	// Gate, when set, is asked before every model call (steps and
 	// compaction summaries) with an estimate of the call: its input as
-	// the context's estimated tokens, its output at the response cap
-	// (MaxTokens, else DefaultOutputEstimate), and their cost at Price (0
-	// when unknown). It may wait for room; an error ends the Send as
+	// the context's estimated tokens, its output as OutputEstimate of
+	// MaxTokens, and their cost at Price (0 when unknown). It may wait for room; an error ends the Send as
 	// failed with that error. The tree's budgets reserve the estimate.
 	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge, when set, is told each model call's usage and cost as soon
@@ -381,21 +380,28 @@ func (a *Agent) record(ctx context.Context, resp *llm.Response) error {
 	return a.account(ctx, resp.Usage)
 }
 
-// DefaultOutputEstimate is the output a call is assumed to produce, for
-// the Gate's estimate, when the agent sets no response cap (it is the
-// Anthropic provider's default cap).
+// DefaultOutputEstimate bounds the output a call is assumed to produce,
+// for the Gate's estimate: the response cap, but no more than this (the
+// Anthropic provider's default cap). Estimating every call at a 64k cap
+// would let only one call run near the end of any budget; a call that
+// writes more than this can overshoot by the difference.
 const DefaultOutputEstimate = 8192
+
+// OutputEstimate is the output assumed of a call whose response cap is
+// limit (0 = the provider's default).
+func OutputEstimate(limit int64) int64 {
+	if limit <= 0 {
+		return DefaultOutputEstimate
+	}
+	return min(limit, DefaultOutputEstimate)
+}
 
 // gate asks the Gate, if any, for a call whose input is about input tokens.
 func (a *Agent) gate(ctx context.Context, input int64) error {
 	if a.cfg.Gate == nil {
 		return nil
 	}
-	out := a.cfg.MaxTokens
-	if out <= 0 {
-		out = DefaultOutputEstimate
-	}
-	est := llm.Usage{InputTokens: input, OutputTokens: out}
+	est := llm.Usage{InputTokens: input, OutputTokens: OutputEstimate(a.cfg.MaxTokens)}
 	cost := 0.0
 	if a.cfg.Price != nil {
 		cost = a.cfg.Price.Cost(est)

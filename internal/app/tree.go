@@ -143,11 +143,7 @@ func (n *nodeAgents) Distill(ctx context.Context, spec tree.AgentSpec, query, te
 			"Instruction: %s\n\nResults:\n%s", query, text))},
 	}
 	if spec.Gate != nil {
-		out := m.Ref.MaxOutput
-		if out <= 0 {
-			out = agent.DefaultOutputEstimate
-		}
-		est := llm.Usage{InputTokens: int64(len(distillSystem)+len(req.Messages[0].Text())) / 4, OutputTokens: out}
+		est := llm.Usage{InputTokens: int64(len(distillSystem)+len(req.Messages[0].Text())) / 4, OutputTokens: agent.OutputEstimate(m.Ref.MaxOutput)}
 		if err := spec.Gate(ctx, est, priceOf(m, est)); err != nil {
 			return "", err
 		}

@@ -70,18 +70,20 @@ func TestParallelCallsHoldTheRunBudget(t *testing.T) {
 	}
 }
 
-// TestParallelCallsHoldANodeBudget: a child with budget_usd 1.00 fans out
-// six leaves at once, each call costing $0.45: the subtree overshoots by
-// at most one call (it spent $5.00 of $2.50 before reservations).
+// TestParallelCallsHoldANodeBudget: a child with budget_usd 0.30 fans out
+// six leaves at once, each call costing $0.1215 (within its estimate):
+// the subtree overshoots by at most one call's estimate (a per-node
+// budget of $2.50 spent $5.00 before reservations).
 func TestParallelCallsHoldANodeBudget(t *testing.T) {
 	t.Parallel()
-	// claude-sonnet-4-5: $3 in, $15 out per million tokens.
+	// claude-sonnet-4-5: $3 in, $15 out per million tokens: $0.1215 a
+	// call; its estimate is at least 8192 output tokens, $0.12288.
 	turn := func(tt llmtest.Turn) llmtest.Turn {
-		tt.Usage = llmtest.Usage{Input: 100_000, Output: 10_000}
+		tt.Usage = llmtest.Usage{Input: 500, Output: 8000}
 		return tt
 	}
 	s := script{
-		1: {calls(call("spawn", map[string]any{"goal": "capped", "prompt": "p", "budget_usd": 1.0})), complete("draft"), complete("root saw the budget")},
+		1: {calls(call("spawn", map[string]any{"goal": "capped", "prompt": "p", "budget_usd": 0.3})), complete("draft"), complete("root saw the budget")},
 		2: {turn(calls(fanOut(6, nil)...)), turn(complete("draft")), turn(complete("never"))},
 	}
 	for id := int64(3); id <= 8; id++ {
@@ -93,8 +95,8 @@ func TestParallelCallsHoldANodeBudget(t *testing.T) {
 		t.Fatalf("run %+v", r)
 	}
 	_, usd := b.costs(t, 2, 3, 4, 5, 6, 7, 8)
-	if usd > 1.0+0.45+1e-9 {
-		t.Fatalf("the subtree of #2 spent $%.2f of $1.00: more than one call over", usd)
+	if usd > 0.3+0.13 {
+		t.Fatalf("the subtree of #2 spent $%.4f of $0.30: more than one call's estimate over", usd)
 	}
 	n := b.node(t, 2)
 	wantState(t, n, tree.StateFailed)
