@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -87,7 +88,22 @@ func (a *App) priced(ref string, m Model) bool {
 // session's sub-agents follow the session's model switches.
 func (a *App) HostEngine(ref func() string) *tree.Engine {
 	agents := &nodeAgents{app: a, ref: ref}
-	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker})
+	// Sub-agents may choose every node model of the config; one that does
+	// not resolve is left out rather than failing the session.
+	var choices []tree.ModelChoice
+	for _, n := range slices.Sorted(maps.Keys(a.Config().NodeModels)) {
+		if c, err := a.nodeModels([]string{n}); err == nil {
+			choices = append(choices, c...)
+		}
+	}
+	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker, Models: choices,
+		Priced: func(m string) bool {
+			if m == "" {
+				m = ref()
+			}
+			mm, err := a.Model(m) // "" is the configured default
+			return err == nil && mm.Ref.Price != nil
+		}})
 }
 
 // nodeAgents implements tree.Agents: every node is a session of the one

@@ -30,6 +30,7 @@ func TestRunRefusesBadFlagsAndPlans(t *testing.T) {
 		{[]string{"run", "plans"}, "plan file plans is a directory"},
 		{[]string{"run", "--budget", "0.0001", "hi"}, "price of model anthropic/claude-test is unknown"},
 		{[]string{"resume", "--budget", "-2", "some-run"}, "--budget must not be negative"},
+		{[]string{"run", "--node-models", "nope", "hi"}, `"nope" is not in the config's node_models`},
 		{[]string{"resume"}, "accepts 1 arg"},
 		{[]string{"tree"}, "arg"},
 	} {

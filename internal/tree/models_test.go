@@ -94,3 +94,28 @@ func TestUnknownModelChoiceIsRefused(t *testing.T) {
 		t.Fatalf("result %q", got)
 	}
 }
+
+// TestUnpricedModelUnderADollarBudgetIsRefused: a child on a model whose
+// price is unknown could not be held to a budget in dollars, so spawn
+// refuses it under one (here the parent's budget_usd), and refuses
+// budget_usd for it.
+func TestUnpricedModelUnderADollarBudgetIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "capped", "prompt": "p", "budget_usd": 1.0})), complete("draft"), complete("final")},
+		2: {
+			calls(call("spawn", map[string]any{"goal": "x", "prompt": "p", "model": "local"}),
+				call("spawn", map[string]any{"goal": "y", "prompt": "p", "model": "local", "max_tokens": 100}),
+				call("spawn", map[string]any{"goal": "z", "prompt": "p", "model": "fast", "budget_usd": 0.5})),
+			complete("draft"), complete("capped done"),
+		},
+		3: {complete("z done")},
+	}, setupOpts{model: "anthropic/claude-sonnet-4-5", config: twoProviders + "  local: anthropic/claude-unpriced\n"})
+	if r := b.drive(t); r.Status != store.RunComplete {
+		t.Fatalf("run %+v", r)
+	}
+	got := b.lastToolResults(t, 2, 1)
+	if strings.Count(got, "the price of anthropic/claude-unpriced is unknown") != 2 || !strings.Contains(got, `{"id": "#3"}`) {
+		t.Fatalf("results %q", got)
+	}
+}

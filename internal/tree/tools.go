@@ -101,8 +101,13 @@ func (r *run) tools(caller int64) []tool.Tool {
 			if err != nil {
 				return tool.Errorf("%v", err)
 			}
-			if a.BudgetUSD > 0 && r.e.o.Priced != nil && !r.e.o.Priced(model) {
-				return tool.Errorf("budget_usd: the price of the child's model is unknown, so a budget in dollars cannot be enforced; use max_tokens")
+			if r.e.o.Priced != nil && !r.e.o.Priced(model) {
+				switch {
+				case a.BudgetUSD > 0:
+					return tool.Errorf("budget_usd: the price of the child's model is unknown, so a budget in dollars cannot be enforced; use max_tokens")
+				case r.dollarBudgetOver(caller):
+					return tool.Errorf("model: the price of %s is unknown, and the child would spend under a budget in dollars; choose a model with a price", model)
+				}
 			}
 			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
 				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID,
@@ -177,6 +182,22 @@ func (r *run) childModel(parent int64, name string) (string, error) {
 		names[i] = m.Name
 	}
 	return "", fmt.Errorf("model: %q is not one of the choices: %s", name, strings.Join(names, ", "))
+}
+
+// dollarBudgetOver reports whether a child of parent spends under a
+// budget in dollars: the run's, or one of its ancestors'.
+func (r *run) dollarBudgetOver(parent int64) bool {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	if r.meta.BudgetUSD > 0 {
+		return true
+	}
+	for a := parent; a != 0; a = r.parents[a] {
+		if r.limits[a].cost > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // modelsText is what spawn's and fork's descriptions say about the model
