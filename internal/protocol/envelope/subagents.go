@@ -147,7 +147,7 @@ func (s *server) treeEvent(e agent.Event) bool {
 		s.ranSinceIdle = true
 		parentAgent, parentTask := s.parentLocked(a.parent)
 		s.pushLocked(evAgentStarted, agentStarted{AgentID: a.agentID, PreviousAgentID: prev, TaskID: a.taskID,
-			AgentType: a.agentType, Description: e.Node.Goal, ParentAgentID: parentAgent, ParentTaskID: parentTask},
+			AgentType: a.agentType, Description: e.Node.Goal, ParentAgentID: parentAgent, ParentTaskID: parentTask, Model: e.Node.Model},
 			func(st *state) { st.busy = true })
 	case *tree.NodeChanged:
 		s.mu.Lock()
