@@ -50,23 +50,28 @@ func fanOut(n int, extra map[string]any) []llmtest.ToolCall {
 // ran out finish instead of being cancelled unrecorded).
 func TestParallelCallsHoldTheRunBudget(t *testing.T) {
 	t.Parallel()
-	turn := func(tt llmtest.Turn) llmtest.Turn { tt.Usage = llmtest.Usage{Input: 900, Output: 100}; return tt }
-	s := script{1: {turn(calls(fanOut(8, nil)...)), turn(complete("draft")), turn(complete("final"))}}
-	for id := int64(2); id <= 9; id++ {
-		s[id] = []llmtest.Turn{turn(complete("leaf done"))}
-	}
-	b := setup(t, s, setupOpts{budgetTokens: 2500, maxParallel: 8})
-	r := b.drive(t)
-	if r.Status != store.RunBudget {
-		t.Fatalf("run %+v", r)
-	}
-	tokens, _ := b.costs(t, 1, 2, 3, 4, 5, 6, 7, 8, 9)
-	reqs := int64(len(b.srv.Requests()))
-	if tokens != 1000*reqs {
-		t.Fatalf("%d requests reached the server, %d tokens recorded: every call must be recorded", reqs, tokens)
-	}
-	if tokens > 2500+1000 {
-		t.Fatalf("spent %d tokens of a 2500 budget: more than one call over", tokens)
+	for _, model := range []string{"anthropic/claude-test", "openai/gpt-test"} {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			turn := func(tt llmtest.Turn) llmtest.Turn { tt.Usage = llmtest.Usage{Input: 900, Output: 100}; return tt }
+			s := script{1: {turn(calls(fanOut(8, nil)...)), turn(complete("draft")), turn(complete("final"))}}
+			for id := int64(2); id <= 9; id++ {
+				s[id] = []llmtest.Turn{turn(complete("leaf done"))}
+			}
+			b := setup(t, s, setupOpts{budgetTokens: 2500, maxParallel: 8, model: model})
+			r := b.drive(t)
+			if r.Status != store.RunBudget {
+				t.Fatalf("run %+v", r)
+			}
+			tokens, _ := b.costs(t, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+			reqs := int64(len(b.srv.Requests()))
+			if tokens != 1000*reqs {
+				t.Fatalf("%d requests reached the server, %d tokens recorded: every call must be recorded", reqs, tokens)
+			}
+			if tokens > 2500+1000 {
+				t.Fatalf("spent %d tokens of a 2500 budget: more than one call over", tokens)
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
 )
 
 const twoProviders = `node_models:
@@ -117,5 +118,30 @@ func TestUnpricedModelUnderADollarBudgetIsRefused(t *testing.T) {
 	got := b.lastToolResults(t, 2, 1)
 	if strings.Count(got, "the price of anthropic/claude-unpriced is unknown") != 2 || !strings.Contains(got, `{"id": "#3"}`) {
 		t.Fatalf("results %q", got)
+	}
+}
+
+// TestInvalidToolJSONOverOpenAI: a node on the OpenAI wire format whose
+// model sends tool arguments that are not valid JSON gets a tool error
+// back and goes on; the node does not fail.
+func TestInvalidToolJSONOverOpenAI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "sloppy", "prompt": "p", "model": "fast"})), complete("draft"), complete("final")},
+		2: {{ToolCalls: []llmtest.ToolCall{{Name: "read_node", RawInput: `{"id": "#1"`}}}, complete("recovered")},
+	}, setupOpts{config: twoProviders})
+	if r := b.drive(t); r.Status != store.RunComplete || r.Result != "final" {
+		t.Fatalf("run %+v", r)
+	}
+	n := b.node(t, 2)
+	wantState(t, n, tree.StateComplete)
+	if n.Result != "recovered" {
+		t.Fatalf("#2 result %q", n.Result)
+	}
+	if got := b.lastToolResults(t, 2, 1); !strings.Contains(got, "not valid JSON, so it was not run") {
+		t.Fatalf("tool result %q", got)
+	}
+	if f := b.requests(2)[0].Format; f != llmtest.FormatOpenAI {
+		t.Fatalf("#2 spoke %s", f)
 	}
 }
