@@ -106,6 +106,15 @@ type Config struct {
 	Secrets []string
 }
 
+// modelState is the model an agent's steps use.
+type modelState struct {
+	provider llm.Provider
+	name     string // the provider's model name
+	ref      string // the name shown to people
+	price    *llm.Price
+	window   int64
+}
+
 // entry is one message of the model's context with its store seq (0 for
 // the synthetic summary message).
 type entry struct {
@@ -114,9 +123,15 @@ type entry struct {
 }
 
 // Agent runs one session's conversation. Send and Load must not be called
-// concurrently; Usage may be called from any goroutine.
+// concurrently; Usage and SetModel may be called from any goroutine.
 type Agent struct {
-	cfg Config
+	cfg Config // fixed after New, except the model fields (see model)
+
+	// model is what SetModel changes: the provider, model names, price
+	// and context window. Each step (and each compaction) reads it once,
+	// so a switch takes effect at the next step and never mid-call.
+	modelMu sync.Mutex // guards model
+	model   modelState
 
 	history []entry // the model's context, oldest first
 	summary string  // summary of compacted messages, "" if none
@@ -156,7 +171,8 @@ func New(cfg Config) *Agent {
 	if cfg.ModelRef == "" {
 		cfg.ModelRef = cfg.Model
 	}
-	return &Agent{cfg: cfg, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}}
+	m := modelState{provider: cfg.Provider, name: cfg.Model, ref: cfg.ModelRef, price: cfg.Price, window: cfg.ContextWindow}
+	return &Agent{cfg: cfg, model: m, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}}
 }
 
 // SessionID returns the agent's session.
@@ -169,12 +185,23 @@ func (a *Agent) Usage() (llm.Usage, float64, bool) {
 	return a.usage, a.cost, a.costKnown
 }
 
-// SetModel switches the provider and model for later steps.
+// SetModel switches the provider and model for later steps; a step
+// already under way finishes on the model it started with. It may be
+// called from any goroutine, also while Send runs.
 func (a *Agent) SetModel(p llm.Provider, model, ref string, price *llm.Price, window int64) {
-	a.cfg.Provider, a.cfg.Model, a.cfg.ModelRef, a.cfg.Price = p, model, ref, price
-	if window > 0 {
-		a.cfg.ContextWindow = window
+	a.modelMu.Lock()
+	defer a.modelMu.Unlock()
+	if window <= 0 {
+		window = a.model.window
 	}
+	a.model = modelState{provider: p, name: model, ref: ref, price: price, window: window}
+}
+
+// currentModel is the model for the next step.
+func (a *Agent) currentModel() modelState {
+	a.modelMu.Lock()
+	defer a.modelMu.Unlock()
+	return a.model
 }
 
 func (a *Agent) publish(e Event) {
@@ -258,19 +285,20 @@ func (a *Agent) run(ctx context.Context) Result {
 		}
 		// Compaction first: its summary is a model call with a gate of
 		// its own, and the step's estimate is of the compacted context.
-		a.maybeCompact(ctx)
-		if err := a.gate(ctx, a.estimateTokens()); err != nil {
+		m := a.currentModel()
+		a.maybeCompact(ctx, m)
+		if err := a.gate(ctx, a.estimateTokens(), m); err != nil {
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step - 1, Err: err}
 		}
-		a.publish(&StepStarted{Step: step, Model: a.cfg.ModelRef})
-		resp, err := a.call(ctx)
+		a.publish(&StepStarted{Step: step, Model: m.ref})
+		resp, err := a.call(ctx, m)
 		if err != nil {
 			if ctx.Err() != nil {
 				return Result{Outcome: OutcomeCancelled, Text: last, Steps: step}
 			}
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
 		}
-		if err := a.record(ctx, resp); err != nil {
+		if err := a.record(ctx, resp, m); err != nil {
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
 		}
 		if t := resp.Message.Text(); t != "" {
@@ -301,18 +329,18 @@ func (a *Agent) run(ctx context.Context) Result {
 }
 
 // call makes one streaming model call, publishing deltas as they arrive.
-func (a *Agent) call(ctx context.Context) (*llm.Response, error) {
+func (a *Agent) call(ctx context.Context, m modelState) (*llm.Response, error) {
 	req := &llm.Request{
-		Model:     a.cfg.Model,
+		Model:     m.name,
 		System:    a.cfg.System,
 		Messages:  a.contextMessages(),
 		Tools:     a.cfg.Tools.Specs(),
 		MaxTokens: a.cfg.MaxTokens,
 	}
 	var resp *llm.Response
-	for ev, err := range a.cfg.Provider.Stream(WithSession(ctx, a.cfg.SessionID), req) {
+	for ev, err := range m.provider.Stream(WithSession(ctx, a.cfg.SessionID), req) {
 		if err != nil {
-			return nil, fmt.Errorf("model call to %s: %w", a.cfg.ModelRef, err)
+			return nil, fmt.Errorf("model call to %s: %w", m.ref, err)
 		}
 		switch ev := ev.(type) {
 		case llm.TextDelta:
@@ -330,7 +358,7 @@ func (a *Agent) call(ctx context.Context) (*llm.Response, error) {
 		}
 	}
 	if resp == nil {
-		return nil, fmt.Errorf("model call to %s: %w", a.cfg.ModelRef, llm.ErrNoResponse)
+		return nil, fmt.Errorf("model call to %s: %w", m.ref, llm.ErrNoResponse)
 	}
 	a.normalizeCalls(&resp.Message)
 	return resp, nil
@@ -367,8 +395,8 @@ func (a *Agent) normalizeCalls(m *llm.Message) {
 	}
 }
 
-// record stores the assistant message and the call's usage.
-func (a *Agent) record(ctx context.Context, resp *llm.Response) error {
+// record stores the assistant message and the usage of a call to m.
+func (a *Agent) record(ctx context.Context, resp *llm.Response, m modelState) error {
 	if len(resp.Message.Parts) == 0 {
 		resp.Message.Parts = []llm.Part{llm.TextPart("")}
 	}
@@ -376,8 +404,8 @@ func (a *Agent) record(ctx context.Context, resp *llm.Response) error {
 	if err := a.append(context.WithoutCancel(ctx), resp.Message); err != nil {
 		return err
 	}
-	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: a.cfg.ModelRef, ResponseID: resp.ID})
-	return a.account(ctx, resp.Usage)
+	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: m.ref, ResponseID: resp.ID})
+	return a.account(ctx, resp.Usage, m)
 }
 
 // DefaultOutputEstimate bounds the output a call is assumed to produce,
@@ -396,25 +424,27 @@ func OutputEstimate(limit int64) int64 {
 	return min(limit, DefaultOutputEstimate)
 }
 
-// gate asks the Gate, if any, for a call whose input is about input tokens.
-func (a *Agent) gate(ctx context.Context, input int64) error {
+// gate asks the Gate, if any, for a call to m whose input is about input
+// tokens.
+func (a *Agent) gate(ctx context.Context, input int64, m modelState) error {
 	if a.cfg.Gate == nil {
 		return nil
 	}
 	est := llm.Usage{InputTokens: input, OutputTokens: OutputEstimate(a.cfg.MaxTokens)}
 	cost := 0.0
-	if a.cfg.Price != nil {
-		cost = a.cfg.Price.Cost(est)
+	if m.price != nil {
+		cost = m.price.Cost(est)
 	}
 	return a.cfg.Gate(ctx, est, cost)
 }
 
 // account records one model call's usage (a step or a compaction summary)
-// in the session's totals and the store, charges it, and publishes it.
-func (a *Agent) account(ctx context.Context, u llm.Usage) error {
-	cost, known := 0.0, a.cfg.Price != nil
+// on model m in the session's totals and the store, charges it, and
+// publishes it.
+func (a *Agent) account(ctx context.Context, u llm.Usage, m modelState) error {
+	cost, known := 0.0, m.price != nil
 	if known {
-		cost = a.cfg.Price.Cost(u)
+		cost = m.price.Cost(u)
 	}
 	a.mu.Lock()
 	a.usage = a.usage.Add(u)
@@ -428,13 +458,13 @@ func (a *Agent) account(ctx context.Context, u llm.Usage) error {
 		a.cfg.Charge(u, cost)
 	}
 	err := a.cfg.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
-		SessionID: a.cfg.SessionID, Model: a.cfg.ModelRef, Usage: u,
+		SessionID: a.cfg.SessionID, Model: m.ref, Usage: u,
 		CostUSD: cost, CostKnown: known, At: time.Now().UTC(),
 	})
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
-	a.publish(&UsageUpdated{Model: a.cfg.ModelRef, Call: u, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown})
+	a.publish(&UsageUpdated{Model: m.ref, Call: u, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown})
 	return nil
 }
 

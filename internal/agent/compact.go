@@ -57,18 +57,18 @@ func (a *Agent) estimateTokens() int64 {
 // Compact summarizes the older part of the context now, whatever its size.
 // It is a no-op when there is too little to compact.
 func (a *Agent) Compact(ctx context.Context) error {
-	return a.compact(ctx, a.estimateTokens())
+	return a.compact(ctx, a.estimateTokens(), a.currentModel())
 }
 
-func (a *Agent) maybeCompact(ctx context.Context) {
+func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	p := a.cfg.Compaction
 	if p.Disabled {
 		return
 	}
 	est := a.estimateTokens()
-	window := float64(a.cfg.ContextWindow)
+	window := float64(m.window)
 	if float64(est) >= p.Threshold*window && a.compactionCut() > 0 {
-		_ = a.compact(ctx, est) // a failed compaction is reported and the step goes on
+		_ = a.compact(ctx, est, m) // a failed compaction is reported and the step goes on
 		a.pressureWarned = false
 		return
 	}
@@ -77,17 +77,17 @@ func (a *Agent) maybeCompact(ctx context.Context) {
 	// jumped past the threshold with nothing old enough to compact.
 	if !a.pressureWarned && float64(est) >= 0.75*p.Threshold*window {
 		a.pressureWarned = true
-		a.publish(&ContextPressure{EstimatedTokens: est, Window: a.cfg.ContextWindow})
+		a.publish(&ContextPressure{EstimatedTokens: est, Window: m.window})
 	}
 }
 
-func (a *Agent) compact(ctx context.Context, est int64) error {
+func (a *Agent) compact(ctx context.Context, est int64, m modelState) error {
 	cut := a.compactionCut()
 	if cut <= 0 {
 		return nil
 	}
-	a.publish(&CompactionStarted{EstimatedTokens: est, Window: a.cfg.ContextWindow})
-	summary, err := a.summarize(ctx, a.history[:cut])
+	a.publish(&CompactionStarted{EstimatedTokens: est, Window: m.window})
+	summary, err := a.summarize(ctx, a.history[:cut], m)
 	if err == nil {
 		err = a.cfg.Store.SaveCompaction(context.WithoutCancel(ctx), store.Compaction{
 			SessionID: a.cfg.SessionID, UpToSeq: a.history[cut-1].seq, Summary: summary, CreatedAt: time.Now().UTC(),
@@ -126,9 +126,9 @@ func hasToolResults(m llm.Message) bool {
 	return false
 }
 
-// summarize asks the model for a summary of old (and of the previous
+// summarize asks model m for a summary of old (and of the previous
 // summary, which old follows).
-func (a *Agent) summarize(ctx context.Context, old []entry) (string, error) {
+func (a *Agent) summarize(ctx context.Context, old []entry, m modelState) (string, error) {
 	var b strings.Builder
 	if a.summary != "" {
 		b.WriteString("Summary of even earlier turns:\n" + a.summary + "\n\n")
@@ -138,20 +138,20 @@ func (a *Agent) summarize(ctx context.Context, old []entry) (string, error) {
 		renderMessage(&b, e.msg)
 	}
 	req := &llm.Request{
-		Model:    a.cfg.Model,
+		Model:    m.name,
 		System:   compactionSystem,
 		Messages: []llm.Message{llm.UserText(b.String())},
 	}
-	if err := a.gate(ctx, int64((len(compactionSystem)+b.Len())/4)); err != nil {
+	if err := a.gate(ctx, int64((len(compactionSystem)+b.Len())/4), m); err != nil {
 		return "", fmt.Errorf("compaction summary: %w", err)
 	}
-	resp, err := llm.Collect(a.cfg.Provider.Stream(WithSession(ctx, a.cfg.SessionID), req))
+	resp, err := llm.Collect(m.provider.Stream(WithSession(ctx, a.cfg.SessionID), req))
 	if err != nil {
 		return "", fmt.Errorf("compaction summary: %w", err)
 	}
 	// The summary is a model call like any other: recorded on the
 	// session and charged to the budgets.
-	if err := a.account(ctx, resp.Usage); err != nil {
+	if err := a.account(ctx, resp.Usage, m); err != nil {
 		return "", fmt.Errorf("compaction summary: %w", err)
 	}
 	text := strings.TrimSpace(resp.Message.Text())

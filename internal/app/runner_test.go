@@ -72,8 +72,18 @@ func TestRunner(t *testing.T) {
 		if err := r.Submit(app.Job{Run: func(context.Context) {}}); !errors.Is(err, app.ErrQueueFull) {
 			t.Fatalf("third queued job: %v, want ErrQueueFull", err)
 		}
+		internal := false
+		if err := r.SubmitInternal(app.Job{Run: func(context.Context) { internal = true }}); err != nil {
+			t.Fatalf("internal job past the limit: %v", err)
+		}
 		close(release)
 		r.Close()
+		if !internal {
+			t.Fatal("the internal job did not run")
+		}
+		if err := r.SubmitInternal(app.Job{Run: func(context.Context) {}}); !errors.Is(err, app.ErrRunnerClosed) {
+			t.Fatalf("internal job after close: %v", err)
+		}
 	})
 
 	t.Run("cancel stops the running job and leaves the queue; drop empties it", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -402,19 +403,7 @@ func TestHeadlessEnvelope(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: "The project is small."})
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	c := e.cmd(context.Background(), "headless", "--model", model)
-	c.Stdin = nil
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c, stdin, stdout := e.startPiped(t, "headless", "--model", model)
 	sc := bufio.NewScanner(stdout)
 	var types []string
 	for sc.Scan() {
@@ -439,6 +428,26 @@ func TestHeadlessEnvelope(t *testing.T) {
 	if types[0] != "ready" || !slices.Contains(types, "assistant_message") || types[len(types)-1] != "idle" {
 		t.Fatalf("envelopes %v", types)
 	}
+}
+
+// startPiped starts arbor with args, as a gateway does: pipes to its stdin
+// and from its stdout.
+func (e *env) startPiped(t *testing.T, args ...string) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	t.Helper()
+	c := e.cmd(context.Background(), args...)
+	c.Stdin = nil
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c, stdin, stdout
 }
 
 // TestHeadlessWorktree starts `arbor headless -w NAME` in a git repository:

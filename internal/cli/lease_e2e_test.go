@@ -304,19 +304,7 @@ func TestHeadlessResumeOfAHostedSession(t *testing.T) {
 	srv := llmtest.NewServer()
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	c := e.cmd(context.Background(), "headless", "--model", model)
-	c.Stdin = nil
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c, stdin, stdout := e.startPiped(t, "headless", "--model", model)
 	sc := bufio.NewScanner(stdout)
 	if !sc.Scan() {
 		t.Fatal("no ready envelope")

@@ -59,6 +59,7 @@ type Config struct {
 	NodeModels map[string]string `yaml:"node_models"`
 	Compaction Compaction        `yaml:"compaction"`
 	Retry      Retry             `yaml:"retry"`
+	Headless   Headless          `yaml:"headless"`
 
 	getenv     func(string) string
 	workspace  string
@@ -106,6 +107,14 @@ type Retry struct {
 	// StallTimeout is how long a stream may stay silent; written as a Go
 	// duration ("60s", "2m").
 	StallTimeout time.Duration `yaml:"stall_timeout"`
+}
+
+// Headless configures the headless protocols (arbor headless).
+type Headless struct {
+	// QueueLimit bounds the work a session queues behind its running turn
+	// (sends, deliveries, model and session switches); past it a command
+	// is refused with a queue_full error. 0 = no limit.
+	QueueLimit int `yaml:"queue_limit"`
 }
 
 // Overrides are the values given as flags; a zero field is unset.

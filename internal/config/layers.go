@@ -31,6 +31,7 @@ type fileConfig struct {
 	NodeModels      map[string]string       `yaml:"node_models"`
 	Compaction      fileCompaction          `yaml:"compaction"`
 	Retry           fileRetry               `yaml:"retry"`
+	Headless        fileHeadless            `yaml:"headless"`
 }
 
 type fileProvider struct {
@@ -56,6 +57,10 @@ type fileCompaction struct {
 type fileRetry struct {
 	MaxAttempts  *int           `yaml:"max_attempts"`
 	StallTimeout *time.Duration `yaml:"stall_timeout"`
+}
+
+type fileHeadless struct {
+	QueueLimit *int `yaml:"queue_limit"`
 }
 
 // UserConfigFile is $XDG_CONFIG_HOME/arbor/config.yaml; "" when no config
@@ -209,6 +214,7 @@ func (c *Config) apply(fc *fileConfig, src string) {
 	set(c, &c.Compaction.KeepRecent, fc.Compaction.KeepRecent, "compaction.keep_recent", src)
 	set(c, &c.Retry.MaxAttempts, fc.Retry.MaxAttempts, "retry.max_attempts", src)
 	set(c, &c.Retry.StallTimeout, fc.Retry.StallTimeout, "retry.stall_timeout", src)
+	set(c, &c.Headless.QueueLimit, fc.Headless.QueueLimit, "headless.queue_limit", src)
 
 	for name, ref := range fc.NodeModels {
 		if c.NodeModels == nil {

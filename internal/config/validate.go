@@ -45,6 +45,9 @@ func (c *Config) validate() error {
 	if c.Retry.StallTimeout <= 0 {
 		return c.invalid("retry.stall_timeout", nil, "must be a positive duration such as 60s (got %v)", c.Retry.StallTimeout)
 	}
+	if c.Headless.QueueLimit < 0 {
+		return c.invalid("headless.queue_limit", nil, "must not be negative (0 = no limit; got %d)", c.Headless.QueueLimit)
+	}
 	for _, name := range sortedKeys(c.Providers) {
 		if err := c.validateProvider(name, c.Providers[name]); err != nil {
 			return err

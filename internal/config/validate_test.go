@@ -25,6 +25,7 @@ func TestLoadValidation(t *testing.T) {
 		{name: "ThresholdZero", project: "compaction: {threshold: 0}\n", field: "compaction.threshold", source: "project"},
 		{name: "KeepRecentNegative", project: "compaction: {keep_recent: -1}\n", field: "compaction.keep_recent", source: "project"},
 		{name: "MaxAttemptsZero", project: "retry: {max_attempts: 0}\n", field: "retry.max_attempts", source: "project"},
+		{name: "QueueLimitNegative", project: "headless: {queue_limit: -1}\n", field: "headless.queue_limit", source: "project"},
 		{name: "StallTimeoutZero", project: "retry: {stall_timeout: 0s}\n", field: "retry.stall_timeout", source: "project"},
 		{name: "StoreScheme", env: map[string]string{"ARBOR_STORE": "mysql://db/arbor"}, field: "store", source: "environment (ARBOR_STORE)"},
 		{name: "ModelUnknownProvider", flags: Overrides{Model: "nope/x"}, field: "model", source: "flag --model", cause: ErrUnknownProvider},

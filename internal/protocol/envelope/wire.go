@@ -75,6 +75,7 @@ const (
 	codeFailed         = "command_failed"
 	codeTUIOnly        = "tui_only"
 	codeUnavailable    = "unavailable"
+	codeQueueFull      = "queue_full"
 )
 
 type readyPayload struct {

@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 
-	"gopkg.in/yaml.v3"
+	"github.com/arbor-run/arbor/internal/config"
 )
 
 // authenticate asks the client for credentials when no model can be used
-// (auth_required), applies the answer (and, with persist, saves it to the
-// user config with mode 0600), then says auth_ok. Input lines that arrive
-// meanwhile are handled or queued as usual. It reports success.
+// (auth_required), applies the answer (and, with persist, has config save
+// it in the user config file), reloads the config, then says auth_ok. It
+// runs in a turn, on the session runner, so the reload happens on the
+// session's owner; the reader meanwhile handles or queues input lines as
+// usual. It reports success; an interrupt or the end of input ends it.
 func (s *Server) authenticate(ctx context.Context) bool {
 	ch := make(chan authReply, 1)
 	s.mu.Lock()
@@ -65,47 +65,9 @@ func (s *Server) applyAuth(a authReply) error {
 	}
 	s.app.SetEnv(p.APIKeyEnv, key)
 	if a.Persist {
-		if err := persistKey(s.app.Config().UserConfigFile(), a.ProviderID, key); err != nil {
+		if err := config.SaveProviderKey(s.app.Config().UserConfigFile(), a.ProviderID, key); err != nil {
 			return err
 		}
 	}
 	return s.app.Reload()
-}
-
-// persistKey stores key as providers.<id>.api_key in the user config file,
-// keeping what else it holds, with mode 0600.
-func persistKey(path, id, key string) error {
-	if path == "" {
-		return errors.New("no user config directory to persist credentials in")
-	}
-	doc := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := yaml.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	providers, _ := doc["providers"].(map[string]any)
-	if providers == nil {
-		providers = map[string]any{}
-	}
-	entry, _ := providers[id].(map[string]any)
-	if entry == nil {
-		entry = map[string]any{}
-	}
-	entry["api_key"] = key
-	providers[id] = entry
-	doc["providers"] = providers
-	b, err := yaml.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o600)
 }

@@ -64,9 +64,15 @@ func (s *Server) fail(id string, err error) {
 	s.write(controlResponseOut{Type: "control_response", Response: responseBody{Subtype: "error", RequestID: id, Error: err.Error()}})
 }
 
-// control answers a client's control request; it reports shutdown.
+// errInterrupted is the cause an interrupt cancels the running job with.
+var errInterrupted = errors.New("interrupted by the client")
+
+// control answers a client's control request; it reports shutdown. It runs
+// on the reader: requests that use the session are queued as runner jobs,
+// which answer when they run; the others are answered at once.
 func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bool) {
 	id := req.RequestID
+	refused := func(err error) { s.fail(id, err) }
 	switch p := req.Request; p.Subtype {
 	case "initialize":
 		s.mu.Lock()
@@ -78,35 +84,37 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			Commands:     []string{}, Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
 			Models: s.models(), Account: accountInfo{APIKeySource: "environment"}, PID: os.Getpid(),
 		})
-		if sess, err := s.session(ctx); err == nil {
-			s.write(s.initMessage(sess.ID))
-		}
+		// The session's init line follows when the runner gets to it; a
+		// refused one is not missed, as every turn sends it again.
+		s.submit("session", func(ctx context.Context) {
+			if sess, err := s.session(ctx); err == nil {
+				s.write(s.initMessage(sess.ID))
+			}
+		}, func(error) {})
 	case "interrupt":
 		// The answer goes first, so the client sees it before the result
-		// of the turn it ends.
+		// of the turn it ends. Queued work stays queued.
 		s.succeed(id, interruptResponse{StillQueued: []string{}})
-		s.mu.Lock()
-		if s.cancel != nil {
-			s.cancel()
-		}
-		s.mu.Unlock()
+		s.runner.Cancel(errInterrupted)
 	case "shutdown":
-		s.mu.Lock()
-		if s.cancel != nil {
-			s.cancel()
-		}
-		s.mu.Unlock()
+		s.runner.Cancel(errInterrupted)
 		s.succeed(id, nil)
 		return true
 	case "switch_model", "set_model":
-		ref, err := s.switchModel(ctx, p.Model)
-		if err != nil {
-			s.fail(id, err)
-			return false
-		}
-		s.succeed(id, modelResponse{Model: ref})
-		s.write(systemMessage{Type: "system", Subtype: "model_switched", SessionID: s.sessionID(), Model: ref, UUID: newUUID()})
+		// Queued behind the work already submitted: the turns sent before
+		// it finish on the old model, the ones after it use the new one.
+		s.submit("model", func(ctx context.Context) {
+			ref, err := s.switchModel(ctx, p.Model)
+			if err != nil {
+				s.fail(id, err)
+				return
+			}
+			s.succeed(id, modelResponse{Model: ref})
+			s.write(systemMessage{Type: "system", Subtype: "model_switched", SessionID: s.sessionID(), Model: ref, UUID: newUUID()})
+		}, refused)
 	case "config_override", "set_permission_mode":
+		// Permissions are the app's, not the agent's: applied at once, so
+		// they also hold for the turn that is waiting for an approval.
 		mode := p.ApprovalMode
 		if mode == "" {
 			mode = p.Mode
@@ -117,12 +125,14 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		}
 		s.succeed(id, modeResponse{Mode: string(s.app.Permissions.Mode())})
 	case "reload_config":
-		if err := s.app.Reload(); err != nil {
-			s.fail(id, err)
-			return false
-		}
-		s.succeed(id, nil)
-		s.write(systemMessage{Type: "system", Subtype: "config_reloaded", SessionID: s.sessionID(), UUID: newUUID()})
+		s.submit("reload", func(context.Context) {
+			if err := s.app.Reload(); err != nil {
+				s.fail(id, err)
+				return
+			}
+			s.succeed(id, nil)
+			s.write(systemMessage{Type: "system", Subtype: "config_reloaded", SessionID: s.sessionID(), UUID: newUUID()})
+		}, refused)
 	default:
 		s.fail(id, fmt.Errorf("unsupported control request subtype: %q", p.Subtype))
 	}
@@ -141,7 +151,8 @@ func (s *Server) models() []modelInfo {
 	return out
 }
 
-// switchModel moves the session to model ref for its next steps.
+// switchModel moves the session to model ref for its next steps; it is a
+// runner job's, so nothing else drives the agent meanwhile.
 func (s *Server) switchModel(ctx context.Context, ref string) (string, error) {
 	sess, err := s.session(ctx)
 	if err != nil {
@@ -152,9 +163,7 @@ func (s *Server) switchModel(ctx context.Context, ref string) (string, error) {
 		return "", err
 	}
 	sess.Agent.SetModel(m.Provider, m.Ref.Name, m.Ref.Ref, m.Ref.Price, m.Ref.ContextWindow)
-	s.mu.Lock()
 	sess.Model = m
-	s.mu.Unlock()
 	return m.Ref.Ref, nil
 }
 
@@ -184,8 +193,15 @@ func (s *Server) override(mode string, allowed []string) error {
 func (s *Server) request(in agent.Interaction) {
 	rid := "arbor-" + in.ID
 	s.mu.Lock()
-	s.asks[rid] = in.ID
+	ended := s.inputEnded
+	if !ended {
+		s.asks[rid] = in.ID
+	}
 	s.mu.Unlock()
+	if ended {
+		s.unanswerable(in.ID, in.Kind)
+		return
+	}
 	switch in.Kind {
 	case agent.KindApproval:
 		a := in.Approval
@@ -208,8 +224,14 @@ func (s *Server) answer(resp controlResponseIn) {
 		ch := s.authReq
 		s.mu.Unlock()
 		var a authReply
-		if ch != nil && json.Unmarshal(r.Response, &a) == nil {
-			ch <- a
+		if ch == nil || json.Unmarshal(r.Response, &a) != nil {
+			fmt.Fprintf(s.diag, "arbor: stream-json: auth_response nobody waits for, or malformed; ignored\n")
+			return
+		}
+		select {
+		case ch <- a:
+		default: // an answer was already given; the reader never waits
+			fmt.Fprintf(s.diag, "arbor: stream-json: second auth_response ignored\n")
 		}
 		return
 	}
@@ -266,4 +288,40 @@ func joinAnswers(xs []string) string {
 		out += x
 	}
 	return out
+}
+
+// endInput refuses the questions and approvals the client was asked and
+// can no longer answer, and those asked from now on, so a turn that waits
+// for one finishes when the input ends instead of waiting for ever.
+func (s *Server) endInput() {
+	s.mu.Lock()
+	s.inputEnded = true
+	asks := s.asks
+	s.asks = map[string]string{}
+	s.mu.Unlock()
+	if len(asks) == 0 {
+		return
+	}
+	kinds := map[string]agent.InteractionKind{}
+	for _, in := range s.app.Broker.Pending() {
+		kinds[in.ID] = in.Kind
+	}
+	for _, iid := range asks {
+		if kind, ok := kinds[iid]; ok {
+			s.unanswerable(iid, kind)
+		}
+	}
+}
+
+// unanswerable resolves an interaction the client cannot answer any more:
+// an approval is denied, a question declined.
+func (s *Server) unanswerable(iid string, kind agent.InteractionKind) {
+	const why = "the client closed its input before answering"
+	res := agent.Response{Approval: &tool.Approval{Message: why}}
+	if kind == agent.KindQuestion {
+		res = agent.Response{Answer: &tool.Answer{Declined: true}}
+	}
+	if err := s.app.Broker.Resolve(iid, res); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
+		fmt.Fprintf(s.diag, "arbor: stream-json: %v\n", err)
+	}
 }

@@ -71,6 +71,8 @@ type setupOpts struct {
 	noKey bool
 	opts  streamjson.Options
 	home  string // reuse another bundle's home (resume)
+	// project is the workspace's .arbor/config.yaml, "" = none.
+	project string
 }
 
 func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
@@ -82,6 +84,14 @@ func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
 	ws := filepath.Join(home, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if o.project != "" {
+		if err := os.MkdirAll(filepath.Join(ws, ".arbor"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, ".arbor", "config.yaml"), []byte(o.project), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := map[string]string{
 		"ANTHROPIC_BASE_URL": srv.URL, "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "test-key-openai",

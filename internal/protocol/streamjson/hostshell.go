@@ -86,6 +86,8 @@ func (s *Server) hostShellTool() tool.Tool {
 		rid := "arbor-shell-" + c.ID
 		ch := s.shells.wait(rid)
 		defer s.shells.drop(rid)
+		// The request follows the assistant line that holds the call.
+		s.events.Flush()
 		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: outRequest{
 			Subtype: "host_shell", ToolUseID: c.ID, Command: a.Command, Cwd: s.app.Workspace, Timeout: a.Timeout,
 		}})

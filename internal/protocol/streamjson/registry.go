@@ -39,6 +39,17 @@ type nameParams struct {
 // registry answers a registry_request for the domains tools, models,
 // sessions and permissions with the actions list and get.
 func (s *Server) registry(ctx context.Context, req registryRequest) {
+	if req.Domain == "tools" && s.current() == nil {
+		// The tools are the session's: the runner creates it first.
+		s.submit("session", func(ctx context.Context) { s.answerRegistry(ctx, req) }, func(err error) {
+			s.write(registryResponse{Type: "registry_response", RequestID: req.RequestID, Domain: req.Domain, Action: req.Action, Error: err.Error()})
+		})
+		return
+	}
+	s.answerRegistry(ctx, req)
+}
+
+func (s *Server) answerRegistry(ctx context.Context, req registryRequest) {
 	resp := registryResponse{Type: "registry_response", RequestID: req.RequestID, Domain: req.Domain, Action: req.Action}
 	data, err := s.lookup(ctx, req)
 	if err != nil {

@@ -8,10 +8,22 @@
 // are ignored with a line on the diagnostics stream; user messages are run
 // one turn at a time, in order, and on end of input the queued turns are
 // finished before Serve returns.
+//
+// Ownership: the reader goroutine never blocks on the session. Work that
+// uses the agent or the session (turns, model switches, config reloads,
+// creating the session) is submitted to an app.Runner, whose goroutine is
+// the only one that touches sess.Agent; the queue is unbounded unless
+// headless.queue_limit is set, and work past it is refused with a
+// queue_full error. Control requests that need no agent (interrupt,
+// shutdown, config_override…) and the client's control_responses are
+// handled at once on the reader, whatever is queued. Event lines are
+// written by the bus subscriber (translate); anything written elsewhere
+// that must follow the events already published flushes it first.
 package streamjson
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -41,26 +53,33 @@ type Options struct {
 type Server struct {
 	app  *app.App
 	opts Options
-	out  *protocol.Writer
+	// out queues output lines for its own goroutine, so neither the reader
+	// nor the runner waits for a client that reads slowly.
+	out  *protocol.Outbox
 	diag io.Writer
 	// events translates the bus's events into output lines; a turn flushes
 	// it before writing its result, so the result follows the turn's lines.
 	events *agent.Subscription
-
-	mu      sync.Mutex // guards the fields below
-	sess    *app.Session
-	cancel  context.CancelFunc // of the running turn, nil when idle
-	asks    map[string]string  // our request id → broker interaction id
-	authReq chan authReply     // set while waiting for auth_response
-	turnCtx context.Context
-	queue   chan userTurn
-	// hostShell is set when the client runs shell commands itself; shells
-	// holds the commands it is running.
-	hostShell bool
-	shells    hostShells
+	// runner owns the session: every job that uses the agent runs on its
+	// goroutine, one at a time, in the order the lines arrived.
+	runner *app.Runner
+	limit  int // the runner's queue limit, 0 = none
 	// inputDone is closed when the input ends, so nothing waits for an
 	// answer that can no longer come.
 	inputDone chan struct{}
+	// shells holds the commands the client runs for the host shell tool.
+	shells hostShells
+
+	mu sync.Mutex // guards the fields below
+	// sess is set once, by a runner job; others only read it.
+	sess    *app.Session
+	asks    map[string]string // our request id → broker interaction id
+	authReq chan authReply    // set while waiting for auth_response
+	// inputEnded is set with the end of input: requests to the client are
+	// then refused at once (see endInput).
+	inputEnded bool
+	// hostShell is set when the client runs shell commands itself.
+	hostShell bool
 
 	// stepStart and apiTime measure the model time of the running turn
 	// (from each step's start to its assistant message), in nanoseconds.
@@ -74,29 +93,37 @@ type userTurn struct {
 }
 
 // Serve runs the protocol until in ends (after finishing queued turns),
-// a shutdown request arrives, or ctx is cancelled.
+// a shutdown request arrives, or ctx is cancelled (queued work is then
+// dropped and the running job cancelled).
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &Server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, asks: map[string]string{},
-		queue: make(chan userTurn, 64), inputDone: make(chan struct{})}
+	limit := a.Config().Headless.QueueLimit
+	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{},
+		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
+	s.out = protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: stream-json: write: %v\n", err) })
+	defer s.out.Close() // after the subscription: its last lines are written too
 	s.events = a.Bus.Subscribe(s.translate)
 	defer s.events.Close()
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
-	wg.Go(func() { s.runTurns(ctx) })
+	s.runner.Start(ctx)
 
 	if o.Prompt != "" {
-		s.queue <- userTurn{text: o.Prompt}
-		close(s.queue)
 		close(s.inputDone)
-		wg.Wait()
+		s.endInput()
+		s.submitTurn(userTurn{text: o.Prompt})
+		s.runner.Close()
 		return nil
 	}
 	err := s.read(ctx, in, stop)
 	close(s.inputDone)
-	close(s.queue)
-	wg.Wait()
+	s.endInput()
+	if ctx.Err() != nil {
+		s.runner.Drop() // shutdown or cancelled: queued work does not start
+		s.runner.Stop()
+		return err
+	}
+	s.runner.Close() // end of input: the queued turns finish
 	return err
 }
 
@@ -135,7 +162,7 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 			fmt.Fprintf(s.diag, "arbor: stream-json: line %d: %v\n", line.Number, err)
 			return false
 		}
-		s.queue <- userTurn{text: text, sessionID: u.SessionID}
+		s.submitTurn(userTurn{text: text, sessionID: u.SessionID})
 	case typeControlRequest:
 		var req controlRequestIn
 		if err := line.Decode(&req); err != nil {
@@ -164,23 +191,64 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 }
 
 func (s *Server) write(v any) {
-	if err := s.out.Write(v); err != nil {
+	if err := s.out.Put(v); err != nil {
 		fmt.Fprintf(s.diag, "arbor: stream-json: write: %v\n", err)
 	}
 }
 
-// session returns the live session, creating or resuming it on first use.
-func (s *Server) session(ctx context.Context) (*app.Session, error) {
+// errQueueFull is how work refused past headless.queue_limit is reported.
+type errQueueFull struct {
+	limit int
+}
+
+func (e errQueueFull) Error() string {
+	return fmt.Sprintf("queue_full: %d messages and requests already wait for the session (headless.queue_limit); this one was not run", e.limit)
+}
+
+func (errQueueFull) Unwrap() error { return app.ErrQueueFull }
+
+// submit queues a job for the session's runner; it never blocks. A job
+// refused (queue full, or input over) is reported by refused.
+func (s *Server) submit(kind string, run func(ctx context.Context), refused func(err error)) {
+	err := s.runner.Submit(app.Job{Kind: kind, Run: run})
+	if err == nil {
+		return
+	}
+	if errors.Is(err, app.ErrQueueFull) {
+		err = errQueueFull{limit: s.limit}
+	}
+	refused(err)
+}
+
+// submitTurn queues a user message; one refused gets an error result.
+func (s *Server) submitTurn(t userTurn) {
+	s.submit("turn", func(ctx context.Context) { s.turn(ctx, t) }, func(err error) {
+		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+			Errors: []string{err.Error()}, SessionID: s.sessionID(), PermissionDenials: []any{}, UUID: newUUID()})
+	})
+}
+
+// current returns the session, nil before one exists.
+func (s *Server) current() *app.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sess != nil {
-		return s.sess, nil
+	return s.sess
+}
+
+// session returns the live session, creating or resuming it on first use.
+// Only runner jobs call it, so the session is created once, without a lock
+// held across the store's I/O.
+func (s *Server) session(ctx context.Context) (*app.Session, error) {
+	s.mu.Lock()
+	sess, hostShell := s.sess, s.hostShell
+	s.mu.Unlock()
+	if sess != nil {
+		return sess, nil
 	}
 	o := app.SessionOptions{Model: s.opts.Model, MaxTurns: s.opts.MaxTurns, System: s.opts.AppendSystemPrompt, Title: "stream-json"}
-	if s.hostShell {
+	if hostShell {
 		o.Tools = append(o.Tools, s.hostShellTool())
 	}
-	var sess *app.Session
 	var err error
 	if s.opts.Resume != "" {
 		sess, err = s.app.ResumeSession(ctx, s.opts.Resume, o)
@@ -190,11 +258,14 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
 	s.sess = sess
+	s.mu.Unlock()
 	return sess, nil
 }
 
-// idleSessionID is the session id before any turn, "" when none exists.
+// sessionID is the session id, the one to resume before any turn, "" when
+// none exists.
 func (s *Server) sessionID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,5 +274,3 @@ func (s *Server) sessionID() string {
 	}
 	return s.sess.ID
 }
-
-var _ = agent.OutcomeCompleted

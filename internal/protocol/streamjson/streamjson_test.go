@@ -190,7 +190,16 @@ func TestAuthFlowQueuesLines(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"})
 	defer srv.Close()
-	b := setup(t, srv, setupOpts{noKey: true})
+	home := t.TempDir()
+	cfg := filepath.Join(home, "config", "arbor", "config.yaml")
+	const mine = "# my settings\n\nmax_turns: 40   # enough\n"
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, srv, setupOpts{noKey: true, home: home})
 	b.Send(user("one"))
 	req := b.Next(typ("control_request", "auth_required"))
 	mustContain(t, req.raw, `"reason":"not_configured"`)
@@ -208,13 +217,14 @@ func TestAuthFlowQueuesLines(t *testing.T) {
 	if got := srv.Requests()[0].Header.Get("X-Api-Key"); got != "sk-from-client-123" {
 		t.Fatalf("key sent %q", got)
 	}
-	cfg := filepath.Join(b.home, "config", "arbor", "config.yaml")
 	fi, err := os.Stat(cfg)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("persisted config %v %v", fi, err)
 	}
 	body, _ := os.ReadFile(cfg)
-	mustContain(t, string(body), "sk-from-client-123")
+	if want := mine + "providers:\n  anthropic:\n    api_key: \"sk-from-client-123\"\n"; string(body) != want {
+		t.Fatalf("persisted config %q, want the user's lines kept and %q", body, want)
+	}
 	for _, o := range b.All {
 		if strings.Contains(o.raw, "sk-from-client-123") {
 			t.Fatalf("the key leaked into output: %s", o.raw)
@@ -256,10 +266,13 @@ func TestRegistry(t *testing.T) {
 		`{"type":"registry_request","request_id":"r2","domain":"tools","action":"get","params":{"name":"shell"}}`,
 		`{"type":"registry_request","request_id":"r3","domain":"spells","action":"list"}`,
 		`{"type":"registry_request","request_id":"r4","domain":"permissions","action":"list"}`)
-	var got []out
-	for range 4 {
-		got = append(got, b.Next(typ("registry_response", "")))
+	// Answers are matched by request id: the tools are the session's, so
+	// the first two wait for the session runner to create it.
+	var preds []func(out) bool
+	for _, id := range []string{"r1", "r2", "r3", "r4"} {
+		preds = append(preds, func(o out) bool { return o.Type == "registry_response" && o.RequestID == id })
 	}
+	got := b.NextAll(preds...)
 	if !got[0].Success || !strings.Contains(got[0].raw, `"name":"read_file"`) {
 		t.Fatalf("tools list %s", got[0].raw)
 	}

@@ -58,16 +58,8 @@ func newUUID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// runTurns runs queued user messages one at a time until the queue closes.
-func (s *Server) runTurns(ctx context.Context) {
-	for t := range s.queue {
-		if ctx.Err() != nil {
-			return
-		}
-		s.turn(ctx, t)
-	}
-}
-
+// turn runs one user message; it is a runner job, and ctx is cancelled by
+// an interrupt.
 func (s *Server) turn(ctx context.Context, t userTurn) {
 	start := time.Now()
 	sess, err := s.session(ctx)
@@ -84,18 +76,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	s.write(s.initMessage(sess.ID))
 
-	tctx, cancel := context.WithCancel(ctx)
-	s.mu.Lock()
-	s.cancel = cancel
-	s.mu.Unlock()
 	before, _, _ := sess.Agent.Usage()
 	s.apiTime.Store(0)
-	res := sess.Agent.Send(tctx, llm.UserText(t.text))
-	cancel()
+	res := sess.Agent.Send(ctx, llm.UserText(t.text))
 	s.events.Flush()
-	s.mu.Lock()
-	s.cancel = nil
-	s.mu.Unlock()
 
 	after, cost, _ := sess.Agent.Usage()
 	u := usageDelta(before, after)
@@ -130,9 +114,7 @@ func usageDelta(before, after llm.Usage) apiUsage {
 }
 
 func (s *Server) initMessage(sessionID string) initMessage {
-	s.mu.Lock()
-	sess := s.sess
-	s.mu.Unlock()
+	sess := s.current()
 	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
 		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []mcpServer{}, SlashCommands: []string{},
 		OutputStyle: "default", UUID: newUUID()}
@@ -146,9 +128,7 @@ func (s *Server) initMessage(sessionID string) initMessage {
 // translate is the bus subscriber: it turns the session's agent events
 // into protocol lines.
 func (s *Server) translate(e agent.Event) {
-	s.mu.Lock()
-	sess := s.sess
-	s.mu.Unlock()
+	sess := s.current()
 	if sess == nil {
 		return
 	}

@@ -49,21 +49,8 @@ func (s *Store) StartIntent(ctx context.Context, in store.Intent) error {
 func (s *Store) FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error {
 	now := time.Now().UnixNano()
 	err := s.inTx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE intents
-			SET status = ?, result = ?, is_error = ?, ended_at = ?
-			WHERE session_id = ? AND call_id = ? AND status = ?`,
-			store.IntentFinished, result, isError, now, sessionID, callID, store.IntentStarted)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return intentMissing(ctx, tx, sessionID, callID)
-		}
-		return touchSession(ctx, tx, sessionID)
+		return updateStarted(ctx, tx, sessionID, callID, "status = ?, result = ?, is_error = ?, ended_at = ?",
+			store.IntentFinished, result, isError, now)
 	})
 	if err != nil {
 		return fmt.Errorf("finish intent %s of session %s: %w", callID, sessionID, err)
@@ -79,25 +66,31 @@ func (s *Store) SetIntentPGID(ctx context.Context, sessionID, callID string, pgi
 		return fmt.Errorf("set process group of intent %s of session %s: %w: pgid %d", callID, sessionID, store.ErrInvalid, pgid)
 	}
 	err := s.inTx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE intents SET pgid = ?
-			WHERE session_id = ? AND call_id = ? AND status = ?`,
-			pgid, sessionID, callID, store.IntentStarted)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return intentMissing(ctx, tx, sessionID, callID)
-		}
-		return touchSession(ctx, tx, sessionID)
+		return updateStarted(ctx, tx, sessionID, callID, "pgid = ?", pgid)
 	})
 	if err != nil {
 		return fmt.Errorf("set process group of intent %s of session %s: %w", callID, sessionID, err)
 	}
 	return nil
+}
+
+// updateStarted sets columns (an SQL SET list with args) of the started
+// intent of callID and touches its session; ErrNotFound when the call has
+// no intent, ErrConflict when it is finished.
+func updateStarted(ctx context.Context, tx *wtx, sessionID, callID, set string, args ...any) error {
+	res, err := tx.ExecContext(ctx, "UPDATE intents SET "+set+" WHERE session_id = ? AND call_id = ? AND status = ?",
+		append(args, sessionID, callID, store.IntentStarted)...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return intentMissing(ctx, tx, sessionID, callID)
+	}
+	return touchSession(ctx, tx, sessionID)
 }
 
 // intentMissing explains why an update of a started intent matched no
