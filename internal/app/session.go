@@ -29,7 +29,7 @@ type SessionOptions struct {
 	// System is appended to the standing system prompt.
 	System string
 	// Gate is checked before every model call.
-	Gate func(ctx context.Context) error
+	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost.
 	Charge func(call llm.Usage, cost float64)
 	// RunID and NodeID name the tree node whose agent a new session is;
