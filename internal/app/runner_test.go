@@ -16,13 +16,14 @@ func TestRunner(t *testing.T) {
 		t.Parallel()
 		r := app.NewRunner(0)
 		r.Start(t.Context())
-		release := make(chan struct{})
+		release, started := make(chan struct{}), make(chan struct{})
 		var mu sync.Mutex
 		var order []int
 		running := 0
 		for i := range 10_000 {
 			err := r.Submit(app.Job{Kind: "turn", Run: func(context.Context) {
 				if i == 0 {
+					close(started)
 					<-release
 				}
 				mu.Lock()
@@ -38,6 +39,7 @@ func TestRunner(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		<-started
 		if kind, queued := r.State(); kind != "turn" || queued != 9_999 {
 			t.Fatalf("state %q, %d queued; want turn and 9999", kind, queued)
 		}
