@@ -124,7 +124,7 @@ func (s *server) translate(e agent.Event) {
 		s.syncJobsLocked()
 		s.ctl.mu.Unlock()
 	case *agent.AssistantMessage:
-		s.wire.committed(assistantPayload(e.Message))
+		s.wire.committed(mainAgent, assistantPayload(e.Message))
 	case *agent.InteractionRequested:
 		s.requested(e.Interaction, mainAgent)
 	case *agent.InteractionResolved:
@@ -153,7 +153,7 @@ func (s *server) translateSub(a *subAgent, e agent.Event) {
 		p := assistantPayload(e.Message)
 		p.AgentID, p.TaskID, p.AgentType = a.agentID, a.taskID, a.agentType
 		p.ParentAgentID, _ = s.agents.parent(a.parent)
-		s.wire.committed(p)
+		s.wire.committed(a.agentID, p)
 	case *agent.InteractionRequested:
 		s.requested(e.Interaction, a.agentID)
 	case *agent.InteractionResolved:
@@ -164,17 +164,17 @@ func (s *server) translateSub(a *subAgent, e agent.Event) {
 }
 
 func assistantPayload(m llm.Message) assistantMessage {
-	p := assistantMessage{AgentID: mainAgent, ToolCalls: []toolCall{}}
+	p := assistantMessage{ToolCallDetails: []toolCall{}}
 	var text strings.Builder
 	for _, part := range m.Parts {
 		switch part.Type {
 		case llm.PartText:
 			text.WriteString(part.Text)
 		case llm.PartToolCall:
-			p.ToolCalls = append(p.ToolCalls, toolCall{ID: part.ToolCall.ID, Name: part.ToolCall.Name, Args: part.ToolCall.Input})
+			p.ToolCallDetails = append(p.ToolCallDetails, toolCall{ID: part.ToolCall.ID, Name: part.ToolCall.Name, Args: part.ToolCall.Input})
 		}
 	}
-	p.Text = text.String()
+	p.Text, p.ToolCalls = text.String(), len(p.ToolCallDetails)
 	return p
 }
 

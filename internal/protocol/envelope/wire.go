@@ -154,13 +154,18 @@ type toolCall struct {
 	Args json.RawMessage `json:"args"`
 }
 
+// assistantMessage is shaped as Chord sends it: tool_calls is the number
+// of tool calls in the response, and the main agent's message has empty
+// agent_id, task_id, agent_type and parent_agent_id. The calls themselves
+// (id, name, arguments) are arbor's addition in tool_call_details.
 type assistantMessage struct {
-	AgentID       string     `json:"agent_id"`
-	TaskID        string     `json:"task_id"`
-	AgentType     string     `json:"agent_type"`
-	ParentAgentID string     `json:"parent_agent_id"`
-	Text          string     `json:"text"`
-	ToolCalls     []toolCall `json:"tool_calls"`
+	AgentID         string     `json:"agent_id"`
+	TaskID          string     `json:"task_id"`
+	AgentType       string     `json:"agent_type"`
+	ParentAgentID   string     `json:"parent_agent_id"`
+	Text            string     `json:"text"`
+	ToolCalls       int        `json:"tool_calls"`
+	ToolCallDetails []toolCall `json:"tool_call_details"`
 }
 
 // agentStarted: a sub-agent's runtime started. The main agent's children
