@@ -162,7 +162,7 @@ func goldenCases() []goldenCase {
 		steps: []step{sendContent("hi"), await("idle"),
 			sendContent("/help"), await("info"),
 			sendContent("/stats"), await("info"),
-			sendContent("/new"), await("session_switched"),
+			sendContent("/new"), await("session_switched"), await("idle"),
 			sendContent("/export"), await("error"),
 			send(status), await("status_response")},
 	}, {
@@ -233,7 +233,7 @@ func goldenCases() []goldenCase {
 		files: plannerWorkspace,
 		steps: []step{
 			send(`{"type":"models","action":"status"}`), await("models_response"),
-			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"),
+			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"), await("idle"),
 			send(`{"type":"role","action":"list"}`), await("role_response"),
 			send(`{"type":"role","action":"set","role":""}`), await("role_response"),
 			send(`{"type":"role","action":"set","role":"ghost"}`), await("role_response"),
@@ -321,7 +321,7 @@ func goldenCases() []goldenCase {
 		steps: planned(sendContent("something else"), await("idle"),
 			send(status), await("status_response"),
 			send(acceptPlan), await("error"),
-			sendContent("/new"), await("session_switched"),
+			sendContent("/new"), await("session_switched"), await("idle"),
 			send(status), await("status_response")),
 	}, {
 		// Sub-agents (see the doc comment of golden_test.go on holds and
@@ -384,9 +384,9 @@ func goldenCases() []goldenCase {
 		files: map[string]string{".arbor/config.yaml": "compaction:\n  keep_recent: 1\n"},
 		turns: []llmtest.Turn{goldenText("hello", "hi"),
 			goldenText("The user greeted the agent, which said hello.", "Conversation to summarize")},
-		steps: []step{sendContent("/compact"), await("compaction_status"),
+		steps: []step{sendContent("/compact"), await("compaction_status"), await("idle"),
 			sendContent("hi"), await("idle"),
-			sendContent("/compact"), await("compaction_status"), await("compaction_status"),
+			sendContent("/compact"), await("compaction_status"), await("compaction_status"), await("idle"),
 			send(status), await("status_response")},
 	}, {
 		// A window of 1,000 tokens: compaction at 800, the notice from
@@ -424,9 +424,9 @@ func goldenCases() []goldenCase {
 		// workdir_changed, then a toast, each time.
 		name:  "worktree",
 		setup: testutil.GitInit,
-		steps: []step{sendContent("/worktree feat"), await("toast"),
+		steps: []step{sendContent("/worktree feat"), await("toast"), await("idle"),
 			send(status), await("status_response"),
-			sendContent("/worktree off"), await("toast"),
+			sendContent("/worktree off"), await("toast"), await("idle"),
 			send(status), await("status_response")},
 	}}
 }
