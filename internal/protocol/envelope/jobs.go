@@ -76,6 +76,14 @@ func (s *server) syncJobsLocked() {
 // result to the agent) and, when no other work waits, pushes idle.
 func (s *server) finishWork(res agent.Result, delivered bool) {
 	s.events.Flush()
+	c := s.ctl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.jobCancelled {
+		// A turn that completed or failed as the cancel arrived is
+		// cancelled all the same.
+		res = agent.Result{Outcome: agent.OutcomeCancelled}
+	}
 	outcome, errText := "completed", ""
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
@@ -87,9 +95,6 @@ func (s *server) finishWork(res agent.Result, delivered bool) {
 			errText = res.Err.Error()
 		}
 	}
-	c := s.ctl
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	s.wire.rollback(mainAgent, outcome)
 	s.continueLoopLocked(outcome)
 	c.queued--

@@ -69,6 +69,9 @@ func (s *server) cancellable(ctx context.Context, fn func(ctx context.Context, s
 	defer cancel()
 	s.ctl.mu.Lock()
 	s.ctl.cancel = cancel
+	if s.ctl.jobCancelled {
+		cancel() // the cancel came before the job started
+	}
 	sess := s.ctl.sess
 	s.ctl.mu.Unlock()
 	fn(ctx, sess)
@@ -83,9 +86,40 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 		return res
 	}
 	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) {
+		if ctx.Err() != nil {
+			return // cancelled before it started: the message is not sent
+		}
 		res = sess.Agent.Send(ctx, llm.UserText(content))
+		if res.Outcome == agent.OutcomeFailed && ctx.Err() != nil {
+			// The cancel interrupted the agent's own bookkeeping (storing
+			// the message): the turn is cancelled, not failed.
+			res = agent.Result{Outcome: agent.OutcomeCancelled}
+		}
 	})
 	return res
+}
+
+// cancelWork answers the cancel command: it stops every sub-agent and the
+// running job, or the next job when work is queued but none runs yet. The
+// idle that ends the work it stopped reports cancelled; work queued behind
+// it runs and reports its own outcome.
+func (s *server) cancelWork() {
+	c := s.ctl
+	c.mu.Lock()
+	c.cancelled = s.wire.get().busy
+	c.mu.Unlock()
+	s.stopTree()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.active:
+		c.jobCancelled = true
+		if c.cancel != nil {
+			c.cancel()
+		}
+	case c.queued > 0:
+		c.cancelNext = true
+	}
 }
 
 // finishTurn records a turn's outcome and, when no other work waits,
@@ -132,7 +166,13 @@ func (s *server) translate(e agent.Event) {
 	case *agent.CompactionStarted, *agent.CompactionFinished, *agent.ContextPressure:
 		s.compactionEvent(e)
 	case *agent.Error:
-		s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
+		s.ctl.mu.Lock()
+		// A cancelled job's failure is the cancel's doing (finishWork
+		// reports it cancelled): its internal text reaches no client.
+		if !s.ctl.jobCancelled {
+			s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
+		}
+		s.ctl.mu.Unlock()
 	}
 }
 
