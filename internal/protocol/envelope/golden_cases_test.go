@@ -20,6 +20,10 @@ func goldenWrite(path string) llmtest.Turn {
 	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": path, "content": "x"}}}, Usage: goldenUsage}
 }
 
+func goldenShell(command string) llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", Input: map[string]any{"command": command}}}, Usage: goldenUsage}
+}
+
 func goldenAsk() llmtest.Turn {
 	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "ask_user",
 		Input: map[string]any{"question": "Which color?", "options": []any{"red", "blue"}}}}, Usage: goldenUsage}
@@ -199,6 +203,16 @@ func goldenCases() []goldenCase {
 			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"write_file","rule_scope":"user_global"}`),
 			await("idle"), send(status), await("status_response")},
 		check: checkSavedRule("user", "write_file"),
+	}, {
+		// The spec's own rule form, "tool:regex": saved as arbor's regex
+		// rule, it allows the second call without a confirm.
+		name: "confirm_rule_regex",
+		turns: []llmtest.Turn{goldenShell("echo hi"), goldenShell("echo hi"), goldenText("ran it twice", "hi")},
+		steps: []step{sendContent("echo twice"), await("notification"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"shell:^echo hi$","rule_scope":"project"}`),
+			await("idle"), send(status), await("status_response")},
+		// The saved rule is about shell: the check's writes still ask.
+		check: checkSavedRule("project", "shell(re:^echo hi$)", "c.txt", "d.md"),
 	}, {
 		// Questions: answered, declined, superseded by a send, and late.
 		name:  "question_answered",

@@ -9,6 +9,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -246,9 +247,19 @@ func (s *server) confirm(c confirmCmd) error {
 		if !ok {
 			return fmt.Errorf("%w: rule_scope %q (want session, project or user_global)", errBadCommand, c.RuleScope)
 		}
-		ap.RememberScope, ap.RulePattern = scope, c.RulePattern
+		ap.RememberScope, ap.RulePattern = scope, rulePattern(c.RulePattern)
 	}
 	return s.resolve(c.RequestID, agent.Response{Approval: &ap})
+}
+
+// rulePattern turns a confirm's rule_pattern into arbor's rule form: the
+// spec's "tool:regex" becomes "tool(re:regex)"; arbor's own "tool(glob)"
+// and a bare glob about the tool ("git status*") pass unchanged.
+func rulePattern(p string) string {
+	if r, err := permission.ParseRule(p, permission.Allow, permission.ScopeSession); err == nil {
+		return r.String()
+	}
+	return p
 }
 
 // question answers a pending question_request.

@@ -207,13 +207,19 @@ type agentDone struct {
 	State         string `json:"state"`
 }
 
+// confirmRequest is shaped as Chord sends it: needs_approval and
+// already_allowed list the call's arguments (its command, or its paths)
+// that need approval and that rules already allow; needs_approval_rules
+// the rule an "always allow" would install when the confirm gives no
+// rule_pattern (arbor's form, which rule_pattern accepts back), and
+// already_allowed_rules the rules that already allow part of the call.
 type confirmRequest struct {
 	RequestID           string   `json:"request_id"`
 	AgentID             string   `json:"agent_id"`
 	ToolName            string   `json:"tool_name"`
 	ArgsJSON            string   `json:"args_json"`
-	NeedsApproval       bool     `json:"needs_approval"`
-	AlreadyAllowed      bool     `json:"already_allowed"`
+	NeedsApproval       []string `json:"needs_approval"`
+	AlreadyAllowed      []string `json:"already_allowed"`
 	NeedsApprovalRules  []string `json:"needs_approval_rules"`
 	AlreadyAllowedRules []string `json:"already_allowed_rules"`
 	TimeoutMS           int64    `json:"timeout_ms"`
