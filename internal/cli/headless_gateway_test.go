@@ -538,7 +538,7 @@ func checkChild(g *gateway, turn []gwLine, task string, started gwLine) {
 func lastMainText(ls []gwLine) string {
 	text := ""
 	for _, l := range ls {
-		if l.Type == "assistant_message" && l.P.AgentID == "main" && l.P.Text != "" {
+		if l.Type == "assistant_message" && l.P.AgentID == "" && l.P.Text != "" {
 			text = l.P.Text
 		}
 	}

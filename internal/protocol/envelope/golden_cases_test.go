@@ -206,7 +206,7 @@ func goldenCases() []goldenCase {
 	}, {
 		// The spec's own rule form, "tool:regex": saved as arbor's regex
 		// rule, it allows the second call without a confirm.
-		name: "confirm_rule_regex",
+		name:  "confirm_rule_regex",
 		turns: []llmtest.Turn{goldenShell("echo hi"), goldenShell("echo hi"), goldenText("ran it twice", "hi")},
 		steps: []step{sendContent("echo twice"), await("notification"),
 			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"shell:^echo hi$","rule_scope":"project"}`),
