@@ -505,7 +505,7 @@ func checkChild(g *gateway, turn []gwLine, task string, started gwLine) {
 			if l.P.AgentID == started.P.AgentID && (l.P.TaskID != task || l.P.ParentAgentID != "main") {
 				g.fatalf("the child's assistant_message is not routed to its task: %s", l.raw)
 			}
-			if l.P.AgentID == "main" && l.P.Text == gwAnswer {
+			if l.P.AgentID == "" && l.P.Text == gwAnswer {
 				idx["answer"] = i
 			}
 		}
@@ -538,7 +538,7 @@ func checkChild(g *gateway, turn []gwLine, task string, started gwLine) {
 func lastMainText(ls []gwLine) string {
 	text := ""
 	for _, l := range ls {
-		if l.Type == "assistant_message" && l.P.AgentID == "main" && l.P.Text != "" {
+		if l.Type == "assistant_message" && l.P.AgentID == "" && l.P.Text != "" {
 			text = l.P.Text
 		}
 	}

@@ -13,7 +13,10 @@
 // "shell(git *)" covers "git" and "git push origin main". For file paths
 // '*' and '?' stay inside one directory, '**' crosses directories, '\'
 // escapes; a relative pattern is relative to the workspace ("src/**"), an
-// absolute one (or "~/…") names any place on disk ("/tmp/**").
+// absolute one (or "~/…") names any place on disk ("/tmp/**"). A pattern
+// "re:REGEX" is a regular expression instead ("shell(re:^git status$)"),
+// over the command or over the path relative to the workspace or absolute;
+// "tool:REGEX", the form of the envelope protocol's spec, reads the same.
 //
 // # Rule files
 //

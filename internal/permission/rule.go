@@ -20,9 +20,23 @@ type Rule struct {
 	Scope   Scope
 }
 
-// ParseRule reads "tool" or "tool(pattern)".
+// regexPrefix marks a pattern that is a regular expression rather than a
+// glob: "shell(re:^git status$)".
+const regexPrefix = "re:"
+
+// ParseRule reads "tool", "tool(pattern)" or the form of spec 000 (the
+// envelope protocol), "tool:regex", which it reads as "tool(re:regex)": a
+// regular expression (Go syntax, unanchored unless it says ^ or $) over
+// the command, or over the path as given relative to the workspace or
+// absolute. "tool:rest" is a tool name when rest is itself a valid tool
+// name ("mcp:server"), so a one-word regex needs the parenthesised form.
 func ParseRule(spec string, a Action, s Scope) (Rule, error) {
 	spec = strings.TrimSpace(spec)
+	if i := strings.IndexByte(spec, ':'); i > 0 && !globForm(spec) {
+		if tool, re := spec[:i], spec[i+1:]; validTool(tool) && re != "" && !validTool(re) {
+			spec = tool + "(" + regexPrefix + re + ")"
+		}
+	}
 	tool, pattern := spec, ""
 	if i := strings.IndexByte(spec, '('); i >= 0 {
 		if !strings.HasSuffix(spec, ")") {
@@ -31,6 +45,11 @@ func ParseRule(spec string, a Action, s Scope) (Rule, error) {
 		tool, pattern = strings.TrimSpace(spec[:i]), strings.TrimSpace(spec[i+1:len(spec)-1])
 		if pattern == "" {
 			return Rule{}, fmt.Errorf("%w %q: empty pattern (write %q to match every call)", ErrInvalidRule, spec, tool)
+		}
+	}
+	if expr, ok := strings.CutPrefix(pattern, regexPrefix); ok {
+		if _, err := regexp.Compile(expr); err != nil {
+			return Rule{}, fmt.Errorf("%w %q: %w", ErrInvalidRule, spec, err)
 		}
 	}
 	if !validTool(tool) {
@@ -43,6 +62,12 @@ func ParseRule(spec string, a Action, s Scope) (Rule, error) {
 		return Rule{}, fmt.Errorf("%w %q: %w %q", ErrInvalidRule, spec, ErrInvalidScope, s)
 	}
 	return Rule{Tool: tool, Pattern: pattern, Action: a, Scope: s}, nil
+}
+
+// globForm reports whether spec is "tool(pattern)" with a valid tool.
+func globForm(spec string) bool {
+	i := strings.IndexByte(spec, '(')
+	return i > 0 && strings.HasSuffix(spec, ")") && validTool(strings.TrimSpace(spec[:i]))
 }
 
 // String writes the rule the way ParseRule reads it, without action and
@@ -85,6 +110,10 @@ type matcher struct {
 	// (relative patterns) or as written, plus variants with symlinks in
 	// its literal prefix resolved. Empty when the rule has no pattern.
 	paths []*regexp.Regexp
+	// regex is the rule's regular expression (pattern "re:…"), matched
+	// against a path both absolute and relative to ws; nil for globs.
+	regex *regexp.Regexp
+	ws    workspace
 }
 
 func compile(r Rule, ws workspace) (*matcher, error) {
@@ -93,6 +122,14 @@ func compile(r Rule, ws workspace) (*matcher, error) {
 		return m, nil
 	}
 	var err error
+	if expr, ok := strings.CutPrefix(r.Pattern, regexPrefix); ok {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrInvalidRule, r, err)
+		}
+		m.command, m.regex, m.ws = re, re, ws
+		return m, nil
+	}
 	if m.command, err = commandGlob(r.Pattern); err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrInvalidRule, r, err)
 	}
@@ -182,10 +219,29 @@ func (m *matcher) namesPath(r resolved) bool {
 }
 
 func (m *matcher) anyPath(p string) bool {
+	if m.regex != nil {
+		return m.regexPath(p)
+	}
 	p = filepath.ToSlash(p)
 	for _, re := range m.paths {
 		if re.MatchString(p) {
 			return true
+		}
+	}
+	return false
+}
+
+// regexPath matches a regex rule against the absolute path p and, when p
+// is in the workspace, against its form relative to the workspace.
+func (m *matcher) regexPath(p string) bool {
+	if m.regex.MatchString(filepath.ToSlash(p)) {
+		return true
+	}
+	for _, root := range []string{m.ws.real, m.ws.abs} {
+		if rel, err := filepath.Rel(root, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			if m.regex.MatchString(filepath.ToSlash(rel)) {
+				return true
+			}
 		}
 	}
 	return false

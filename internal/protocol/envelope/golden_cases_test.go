@@ -20,6 +20,10 @@ func goldenWrite(path string) llmtest.Turn {
 	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": path, "content": "x"}}}, Usage: goldenUsage}
 }
 
+func goldenShell(command string) llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", Input: map[string]any{"command": command}}}, Usage: goldenUsage}
+}
+
 func goldenAsk() llmtest.Turn {
 	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "ask_user",
 		Input: map[string]any{"question": "Which color?", "options": []any{"red", "blue"}}}}, Usage: goldenUsage}
@@ -162,7 +166,7 @@ func goldenCases() []goldenCase {
 		steps: []step{sendContent("hi"), await("idle"),
 			sendContent("/help"), await("info"),
 			sendContent("/stats"), await("info"),
-			sendContent("/new"), await("session_switched"),
+			sendContent("/new"), await("session_switched"), await("idle"),
 			sendContent("/export"), await("error"),
 			send(status), await("status_response")},
 	}, {
@@ -200,6 +204,16 @@ func goldenCases() []goldenCase {
 			await("idle"), send(status), await("status_response")},
 		check: checkSavedRule("user", "write_file"),
 	}, {
+		// The spec's own rule form, "tool:regex": saved as arbor's regex
+		// rule, it allows the second call without a confirm.
+		name:  "confirm_rule_regex",
+		turns: []llmtest.Turn{goldenShell("echo hi"), goldenShell("echo hi"), goldenText("ran it twice", "hi")},
+		steps: []step{sendContent("echo twice"), await("notification"),
+			send(`{"type":"confirm","request_id":"req_1","action":"allow","rule_pattern":"shell:^echo hi$","rule_scope":"project"}`),
+			await("idle"), send(status), await("status_response")},
+		// The saved rule is about shell: the check's writes still ask.
+		check: checkSavedRule("project", "shell(re:^echo hi$)", "c.txt", "d.md"),
+	}, {
 		// Questions: answered, declined, superseded by a send, and late.
 		name:  "question_answered",
 		turns: []llmtest.Turn{goldenAsk(), goldenText("blue it is", "blue")},
@@ -233,7 +247,7 @@ func goldenCases() []goldenCase {
 		files: plannerWorkspace,
 		steps: []step{
 			send(`{"type":"models","action":"status"}`), await("models_response"),
-			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"),
+			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"), await("idle"),
 			send(`{"type":"role","action":"list"}`), await("role_response"),
 			send(`{"type":"role","action":"set","role":""}`), await("role_response"),
 			send(`{"type":"role","action":"set","role":"ghost"}`), await("role_response"),
@@ -321,7 +335,7 @@ func goldenCases() []goldenCase {
 		steps: planned(sendContent("something else"), await("idle"),
 			send(status), await("status_response"),
 			send(acceptPlan), await("error"),
-			sendContent("/new"), await("session_switched"),
+			sendContent("/new"), await("session_switched"), await("idle"),
 			send(status), await("status_response")),
 	}, {
 		// Sub-agents (see the doc comment of golden_test.go on holds and
@@ -384,9 +398,9 @@ func goldenCases() []goldenCase {
 		files: map[string]string{".arbor/config.yaml": "compaction:\n  keep_recent: 1\n"},
 		turns: []llmtest.Turn{goldenText("hello", "hi"),
 			goldenText("The user greeted the agent, which said hello.", "Conversation to summarize")},
-		steps: []step{sendContent("/compact"), await("compaction_status"),
+		steps: []step{sendContent("/compact"), await("compaction_status"), await("idle"),
 			sendContent("hi"), await("idle"),
-			sendContent("/compact"), await("compaction_status"), await("compaction_status"),
+			sendContent("/compact"), await("compaction_status"), await("compaction_status"), await("idle"),
 			send(status), await("status_response")},
 	}, {
 		// A window of 1,000 tokens: compaction at 800, the notice from
@@ -424,9 +438,9 @@ func goldenCases() []goldenCase {
 		// workdir_changed, then a toast, each time.
 		name:  "worktree",
 		setup: testutil.GitInit,
-		steps: []step{sendContent("/worktree feat"), await("toast"),
+		steps: []step{sendContent("/worktree feat"), await("toast"), await("idle"),
 			send(status), await("status_response"),
-			sendContent("/worktree off"), await("toast"),
+			sendContent("/worktree off"), await("toast"), await("idle"),
 			send(status), await("status_response")},
 	}}
 }

@@ -30,8 +30,17 @@ func (s *server) requested(in agent.Interaction, agentID string) {
 	switch {
 	case in.Kind == agent.KindApproval && in.Approval != nil:
 		a := in.Approval
+		rule := a.SuggestedRule
+		if rule == "" {
+			rule = a.Tool // what remembering installs without a pattern
+		}
+		needs := []string{}
+		if a.Target.Command != "" {
+			needs = append(needs, a.Target.Command)
+		}
+		needs = append(needs, a.Target.Paths...)
 		req := &confirmRequest{RequestID: in.ID, AgentID: agentID, ToolName: a.Tool, ArgsJSON: string(a.Input),
-			NeedsApproval: true, NeedsApprovalRules: []string{}, AlreadyAllowedRules: []string{}}
+			NeedsApproval: needs, AlreadyAllowed: []string{}, NeedsApprovalRules: []string{rule}, AlreadyAllowedRules: []string{}}
 		if !in.Deadline.IsZero() {
 			req.TimeoutMS = in.Deadline.Sub(in.Created).Milliseconds()
 		}

@@ -76,6 +76,14 @@ func (s *server) syncJobsLocked() {
 // result to the agent) and, when no other work waits, pushes idle.
 func (s *server) finishWork(res agent.Result, delivered bool) {
 	s.events.Flush()
+	c := s.ctl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.jobCancelled {
+		// A turn that completed or failed as the cancel arrived is
+		// cancelled all the same.
+		res = agent.Result{Outcome: agent.OutcomeCancelled}
+	}
 	outcome, errText := "completed", ""
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
@@ -87,9 +95,6 @@ func (s *server) finishWork(res agent.Result, delivered bool) {
 			errText = res.Err.Error()
 		}
 	}
-	c := s.ctl
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	s.wire.rollback(mainAgent, outcome)
 	s.continueLoopLocked(outcome)
 	c.queued--
@@ -161,6 +166,35 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// navigation wraps a job that navigates rather than works — /new,
+// /resume, /models <pool> (and models set_current_model_pool),
+// /worktree, /compact — so that it ends with idle as in Chord: its
+// suppress_user_notification is true unless an agent ran since the last
+// idle, and no idle comes while other work is queued, sub-agents run or a
+// handoff waits. A session switch (fresh) also clears last_error: it
+// belonged to the old session.
+func (s *server) navigation(fresh bool, j job) job {
+	return func(ctx context.Context) {
+		j(ctx)
+		if ctx.Err() != nil {
+			return // input ended: nothing more is reported
+		}
+		s.events.Flush() // the navigation's own pushes come first
+		c := s.ctl
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.queued > 0 || s.agents.liveCount() > 0 || s.ix.pendingHandoff() != nil {
+			return // the work under way ends with its own idle
+		}
+		s.idleLocked("completed", func(st *state) {
+			st.lastOutcome = "completed"
+			if fresh {
+				st.lastError = ""
+			}
+		})
+	}
 }
 
 // payIdleLocked sends the idle held back by a pending handoff once that

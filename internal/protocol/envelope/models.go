@@ -14,7 +14,7 @@ func (s *server) models(c modelsCmd) error {
 	case "status":
 		s.wire.write(typeModelsResponse, 0, modelsResponse{OK: true, Status: s.modelStatus()})
 	case "set_current_model_pool":
-		return s.submit("model", func(ctx context.Context) { s.wire.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) })
+		return s.submit("model", s.navigation(false, func(ctx context.Context) { s.wire.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) }))
 	default:
 		s.wire.write(typeModelsResponse, 0, modelsResponse{
 			Message: fmt.Sprintf("unknown models action %q (want status or set_current_model_pool)", c.Action),

@@ -51,6 +51,9 @@ func TestModels(t *testing.T) {
 			!strings.Contains(r.P.Status, "Model: anthropic/claude-think\nModel pool: thinking\n") {
 			t.Fatalf("models_response %s", r.raw)
 		}
+		if idle := b.Next(typ("idle")); !idle.P.Suppress || idle.P.LastOutcome != "completed" {
+			t.Fatalf("the switch's idle %s", idle.raw)
+		}
 		b.Send(`{"type":"send","content":"think"}`)
 		b.Next(typ("idle"))
 		if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Model != "claude-think" {

@@ -152,10 +152,10 @@ func (w *wire) streamed(agentID string) {
 
 // committed pushes an agent's assistant_message, which commits its
 // streamed text.
-func (w *wire) committed(p assistantMessage) {
+func (w *wire) committed(agentID string, p assistantMessage) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.partial, p.AgentID)
+	delete(w.partial, agentID)
 	w.pushLocked(evAssistantMessage, p, nil)
 }
 

@@ -117,6 +117,7 @@ func TestRole(t *testing.T) {
 		b, _ := setupFiles(t, srv, roleFiles)
 		b.Send(`{"type":"role","action":"set","role":"reviewer"}`, `{"type":"send","content":"/new"}`)
 		b.Next(typ("session_switched"))
+		b.Next(typ("idle"))
 		b.Send(`{"type":"send","content":"look"}`)
 		b.Next(typ("idle"))
 		if reqs := srv.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].System, "Review only.") {

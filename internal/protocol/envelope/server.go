@@ -146,8 +146,14 @@ type control struct {
 	cancel context.CancelFunc
 	// ranSinceIdle is set when an agent step ran since the last idle.
 	ranSinceIdle bool
-	// cancelled is set by a cancel of busy work, until the idle ending it.
+	// cancelled is set by a cancel of busy work, until the idle ending it
+	// or the start of the next job, which it did not cancel.
 	cancelled bool
+	// active is set while a job runs on the runner; jobCancelled when a
+	// cancel reached that job. cancelNext is a cancel that arrived while
+	// work was queued but none ran yet: the next job to start takes it.
+	// A cancel stops one piece of work; what is queued behind it runs.
+	active, jobCancelled, cancelNext bool
 	// idleOwed is the outcome of an idle held back by a pending handoff.
 	idleOwed string
 	// continuations counts the continuation turns of the running loop.
@@ -165,7 +171,7 @@ type job func(ctx context.Context)
 // headless.queue_limit it is refused with errQueueFull. Any lock may be
 // held.
 func (s *server) submit(kind string, j job) error {
-	err := s.ctl.runner.Submit(app.Job{Kind: kind, Run: j})
+	err := s.ctl.runner.Submit(app.Job{Kind: kind, Run: s.tracked(j)})
 	switch {
 	case errors.Is(err, app.ErrQueueFull):
 		return fmt.Errorf("%w: %w", errQueueFull, err)
@@ -180,7 +186,24 @@ func (s *server) submit(kind string, j job) error {
 // the limit does not refuse. It reports false once input has ended. Any
 // lock may be held.
 func (s *server) submitInternal(kind string, j job) bool {
-	return s.ctl.runner.SubmitInternal(app.Job{Kind: kind, Run: j}) == nil
+	return s.ctl.runner.SubmitInternal(app.Job{Kind: kind, Run: s.tracked(j)}) == nil
+}
+
+// tracked marks j active while it runs, so that a cancel knows whether it
+// stops running work or the next job to start.
+func (s *server) tracked(j job) job {
+	return func(ctx context.Context) {
+		c := s.ctl
+		c.mu.Lock()
+		// Work starting now is not what an earlier cancel stopped
+		// (unless that cancel was aimed at it: cancelNext).
+		c.active, c.jobCancelled, c.cancelNext, c.cancelled = true, c.cancelNext, false, false
+		c.mu.Unlock()
+		j(ctx)
+		c.mu.Lock()
+		c.active, c.jobCancelled = false, false
+		c.mu.Unlock()
+	}
 }
 
 // Serve runs the protocol until in ends or ctx is cancelled.
@@ -291,16 +314,7 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 			err = s.handoff(c)
 		}
 	case "cancel":
-		s.ctl.mu.Lock()
-		// The idle that ends the work reports it cancelled.
-		s.ctl.cancelled = s.wire.get().busy
-		s.ctl.mu.Unlock()
-		s.stopTree()
-		s.ctl.mu.Lock()
-		if s.ctl.cancel != nil {
-			s.ctl.cancel()
-		}
-		s.ctl.mu.Unlock()
+		s.cancelWork()
 	case "local_shell":
 		var c localShellCmd
 		if err = line.Decode(&c); err == nil {

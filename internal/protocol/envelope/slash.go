@@ -61,15 +61,15 @@ func (s *server) slash(text string) error {
 	case "/stats":
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
 	case "/compact":
-		return s.submit("compact", s.compactNow)
+		return s.submit("compact", s.navigation(false, s.compactNow))
 	case "/new":
-		return s.submit("switch", func(ctx context.Context) { _ = s.switchSession(ctx, "") })
+		return s.submit("switch", s.navigation(true, func(ctx context.Context) { _ = s.switchSession(ctx, "") }))
 	case "/resume":
 		if len(args) != 1 {
 			return fmt.Errorf("/resume without a session id %w", errTUIOnly)
 		}
 		id := args[0]
-		return s.submit("switch", func(ctx context.Context) { _ = s.switchSession(ctx, id) })
+		return s.submit("switch", s.navigation(true, func(ctx context.Context) { _ = s.switchSession(ctx, id) }))
 	case "/worktree":
 		return s.worktreeSlash(args)
 	case "/export":
@@ -156,7 +156,10 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	})
 	s.ix.mu.Unlock()
 	s.agents.adopt(o)
-	s.payIdleLocked()
+	// An idle owed to the dropped handoff's turn is not paid here: /new
+	// and /resume end with their own idle (navigation), an accepted plan
+	// with its turn's.
+	c.idleOwed = ""
 	c.mu.Unlock()
 	// The old jobs are killed without results; closing waits for their
 	// goroutines, one of which may be queueing a result behind this job.

@@ -150,7 +150,7 @@ func TestSubAgents(t *testing.T) {
 			case "agent_notify":
 				notify = agentOf(t, o)
 			case "assistant_message":
-				if o.P.Text != "" && agentOf(t, o).AgentID == "main" {
+				if o.P.Text != "" && agentOf(t, o).AgentID == "" {
 					lastText = o.P.Text
 				}
 			}

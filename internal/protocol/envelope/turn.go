@@ -9,6 +9,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -69,6 +70,9 @@ func (s *server) cancellable(ctx context.Context, fn func(ctx context.Context, s
 	defer cancel()
 	s.ctl.mu.Lock()
 	s.ctl.cancel = cancel
+	if s.ctl.jobCancelled {
+		cancel() // the cancel came before the job started
+	}
 	sess := s.ctl.sess
 	s.ctl.mu.Unlock()
 	fn(ctx, sess)
@@ -83,9 +87,40 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 		return res
 	}
 	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) {
+		if ctx.Err() != nil {
+			return // cancelled before it started: the message is not sent
+		}
 		res = sess.Agent.Send(ctx, llm.UserText(content))
+		if res.Outcome == agent.OutcomeFailed && ctx.Err() != nil {
+			// The cancel interrupted the agent's own bookkeeping (storing
+			// the message): the turn is cancelled, not failed.
+			res = agent.Result{Outcome: agent.OutcomeCancelled}
+		}
 	})
 	return res
+}
+
+// cancelWork answers the cancel command: it stops every sub-agent and the
+// running job, or the next job when work is queued but none runs yet. The
+// idle that ends the work it stopped reports cancelled; work queued behind
+// it runs and reports its own outcome.
+func (s *server) cancelWork() {
+	c := s.ctl
+	c.mu.Lock()
+	c.cancelled = s.wire.get().busy
+	c.mu.Unlock()
+	s.stopTree()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.active:
+		c.jobCancelled = true
+		if c.cancel != nil {
+			c.cancel()
+		}
+	case c.queued > 0:
+		c.cancelNext = true
+	}
 }
 
 // finishTurn records a turn's outcome and, when no other work waits,
@@ -124,7 +159,7 @@ func (s *server) translate(e agent.Event) {
 		s.syncJobsLocked()
 		s.ctl.mu.Unlock()
 	case *agent.AssistantMessage:
-		s.wire.committed(assistantPayload(e.Message))
+		s.wire.committed(mainAgent, assistantPayload(e.Message))
 	case *agent.InteractionRequested:
 		s.requested(e.Interaction, mainAgent)
 	case *agent.InteractionResolved:
@@ -132,7 +167,13 @@ func (s *server) translate(e agent.Event) {
 	case *agent.CompactionStarted, *agent.CompactionFinished, *agent.ContextPressure:
 		s.compactionEvent(e)
 	case *agent.Error:
-		s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
+		s.ctl.mu.Lock()
+		// A cancelled job's failure is the cancel's doing (finishWork
+		// reports it cancelled): its internal text reaches no client.
+		if !s.ctl.jobCancelled {
+			s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
+		}
+		s.ctl.mu.Unlock()
 	}
 }
 
@@ -153,7 +194,7 @@ func (s *server) translateSub(a *subAgent, e agent.Event) {
 		p := assistantPayload(e.Message)
 		p.AgentID, p.TaskID, p.AgentType = a.agentID, a.taskID, a.agentType
 		p.ParentAgentID, _ = s.agents.parent(a.parent)
-		s.wire.committed(p)
+		s.wire.committed(a.agentID, p)
 	case *agent.InteractionRequested:
 		s.requested(e.Interaction, a.agentID)
 	case *agent.InteractionResolved:
@@ -164,17 +205,17 @@ func (s *server) translateSub(a *subAgent, e agent.Event) {
 }
 
 func assistantPayload(m llm.Message) assistantMessage {
-	p := assistantMessage{AgentID: mainAgent, ToolCalls: []toolCall{}}
+	p := assistantMessage{ToolCallDetails: []toolCall{}}
 	var text strings.Builder
 	for _, part := range m.Parts {
 		switch part.Type {
 		case llm.PartText:
 			text.WriteString(part.Text)
 		case llm.PartToolCall:
-			p.ToolCalls = append(p.ToolCalls, toolCall{ID: part.ToolCall.ID, Name: part.ToolCall.Name, Args: part.ToolCall.Input})
+			p.ToolCallDetails = append(p.ToolCallDetails, toolCall{ID: part.ToolCall.ID, Name: part.ToolCall.Name, Args: part.ToolCall.Input})
 		}
 	}
-	p.Text = text.String()
+	p.Text, p.ToolCalls = text.String(), len(p.ToolCallDetails)
 	return p
 }
 
@@ -206,9 +247,19 @@ func (s *server) confirm(c confirmCmd) error {
 		if !ok {
 			return fmt.Errorf("%w: rule_scope %q (want session, project or user_global)", errBadCommand, c.RuleScope)
 		}
-		ap.RememberScope, ap.RulePattern = scope, c.RulePattern
+		ap.RememberScope, ap.RulePattern = scope, rulePattern(c.RulePattern)
 	}
 	return s.resolve(c.RequestID, agent.Response{Approval: &ap})
+}
+
+// rulePattern turns a confirm's rule_pattern into arbor's rule form: the
+// spec's "tool:regex" becomes "tool(re:regex)"; arbor's own "tool(glob)"
+// and a bare glob about the tool ("git status*") pass unchanged.
+func rulePattern(p string) string {
+	if r, err := permission.ParseRule(p, permission.Allow, permission.ScopeSession); err == nil {
+		return r.String()
+	}
+	return p
 }
 
 // question answers a pending question_request.

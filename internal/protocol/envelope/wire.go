@@ -154,13 +154,18 @@ type toolCall struct {
 	Args json.RawMessage `json:"args"`
 }
 
+// assistantMessage is shaped as Chord sends it: tool_calls is the number
+// of tool calls in the response, and the main agent's message has empty
+// agent_id, task_id, agent_type and parent_agent_id. The calls themselves
+// (id, name, arguments) are arbor's addition in tool_call_details.
 type assistantMessage struct {
-	AgentID       string     `json:"agent_id"`
-	TaskID        string     `json:"task_id"`
-	AgentType     string     `json:"agent_type"`
-	ParentAgentID string     `json:"parent_agent_id"`
-	Text          string     `json:"text"`
-	ToolCalls     []toolCall `json:"tool_calls"`
+	AgentID         string     `json:"agent_id"`
+	TaskID          string     `json:"task_id"`
+	AgentType       string     `json:"agent_type"`
+	ParentAgentID   string     `json:"parent_agent_id"`
+	Text            string     `json:"text"`
+	ToolCalls       int        `json:"tool_calls"`
+	ToolCallDetails []toolCall `json:"tool_call_details"`
 }
 
 // agentStarted: a sub-agent's runtime started. The main agent's children
@@ -203,13 +208,19 @@ type agentDone struct {
 	State         string `json:"state"`
 }
 
+// confirmRequest is shaped as Chord sends it: needs_approval and
+// already_allowed list the call's arguments (its command, or its paths)
+// that need approval and that rules already allow; needs_approval_rules
+// the rule an "always allow" would install when the confirm gives no
+// rule_pattern (arbor's form, which rule_pattern accepts back), and
+// already_allowed_rules the rules that already allow part of the call.
 type confirmRequest struct {
 	RequestID           string   `json:"request_id"`
 	AgentID             string   `json:"agent_id"`
 	ToolName            string   `json:"tool_name"`
 	ArgsJSON            string   `json:"args_json"`
-	NeedsApproval       bool     `json:"needs_approval"`
-	AlreadyAllowed      bool     `json:"already_allowed"`
+	NeedsApproval       []string `json:"needs_approval"`
+	AlreadyAllowed      []string `json:"already_allowed"`
 	NeedsApprovalRules  []string `json:"needs_approval_rules"`
 	AlreadyAllowedRules []string `json:"already_allowed_rules"`
 	TimeoutMS           int64    `json:"timeout_ms"`
