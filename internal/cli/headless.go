@@ -220,6 +220,7 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 		return ExitUsage
 	}
 	g.stderr = s.Err
+	o.ClaudeCode = true
 	if permMode != "" {
 		if _, err := permission.ParseMode(permMode); err != nil {
 			fmt.Fprintln(s.Err, "arbor:", err)

@@ -219,12 +219,15 @@ func (s *Server) request(in agent.Interaction) {
 // answer takes the client's control_response to one of arbor's requests.
 func (s *Server) answer(resp controlResponseIn) {
 	r := resp.Response
-	if r.Subtype == "auth_response" {
+	if r.Subtype == "auth_response" || (r.Subtype == "error" && r.RequestID == authRequestID) {
 		s.mu.Lock()
 		ch := s.authReq
 		s.mu.Unlock()
-		var a authReply
-		if ch == nil || json.Unmarshal(r.Response, &a) != nil {
+		a := authReply{refused: r.Error}
+		if r.Subtype == "error" && a.refused == "" {
+			a.refused = "error response"
+		}
+		if ch == nil || (a.refused == "" && json.Unmarshal(r.Response, &a) != nil) {
 			fmt.Fprintf(s.diag, "arbor: stream-json: auth_response nobody waits for, or malformed; ignored\n")
 			return
 		}

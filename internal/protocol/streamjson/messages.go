@@ -92,6 +92,9 @@ type authReply struct {
 	ProviderID string            `json:"provider_id"`
 	Values     map[string]string `json:"values"`
 	Persist    bool              `json:"persist"`
+	// refused is set (not from JSON) when the client answered with an
+	// error, e.g. a client that does not know auth_required.
+	refused string
 }
 
 // registryRequest is a "registry_request" line.

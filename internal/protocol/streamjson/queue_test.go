@@ -236,3 +236,27 @@ func TestEndOfInputRefusesPendingRequests(t *testing.T) {
 		t.Fatal("a write nobody approved happened")
 	}
 }
+
+// TestSinglePromptReadsAnswers: in single-prompt mode the input is still
+// read, so a can_use_tool the turn asks is answered by the client; Serve
+// returns after the result although the input stays open.
+func TestSinglePromptReadsAnswers(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_1", Name: "write_file", Input: map[string]any{"path": "a.txt", "content": "a"}}}},
+		llmtest.Turn{Text: "written"},
+	)
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{opts: streamjson.Options{Prompt: "write a"}})
+	req := b.Next(typ("control_request", "can_use_tool"))
+	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"behavior":"allow"}}}`)
+	if r := b.Next(typ("result", "")); r.IsError || r.Result != "written" {
+		t.Fatalf("result %s", r.raw)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.ws, "a.txt")); err != nil || string(got) != "a" {
+		t.Fatalf("a.txt = %q, %v", got, err)
+	}
+}

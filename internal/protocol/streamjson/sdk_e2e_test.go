@@ -138,6 +138,31 @@ func TestSDK(t *testing.T) {
 			r.fatalf(t, "model requests = %d, want 1 (the interrupted turn is not retried)", n)
 		}
 	})
+
+	t.Run("missing-key", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "never asked"})
+		// The SDK cannot answer auth_required: the turn must fail at once
+		// with a result that says what to set, and arbor must exit.
+		// Without a base URL, arbor would call the real API, which needs a key.
+		r := h.driveEnv(t, "plain", srv, nil, map[string]string{"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": ""})
+
+		res := r.result(t)
+		if res.Subtype != "error_during_execution" || !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "ANTHROPIC_API_KEY") {
+			r.fatalf(t, "result = {subtype:%q is_error:%v errors:%q}; want an error naming ANTHROPIC_API_KEY", res.Subtype, res.IsError, res.Errors)
+		}
+		if end := r.end(t); end.Driver != "done" && !strings.Contains(end.Message, "ANTHROPIC_API_KEY") {
+			r.fatalf(t, "driver ended with %s %q; want done or the error result", end.Driver, end.Message)
+		}
+		for _, m := range r.messages {
+			if m.Type == "system" && m.Subtype == "auth_required" {
+				r.fatalf(t, "arbor sent auth_required to an SDK client")
+			}
+		}
+		if n := len(srv.Requests()); n != 0 {
+			r.fatalf(t, "model requests = %d, want 0", n)
+		}
+	})
 }
 
 // sdkHarness is what every scenario shares: the arbor binary and the
@@ -204,13 +229,20 @@ type sdkRun struct {
 // goAhead returns (the interrupt scenario waits for it).
 func (h *sdkHarness) drive(t *testing.T, scenario string, srv *llmtest.Server, goAhead func()) *sdkRun {
 	t.Helper()
+	return h.driveEnv(t, scenario, srv, goAhead, nil)
+}
+
+// driveEnv is drive with arbor's environment changed: a variable set to
+// "" is removed.
+func (h *sdkHarness) driveEnv(t *testing.T, scenario string, srv *llmtest.Server, goAhead func(), env map[string]string) *sdkRun {
+	t.Helper()
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
 	ws := filepath.Join(home, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := json.Marshal(driverConfig{CLI: h.bin, Cwd: ws, Env: map[string]string{
+	arborEnv := map[string]string{
 		"PATH":               os.Getenv("PATH"),
 		"HOME":               home,
 		"XDG_CONFIG_HOME":    filepath.Join(home, "config"),
@@ -218,7 +250,15 @@ func (h *sdkHarness) drive(t *testing.T, scenario string, srv *llmtest.Server, g
 		"ANTHROPIC_BASE_URL": srv.URL,
 		"ANTHROPIC_API_KEY":  "test-key-123",
 		"ARBOR_MODEL":        sdkModel,
-	}})
+	}
+	for k, v := range env {
+		if v == "" {
+			delete(arborEnv, k)
+		} else {
+			arborEnv[k] = v
+		}
+	}
+	cfg, err := json.Marshal(driverConfig{CLI: h.bin, Cwd: ws, Env: arborEnv})
 	if err != nil {
 		t.Fatal(err)
 	}

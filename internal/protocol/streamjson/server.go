@@ -47,6 +47,10 @@ type Options struct {
 	Prompt string
 	// AppendSystemPrompt is added to the system prompt.
 	AppendSystemPrompt string
+	// ClaudeCode is set when arbor runs under Claude Code's argv (the
+	// Claude Agent SDK): such a client never answers auth_required, so a
+	// missing key fails the turn with an error result naming the variable.
+	ClaudeCode bool
 }
 
 // Server is one stream-json session over one pair of streams.
@@ -65,6 +69,8 @@ type Server struct {
 	// inputDone is closed when the input ends, so nothing waits for an
 	// answer that can no longer come.
 	inputDone chan struct{}
+	// singlePrompt is set in single-prompt mode, before the reader starts.
+	singlePrompt bool
 	// shells holds the commands the client runs for the host shell tool.
 	shells hostShells
 
@@ -105,11 +111,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.runner.Start(ctx)
 
 	if o.Prompt != "" {
-		close(s.inputDone)
-		s.endInput()
-		s.submitTurn(userTurn{text: o.Prompt})
-		s.runner.Close()
-		return nil
+		return s.single(ctx, in, stop)
 	}
 	err := s.read(ctx, in, stop)
 	close(s.inputDone)
@@ -120,6 +122,31 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		return err
 	}
 	s.runner.Close() // end of input: the queued turns finish
+	return err
+}
+
+// single runs single-prompt mode: the one turn, while the input is read
+// for the client's answers (can_use_tool, ask_user) and control requests;
+// it returns when the turn is done. User lines are refused: the prompt is
+// the only turn. If the input ends first, what the turn asks the client
+// afterwards is denied or declined, so it still finishes.
+func (s *Server) single(ctx context.Context, in io.Reader, stop context.CancelFunc) error {
+	s.singlePrompt = true
+	s.submitTurn(userTurn{text: s.opts.Prompt})
+	readCtx, stopReading := context.WithCancel(ctx)
+	read := make(chan error, 1)
+	go func() {
+		err := s.read(readCtx, in, stop)
+		close(s.inputDone)
+		s.endInput()
+		read <- err
+	}()
+	s.runner.Close() // the turn finishes
+	stopReading()
+	err := <-read
+	if ctx.Err() != nil || readCtx.Err() != nil {
+		return nil
+	}
 	return err
 }
 
@@ -151,6 +178,12 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 			return false
 		}
 		if s.hostResults(u) {
+			return false
+		}
+		if s.singlePrompt {
+			s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+				Errors:    []string{"single-prompt mode runs only the prompt given as an argument; this user message was not run"},
+				SessionID: s.sessionID(), PermissionDenials: []any{}, UUID: newUUID()})
 			return false
 		}
 		text, err := u.text()

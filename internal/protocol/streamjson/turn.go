@@ -63,7 +63,9 @@ func newUUID() string {
 func (s *Server) turn(ctx context.Context, t userTurn) {
 	start := time.Now()
 	sess, err := s.session(ctx)
-	if err != nil && (errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)) {
+	// A Claude Agent SDK client cannot answer auth_required (it says the
+	// subtype is unsupported): the error result names what to set instead.
+	if err != nil && !s.opts.ClaudeCode && (errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)) {
 		if s.authenticate(ctx) {
 			sess, err = s.session(ctx)
 		}
