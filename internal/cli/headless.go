@@ -15,6 +15,7 @@ import (
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 type headlessFlags struct {
@@ -148,7 +149,36 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 			return s.ID, nil
 		}
 	}
-	return "", usageError{errors.New("--continue: there is no stored session yet")}
+	return "", usageError{errNoSession}
+}
+
+// errNoSession: --continue found no conversation to continue.
+var errNoSession = errors.New("--continue: there is no stored session yet")
+
+// splitList splits a comma- or space-separated list, as Claude Code's
+// tool flags take; "" is nil.
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+// isUUID reports whether s is a UUID in its canonical text form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Options) error {
@@ -161,6 +191,15 @@ func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Op
 		r, err := permission.ParseRule(t, permission.Allow, permission.ScopeSession)
 		if err != nil {
 			return usageError{err}
+		}
+		if err := a.Permissions.AddRule(r); err != nil {
+			return err
+		}
+	}
+	for _, t := range o.DisallowedTools {
+		r, err := permission.ParseRule(t, permission.Deny, permission.ScopeSession)
+		if err != nil {
+			return usageError{fmt.Errorf("--disallowedTools: %w", err)}
 		}
 		if err := a.Permissions.AddRule(r); err != nil {
 			return err
@@ -201,7 +240,8 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 		o                              streamjson.Options
 		permMode, allowed, disallowed  string
 		outputFormat, inputFormat, ppt string
-		verbose                        bool
+		tools                          string
+		verbose, cont                  bool
 	)
 	fs.StringVar(&outputFormat, "output-format", "", "")
 	fs.StringVar(&inputFormat, "input-format", "", "")
@@ -215,6 +255,11 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	fs.StringVar(&o.AppendSystemPrompt, "append-system-prompt", "", "")
 	fs.StringVar(&o.Resume, "resume", "", "")
 	fs.BoolVar(&o.PartialMessages, "include-partial-messages", false, "")
+	fs.StringVar(&tools, "tools", "", "")
+	fs.BoolVar(&cont, "continue", false, "")
+	fs.BoolVar(&o.ForkSession, "fork-session", false, "")
+	fs.StringVar(&o.SessionID, "session-id", "", "")
+	fs.Float64Var(&o.MaxBudgetUSD, "max-budget-usd", 0, "")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
 		return ExitUsage
@@ -228,10 +273,38 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 		}
 		g.mode = permMode
 	}
-	if allowed != "" {
-		o.AllowedTools = strings.Split(allowed, ",")
+	for _, r := range splitList(allowed) {
+		o.AllowedTools = append(o.AllowedTools, tool.RuleFromClaudeCode(r))
 	}
-	_ = disallowed // arbor's deny rules come from its permission files; see docs/headless-stream-json.md
+	for _, r := range splitList(disallowed) {
+		o.DisallowedTools = append(o.DisallowedTools, tool.RuleFromClaudeCode(r))
+	}
+	if fs.Changed("tools") && tools != "default" {
+		o.Tools = splitList(tools)
+		if o.Tools == nil {
+			o.Tools = []string{} // --tools "": no tools
+		}
+	}
+	if o.SessionID != "" && !isUUID(o.SessionID) {
+		fmt.Fprintf(s.Err, "arbor: --session-id %q: a session id is a UUID\n", o.SessionID)
+		return ExitUsage
+	}
+	if o.ForkSession && o.Resume == "" && !cont {
+		fmt.Fprintln(s.Err, "arbor: --fork-session needs --resume or --continue")
+		return ExitUsage
+	}
+	if cont && o.Resume == "" {
+		id, err := latestSession(ctx, &g)
+		switch {
+		case errors.Is(err, errNoSession):
+			// Claude Code starts a new conversation when there is none.
+		case err != nil:
+			fmt.Fprintln(s.Err, "arbor:", err)
+			return ExitFailure
+		default:
+			o.Resume = id
+		}
+	}
 	if err := serveStreamJSON(ctx, &g, s, o); err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
 		if errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrInvalid) {

@@ -75,6 +75,15 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 	refused := func(err error) { s.fail(id, err) }
 	switch p := req.Request; p.Subtype {
 	case "initialize":
+		if err := s.applyInitialize(p); err != nil {
+			// The Claude Agent SDK goes on after an initialize error, so
+			// every turn fails with it too: nothing asked for is ignored.
+			s.mu.Lock()
+			s.initErr = err
+			s.mu.Unlock()
+			s.fail(id, err)
+			return false
+		}
 		s.mu.Lock()
 		s.hostShell = p.Capabilities.CanExecuteShell && s.sess == nil
 		s.mu.Unlock()
@@ -123,7 +132,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			s.fail(id, err)
 			return false
 		}
-		s.succeed(id, modeResponse{Mode: string(s.app.Permissions.Mode())})
+		s.succeed(id, modeResponse{Mode: s.modeName()})
 	case "reload_config":
 		s.submit("reload", func(context.Context) {
 			if err := s.app.Reload(); err != nil {
@@ -238,7 +247,7 @@ func (s *Server) answer(resp controlResponseIn) {
 		}
 		return
 	}
-	if s.hostResult(r.RequestID, r.Response, r.Error) {
+	if s.hostResult(r.RequestID, r.Response, r.Error) || s.hookAnswer(r.RequestID, r.Response, r.Subtype, r.Error) {
 		return
 	}
 	s.mu.Lock()
@@ -250,9 +259,11 @@ func (s *Server) answer(resp controlResponseIn) {
 		return
 	}
 	kind := agent.KindApproval
+	var asked *agent.Interaction
 	for _, in := range s.app.Broker.Pending() {
 		if in.ID == iid {
 			kind = in.Kind
+			asked = &in
 		}
 	}
 	var res agent.Response
@@ -276,10 +287,31 @@ func (s *Server) answer(resp controlResponseIn) {
 			ap.UpdatedInput = a.UpdatedInput
 		}
 		res.Approval = &ap
+		if !ap.Allow && asked != nil && asked.Approval != nil {
+			s.deny(asked.Approval.Tool, tool.Call{ID: asked.Approval.CallID, Input: asked.Approval.Input})
+		}
 	}
 	if err := s.app.Broker.Resolve(iid, res); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
 		fmt.Fprintf(s.diag, "arbor: stream-json: %v\n", err)
 	}
+	if kind == agent.KindApproval && res.Approval != nil && !res.Approval.Allow {
+		var a approvalReply
+		if json.Unmarshal(r.Response, &a) == nil && a.Interrupt {
+			// Claude Code ends the turn on a denial with interrupt.
+			s.runner.Cancel(errInterrupted)
+		}
+	}
+}
+
+// deny records a refused call for the turn's result.
+func (s *Server) deny(name string, call tool.Call) {
+	in := call.Input
+	if len(in) == 0 {
+		in = json.RawMessage("{}")
+	}
+	s.mu.Lock()
+	s.denials = append(s.denials, permissionDenial{ToolName: name, ToolUseID: call.ID, ToolInput: in})
+	s.mu.Unlock()
 }
 
 func joinAnswers(xs []string) string {

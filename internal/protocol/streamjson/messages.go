@@ -55,6 +55,10 @@ type controlPayload struct {
 	Mode string `json:"mode,omitempty"`
 	// initialize: what the client can do
 	Capabilities clientCapabilities `json:"capabilities"`
+	// initialize (Claude Agent SDK): settings for the session
+	SystemPrompt       json.RawMessage          `json:"systemPrompt,omitempty"`
+	AppendSystemPrompt string                   `json:"appendSystemPrompt,omitempty"`
+	Hooks              map[string][]hookMatcher `json:"hooks,omitempty"`
 }
 
 // clientCapabilities are what a client declares in initialize.
@@ -78,6 +82,8 @@ type approvalReply struct {
 	Behavior     string          `json:"behavior"` // "allow" or "deny"
 	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
 	Message      string          `json:"message,omitempty"`
+	// Interrupt, with a denial, also ends the turn.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // questionReply is the body of an ask_user answer.
@@ -195,20 +201,28 @@ type apiUsage struct {
 }
 
 type resultMessage struct {
-	Type              string   `json:"type"` // "result"
-	Subtype           string   `json:"subtype"`
-	IsError           bool     `json:"is_error"`
-	Result            string   `json:"result"`
-	StopReason        string   `json:"stop_reason,omitempty"`
-	Errors            []string `json:"errors,omitempty"`
-	SessionID         string   `json:"session_id"`
-	DurationMS        int64    `json:"duration_ms"`
-	DurationAPIMS     int64    `json:"duration_api_ms"`
-	NumTurns          int      `json:"num_turns"`
-	Usage             apiUsage `json:"usage"`
-	TotalCostUSD      float64  `json:"total_cost_usd"`
-	PermissionDenials []any    `json:"permission_denials"`
-	UUID              string   `json:"uuid"`
+	Type              string             `json:"type"` // "result"
+	Subtype           string             `json:"subtype"`
+	IsError           bool               `json:"is_error"`
+	Result            string             `json:"result"`
+	StopReason        string             `json:"stop_reason,omitempty"`
+	Errors            []string           `json:"errors,omitempty"`
+	SessionID         string             `json:"session_id"`
+	DurationMS        int64              `json:"duration_ms"`
+	DurationAPIMS     int64              `json:"duration_api_ms"`
+	NumTurns          int                `json:"num_turns"`
+	Usage             apiUsage           `json:"usage"`
+	TotalCostUSD      float64            `json:"total_cost_usd"`
+	PermissionDenials []permissionDenial `json:"permission_denials"`
+	UUID              string             `json:"uuid"`
+}
+
+// permissionDenial is one refused call, as Claude Code lists them in the
+// result.
+type permissionDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
 }
 
 // controlRequestOut is a request arbor sends the client.
@@ -227,6 +241,8 @@ type outRequest struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
+	// hook_callback (its input is Input)
+	CallbackID string `json:"callback_id,omitempty"`
 	// ask_user
 	Question string   `json:"question,omitempty"`
 	Options  []string `json:"options,omitempty"`

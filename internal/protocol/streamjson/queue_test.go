@@ -260,3 +260,26 @@ func TestSinglePromptReadsAnswers(t *testing.T) {
 		t.Fatalf("a.txt = %q, %v", got, err)
 	}
 }
+
+// TestMaxBudget: once the session's cost reaches MaxBudgetUSD no model call
+// is made; the turn ends with error_max_budget_usd.
+func TestMaxBudget(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "costly"}, llmtest.Turn{Text: "never"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{opts: streamjson.Options{MaxBudgetUSD: 0.000001},
+		project: "providers:\n  anthropic:\n    models:\n      claude-test:\n        price: {input: 1000, output: 1000}\n"})
+	b.Send(user("one"))
+	if r := b.Next(typ("result", "")); r.IsError {
+		t.Fatalf("first turn %s", r.raw)
+	}
+	b.Send(user("two"))
+	r := b.Next(typ("result", ""))
+	if r.Subtype != "error_max_budget_usd" || !r.IsError {
+		t.Fatalf("second turn %s; want error_max_budget_usd", r.raw)
+	}
+	b.Close()
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("model requests = %d, want 1", n)
+	}
+}

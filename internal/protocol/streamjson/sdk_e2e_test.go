@@ -212,6 +212,16 @@ type driverConfig struct {
 	CLI string            `json:"cli"`
 	Cwd string            `json:"cwd"`
 	Env map[string]string `json:"env"`
+	driverOptions
+}
+
+// driverOptions configure the "options" scenario (see drive.mjs).
+type driverOptions struct {
+	Prompt         string         `json:"prompt,omitempty"`
+	Options        map[string]any `json:"options,omitempty"`
+	CanUseTool     string         `json:"canUseTool,omitempty"`
+	PreToolUseDeny string         `json:"preToolUseDeny,omitempty"`
+	StopHook       bool           `json:"stopHook,omitempty"`
 }
 
 // sdkRun is what one driver run printed.
@@ -232,9 +242,20 @@ func (h *sdkHarness) drive(t *testing.T, scenario string, srv *llmtest.Server, g
 	return h.driveEnv(t, scenario, srv, goAhead, nil)
 }
 
+// driveOptions runs the "options" scenario with o.
+func (h *sdkHarness) driveOptions(t *testing.T, srv *llmtest.Server, o driverOptions) *sdkRun {
+	t.Helper()
+	return h.run(t, "options", srv, nil, nil, o)
+}
+
 // driveEnv is drive with arbor's environment changed: a variable set to
 // "" is removed.
 func (h *sdkHarness) driveEnv(t *testing.T, scenario string, srv *llmtest.Server, goAhead func(), env map[string]string) *sdkRun {
+	t.Helper()
+	return h.run(t, scenario, srv, goAhead, env, driverOptions{})
+}
+
+func (h *sdkHarness) run(t *testing.T, scenario string, srv *llmtest.Server, goAhead func(), env map[string]string, o driverOptions) *sdkRun {
 	t.Helper()
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
@@ -258,7 +279,7 @@ func (h *sdkHarness) driveEnv(t *testing.T, scenario string, srv *llmtest.Server
 			arborEnv[k] = v
 		}
 	}
-	cfg, err := json.Marshal(driverConfig{CLI: h.bin, Cwd: ws, Env: arborEnv})
+	cfg, err := json.Marshal(driverConfig{CLI: h.bin, Cwd: ws, Env: arborEnv, driverOptions: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +420,13 @@ func (r *sdkRun) result(t *testing.T) sdkMessage {
 
 // sdkMessage holds the fields of the SDK messages the test looks at.
 type sdkMessage struct {
-	Type      string      `json:"type"`
+	Type    string   `json:"type"`
+	Tools   []string `json:"tools"`
+	Mode    string   `json:"permissionMode"`
+	Denials []struct {
+		ToolName  string `json:"tool_name"`
+		ToolUseID string `json:"tool_use_id"`
+	} `json:"permission_denials"`
 	Subtype   string      `json:"subtype"`
 	SessionID string      `json:"session_id"`
 	Model     string      `json:"model"`

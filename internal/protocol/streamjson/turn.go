@@ -13,6 +13,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/permission"
 )
 
 // text flattens a user message's content (a string, or text blocks) and
@@ -62,6 +63,14 @@ func newUUID() string {
 // an interrupt.
 func (s *Server) turn(ctx context.Context, t userTurn) {
 	start := time.Now()
+	s.mu.Lock()
+	initErr := s.initErr
+	s.mu.Unlock()
+	if initErr != nil {
+		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+			Errors: []string{initErr.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, UUID: newUUID()})
+		return
+	}
 	sess, err := s.session(ctx)
 	// A Claude Agent SDK client cannot answer auth_required (it says the
 	// subtype is unsupported): the error result names what to set instead.
@@ -73,22 +82,28 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	if err != nil {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: s.sessionID(), DurationMS: time.Since(start).Milliseconds(),
-			PermissionDenials: []any{}, UUID: newUUID()})
+			PermissionDenials: []permissionDenial{}, UUID: newUUID()})
 		return
 	}
 	s.write(s.initMessage(sess.ID))
 
 	before, _, _ := sess.Agent.Usage()
 	s.apiTime.Store(0)
+	s.mu.Lock()
+	s.denials = nil
+	s.mu.Unlock()
 	res := sess.Agent.Send(ctx, llm.UserText(t.text))
 	s.events.Flush()
 
 	after, cost, _ := sess.Agent.Usage()
+	s.mu.Lock()
+	denials := append([]permissionDenial{}, s.denials...)
+	s.mu.Unlock()
 	u := usageDelta(before, after)
 	r := resultMessage{
 		Type: "result", Subtype: "success", Result: res.Text, SessionID: sess.ID,
 		DurationMS: time.Since(start).Milliseconds(), DurationAPIMS: time.Duration(s.apiTime.Load()).Milliseconds(),
-		NumTurns: res.Steps, Usage: u, TotalCostUSD: cost, PermissionDenials: []any{}, UUID: newUUID(),
+		NumTurns: res.Steps, Usage: u, TotalCostUSD: cost, PermissionDenials: denials, UUID: newUUID(),
 	}
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
@@ -96,6 +111,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	case agent.OutcomeMaxTurns:
 		r.Subtype, r.IsError, r.Errors = "error_max_turns", true, []string{fmt.Sprintf("Reached maximum number of turns (%d)", res.Steps)}
 	case agent.OutcomeCancelled:
+		if errors.Is(res.Err, errBudget) {
+			r.Subtype, r.IsError, r.Errors = "error_max_budget_usd", true, []string{res.Err.Error()}
+			break
+		}
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"[Request interrupted by user]"}
 	default:
 		msg := string(res.Outcome)
@@ -103,8 +122,31 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			msg = res.Err.Error()
 		}
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{msg}
+		if errors.Is(res.Err, errBudget) {
+			r.Subtype = "error_max_budget_usd"
+		}
 	}
 	s.write(r)
+}
+
+// modeName is the permission mode as the client names it: Claude Code's
+// names under Claude Code's argv, arbor's otherwise.
+func (s *Server) modeName() string {
+	if s.opts.ClaudeCode {
+		return claudeMode(s.app.Permissions.Mode())
+	}
+	return string(s.app.Permissions.Mode())
+}
+
+// claudeMode is Claude Code's name for a permission mode.
+func claudeMode(m permission.Mode) string {
+	switch m {
+	case permission.ModeAutoEdit:
+		return "acceptEdits"
+	case permission.ModeTrust:
+		return "bypassPermissions"
+	}
+	return string(m)
 }
 
 func usageDelta(before, after llm.Usage) apiUsage {
@@ -118,7 +160,7 @@ func usageDelta(before, after llm.Usage) apiUsage {
 func (s *Server) initMessage(sessionID string) initMessage {
 	sess := s.current()
 	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
-		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []mcpServer{}, SlashCommands: []string{},
+		PermissionMode: s.modeName(), APIKeySource: "environment", MCPServers: []mcpServer{}, SlashCommands: []string{},
 		OutputStyle: "default", UUID: newUUID()}
 	if sess != nil {
 		m.Model = sess.Model.Ref.Ref

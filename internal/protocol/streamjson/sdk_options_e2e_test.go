@@ -1,0 +1,186 @@
+//go:build unix
+
+package streamjson_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+// TestSDKOptions drives the built binary through the real SDK with the
+// options a program passes to query(): each must work or be refused with
+// an error, never be ignored.
+func TestSDKOptions(t *testing.T) {
+	t.Parallel()
+	h := setupSDK(t)
+
+	shellCall := func(id, cmd string) llmtest.Turn {
+		return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: id, Name: "shell", Input: map[string]any{"command": cmd}}}}
+	}
+	noFile := func(r *sdkRun, t *testing.T, name string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(r.workspace, name)); !os.IsNotExist(err) {
+			r.fatalf(t, "%s exists: a call that should have been refused ran", name)
+		}
+	}
+
+	t.Run("disallowedTools", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(shellCall("toolu_d1", "echo x > ran.txt"), llmtest.Turn{Text: "refused"})
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{
+			"disallowedTools": []string{"Bash"}, "permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true}})
+		r.requireDone(t)
+		noFile(r, t, "ran.txt")
+		r.find(t, "an error tool_result for toolu_d1", func(m sdkMessage) bool {
+			return m.Type == "user" && m.hasBlock(func(b sdkBlock) bool { return b.ToolUseID == "toolu_d1" && b.IsError })
+		})
+	})
+
+	t.Run("tools", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "ok"})
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"tools": []string{"Read", "Grep"}}})
+		r.requireDone(t)
+		init := r.find(t, "system/init", func(m sdkMessage) bool { return m.Type == "system" && m.Subtype == "init" })
+		if strings.Join(init.Tools, ",") != "read_file,grep" {
+			r.fatalf(t, "init.tools = %q, want read_file, grep", init.Tools)
+		}
+		var offered []string
+		for _, ts := range srv.Requests()[0].Tools {
+			offered = append(offered, ts.Name)
+		}
+		if strings.Join(offered, ",") != "read_file,grep" {
+			r.fatalf(t, "the model was offered %q, want read_file, grep", offered)
+		}
+	})
+
+	t.Run("systemPrompt", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "ok"})
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"systemPrompt": "You are the test bot."}})
+		r.requireDone(t)
+		if got := srv.Requests()[0].System; got != "You are the test bot." {
+			r.fatalf(t, "system prompt sent to the model = %q, want the client's", got)
+		}
+	})
+
+	t.Run("appendSystemPrompt", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "ok"})
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{
+			"systemPrompt": map[string]any{"type": "preset", "preset": "claude_code", "append": "APPENDED-BY-CLIENT"}}})
+		r.requireDone(t)
+		got := srv.Requests()[0].System
+		if !strings.HasSuffix(got, "APPENDED-BY-CLIENT") || len(got) <= len("APPENDED-BY-CLIENT")+1 {
+			r.fatalf(t, "system prompt sent to the model = %q, want arbor's with the client's text appended", got)
+		}
+	})
+
+	t.Run("deny", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(shellCall("toolu_n1", "echo x > ran.txt"), llmtest.Turn{Text: "understood"})
+		r := h.driveOptions(t, srv, driverOptions{CanUseTool: "deny"})
+		r.requireDone(t)
+		noFile(r, t, "ran.txt")
+		res := r.result(t)
+		if res.Subtype != "success" || len(res.Denials) != 1 || res.Denials[0].ToolUseID != "toolu_n1" {
+			r.fatalf(t, "result subtype %q, permission_denials %+v; want success and the one denial of toolu_n1", res.Subtype, res.Denials)
+		}
+	})
+
+	t.Run("deny-interrupt", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(shellCall("toolu_i1", "echo x > ran.txt"), llmtest.Turn{Text: "must not be asked"})
+		r := h.driveOptions(t, srv, driverOptions{CanUseTool: "deny-interrupt"})
+		noFile(r, t, "ran.txt")
+		res := r.result(t)
+		if !res.IsError || len(res.Denials) != 1 {
+			r.fatalf(t, "result is_error %v, permission_denials %+v; want an error result listing the denial", res.IsError, res.Denials)
+		}
+		if n := len(srv.Requests()); n != 1 {
+			r.fatalf(t, "model requests = %d, want 1: a denial with interrupt ends the turn", n)
+		}
+	})
+
+	t.Run("hook-deny", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(shellCall("toolu_h1", "echo x > ran.txt"), llmtest.Turn{Text: "blocked"})
+		r := h.driveOptions(t, srv, driverOptions{PreToolUseDeny: "Bash", Options: map[string]any{
+			"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true}})
+		r.requireDone(t)
+		noFile(r, t, "ran.txt")
+		if hs := r.driverEvents("hook"); len(hs) != 1 || hs[0].ToolUseID != "toolu_h1" || hs[0].Message != "PreToolUse" {
+			r.fatalf(t, "hook calls %+v; want one PreToolUse for toolu_h1", hs)
+		}
+		res := r.result(t)
+		if len(res.Denials) != 1 || res.Denials[0].ToolUseID != "toolu_h1" {
+			r.fatalf(t, "permission_denials %+v; want the hook's denial", res.Denials)
+		}
+		if tr := lastToolResult(srv.Requests()[1]); tr == nil || !tr.IsError || !strings.Contains(tr.Content, "blocked by the hook") {
+			r.fatalf(t, "the model saw %+v; want an error result with the hook's reason", tr)
+		}
+	})
+
+	t.Run("unsupported-hook", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "never"})
+		r := h.driveOptions(t, srv, driverOptions{Prompt: "hi", Options: map[string]any{}, StopHook: true})
+		// The SDK goes on after an initialize error, so the turn fails.
+		if res := r.result(t); !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "Stop") {
+			r.fatalf(t, "result is_error %v errors %q; want the refusal naming the Stop hook", res.IsError, res.Errors)
+		}
+		if n := len(srv.Requests()); n != 0 {
+			r.fatalf(t, "model requests = %d, want 0", n)
+		}
+	})
+
+	t.Run("sessions", func(t *testing.T) {
+		t.Parallel()
+		srv1, srv2, srv3 := llmtest.NewServer(llmtest.Turn{Text: "first"}), llmtest.NewServer(llmtest.Turn{Text: "forked"}), llmtest.NewServer(llmtest.Turn{Text: "continued"})
+		state := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+		const id = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
+		r1 := h.run(t, "options", srv1, nil, state, driverOptions{Prompt: "one", Options: map[string]any{"sessionId": id}})
+		r1.requireDone(t)
+		if res := r1.result(t); res.SessionID != id {
+			r1.fatalf(t, "session_id %q, want the sessionId option %q", res.SessionID, id)
+		}
+		r2 := h.run(t, "options", srv2, nil, state, driverOptions{Prompt: "two", Options: map[string]any{"resume": id, "forkSession": true}})
+		r2.requireDone(t)
+		forked := r2.result(t).SessionID
+		if forked == id || !isUUID(forked) {
+			r2.fatalf(t, "forked session_id %q; want a new UUID", forked)
+		}
+		if got := len(srv2.Requests()[0].Messages); got != 3 {
+			r2.fatalf(t, "the forked turn sent %d messages, want 3 (the first exchange and the new prompt)", got)
+		}
+		r3 := h.run(t, "options", srv3, nil, state, driverOptions{Prompt: "three", Options: map[string]any{"continue": true}})
+		r3.requireDone(t)
+		if got := r3.result(t).SessionID; got != forked {
+			r3.fatalf(t, "continue used session %q, want the latest, %q", got, forked)
+		}
+		// The original is untouched by the fork and the continuation.
+		if got := len(srv3.Requests()[0].Messages); got != 5 {
+			r3.fatalf(t, "the continued turn sent %d messages, want 5", got)
+		}
+	})
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
