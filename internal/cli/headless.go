@@ -155,10 +155,30 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 // errNoSession: --continue found no conversation to continue.
 var errNoSession = errors.New("--continue: there is no stored session yet")
 
-// splitList splits a comma- or space-separated list, as Claude Code's
-// tool flags take; "" is nil.
+// splitList splits a list of tools or rules separated by commas or spaces
+// outside parentheses ("Bash(git log *),Read"), as Claude Code's tool
+// flags take; "" is nil.
 func splitList(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+	var out []string
+	depth, start := 0, 0
+	flush := func(end int) {
+		if f := strings.TrimSpace(s[start:end]); f != "" {
+			out = append(out, f)
+		}
+	}
+	for i, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case (r == ',' || r == ' ') && depth == 0:
+			flush(i)
+			start = i + 1
+		}
+	}
+	flush(len(s))
+	return out
 }
 
 // isUUID reports whether s is a UUID in its canonical text form.

@@ -1,6 +1,10 @@
 package tool
 
-import "strings"
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
 
 // claudeCodeNames maps Claude Code's tool names to the built-ins that do
 // the same job, so that rules and tool lists written for Claude Code (the
@@ -57,4 +61,48 @@ func ClaudeCodeName(arbor string) string {
 		}
 	}
 	return ""
+}
+
+// claudeCodeInput renames the arguments of a call made with Claude Code's
+// argument names (file_path, Grep's glob and -i, TodoWrite's activeForm)
+// to arbor's; input that does not decode is returned unchanged, for the
+// tool to report.
+func claudeCodeInput(arbor string, input json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) != nil {
+		return input
+	}
+	rename := func(from, to string) {
+		if v, ok := m[from]; ok {
+			if _, taken := m[to]; !taken {
+				m[to] = v
+			}
+			delete(m, from)
+		}
+	}
+	rename("file_path", "path")
+	switch arbor {
+	case "grep":
+		rename("glob", "include")
+		rename("-i", "ignore_case")
+	case "todo_write":
+		var todos []map[string]json.RawMessage
+		if json.Unmarshal(m["todos"], &todos) == nil {
+			for i, td := range todos {
+				if v, ok := td["activeForm"]; ok {
+					td["active_form"] = v
+					delete(td, "activeForm")
+				}
+				if _, ok := td["id"]; !ok {
+					td["id"] = json.RawMessage(strconv.Quote(strconv.Itoa(i + 1)))
+				}
+			}
+			m["todos"], _ = json.Marshal(todos)
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return input
+	}
+	return out
 }

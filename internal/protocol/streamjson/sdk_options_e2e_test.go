@@ -138,6 +138,53 @@ func TestSDKOptions(t *testing.T) {
 		}
 	})
 
+	t.Run("plan", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_p1", Name: "Write", Input: map[string]any{"file_path": "ran.txt", "content": "x"}}}},
+			llmtest.Turn{Text: "planned"})
+		r := h.driveOptions(t, srv, driverOptions{CanUseTool: "allow", Options: map[string]any{"permissionMode": "plan"}})
+		r.requireDone(t)
+		noFile(r, t, "ran.txt")
+		if init := r.find(t, "system/init", func(m sdkMessage) bool { return m.Type == "system" && m.Subtype == "init" }); init.Mode != "plan" {
+			r.fatalf(t, "init.permissionMode = %q, want plan", init.Mode)
+		}
+		if n := len(r.driverEvents("can_use_tool")); n != 0 {
+			r.fatalf(t, "canUseTool was asked %d times; plan mode denies writes without asking", n)
+		}
+	})
+
+	t.Run("Bash", func(t *testing.T) {
+		t.Parallel()
+		// A model trained on Claude Code calls Bash; allowedTools names it.
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_b1", Name: "Bash", Input: map[string]any{"command": "echo hi > ran.txt"}}}},
+			llmtest.Turn{Text: "ran"})
+		r := h.driveOptions(t, srv, driverOptions{CanUseTool: "deny", Options: map[string]any{"allowedTools": []string{"Bash(echo *)"}}})
+		r.requireDone(t)
+		if b, err := os.ReadFile(filepath.Join(r.workspace, "ran.txt")); err != nil || strings.TrimSpace(string(b)) != "hi" {
+			r.fatalf(t, "ran.txt = %q, %v; want the command run without asking", b, err)
+		}
+		if n := len(r.driverEvents("can_use_tool")); n != 0 {
+			r.fatalf(t, "canUseTool was asked %d times; allowedTools allows the call", n)
+		}
+	})
+
+	t.Run("Bash-canUseTool", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_c1", Name: "Bash", Input: map[string]any{"command": "echo hi > ran.txt"}}}},
+			llmtest.Turn{Text: "ran"})
+		r := h.driveOptions(t, srv, driverOptions{CanUseTool: "allow"})
+		r.requireDone(t)
+		if asked := r.driverEvents("can_use_tool"); len(asked) != 1 || asked[0].ToolUseID != "toolu_c1" {
+			r.fatalf(t, "canUseTool calls %+v; want one for toolu_c1", asked)
+		}
+		if _, err := os.Stat(filepath.Join(r.workspace, "ran.txt")); err != nil {
+			r.fatalf(t, "the approved command did not run: %v", err)
+		}
+	})
+
 	t.Run("sessions", func(t *testing.T) {
 		t.Parallel()
 		srv1, srv2, srv3 := llmtest.NewServer(llmtest.Turn{Text: "first"}), llmtest.NewServer(llmtest.Turn{Text: "forked"}), llmtest.NewServer(llmtest.Turn{Text: "continued"})

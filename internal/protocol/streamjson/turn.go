@@ -145,6 +145,8 @@ func claudeMode(m permission.Mode) string {
 		return "acceptEdits"
 	case permission.ModeTrust:
 		return "bypassPermissions"
+	case permission.ModeDontAsk:
+		return "dontAsk"
 	}
 	return string(m)
 }
