@@ -91,12 +91,13 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			Subtype:      "initialize",
 			Capabilities: capabilities{CanUseTool: true, HostExecutedShell: true},
 			Commands:     []string{}, Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
-			Models: s.models(), Account: accountInfo{APIKeySource: "environment"}, PID: os.Getpid(),
+			Models: s.models(), Account: accountInfo{APIKeySource: s.keySource()}, PID: os.Getpid(),
 		})
 		// The session's init line follows when the runner gets to it; a
-		// refused one is not missed, as every turn sends it again.
+		// refused one is not missed, as every turn sends it again. Claude
+		// Code sends it once per turn only, so its clients get it then.
 		s.submit("session", func(ctx context.Context) {
-			if sess, err := s.session(ctx); err == nil {
+			if sess, err := s.session(ctx); err == nil && !s.opts.ClaudeCode {
 				s.write(s.initMessage(sess.ID))
 			}
 		}, func(error) {})

@@ -153,6 +153,29 @@ type streamEvent struct {
 	UUID            string      `json:"uuid,omitempty"`
 }
 
+// rawStreamEvent is a stream_event line as Claude Code writes it: one of
+// Anthropic's raw stream events.
+type rawStreamEvent struct {
+	Type            string   `json:"type"` // "stream_event"
+	Event           rawEvent `json:"event"`
+	SessionID       string   `json:"session_id"`
+	ParentToolUseID *string  `json:"parent_tool_use_id"`
+	UUID            string   `json:"uuid"`
+}
+
+// modelUsage is one model's share of a turn, as Claude Code's result
+// reports it under modelUsage.
+type modelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	WebSearchRequests        int64   `json:"webSearchRequests"`
+	CostUSD                  float64 `json:"costUSD"`
+	ContextWindow            int64   `json:"contextWindow"`
+	MaxOutputTokens          int64   `json:"maxOutputTokens"`
+}
+
 type streamDelta struct {
 	Subtype   string `json:"subtype"`
 	Content   string `json:"content,omitempty"`
@@ -213,7 +236,8 @@ type resultMessage struct {
 	NumTurns          int                `json:"num_turns"`
 	Usage             apiUsage           `json:"usage"`
 	TotalCostUSD      float64            `json:"total_cost_usd"`
-	PermissionDenials []permissionDenial `json:"permission_denials"`
+	ModelUsage        map[string]modelUsage `json:"modelUsage"`
+	PermissionDenials []permissionDenial    `json:"permission_denials"`
 	UUID              string             `json:"uuid"`
 }
 

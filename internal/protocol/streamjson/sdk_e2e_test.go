@@ -420,9 +420,21 @@ func (r *sdkRun) result(t *testing.T) sdkMessage {
 
 // sdkMessage holds the fields of the SDK messages the test looks at.
 type sdkMessage struct {
-	Type    string   `json:"type"`
-	Tools   []string `json:"tools"`
-	Mode    string   `json:"permissionMode"`
+	Type      string   `json:"type"`
+	Tools     []string `json:"tools"`
+	Mode      string   `json:"permissionMode"`
+	KeySource string   `json:"apiKeySource"`
+	Event     *struct {
+		Type  string `json:"type"`
+		Delta struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"delta"`
+	} `json:"event"`
+	ModelUsage map[string]struct {
+		InputTokens  int64 `json:"inputTokens"`
+		OutputTokens int64 `json:"outputTokens"`
+	} `json:"modelUsage"`
 	Denials []struct {
 		ToolName  string `json:"tool_name"`
 		ToolUseID string `json:"tool_use_id"`
@@ -437,7 +449,8 @@ type sdkMessage struct {
 }
 
 type sdkAPIBody struct {
-	Role string `json:"role"`
+	Role  string          `json:"role"`
+	Usage json.RawMessage `json:"usage"`
 	// Content is a string or an array of blocks.
 	Content json.RawMessage `json:"content"`
 }

@@ -185,6 +185,45 @@ func TestSDKOptions(t *testing.T) {
 		}
 	})
 
+	t.Run("partial-messages", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "Hello streamed"})
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"includePartialMessages": true}})
+		r.requireDone(t)
+		var kinds []string
+		var text string
+		inits := 0
+		for _, m := range r.messages {
+			switch {
+			case m.Type == "stream_event" && m.Event != nil:
+				kinds = append(kinds, m.Event.Type)
+				if m.Event.Type == "content_block_delta" && m.Event.Delta.Type == "text_delta" {
+					text += m.Event.Delta.Text
+				}
+			case m.Type == "system" && m.Subtype == "init":
+				inits++
+				if m.Model != "claude-test" || m.KeySource != "ANTHROPIC_API_KEY" {
+					r.fatalf(t, "init model %q apiKeySource %q; want claude-test (no provider prefix) and ANTHROPIC_API_KEY", m.Model, m.KeySource)
+				}
+			}
+		}
+		got := strings.Join(kinds, " ")
+		if !strings.HasPrefix(got, "message_start content_block_start content_block_delta") || !strings.HasSuffix(got, "content_block_stop message_delta message_stop") || text != "Hello streamed" {
+			r.fatalf(t, "stream events %q with text %q; want Anthropic's raw events carrying %q", got, text, "Hello streamed")
+		}
+		if inits != 1 {
+			r.fatalf(t, "system/init sent %d times, want once for the one query", inits)
+		}
+		a := r.find(t, "an assistant message", func(m sdkMessage) bool { return m.Type == "assistant" })
+		if a.Message == nil || len(a.Message.Usage) == 0 {
+			r.fatalf(t, "assistant message without usage")
+		}
+		res := r.result(t)
+		if mu, ok := res.ModelUsage["claude-test"]; !ok || mu.OutputTokens == 0 {
+			r.fatalf(t, "result modelUsage %+v; want claude-test with its tokens", res.ModelUsage)
+		}
+	})
+
 	t.Run("sessions", func(t *testing.T) {
 		t.Parallel()
 		srv1, srv2, srv3 := llmtest.NewServer(llmtest.Turn{Text: "first"}), llmtest.NewServer(llmtest.Turn{Text: "forked"}), llmtest.NewServer(llmtest.Turn{Text: "continued"})

@@ -108,6 +108,13 @@ type Server struct {
 	initErr error
 	// denials are the calls refused in the running turn.
 	denials []permissionDenial
+	// modelUsage adds up the running turn's model calls by model.
+	modelUsage map[string]modelUsage
+	// pending is an assistant line held until its usage is known (the
+	// subscriber's; written at the next event or at the end of the turn).
+	pending *messageLine
+	// raw is the Anthropic stream state of the subscriber.
+	raw rawStream
 	// hookCalls are the hook_callback requests waiting for an answer.
 	hookCalls map[string]chan hookReply
 
@@ -209,7 +216,7 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 		if s.singlePrompt {
 			s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 				Errors:    []string{"single-prompt mode runs only the prompt given as an argument; this user message was not run"},
-				SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, UUID: newUUID()})
+				SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 			return false
 		}
 		text, err := u.text()
@@ -279,7 +286,7 @@ func (s *Server) submit(kind string, run func(ctx context.Context), refused func
 func (s *Server) submitTurn(t userTurn) {
 	s.submit("turn", func(ctx context.Context) { s.turn(ctx, t) }, func(err error) {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
-			Errors: []string{err.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, UUID: newUUID()})
+			Errors: []string{err.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 	})
 }
 
