@@ -224,21 +224,21 @@ type apiUsage struct {
 }
 
 type resultMessage struct {
-	Type              string             `json:"type"` // "result"
-	Subtype           string             `json:"subtype"`
-	IsError           bool               `json:"is_error"`
-	Result            string             `json:"result"`
-	StopReason        string             `json:"stop_reason,omitempty"`
-	Errors            []string           `json:"errors,omitempty"`
-	SessionID         string             `json:"session_id"`
-	DurationMS        int64              `json:"duration_ms"`
-	DurationAPIMS     int64              `json:"duration_api_ms"`
-	NumTurns          int                `json:"num_turns"`
-	Usage             apiUsage           `json:"usage"`
-	TotalCostUSD      float64            `json:"total_cost_usd"`
+	Type              string                `json:"type"` // "result"
+	Subtype           string                `json:"subtype"`
+	IsError           bool                  `json:"is_error"`
+	Result            string                `json:"result"`
+	StopReason        string                `json:"stop_reason,omitempty"`
+	Errors            []string              `json:"errors,omitempty"`
+	SessionID         string                `json:"session_id"`
+	DurationMS        int64                 `json:"duration_ms"`
+	DurationAPIMS     int64                 `json:"duration_api_ms"`
+	NumTurns          int                   `json:"num_turns"`
+	Usage             apiUsage              `json:"usage"`
+	TotalCostUSD      float64               `json:"total_cost_usd"`
 	ModelUsage        map[string]modelUsage `json:"modelUsage"`
 	PermissionDenials []permissionDenial    `json:"permission_denials"`
-	UUID              string             `json:"uuid"`
+	UUID              string                `json:"uuid"`
 }
 
 // permissionDenial is one refused call, as Claude Code lists them in the
