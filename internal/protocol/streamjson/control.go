@@ -111,6 +111,10 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		s.succeed(id, nil)
 		return true
 	case "switch_model", "set_model":
+		if p.Model == "" {
+			s.fail(id, fmt.Errorf("%s needs a model", p.Subtype))
+			return false
+		}
 		// Queued behind the work already submitted: the turns sent before
 		// it finish on the old model, the ones after it use the new one.
 		s.submit("model", func(ctx context.Context) {
@@ -215,9 +219,16 @@ func (s *Server) request(in agent.Interaction) {
 	switch in.Kind {
 	case agent.KindApproval:
 		a := in.Approval
-		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: outRequest{
-			Subtype: "can_use_tool", ToolName: a.Tool, ToolInput: a.Input, Input: a.Input, ToolUseID: a.CallID, Reason: a.Reason,
-		}})
+		req := outRequest{Subtype: "can_use_tool", ToolName: a.Tool, ToolInput: a.Input, Input: a.Input, ToolUseID: a.CallID,
+			Reason: a.Reason, DecisionReason: a.Reason}
+		if a.SuggestedRule != "" {
+			rv := ruleValue{ToolName: a.Tool}
+			if r, err := permission.ParseRule(a.SuggestedRule, permission.Allow, permission.ScopeSession); err == nil {
+				rv = ruleValue{ToolName: r.Tool, RuleContent: r.Pattern}
+			}
+			req.PermissionSuggestions = []permissionUpdate{{Type: "addRules", Rules: []ruleValue{rv}, Behavior: "allow", Destination: "session"}}
+		}
+		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: req})
 	case agent.KindQuestion:
 		q := in.Question
 		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: outRequest{

@@ -241,6 +241,20 @@ type resultMessage struct {
 	UUID              string                `json:"uuid"`
 }
 
+// permissionUpdate is a Claude Code permission suggestion: add these
+// allow rules for the session.
+type permissionUpdate struct {
+	Type        string      `json:"type"` // "addRules"
+	Rules       []ruleValue `json:"rules"`
+	Behavior    string      `json:"behavior"`    // "allow"
+	Destination string      `json:"destination"` // "session"
+}
+
+type ruleValue struct {
+	ToolName    string `json:"toolName"`
+	RuleContent string `json:"ruleContent,omitempty"`
+}
+
 // permissionDenial is one refused call, as Claude Code lists them in the
 // result.
 type permissionDenial struct {
@@ -265,6 +279,10 @@ type outRequest struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
+	// can_use_tool, as Claude Code sends them: why it asks, and the rule
+	// that would allow such calls for the session.
+	DecisionReason        string             `json:"decision_reason,omitempty"`
+	PermissionSuggestions []permissionUpdate `json:"permission_suggestions,omitempty"`
 	// hook_callback (its input is Input)
 	CallbackID string `json:"callback_id,omitempty"`
 	// ask_user

@@ -283,3 +283,17 @@ func TestMaxBudget(t *testing.T) {
 		t.Fatalf("model requests = %d, want 1", n)
 	}
 }
+
+// TestSwitchModelNeedsModel: switch_model without a model is refused at
+// once.
+func TestSwitchModelNeedsModel(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{})
+	b.Send(`{"type":"control_request","request_id":"m-1","request":{"subtype":"switch_model"}}`)
+	if r := b.Next(typ("control_response", "")); r.Response.Subtype != "error" || r.Response.RequestID != "m-1" || !strings.Contains(r.Response.Error, "needs a model") {
+		t.Fatalf("response %s", r.raw)
+	}
+	b.Close()
+}

@@ -118,6 +118,9 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			r.Subtype, r.IsError, r.Errors = "error_max_budget_usd", true, []string{res.Err.Error()}
 			break
 		}
+		// As Claude Code does, the transcript the client sees says so.
+		s.write(messageLine{Type: "user", SessionID: sess.ID, UUID: newUUID(), Message: apiMessage{Role: "user",
+			Content: []apiBlock{{Type: "text", Text: "[Request interrupted by user]"}}}})
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"[Request interrupted by user]"}
 	default:
 		msg := string(res.Outcome)
