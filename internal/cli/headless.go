@@ -152,6 +152,24 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 	return "", usageError{errNoSession}
 }
 
+// unsupportedFlags lists the flags of args that runSDK does not define.
+func unsupportedFlags(fs *pflag.FlagSet, args []string) []string {
+	var bad []string
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if fs.Lookup(name) == nil {
+			bad = append(bad, "--"+name)
+		}
+	}
+	return bad
+}
+
 // errNoSession: --continue found no conversation to continue.
 var errNoSession = errors.New("--continue: there is no stored session yet")
 
@@ -280,8 +298,26 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	fs.BoolVar(&o.ForkSession, "fork-session", false, "")
 	fs.StringVar(&o.SessionID, "session-id", "", "")
 	fs.Float64Var(&o.MaxBudgetUSD, "max-budget-usd", 0, "")
+	var settingSources string
+	fs.StringVar(&settingSources, "setting-sources", "", "")
+	var debug bool
+	var debugFile string
+	fs.BoolVar(&debug, "debug", false, "")
+	fs.StringVar(&debugFile, "debug-file", "", "")
+	fs.Bool("allow-dangerously-skip-permissions", false, "")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
+		return ExitUsage
+	}
+	// A Claude Code option arbor does not implement is refused, never
+	// silently ignored: the program would otherwise run without what it
+	// asked for (see docs/headless-stream-json.md, SDK options).
+	if bad := unsupportedFlags(fs, args); len(bad) > 0 {
+		fmt.Fprintf(s.Err, "arbor: not supported by arbor, so refused rather than ignored: %s\n", strings.Join(bad, ", "))
+		return ExitUsage
+	}
+	if settingSources != "" {
+		fmt.Fprintf(s.Err, "arbor: --setting-sources %s: arbor does not read Claude Code's settings files; pass settingSources: [] or leave it out\n", settingSources)
 		return ExitUsage
 	}
 	g.stderr = s.Err
