@@ -90,11 +90,15 @@ type Config struct {
 	// ContextWindow in tokens (default 128k) and the compaction policy.
 	ContextWindow int64
 	Compaction    CompactionPolicy
-	// Gate, when set, is asked before every model call; an error ends the
-	// Send as failed with that error (the tree's run budget uses it).
-	Gate func(ctx context.Context) error
+	// Gate, when set, is asked before every model call (steps and
+	// compaction summaries) with an estimate of the call: its input as
+	// the context's estimated tokens, its output as OutputEstimate of
+	// MaxTokens, and their cost at Price (0 when unknown). It may wait for room; an error ends the Send as
+	// failed with that error. The tree's budgets reserve the estimate.
+	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge, when set, is told each model call's usage and cost as soon
-	// as it is recorded, before the next Gate (the tree's budgets use it).
+	// as it is recorded, before the next Gate; it settles what the Gate
+	// reserved (the tree's budgets use it).
 	Charge func(call llm.Usage, cost float64)
 	// Secrets are values (API keys, tokens) that must never reach the
 	// transcript, the model or events: tool output containing one is stored
@@ -279,13 +283,13 @@ func (a *Agent) run(ctx context.Context) Result {
 		if err := ctx.Err(); err != nil {
 			return Result{Outcome: OutcomeCancelled, Text: last, Steps: step - 1}
 		}
-		if a.cfg.Gate != nil {
-			if err := a.cfg.Gate(ctx); err != nil {
-				return Result{Outcome: OutcomeFailed, Text: last, Steps: step - 1, Err: err}
-			}
-		}
+		// Compaction first: its summary is a model call with a gate of
+		// its own, and the step's estimate is of the compacted context.
 		m := a.currentModel()
 		a.maybeCompact(ctx, m)
+		if err := a.gate(ctx, a.estimateTokens(), m); err != nil {
+			return Result{Outcome: OutcomeFailed, Text: last, Steps: step - 1, Err: err}
+		}
 		a.publish(&StepStarted{Step: step, Model: m.ref})
 		resp, err := a.call(ctx, m)
 		if err != nil {
@@ -400,28 +404,67 @@ func (a *Agent) record(ctx context.Context, resp *llm.Response, m modelState) er
 	if err := a.append(context.WithoutCancel(ctx), resp.Message); err != nil {
 		return err
 	}
+	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: m.ref, ResponseID: resp.ID})
+	return a.account(ctx, resp.Usage, m)
+}
+
+// DefaultOutputEstimate bounds the output a call is assumed to produce,
+// for the Gate's estimate: the response cap, but no more than this (the
+// Anthropic provider's default cap). Estimating every call at a 64k cap
+// would let only one call run near the end of any budget; a call that
+// writes more than this can overshoot by the difference.
+const DefaultOutputEstimate = 8192
+
+// OutputEstimate is the output assumed of a call whose response cap is
+// limit (0 = the provider's default).
+func OutputEstimate(limit int64) int64 {
+	if limit <= 0 {
+		return DefaultOutputEstimate
+	}
+	return min(limit, DefaultOutputEstimate)
+}
+
+// gate asks the Gate, if any, for a call to m whose input is about input
+// tokens.
+func (a *Agent) gate(ctx context.Context, input int64, m modelState) error {
+	if a.cfg.Gate == nil {
+		return nil
+	}
+	est := llm.Usage{InputTokens: input, OutputTokens: OutputEstimate(a.cfg.MaxTokens)}
+	cost := 0.0
+	if m.price != nil {
+		cost = m.price.Cost(est)
+	}
+	return a.cfg.Gate(ctx, est, cost)
+}
+
+// account records one model call's usage (a step or a compaction summary)
+// on model m in the session's totals and the store, charges it, and
+// publishes it.
+func (a *Agent) account(ctx context.Context, u llm.Usage, m modelState) error {
 	cost, known := 0.0, m.price != nil
 	if known {
-		cost = m.price.Cost(resp.Usage)
+		cost = m.price.Cost(u)
 	}
 	a.mu.Lock()
-	a.usage = a.usage.Add(resp.Usage)
+	a.usage = a.usage.Add(u)
 	a.cost += cost
 	a.costKnown = a.costKnown && known
 	total, totalCost, totalKnown := a.usage, a.cost, a.costKnown
 	a.mu.Unlock()
+	// Charge before anything can fail: the call was made, so the
+	// reservation its gate made is settled whatever happens next.
+	if a.cfg.Charge != nil {
+		a.cfg.Charge(u, cost)
+	}
 	err := a.cfg.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
-		SessionID: a.cfg.SessionID, Model: m.ref, Usage: resp.Usage,
+		SessionID: a.cfg.SessionID, Model: m.ref, Usage: u,
 		CostUSD: cost, CostKnown: known, At: time.Now().UTC(),
 	})
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
-	if a.cfg.Charge != nil {
-		a.cfg.Charge(resp.Usage, cost)
-	}
-	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: m.ref, ResponseID: resp.ID})
-	a.publish(&UsageUpdated{Model: m.ref, Call: resp.Usage, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown})
+	a.publish(&UsageUpdated{Model: m.ref, Call: u, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown})
 	return nil
 }
 

@@ -397,3 +397,70 @@ func TestLoopDetection(t *testing.T) {
 		t.Fatalf("sixth call should not run: %q", stopped.Content)
 	}
 }
+
+// TestCompactionIsGatedAndCharged: a compaction summary is a model call
+// like a step: it passes the gate with an estimate before it starts, and
+// is charged and recorded on the session after.
+func TestCompactionIsGatedAndCharged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, text("first answer"), text("the summary"), text("second answer"))
+	var mu sync.Mutex
+	var gates []llm.Usage
+	var charged []llm.Usage
+	cfg := b.cfg
+	cfg.ContextWindow = 1 // every step compacts what it can
+	cfg.Compaction = agent.CompactionPolicy{KeepRecent: 1}
+	cfg.Gate = func(_ context.Context, est llm.Usage, cost float64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if est.OutputTokens != agent.DefaultOutputEstimate || cost <= 0 {
+			t.Errorf("estimate %+v $%v", est, cost)
+		}
+		gates = append(gates, est)
+		return nil
+	}
+	cfg.Charge = func(u llm.Usage, _ float64) {
+		mu.Lock()
+		defer mu.Unlock()
+		charged = append(charged, u)
+	}
+	ag := agent.New(cfg)
+	if res := ag.Send(b.ctx, llm.UserText("hi")); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("first send %+v", res)
+	}
+	if res := ag.Send(b.ctx, llm.UserText("more")); res.Outcome != agent.OutcomeCompleted || res.Text != "second answer" {
+		t.Fatalf("second send %+v", res)
+	}
+	if len(b.provider.requests()) != 3 {
+		t.Fatalf("%d model calls, want 3 (step, summary, step)", len(b.provider.requests()))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gates) != 3 || len(charged) != 3 {
+		t.Fatalf("%d gates, %d charges; want 3 of each", len(gates), len(charged))
+	}
+	s, err := b.store.GetSession(b.ctx, "s1")
+	if err != nil || s.Usage.OutputTokens != 30 {
+		t.Fatalf("session usage %+v %v: the summary must be recorded", s.Usage, err)
+	}
+	if u, _, _ := ag.Usage(); u.OutputTokens != 30 {
+		t.Fatalf("agent usage %+v", u)
+	}
+}
+
+// TestInvalidToolArgumentsGoBackToTheModel: a call whose arguments were
+// not valid JSON is not run; its result tells the model, and the turn
+// goes on.
+func TestInvalidToolArgumentsGoBackToTheModel(t *testing.T) {
+	t.Parallel()
+	bad := llm.ToolCall{ID: "c1", Name: "echo", Input: json.RawMessage(`{}`), InvalidInput: `{"text": "hi"`}
+	b := setup(t, calls(bad), text("sorry, fixed"))
+	res := b.agent.Send(b.ctx, llm.UserText("hi"))
+	if res.Outcome != agent.OutcomeCompleted || res.Text != "sorry, fixed" {
+		t.Fatalf("result %+v", res)
+	}
+	rs := results(b.messages(t)[2])
+	if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "not valid JSON") || !strings.Contains(rs[0].Content, `\"text\": \"hi\"`) {
+		t.Fatalf("tool result %+v", rs)
+	}
+}

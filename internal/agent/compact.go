@@ -142,8 +142,16 @@ func (a *Agent) summarize(ctx context.Context, old []entry, m modelState) (strin
 		System:   compactionSystem,
 		Messages: []llm.Message{llm.UserText(b.String())},
 	}
+	if err := a.gate(ctx, int64((len(compactionSystem)+b.Len())/4), m); err != nil {
+		return "", fmt.Errorf("compaction summary: %w", err)
+	}
 	resp, err := llm.Collect(m.provider.Stream(WithSession(ctx, a.cfg.SessionID), req))
 	if err != nil {
+		return "", fmt.Errorf("compaction summary: %w", err)
+	}
+	// The summary is a model call like any other: recorded on the
+	// session and charged to the budgets.
+	if err := a.account(ctx, resp.Usage, m); err != nil {
 		return "", fmt.Errorf("compaction summary: %w", err)
 	}
 	text := strings.TrimSpace(resp.Message.Text())

@@ -149,7 +149,12 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 	persist := context.WithoutCancel(ctx)
 	a.publish(&ToolCallStarted{CallID: c.ID, Tool: c.Name, Input: c.Input})
 	start := time.Now()
-	out := a.cfg.Tools.Run(ctx, c)
+	var out tool.Result
+	if c.InvalidInput != "" {
+		out = tool.Errorf("the arguments of this %s call are not valid JSON, so it was not run: %.300q; call it again with a JSON object", c.Name, c.InvalidInput)
+	} else {
+		out = a.cfg.Tools.Run(ctx, c)
+	}
 	res := llm.ToolResult{CallID: c.ID, Content: a.redact(out.Content), IsError: out.IsError}
 	if ctx.Err() != nil {
 		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + res.Content, IsError: true}

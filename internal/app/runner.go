@@ -84,6 +84,22 @@ func (r *Runner) Submit(j Job) error {
 	return nil
 }
 
+// SubmitInternal queues j like Submit but past the limit: the limit is
+// for clients, and work that arbor itself derives from work already
+// accepted (a background job's result, a follow-up turn, a sub-agent's
+// report) must not be lost. It never blocks and fails only with
+// ErrRunnerClosed.
+func (r *Runner) SubmitInternal(j Job) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrRunnerClosed
+	}
+	r.queue = append(r.queue, j)
+	r.signal()
+	return nil
+}
+
 // Cancel cancels the running job with cause and reports its kind; queued
 // jobs are left to run. ok is false when nothing runs.
 func (r *Runner) Cancel(cause error) (kind string, ok bool) {

@@ -16,13 +16,14 @@ func TestRunner(t *testing.T) {
 		t.Parallel()
 		r := app.NewRunner(0)
 		r.Start(t.Context())
-		release := make(chan struct{})
+		release, started := make(chan struct{}), make(chan struct{})
 		var mu sync.Mutex
 		var order []int
 		running := 0
 		for i := range 10_000 {
 			err := r.Submit(app.Job{Kind: "turn", Run: func(context.Context) {
 				if i == 0 {
+					close(started)
 					<-release
 				}
 				mu.Lock()
@@ -38,6 +39,7 @@ func TestRunner(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		<-started
 		if kind, queued := r.State(); kind != "turn" || queued != 9_999 {
 			t.Fatalf("state %q, %d queued; want turn and 9999", kind, queued)
 		}
@@ -72,8 +74,18 @@ func TestRunner(t *testing.T) {
 		if err := r.Submit(app.Job{Run: func(context.Context) {}}); !errors.Is(err, app.ErrQueueFull) {
 			t.Fatalf("third queued job: %v, want ErrQueueFull", err)
 		}
+		internal := false
+		if err := r.SubmitInternal(app.Job{Run: func(context.Context) { internal = true }}); err != nil {
+			t.Fatalf("internal job past the limit: %v", err)
+		}
 		close(release)
 		r.Close()
+		if !internal {
+			t.Fatal("the internal job did not run")
+		}
+		if err := r.SubmitInternal(app.Job{Run: func(context.Context) {}}); !errors.Is(err, app.ErrRunnerClosed) {
+			t.Fatalf("internal job after close: %v", err)
+		}
 	})
 
 	t.Run("cancel stops the running job and leaves the queue; drop empties it", func(t *testing.T) {

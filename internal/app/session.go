@@ -32,7 +32,7 @@ type SessionOptions struct {
 	// client that writes its own, as the Claude Agent SDK's systemPrompt).
 	SystemBase string
 	// Gate is checked before every model call.
-	Gate func(ctx context.Context) error
+	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost.
 	Charge func(call llm.Usage, cost float64)
 	// RunID and NodeID name the tree node whose agent a new session is;

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
@@ -13,15 +16,71 @@ import (
 )
 
 // Engine returns a coordination engine whose node agents use model ref
-// ("" = the configured default) and maxTurns (0 = config).
+// ("" = the configured default) and maxTurns (0 = config), and may choose
+// every model of the config's node_models for their children.
 func (a *App) Engine(ref string, maxTurns int) (*tree.Engine, Model, error) {
-	m, err := a.Model(ref)
+	return a.EngineWith(EngineOptions{Model: ref, MaxTurns: maxTurns})
+}
+
+// EngineOptions configure EngineWith.
+type EngineOptions struct {
+	// Model is the run's (the root's) model; "" = the configured default.
+	Model string
+	// MaxTurns bounds each node turn; 0 = config.
+	MaxTurns int
+	// NodeModels restricts the node_models children may choose to these
+	// names; nil = all of them.
+	NodeModels []string
+}
+
+// EngineWith returns a coordination engine for o.
+func (a *App) EngineWith(o EngineOptions) (*tree.Engine, Model, error) {
+	m, err := a.Model(o.Model)
 	if err != nil {
 		return nil, Model{}, err
 	}
-	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: maxTurns}
-	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker})
+	choices, err := a.nodeModels(o.NodeModels)
+	if err != nil {
+		return nil, Model{}, err
+	}
+	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: o.MaxTurns}
+	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker,
+		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }})
 	return e, m, nil
+}
+
+// nodeModels are the config's node_models, restricted to names when given.
+func (a *App) nodeModels(names []string) ([]tree.ModelChoice, error) {
+	cfg := a.Config()
+	if names == nil {
+		names = make([]string, 0, len(cfg.NodeModels))
+		for n := range cfg.NodeModels {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+	}
+	var out []tree.ModelChoice
+	for _, n := range names {
+		ref, ok := cfg.NodeModels[n]
+		if !ok {
+			return nil, fmt.Errorf("%w: --node-models: %q is not in the config's node_models", ErrUsage, n)
+		}
+		mr, err := cfg.Resolve(ref)
+		if err != nil {
+			return nil, fmt.Errorf("node model %s: %w", n, err)
+		}
+		out = append(out, tree.ModelChoice{Name: n, Ref: mr.Ref, Price: mr.Price})
+	}
+	return out, nil
+}
+
+// priced reports whether model ref ("" = run's model m) has a known price.
+func (a *App) priced(ref string, m Model) bool {
+	if ref == "" {
+		return m.Ref.Price != nil
+	}
+	mr, err := a.Config().Resolve(ref)
+	return err == nil && mr.Price != nil
 }
 
 // HostEngine returns a coordination engine for hosted runs whose node
@@ -29,7 +88,22 @@ func (a *App) Engine(ref string, maxTurns int) (*tree.Engine, Model, error) {
 // session's sub-agents follow the session's model switches.
 func (a *App) HostEngine(ref func() string) *tree.Engine {
 	agents := &nodeAgents{app: a, ref: ref}
-	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker})
+	// Sub-agents may choose every node model of the config; one that does
+	// not resolve is left out rather than failing the session.
+	var choices []tree.ModelChoice
+	for _, n := range slices.Sorted(maps.Keys(a.Config().NodeModels)) {
+		if c, err := a.nodeModels([]string{n}); err == nil {
+			choices = append(choices, c...)
+		}
+	}
+	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker, Models: choices,
+		Priced: func(m string) bool {
+			if m == "" {
+				m = ref()
+			}
+			mm, err := a.Model(m) // "" is the configured default
+			return err == nil && mm.Ref.Price != nil
+		}})
 }
 
 // nodeAgents implements tree.Agents: every node is a session of the one
@@ -43,7 +117,7 @@ type nodeAgents struct {
 
 func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
 	o := SessionOptions{
-		Model: n.ref(), MaxTurns: n.maxTurns, Title: spec.Title,
+		Model: n.modelOf(spec), MaxTurns: n.maxTurns, Title: spec.Title,
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate, Charge: spec.Charge,
 		RunID: spec.RunID, NodeID: spec.NodeID,
 	}
@@ -57,14 +131,24 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 	return s.Agent, nil
 }
 
+// modelOf is the model of spec's node: its own, else the run's.
+func (n *nodeAgents) modelOf(spec tree.AgentSpec) string {
+	if spec.Model != "" {
+		return spec.Model
+	}
+	return n.ref()
+}
+
 const distillSystem = `You prepare context for an AI agent that is about to start a task.
 You are given results produced by other agents and an instruction saying what the new
 agent needs. Answer with only the distilled context: keep every fact, number, name and
 path the instruction asks for, drop the rest. Do not add commentary.`
 
-// Distill makes the one model call of a context_query.
-func (n *nodeAgents) Distill(ctx context.Context, query, text string) (string, error) {
-	m, err := n.app.Model(n.ref())
+// Distill makes the one model call of a context_query, on the node's
+// model: gated and charged like the node's own calls, and recorded on the
+// node's session.
+func (n *nodeAgents) Distill(ctx context.Context, spec tree.AgentSpec, query, text string) (string, error) {
+	m, err := n.app.Model(n.modelOf(spec))
 	if err != nil {
 		return "", err
 	}
@@ -74,13 +158,38 @@ func (n *nodeAgents) Distill(ctx context.Context, query, text string) (string, e
 		Messages: []llm.Message{llm.UserText(fmt.Sprintf(
 			"Instruction: %s\n\nResults:\n%s", query, text))},
 	}
-	resp, err := llm.Collect(m.Provider.Stream(ctx, req))
+	if spec.Gate != nil {
+		est := llm.Usage{InputTokens: int64(len(distillSystem)+len(req.Messages[0].Text())) / 4, OutputTokens: agent.OutputEstimate(m.Ref.MaxOutput)}
+		if err := spec.Gate(ctx, est, priceOf(m, est)); err != nil {
+			return "", err
+		}
+	}
+	resp, err := llm.Collect(m.Provider.Stream(agent.WithSession(ctx, spec.SessionID), req))
 	if err != nil {
 		return "", err
+	}
+	cost := priceOf(m, resp.Usage)
+	if spec.Charge != nil {
+		spec.Charge(resp.Usage, cost)
+	}
+	err = n.app.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
+		SessionID: spec.SessionID, Model: m.Ref.Ref, Usage: resp.Usage,
+		CostUSD: cost, CostKnown: m.Ref.Price != nil, At: time.Now().UTC(),
+	})
+	if err != nil {
+		return "", fmt.Errorf("record usage: %w", err)
 	}
 	out := strings.TrimSpace(resp.Message.Text())
 	if out == "" {
 		return "", errors.New("the model returned an empty distillation")
 	}
 	return out, nil
+}
+
+// priceOf is what u costs on m (0 when its price is unknown).
+func priceOf(m Model, u llm.Usage) float64 {
+	if m.Ref.Price == nil {
+		return 0
+	}
+	return m.Ref.Price.Cost(u)
 }

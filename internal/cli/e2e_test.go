@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
@@ -507,5 +508,52 @@ func TestHeadlessNoLocalShell(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.workspace, "ran")); err == nil {
 		t.Fatal("the command ran")
+	}
+}
+
+// TestHeadlessSigtermWhileClientStopsReading: a gateway that stopped
+// reading stdout (the pipe is full) and then sends SIGTERM still sees the
+// process exit, in both protocols: the output waits for the client only a
+// grace period once the process is signalled.
+func TestHeadlessSigtermWhileClientStopsReading(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a tree grows slowly. ", 8_000) // ~160 KiB: more than a pipe holds
+	for _, protocol := range []string{"envelope", "stream-json"} {
+		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			srv := llmtest.NewServer(llmtest.Turn{Text: long})
+			defer srv.Close()
+			model := e.useProvider("anthropic", srv.URL)
+			c, stdin, stdout := e.startPiped(t, "headless", "--protocol", protocol, "--model", model)
+			line, marker := `{"type":"send","content":"say a lot"}`, `"type":"assistant_message"`
+			if protocol == "stream-json" {
+				line, marker = `{"type":"user","message":{"role":"user","content":"say a lot"}}`, `"type":"assistant"`
+			}
+			fmt.Fprintln(stdin, line)
+			// Read until the long reply has begun, then stop reading: the
+			// rest of its line cannot fit in the pipe.
+			var seen []byte
+			chunk := make([]byte, 4096)
+			for !bytes.Contains(seen, []byte(marker)) {
+				n, err := stdout.Read(chunk)
+				if err != nil {
+					t.Fatalf("output ended before the reply: %v\n%s", err, seen)
+				}
+				seen = append(seen, chunk[:n]...)
+			}
+			if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- c.Wait() }()
+			select {
+			case <-exited:
+			case <-time.After(60 * time.Second):
+				_ = c.Process.Kill()
+				t.Fatal("arbor did not exit after SIGTERM while its client had stopped reading")
+			}
+			stdin.Close()
+		})
 	}
 }

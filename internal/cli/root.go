@@ -140,7 +140,26 @@ can be listed, inspected and continued.`,
 	pf.StringVar(&g.store, "store", "", "database file (default $XDG_STATE_HOME/arbor/arbor.db; env ARBOR_STORE)")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
 	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s))
+	usageArgs(root)
 	return root
+}
+
+// usageArgs marks the argument errors of cmd and its subcommands as usage
+// errors (exit 2), like flag errors.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil && !isUsage(err) {
+				return usageError{err}
+			} else if err != nil {
+				return err
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // isTerminal reports whether stream (a reader or writer) is an

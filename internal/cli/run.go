@@ -27,6 +27,7 @@ type runFlags struct {
 	maxParallel int
 	nodeTimeout time.Duration
 	wait        bool
+	nodeModels  []string
 }
 
 func (f *runFlags) bind(cmd *cobra.Command, create bool) {
@@ -35,6 +36,7 @@ func (f *runFlags) bind(cmd *cobra.Command, create bool) {
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final result")
 	fl.BoolVar(&f.plain, "plain", false, "print one line per transition even on a terminal")
+	fl.StringSliceVar(&f.nodeModels, "node-models", nil, "the config's node_models children may choose (names, comma-separated; default all; \"\" = none)")
 	if create {
 		fl.Float64Var(&f.budget, "budget", 0, "stop the run when it has cost this many US dollars (0 = no limit)")
 		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "stop the run when it has used this many tokens (0 = no limit)")
@@ -50,8 +52,11 @@ func newRunCmd(g *globals, s Streams) *cobra.Command {
 		Short: "Run a goal as a coordination tree of agents",
 		Long: `Run a goal. The root agent decides whether to work alone or to split the goal
 into child tasks (spawn, fork, ask) with dependencies; children run in
-parallel and hand their results up for synthesis. If the only argument names
-an existing file (a plan.md), its text is the goal.
+parallel and hand their results up for synthesis. If the only argument ends
+in .md or names an existing path, it is a plan file whose text is the goal: it
+must be a readable file (a missing file or a directory is an error, exit 2).
+--budget is in dollars and needs the model's price; --max-tokens works on
+any model.
 
 On a terminal a live tree view shows the run; otherwise one line per
 transition goes to stderr. The root's final result goes to stdout. Writes and
@@ -69,6 +74,9 @@ continues.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(true); err != nil {
+				return err
+			}
 			goal, err := goalText(args)
 			if err != nil {
 				return &exitError{code: ExitUsage, err: err}
@@ -99,6 +107,9 @@ the owner ends or dies instead. A killed owner's run is taken over at once on
 the same machine, or once its lease expires (a few seconds) elsewhere.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(false); err != nil {
+				return err
+			}
 			return driveRun(cmd.Context(), g, f, s, "", args[0])
 		},
 	}
@@ -109,17 +120,57 @@ the same machine, or once its lease expires (a few seconds) elsewhere.`,
 	return cmd
 }
 
+// validate refuses flag values that make no sense, before anything runs
+// (exit 2).
+func (f *runFlags) validate(create bool) error {
+	switch {
+	case f.budget < 0:
+		return usageError{fmt.Errorf("--budget must not be negative (0 = no limit), not %g", f.budget)}
+	case f.maxTokens < 0:
+		return usageError{fmt.Errorf("--max-tokens must not be negative (0 = no limit), not %d", f.maxTokens)}
+	case f.maxTurns < 0:
+		return usageError{fmt.Errorf("--max-turns must not be negative (0 = from config), not %d", f.maxTurns)}
+	case create && f.maxParallel < 1:
+		return usageError{fmt.Errorf("--max-parallel must be at least 1, not %d", f.maxParallel)}
+	case create && f.nodeTimeout < 0:
+		return usageError{fmt.Errorf("--node-timeout must not be negative (0 = no limit), not %s", f.nodeTimeout)}
+	}
+	return nil
+}
+
+// goalText is the goal of arbor run's arguments. A lone argument that
+// ends in .md or names an existing path is a plan file: it must be a
+// readable file, so a mistyped name is an error, not a goal.
 func goalText(args []string) (string, error) {
 	if len(args) == 1 {
-		if fi, err := os.Stat(args[0]); err == nil && fi.Mode().IsRegular() {
-			b, err := os.ReadFile(args[0])
+		p := args[0]
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return "", fmt.Errorf("plan file %s is a directory", p)
+		case err == nil && !fi.Mode().IsRegular():
+			return "", fmt.Errorf("plan file %s is not a regular file", p)
+		case err == nil:
+			b, err := os.ReadFile(p)
 			if err != nil {
-				return "", err
+				return "", fmt.Errorf("read plan file: %w", err)
 			}
 			return string(b), nil
+		case strings.HasSuffix(strings.ToLower(p), ".md") && !strings.ContainsAny(p, " \n"):
+			return "", fmt.Errorf("plan file %s: %w (to run a goal that looks like a file name, add words to it)", p, err)
 		}
 	}
 	return strings.Join(args, " "), nil
+}
+
+// checkPrice refuses a budget in dollars on a model whose price is not
+// known: it could not be enforced.
+func checkPrice(m app.Model, budget float64) error {
+	if budget > 0 && m.Ref.Price == nil {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--budget is in dollars, and the price of model %s is unknown, so it cannot be enforced: set providers.%s.models.%s.price in the config, or bound the run with --max-tokens instead",
+			m.Ref.Ref, m.Ref.Provider, m.Ref.Name)}
+	}
+	return nil
 }
 
 // driveRun creates (goal != "") or resumes (runID != "") a run and drives it
@@ -142,9 +193,16 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 			ref = g.model
 		}
 	}
-	e, m, err := a.Engine(ref, f.maxTurns)
+	e, m, err := a.EngineWith(app.EngineOptions{Model: ref, MaxTurns: f.maxTurns, NodeModels: f.nodeModels})
 	if err != nil {
 		return classify(err)
+	}
+	budget := f.budget
+	if budget == 0 {
+		budget = r.BudgetUSD // a resumed run keeps its budget
+	}
+	if err := checkPrice(m, budget); err != nil {
+		return err
 	}
 	if runID == "" {
 		r, err = e.Create(ctx, tree.RunOptions{

@@ -54,9 +54,12 @@ type Config struct {
 	ApprovalTimeout time.Duration       `yaml:"approval_timeout"`
 	Providers       map[string]Provider `yaml:"providers"`
 	Pools           map[string][]string `yaml:"pools"` // named model pools, refs in fallback order
-	Compaction      Compaction          `yaml:"compaction"`
-	Retry           Retry               `yaml:"retry"`
-	Headless        Headless            `yaml:"headless"`
+	// NodeModels are the models a tree's nodes may choose for their
+	// children (spawn and fork take one of these names): name → ref.
+	NodeModels map[string]string `yaml:"node_models"`
+	Compaction Compaction        `yaml:"compaction"`
+	Retry      Retry             `yaml:"retry"`
+	Headless   Headless          `yaml:"headless"`
 
 	getenv     func(string) string
 	workspace  string

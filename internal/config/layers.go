@@ -28,6 +28,7 @@ type fileConfig struct {
 	ApprovalTimeout *time.Duration          `yaml:"approval_timeout"`
 	Providers       map[string]fileProvider `yaml:"providers"`
 	Pools           map[string][]string     `yaml:"pools"`
+	NodeModels      map[string]string       `yaml:"node_models"`
 	Compaction      fileCompaction          `yaml:"compaction"`
 	Retry           fileRetry               `yaml:"retry"`
 	Headless        fileHeadless            `yaml:"headless"`
@@ -215,6 +216,13 @@ func (c *Config) apply(fc *fileConfig, src string) {
 	set(c, &c.Retry.StallTimeout, fc.Retry.StallTimeout, "retry.stall_timeout", src)
 	set(c, &c.Headless.QueueLimit, fc.Headless.QueueLimit, "headless.queue_limit", src)
 
+	for name, ref := range fc.NodeModels {
+		if c.NodeModels == nil {
+			c.NodeModels = map[string]string{}
+		}
+		c.NodeModels[name] = ref
+		c.sources["node_models."+name] = src
+	}
 	for name, refs := range fc.Pools {
 		c.Pools[name] = append([]string(nil), refs...)
 		c.sources["pools."+name] = src

@@ -53,6 +53,15 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
+	for _, name := range sortedKeys(c.NodeModels) {
+		field := "node_models." + name
+		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "/:") {
+			return c.invalid(field, nil, "a node model needs a plain name such as fast or strong")
+		}
+		if _, err := c.lookup(c.NodeModels[name]); err != nil {
+			return c.invalid(field, err, "%v", err)
+		}
+	}
 	for _, name := range sortedKeys(c.Pools) {
 		field := "pools." + name
 		refs := c.Pools[name]

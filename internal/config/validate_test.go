@@ -39,6 +39,8 @@ func TestLoadValidation(t *testing.T) {
 		{name: "NegativeMaxOutput", project: "providers:\n  openai:\n    models:\n      x: {max_output: -5}\n", field: "providers.openai.models.x.max_output", source: "project"},
 		{name: "NegativePrice", project: "providers:\n  openai:\n    models:\n      x:\n        price: {input: -1}\n", field: "providers.openai.models.x.price", source: "project"},
 		{name: "EmptyPool", project: "pools:\n  fast: []\n", field: "pools.fast", source: "project"},
+		{name: "NodeModelUnknownProvider", project: "node_models:\n  fast: nope/x\n", field: "node_models.fast", source: "project", cause: ErrUnknownProvider},
+		{name: "NodeModelBadName", project: "node_models:\n  a/b: openai/gpt-5\n", field: "node_models.a/b", source: "project"},
 		{name: "PoolUnknownProvider", project: "pools:\n  fast: [openai/gpt-5, nope/x]\n", field: "pools.fast[1]", source: "project", cause: ErrUnknownProvider},
 		{name: "PoolAmbiguousBareName", project: "providers:\n  azure:\n    type: openai\n    base_url: https://a.example/v1\n    models: {gpt-5: {}}\npools:\n  p: [gpt-5]\n", field: "pools.p[0]", source: "project", cause: ErrAmbiguousModel},
 	}

@@ -45,6 +45,10 @@ type ToolCall struct {
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
+	// InvalidInput holds arguments the model sent that are not valid JSON
+	// (Input is then {}): the call is not run, and the model is told so in
+	// its result, so it can try again.
+	InvalidInput string `json:"invalid_input,omitempty"`
 }
 
 // ToolResult answers one ToolCall.

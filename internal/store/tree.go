@@ -67,6 +67,9 @@ type Node struct {
 	// spend (0 = no limit of the node's own; the run's still applies).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	MaxTokens int64   `json:"max_tokens,omitempty"`
+	// Model is the provider/name the node's agent runs on; "" for the
+	// run's model.
+	Model string `json:"model,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

@@ -216,7 +216,9 @@ func (a *benchAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent
 	return ag, nil
 }
 
-func (a *benchAgents) Distill(_ context.Context, _, text string) (string, error) { return text, nil }
+func (a *benchAgents) Distill(_ context.Context, _ tree.AgentSpec, _, text string) (string, error) {
+	return text, nil
+}
 
 // benchEnv is one benchmark's engine on its own SQLite file.
 type benchEnv struct {

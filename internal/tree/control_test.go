@@ -3,6 +3,8 @@ package tree_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -293,5 +295,72 @@ func TestAskAnsweredOffline(t *testing.T) {
 	}
 	if got := b.transitions(1); strings.Count(strings.Join(got, ","), "complete") != 1 {
 		t.Fatalf("root transitions %v", got)
+	}
+}
+
+// TestCycleThroughParentIsRefused: #3 is blocked_by #2, so a child of #2
+// blocked_by #3 would close a cycle through the implicit "a parent waits
+// for its children" (#2 → child → #3 → #2): spawn refuses it with the
+// cycle, instead of the run ending stuck.
+func TestCycleThroughParentIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {
+			calls(call("spawn", map[string]any{"goal": "a", "prompt": "p"}), call("spawn", map[string]any{"goal": "b", "prompt": "p", "blocked_by": []any{"#2"}})),
+			complete("draft"),
+			complete("final"),
+		},
+		2: {
+			calls(
+				call("spawn", map[string]any{"goal": "a1", "prompt": "p", "blocked_by": []any{"#3"}}),
+				call("ask", map[string]any{"question": "q?", "blocked_by": []any{"#3"}}),
+			),
+			complete("a done"),
+		},
+		3: {complete("b done")},
+	}, setupOpts{maxParallel: 1}) // #2 starts only once the root made both children
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "final" {
+		t.Fatalf("run %+v", r)
+	}
+	res := b.lastToolResults(t, 2, 1)
+	want := "blocked_by: #3 would close a cycle #3 → #2 → the new node → #3"
+	if strings.Count(res, want) != 2 {
+		t.Fatalf("spawn and ask should both be refused with %q:\n%s", want, res)
+	}
+	if nodes, _ := b.app.Store.Nodes(b.ctx, b.run.ID); len(nodes) != 3 {
+		t.Fatalf("%d nodes, want 3: the refused ones must not exist", len(nodes))
+	}
+}
+
+// TestReturnsFileIsConfinedToTheWorkspace: a returns: file result must
+// name a file inside the workspace, like the file tools: an absolute path
+// outside it and a symlink leading out are refused as tool errors.
+func TestReturnsFileIsConfinedToTheWorkspace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{
+		1: {calls(call("spawn", map[string]any{"goal": "write", "prompt": "p", "returns": "file"})), complete("draft"), complete("final")},
+		2: {complete("/etc/passwd"), complete("link"), complete("../outside.txt"), complete("out.txt")},
+	})
+	ws := b.run.Workspace
+	if err := os.WriteFile(filepath.Join(ws, "out.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "..", "outside.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.drive(t); r.Status != store.RunComplete {
+		t.Fatalf("run %+v", r)
+	}
+	for i, bad := range []string{"/etc/passwd", "link", "../outside.txt"} {
+		if got := b.lastToolResults(t, 2, i+1); !strings.Contains(got, "is not in the workspace") {
+			t.Fatalf("returns %q: %q", bad, got)
+		}
+	}
+	if n := b.node(t, 2); n.Result != "out.txt" {
+		t.Fatalf("#2 result %q", n.Result)
 	}
 }

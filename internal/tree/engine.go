@@ -57,12 +57,14 @@ type AgentSpec struct {
 	RunID     string
 	NodeID    int64
 	SessionID string
-	Title     string
-	System    string
+	// Model is the node's model (provider/name); "" for the run's.
+	Model  string
+	Title  string
+	System string
 	// Tools are the tree tools of the node, added to the built-ins.
 	Tools []tool.Tool
 	// Gate is checked before every model call (the run budget).
-	Gate func(ctx context.Context) error
+	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost (the budgets).
 	Charge func(call llm.Usage, cost float64)
 }
@@ -72,8 +74,10 @@ type Agents interface {
 	// NewAgent returns the agent of spec's session: loaded when the
 	// session exists (a resumed node), created otherwise.
 	NewAgent(ctx context.Context, spec AgentSpec) (*agent.Agent, error)
-	// Distill asks the run's model to reduce text to what query asks for.
-	Distill(ctx context.Context, query, text string) (string, error)
+	// Distill asks the node's model to reduce text to what query asks
+	// for: one model call, passed through spec.Gate before it starts,
+	// recorded on spec.SessionID and charged through spec.Charge.
+	Distill(ctx context.Context, spec AgentSpec, query, text string) (string, error)
 }
 
 // Dispatcher runs node work. The local dispatcher starts a goroutine per
@@ -108,6 +112,20 @@ type Options struct {
 	// take the run over.
 	Heartbeat time.Duration
 	LeaseTTL  time.Duration
+	// Models are the models nodes may choose for their children (spawn's
+	// and fork's model argument); none: children run on their parent's.
+	Models []ModelChoice
+	// Priced reports whether the price of a model (provider/name; "" for
+	// the run's) is known, so that a budget_usd on it can be enforced.
+	// Nil: every price is taken as known.
+	Priced func(ref string) bool
+}
+
+// ModelChoice is a model nodes may choose for their children.
+type ModelChoice struct {
+	Name  string     // what the model argument says: "fast"
+	Ref   string     // provider/name
+	Price *llm.Price // nil when unknown
 }
 
 // Engine runs coordination trees.

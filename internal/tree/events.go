@@ -44,6 +44,8 @@ type NodeView struct {
 	Question  string    `json:"question,omitempty"`
 	Options   []string  `json:"options,omitempty"`
 	SessionID string    `json:"session_id,omitempty"`
+	// Model is the node's model (provider/name); "" for the run's.
+	Model string `json:"model,omitempty"`
 }
 
 // NodeChanged is published after every committed transition of a node,

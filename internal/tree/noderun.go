@@ -26,7 +26,7 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	if ag == nil {
 		var err error
 		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
-			RunID: r.id, NodeID: id, SessionID: n.SessionID,
+			RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
 			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
 			Tools: r.tools(id), Gate: r.gateFor(id), Charge: r.chargeFor(id),
 		})
@@ -96,6 +96,7 @@ func sessionID(run string, node int64) string { return fmt.Sprintf("%s.%d", run,
 // endTurn applies the outcome of a node's turn. A node whose state changed
 // meanwhile (stopped, paused) keeps that state: late exits never overwrite.
 func (r *run) endTurn(ctx context.Context, id int64, res agent.Result) {
+	r.release(id) // a call that failed or was cancelled never settled
 	r.mu.Lock()
 	defer r.unlock()
 	delete(r.running, id)

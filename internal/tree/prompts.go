@@ -104,7 +104,8 @@ func (r *run) startContext(ctx context.Context, n *store.Node) (string, error) {
 	if raw == "" || n.ContextQuery == "" {
 		return raw, nil
 	}
-	text, err := r.e.o.Agents.Distill(ctx, n.ContextQuery, raw)
+	spec := AgentSpec{RunID: r.id, NodeID: n.ID, SessionID: n.SessionID, Model: n.Model, Gate: r.gateFor(n.ID), Charge: r.chargeFor(n.ID)}
+	text, err := r.e.o.Agents.Distill(ctx, spec, n.ContextQuery, raw)
 	if err != nil {
 		return "", fmt.Errorf("context_query for #%d: %w", n.ID, err)
 	}
@@ -127,7 +128,10 @@ func (r *run) rawContextLocked(n *store.Node) string {
 	}
 	if n.Spawn == "fork" {
 		for _, s := range r.children[n.ParentID] {
-			if s != n.ID && r.nodes[s].State == StateComplete {
+			// Siblings complete when the node started (read_node shows
+			// the same results later).
+			sib := r.nodes[s]
+			if s != n.ID && sib.State == StateComplete && (n.StartedAt == nil || sib.EndedAt == nil || !sib.EndedAt.After(*n.StartedAt)) {
 				add(s, "sibling")
 			}
 		}
@@ -172,6 +176,9 @@ func Render(nodes []store.Node) string {
 			text = n.Question
 		}
 		fmt.Fprintf(&b, "%s#%d [%s] %s: %s", strings.Repeat("  ", depth), n.ID, n.State, tag, abbrev(text, 100))
+		if n.Model != "" {
+			fmt.Fprintf(&b, " (model: %s)", n.Model)
+		}
 		if len(n.BlockedBy) > 0 && !n.State.Terminal() {
 			fmt.Fprintf(&b, " (blocked_by: %s)", ids(n.BlockedBy))
 		}

@@ -22,13 +22,16 @@ type run struct {
 	ctx  context.Context // the Drive context
 	disp *Local
 
-	usageMu   sync.Mutex // guards the fields below up to mu (read by the budget gates)
-	tokens    int64
-	cost      float64
-	budgetHit bool
-	parents   map[int64]int64 // node → parent, for charging subtrees
-	limits    map[int64]spend // nodes with a budget of their own
-	spent     map[int64]spend // what each node's subtree used
+	usageMu     sync.Mutex // guards the fields below up to mu (read by the budget gates)
+	tokens      int64
+	cost        float64
+	reservedRun spend           // estimates of the run's calls in flight
+	parents     map[int64]int64 // node → parent, for charging subtrees
+	limits      map[int64]spend // nodes with a budget of their own
+	spent       map[int64]spend // what each node's subtree used
+	reserved    map[int64]spend // estimates of each subtree's calls in flight
+	resv        map[int64]spend // each node's own reservation (one call at a time)
+	settled     chan struct{}   // closed and replaced when a reservation settles
 
 	mu       sync.Mutex
 	meta     store.Run
@@ -40,11 +43,14 @@ type run struct {
 	running  map[int64]context.CancelCauseFunc
 	// notes are the notify messages a node's children sent it since its
 	// last synthesis (kept in memory: a crash loses them, not the results).
-	notes    map[int64][]string
-	maxID    int64
-	pending  []agent.Event // events to publish after unlock
-	done     chan struct{}
-	finished bool
+	notes map[int64][]string
+	maxID int64
+	// budgetErr is set once the run's budget is spent: the run drains
+	// (see finishBudgetLocked).
+	budgetErr error
+	pending   []agent.Event // events to publish after unlock
+	done      chan struct{}
+	finished  bool
 }
 
 var errInterrupted = errors.New("run interrupted")
@@ -63,6 +69,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 		running: map[int64]context.CancelCauseFunc{}, done: make(chan struct{}),
 		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{},
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
+		reserved: map[int64]spend{}, resv: map[int64]spend{}, settled: make(chan struct{}),
 		notes: map[int64][]string{},
 	}
 	for _, n := range nodes {
@@ -78,9 +85,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 		r.maxID = max(r.maxID, n.ID)
 		if n.SessionID != "" {
 			if s, err := e.o.Store.GetSession(ctx, n.SessionID); err == nil {
-				r.tokens += s.Usage.Total()
-				r.cost += s.CostUSD
-				r.chargeLocked(n.ID, s.Usage.Total(), s.CostUSD)
+				r.chargeLocked(n.ID, spend{tokens: s.Usage.Total(), cost: s.CostUSD})
 			}
 		}
 	}
@@ -133,22 +138,6 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 	meta := r.meta
 	r.unlock()
 	return meta, nil
-}
-
-// gate is checked before every model call of every node.
-func (r *run) gate(context.Context) error {
-	r.usageMu.Lock()
-	defer r.usageMu.Unlock()
-	b := r.meta.BudgetUSD // set at creation, never changed
-	switch {
-	case b > 0 && r.cost >= b:
-		r.budgetHit = true
-		return fmt.Errorf("%w: spent $%.4f of $%.2f", ErrBudgetExhausted, r.cost, b)
-	case r.meta.MaxTokens > 0 && r.tokens >= r.meta.MaxTokens:
-		r.budgetHit = true
-		return fmt.Errorf("%w: used %d of %d tokens", ErrBudgetExhausted, r.tokens, r.meta.MaxTokens)
-	}
-	return nil
 }
 
 // unlock publishes the events collected under mu and releases it.
@@ -253,6 +242,6 @@ func view(n store.Node) NodeView {
 	return NodeView{
 		ID: n.ID, ParentID: n.ParentID, Kind: n.Kind, Spawn: n.Spawn, Goal: n.Goal, State: n.State,
 		BlockedBy: slices.Clone(n.BlockedBy), Result: n.Result, Error: n.Error, Question: n.Question,
-		Options: slices.Clone(n.Options), SessionID: n.SessionID,
+		Options: slices.Clone(n.Options), SessionID: n.SessionID, Model: n.Model,
 	}
 }

@@ -29,6 +29,10 @@ func (r *run) scheduleLocked() {
 	if r.finished {
 		return
 	}
+	if r.budgetErr != nil { // draining: nothing new starts
+		r.finishBudgetLocked(r.budgetErr)
+		return
+	}
 	free := r.meta.MaxParallel - r.agentsRunningLocked()
 	for _, id := range r.idsLocked() {
 		n := r.nodes[id]
@@ -138,13 +142,22 @@ func (r *run) finishLocked(root *store.Node) {
 }
 
 // finishBudgetLocked ends the run because its budget is spent. Nodes keep
-// their states, so the run can be resumed with a larger budget.
+// their states, so the run can be resumed with a larger budget. Agents
+// still running are not cancelled: a call in flight has cost money, so it
+// finishes and is recorded, and the agent stops at its next gate, which
+// refuses. The run ends when the last one did (asks are cancelled then).
 func (r *run) finishBudgetLocked(err error) {
 	if r.finished {
 		return
 	}
+	if r.budgetErr == nil {
+		r.budgetErr = err
+	}
+	if r.agentsRunningLocked() > 0 {
+		return
+	}
 	r.finished = true
-	r.meta.Status, r.meta.Error = store.RunBudget, err.Error()
+	r.meta.Status, r.meta.Error = store.RunBudget, r.budgetErr.Error()
 	r.closeLocked()
 }
 

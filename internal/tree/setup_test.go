@@ -42,9 +42,15 @@ type bundle struct {
 
 type setupOpts struct {
 	budgetTokens int64
-	maxParallel  int
-	goal         string
-	nodeTimeout  time.Duration
+	budgetUSD    float64
+	// model is the run's model (default anthropic/claude-test, which has
+	// no price).
+	model       string
+	maxParallel int
+	goal        string
+	nodeTimeout time.Duration
+	// config, when set, is written as the user's config file.
+	config string
 	// respond, when set, answers the model requests instead of the script.
 	respond func(llmtest.Request) llmtest.Turn
 }
@@ -58,6 +64,9 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 			o.goal = "the goal"
 		}
 	}
+	if o.model == "" {
+		o.model = "anthropic/claude-test"
+	}
 	respond := o.respond
 	if respond == nil {
 		respond = treetest.Responder(s)
@@ -68,14 +77,24 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 	ws := filepath.Join(home, "ws")
 	env := map[string]string{
 		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
+		"OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "test-key-456",
 		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
 	}
 	if err := mkdir(ws); err != nil {
 		t.Fatal(err)
 	}
+	if o.config != "" {
+		dir := filepath.Join(home, "config", "arbor")
+		if err := mkdir(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(o.config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	a, err := app.Open(context.Background(), app.Options{
 		Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "trust"},
+		Overrides: config.Overrides{Model: o.model, Mode: "trust"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +111,7 @@ func setup(t *testing.T, s script, opts ...setupOpts) *bundle {
 		b.events = append(b.events, ev)
 	})
 	t.Cleanup(b.sub.Close)
-	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, MaxParallel: o.maxParallel, NodeTimeout: o.nodeTimeout, Workspace: ws})
+	b.run, err = e.Create(b.ctx, tree.RunOptions{ID: "run-" + strings.ReplaceAll(t.Name(), "/", "-"), Goal: o.goal, MaxTokens: o.budgetTokens, BudgetUSD: o.budgetUSD, MaxParallel: o.maxParallel, NodeTimeout: o.nodeTimeout, Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -63,6 +64,7 @@ type spawnArgs struct {
 	ContextQuery string    `json:"context_query,omitempty" jsonschema:"description=If set, the context given to the child is first distilled to what this asks for"`
 	BudgetUSD    float64   `json:"budget_usd,omitempty" jsonschema:"minimum=0,description=Dollars the child and everything it spawns may spend (default: no limit of its own)"`
 	MaxTokens    int64     `json:"max_tokens,omitempty" jsonschema:"minimum=0,description=Tokens the child and everything it spawns may use (default: no limit of its own)"`
+	Model        string    `json:"model,omitempty" jsonschema:"description=The model the child runs on: one of the names this tool's description lists (default: your own model)"`
 }
 
 type askArgs struct {
@@ -95,9 +97,21 @@ func (r *run) tools(caller int64) []tool.Tool {
 			if a.BudgetUSD < 0 || a.MaxTokens < 0 {
 				return tool.Errorf("budget_usd and max_tokens must not be negative")
 			}
+			model, err := r.childModel(caller, a.Model)
+			if err != nil {
+				return tool.Errorf("%v", err)
+			}
+			if r.e.o.Priced != nil && !r.e.o.Priced(model) {
+				switch {
+				case a.BudgetUSD > 0:
+					return tool.Errorf("budget_usd: the price of the child's model is unknown, so a budget in dollars cannot be enforced; use max_tokens")
+				case r.dollarBudgetOver(caller):
+					return tool.Errorf("model: the price of %s is unknown, and the child would spend under a budget in dollars; choose a model with a price", model)
+				}
+			}
 			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
 				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID,
-				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens})
+				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens, Model: model})
 		}
 	}
 	// tool.Idempotent marks the tools the agent runs again after a crash
@@ -106,8 +120,8 @@ func (r *run) tools(caller int64) []tool.Tool {
 	// idempotent. The control tools and notify are not: they are reported
 	// interrupted.
 	ts := []tool.Tool{
-		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id.", tool.KindInteract, spawn("spawn"))),
-		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id.", tool.KindInteract, spawn("fork"))),
+		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id."+r.modelsText(), tool.KindInteract, spawn("spawn"))),
+		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id."+r.modelsText(), tool.KindInteract, spawn("fork"))),
 		tool.Idempotent(tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
 			func(_ context.Context, c tool.Call, a askArgs) tool.Result {
 				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
@@ -144,6 +158,66 @@ func (r *run) tools(caller int64) []tool.Tool {
 		ts = append(ts, r.notifyTool(caller))
 	}
 	return ts
+}
+
+// childModel is the model of a new child of parent: the choice named (by
+// its name or its provider/name), else the parent's own.
+func (r *run) childModel(parent int64, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.nodes[parent].Model, nil
+	}
+	for _, m := range r.e.o.Models {
+		if m.Name == name || m.Ref == name {
+			return m.Ref, nil
+		}
+	}
+	if len(r.e.o.Models) == 0 {
+		return "", fmt.Errorf("model: no model choices are configured for this run; leave model out (the child runs on your model)")
+	}
+	names := make([]string, len(r.e.o.Models))
+	for i, m := range r.e.o.Models {
+		names[i] = m.Name
+	}
+	return "", fmt.Errorf("model: %q is not one of the choices: %s", name, strings.Join(names, ", "))
+}
+
+// dollarBudgetOver reports whether a child of parent spends under a
+// budget in dollars: the run's, or one of its ancestors'.
+func (r *run) dollarBudgetOver(parent int64) bool {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	if r.meta.BudgetUSD > 0 {
+		return true
+	}
+	for a := parent; a != 0; a = r.parents[a] {
+		if r.limits[a].cost > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// modelsText is what spawn's and fork's descriptions say about the model
+// choices, with their prices, so the model can pick.
+func (r *run) modelsText() string {
+	if len(r.e.o.Models) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" Choose the child's model with model (default: your own); run cheap, simple tasks on a cheap model and hard ones on a strong one. Choices:")
+	for _, m := range r.e.o.Models {
+		fmt.Fprintf(&b, " %s = %s", m.Name, m.Ref)
+		if m.Price != nil {
+			fmt.Fprintf(&b, " ($%g in / $%g out per million tokens)", m.Price.InputPerMTok, m.Price.OutputPerMTok)
+		} else {
+			b.WriteString(" (price unknown)")
+		}
+		b.WriteString(";")
+	}
+	return strings.TrimSuffix(b.String(), ";") + "."
 }
 
 func refs(rs []NodeRef) []int64 {
@@ -192,9 +266,10 @@ func (r *run) create(parent int64, n store.Node) tool.Result {
 }
 
 // checkDepsLocked validates blocked_by for a new child of parent: every
-// node exists and is not the parent or one of its ancestors (they wait for
-// their children, so the child would never start). A new node cannot close
-// a cycle: nothing depends on it yet.
+// node exists, none repeats, and none waits — through its own blocked_by
+// or because a parent waits for its children — for the parent, which
+// waits for the new child: that would be a cycle and nothing in it could
+// ever start. An ancestor is the plainest case.
 func (r *run) checkDepsLocked(parent int64, deps []int64) error {
 	seen := map[int64]bool{}
 	for _, d := range deps {
@@ -210,8 +285,51 @@ func (r *run) checkDepsLocked(parent int64, deps []int64) error {
 				return fmt.Errorf("blocked_by: #%d is an ancestor of the new node; an ancestor completes only after its children, so this would never start", d)
 			}
 		}
+		if path := r.waitPathLocked(d, parent); path != nil {
+			return fmt.Errorf("blocked_by: #%d would close a cycle %s → the new node → #%d (a node waits for its blocked_by nodes and for its children), so none of them could ever finish", d, cycleText(path), d)
+		}
 	}
 	return nil
+}
+
+// waitPathLocked returns a chain of waits from node from to node to
+// (from, …, to), or nil. A node waits for its blocked_by nodes and for its
+// children; a terminal node waits for nothing.
+func (r *run) waitPathLocked(from, to int64) []int64 {
+	prev := map[int64]int64{from: 0}
+	queue := []int64{from}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		if id == to {
+			var path []int64
+			for x := id; x != 0; x = prev[x] {
+				path = append([]int64{x}, path...)
+			}
+			return path
+		}
+		n := r.nodes[id]
+		if n == nil || n.State.Terminal() {
+			continue
+		}
+		next := append(slices.Clone(n.BlockedBy), r.children[id]...)
+		for _, m := range next {
+			if _, ok := prev[m]; !ok {
+				prev[m] = id
+				queue = append(queue, m)
+			}
+		}
+	}
+	return nil
+}
+
+// cycleText renders a chain of waits: "#3 → #2".
+func cycleText(path []int64) string {
+	parts := make([]string, len(path))
+	for i, id := range path {
+		parts[i] = fmt.Sprintf("#%d", id)
+	}
+	return strings.Join(parts, " → ")
 }
 
 // complete records caller's result (a draft until children and synthesis
@@ -246,9 +364,11 @@ func checkReturns(kind, result, workspace string) error {
 			return errors.New(`returns is list: give a JSON array of strings, like ["a", "b"]`)
 		}
 	case "file":
-		p := strings.TrimSpace(result)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(workspace, p)
+		// Confined like the file tools: symlinks and ".." may not lead
+		// out of the workspace.
+		p, inside, err := permission.ResolvePath(workspace, strings.TrimSpace(result))
+		if err != nil || !inside {
+			return fmt.Errorf("returns is file, and %q is not in the workspace", result)
 		}
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 			return fmt.Errorf("returns is file, and %q is not a file in the workspace", result)
@@ -270,6 +390,9 @@ func (r *run) readNode(id int64) tool.Result {
 		fmt.Fprintf(&b, " (%s)", n.Spawn)
 	}
 	fmt.Fprintf(&b, " [%s]\nparent: #%d\ngoal: %s\n", n.State, n.ParentID, n.Goal)
+	if n.Model != "" {
+		fmt.Fprintf(&b, "model: %s\n", n.Model)
+	}
 	if n.Prompt != "" {
 		fmt.Fprintf(&b, "prompt: %s\n", n.Prompt)
 	}
@@ -291,6 +414,16 @@ func (r *run) readNode(id int64) tool.Result {
 			fmt.Fprintf(&b, "; max %d tokens", lim.tokens)
 		}
 		b.WriteString("\n")
+	}
+	if n.ContextQuery != "" {
+		if n.Context != "" {
+			fmt.Fprintf(&b, "context (distilled by context_query %q):\n%s\n", n.ContextQuery, n.Context)
+		} else {
+			fmt.Fprintf(&b, "context_query: %s (not distilled yet)\n", n.ContextQuery)
+		}
+		if raw := r.rawContextLocked(n); raw != "" {
+			fmt.Fprintf(&b, "results it was distilled from:\n%s\n", raw)
+		}
 	}
 	if n.Result != "" {
 		fmt.Fprintf(&b, "result:\n%s\n", n.Result)

@@ -12,7 +12,7 @@ func TestToolsIdempotentByDeclaration(t *testing.T) {
 		"stop": false, "pause": false, "resume": false, "modify": false, "notify": false,
 	}
 	seen := map[string]bool{}
-	for _, tl := range (&run{}).tools(2) {
+	for _, tl := range (&run{e: &Engine{}}).tools(2) {
 		info := tl.Info()
 		w, ok := want[info.Name]
 		if !ok {

@@ -3,10 +3,12 @@ package tree_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -307,6 +309,18 @@ func TestNodeBudgetSurvivesResume(t *testing.T) {
 		}
 		return respond(req)
 	}})
+	// Interrupt only once the root's draft is stored (it is waiting) and
+	// #2's second call stalls: interrupting the root's complete call
+	// itself would report it to the model as interrupted, and the root
+	// would need one more scripted turn.
+	rootWaits := make(chan struct{})
+	var once sync.Once
+	sub := b.app.Bus.Subscribe(func(ev agent.Event) {
+		if c, ok := ev.(*tree.NodeChanged); ok && c.Node.ID == 1 && c.Node.State == tree.StateWaiting {
+			once.Do(func() { close(rootWaits) })
+		}
+	})
+	defer sub.Close()
 	ctx, cancel := context.WithCancel(b.ctx)
 	done := make(chan store.Run)
 	go func() {
@@ -316,7 +330,11 @@ func TestNodeBudgetSurvivesResume(t *testing.T) {
 		}
 		done <- r
 	}()
-	b.srv.WaitRequests(4) // #1 spawn, #1 draft, #2 costly, #2 stalled (in some order)
+	select {
+	case <-rootWaits:
+	case r := <-done:
+		t.Fatalf("the run ended before the root waited: %+v", r)
+	}
 	for len(b.requests(2)) < 2 {
 		b.srv.WaitRequests(len(b.srv.Requests()) + 1)
 	}

@@ -14,7 +14,7 @@
 // reason, tool argument) are their first line, cut at 100 characters with
 // "…".
 //
-//	#<id> + <state> <tag> <goal>[ blocked_by=#<a>,#<b>]
+//	#<id> + <state> <tag> <goal>[ blocked_by=#<a>,#<b>][ model=<provider/name>]
 //	#<id> <from> → <to>  <tag> <goal>[ blocked_by=#<a>,#<b>][  result: <text>][  error: <text>][  reason: <text>]
 //	#<id> → <tool> <argument>
 //	#<id> ✉ #<parent>: <first line of a notify message>

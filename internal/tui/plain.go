@@ -69,6 +69,9 @@ func transitionLine(e *tree.NodeChanged) string {
 	if n.State == tree.StatePending && len(n.BlockedBy) > 0 {
 		b.WriteString(" blocked_by=" + ids(n.BlockedBy, ","))
 	}
+	if e.From == "" && n.Model != "" {
+		b.WriteString(" model=" + n.Model)
+	}
 	if e.From == "" {
 		return b.String()
 	}

@@ -136,6 +136,9 @@ func (m *model) nodeLine(n *nodeState, indent string, width int) string {
 		}
 		right = append(right, styleCyan.Render(clock))
 	}
+	if v.Model != "" {
+		right = append(right, styleDim.Render(v.Model))
+	}
 	if u := m.tr.usageOf(n); u.usage.Total() > 0 {
 		right = append(right, styleDim.Render(tokens(u.usage.Total())+" tok "+cost(u.cost, !u.costUnknown)))
 	}

@@ -55,6 +55,9 @@ func resolve(t Turn, req Request, idPrefix, callPrefix string) (answer, error) {
 	out := len(a.Text) + len(a.Thinking)
 	for _, c := range t.ToolCalls {
 		input, err := inputJSON(c.Input)
+		if c.RawInput != "" {
+			input, err = json.RawMessage(c.RawInput), nil
+		}
 		if err != nil {
 			return answer{}, err
 		}

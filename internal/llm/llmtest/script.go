@@ -39,6 +39,10 @@ type ToolCall struct {
 	ID    string `json:"id,omitempty" yaml:"id,omitempty"`
 	Name  string `json:"name" yaml:"name"`
 	Input any    `json:"input,omitempty" yaml:"input,omitempty"`
+	// RawInput, when set, is sent as the call's arguments as it is, even
+	// when it is not valid JSON: a model's malformed arguments. Only the
+	// OpenAI wire format can carry it (its arguments are a string).
+	RawInput string `json:"raw_input,omitempty" yaml:"raw_input,omitempty"`
 }
 
 // Usage is the token counts reported for a turn.

@@ -128,15 +128,18 @@ func TestCompat(t *testing.T) {
 		}
 	})
 
-	t.Run("InvalidArgumentsAreBadResponse", func(t *testing.T) {
+	t.Run("InvalidArgumentsAreTheModels", func(t *testing.T) {
 		t.Parallel()
 		p := rawServer(t, http.StatusOK, "text/event-stream", sse(
 			`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"id":"c","index":0,"function":{"name":"ls","arguments":"{\"dir\":"}}]},"finish_reason":"tool_calls"}]}`,
 			`[DONE]`,
 		))
-		_, err := llm.Collect(p.Stream(context.Background(), hello()))
-		if !errors.Is(err, llm.ErrBadResponse) {
-			t.Fatalf("err = %v, want ErrBadResponse", err)
+		resp, err := llm.Collect(p.Stream(context.Background(), hello()))
+		if err != nil {
+			t.Fatalf("err = %v: malformed arguments are a tool error for the model, not a failed call", err)
+		}
+		if cs := resp.Message.ToolCalls(); len(cs) != 1 || cs[0].InvalidInput != `{"dir":` {
+			t.Fatalf("calls %+v", cs)
 		}
 	})
 }

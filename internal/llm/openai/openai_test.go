@@ -161,3 +161,18 @@ func TestMessages(t *testing.T) {
 		}
 	})
 }
+
+// TestInvalidToolArguments: arguments that are not valid JSON do not fail
+// the call: the tool call carries them as InvalidInput (with input {}),
+// so the agent can hand them back to the model as a tool error.
+func TestInvalidToolArguments(t *testing.T) {
+	t.Parallel()
+	raw := `{"path": "a.txt"`
+	b := setup(t, openai.Options{APIKey: "sk-test"}, func(u string) string { return u + "/v1" },
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "read_file", RawInput: raw}, {Name: "echo", Input: map[string]any{"text": "ok"}}}})
+	resp, _ := b.call(t, hello())
+	cs := resp.Message.ToolCalls()
+	if len(cs) != 2 || cs[0].InvalidInput != raw || string(cs[0].Input) != "{}" || cs[1].InvalidInput != "" || string(cs[1].Input) != `{"text":"ok"}` {
+		t.Fatalf("calls %+v", cs)
+	}
+}

@@ -172,11 +172,11 @@ func (a *assembler) response() (*llm.Response, error) {
 		if c.name == "" {
 			return nil, fmt.Errorf("tool call %q has no name", c.id)
 		}
-		input, err := toolInput(c.args.String())
-		if err != nil {
-			return nil, fmt.Errorf("tool call %q: %w", c.id, err)
-		}
-		msg.Parts = append(msg.Parts, llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: c.id, Name: c.name, Input: input}})
+		// Arguments that are not valid JSON are the model's mistake, not
+		// the call's: they go back to it as a tool error (see
+		// llm.ToolCall.InvalidInput).
+		input, invalid := toolInput(c.args.String())
+		msg.Parts = append(msg.Parts, llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: c.id, Name: c.name, Input: input, InvalidInput: invalid}})
 	}
 	return &llm.Response{
 		ID:         a.id,
@@ -210,15 +210,16 @@ func (a *assembler) stopReason() llm.StopReason {
 }
 
 // toolInput is a call's complete arguments; empty arguments become {}.
-func toolInput(args string) (json.RawMessage, error) {
+// Arguments that are not valid JSON become {} and are returned as invalid.
+func toolInput(args string) (input json.RawMessage, invalid string) {
 	s := strings.TrimSpace(args)
 	if s == "" || s == "null" {
-		return json.RawMessage(`{}`), nil
+		return json.RawMessage(`{}`), ""
 	}
 	if !json.Valid([]byte(s)) {
-		return nil, fmt.Errorf("arguments are not valid JSON: %.200q", s)
+		return json.RawMessage(`{}`), s
 	}
-	return json.RawMessage(s), nil
+	return json.RawMessage(s), ""
 }
 
 // newCallID makes an id for a call the server sent without one, so that

@@ -83,7 +83,7 @@ const (
 	askAnswer = `{"type":"question","request_id":"req_1","answers":["blue"],"reason":"answered"}`
 
 	setPlanner = `{"type":"role","action":"set","role":"planner"}`
-	// afterTurn is a barrier: a pool switch runs on the job goroutine
+	// afterTurn is a barrier: a pool switch runs on the runner
 	// behind the running turn, so its answer comes after the turn has
 	// ended. The planner's turn ends without idle while its handoff
 	// waits, and whether it has ended changes the seqs of what follows

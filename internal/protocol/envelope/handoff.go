@@ -72,14 +72,18 @@ func (s *server) requestHandoff(a handoffArgs) tool.Result {
 	if strings.TrimSpace(a.Plan) == "" {
 		return tool.Errorf("plan is required")
 	}
-	s.mu.Lock()
-	if s.st.role != rolePlanner {
-		s.mu.Unlock()
+	st := s.wire.get()
+	if st.role != rolePlanner {
 		return tool.Errorf("handoff is only available to the planner role")
 	}
-	s.handoffs++
-	n, sessID, pool := s.handoffs, s.st.sessionID, s.pool
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	pool := s.ctl.pool
+	s.ctl.mu.Unlock()
+	s.ix.mu.Lock()
+	s.ix.handoffs++
+	n := s.ix.handoffs
+	s.ix.mu.Unlock()
+	sessID := st.sessionID
 
 	req := &handoffRequest{RequestID: fmt.Sprintf("handoff-%d", n), PlanText: a.Plan,
 		PlanPath: filepath.Join(s.ws().Workspace, ".arbor", "plans", fmt.Sprintf("%s-%d.md", sessID, n)),
@@ -88,11 +92,12 @@ func (s *server) requestHandoff(a handoffArgs) tool.Result {
 		req.PlanError = err.Error()
 	}
 	s.events.Flush() // after the assistant_message that called the tool
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.ix.mu.Lock()
+	defer s.ix.mu.Unlock()
 	s.cancelHandoffLocked()
-	s.pushLocked(evHandoffRequest, req, func(st *state) { st.handoff = req })
-	s.pushLocked(evNotification, notification{Reason: "user_input_required", Message: "Plan ready for approval: " + req.PlanPath}, nil)
+	s.ix.handoff = req
+	s.wire.push(evHandoffRequest, req, func(*state) {})
+	s.wire.push(evNotification, notification{Reason: "user_input_required", Message: "Plan ready for approval: " + req.PlanPath}, nil)
 	return tool.Result{Content: "handoff requested; waiting for the user's decision", EndTurn: true}
 }
 
@@ -116,14 +121,22 @@ func (s *server) poolNames() []string {
 	return names
 }
 
-// cancelHandoffLocked drops the pending handoff, if any, with
-// handoff_cancelled. s.mu must be held.
+// cancelHandoff drops the pending handoff, if any, with
+// handoff_cancelled.
+func (s *server) cancelHandoff() {
+	s.ix.mu.Lock()
+	defer s.ix.mu.Unlock()
+	s.cancelHandoffLocked()
+}
+
+// cancelHandoffLocked is cancelHandoff with ix.mu held.
 func (s *server) cancelHandoffLocked() {
-	if s.st.handoff == nil {
+	if s.ix.handoff == nil {
 		return
 	}
-	p := handoffCancelled{RequestID: s.st.handoff.RequestID, Reason: reasonSuperseded}
-	s.pushLocked(evHandoffCancelled, p, func(st *state) { st.handoff = nil })
+	p := handoffCancelled{RequestID: s.ix.handoff.RequestID, Reason: reasonSuperseded}
+	s.ix.handoff = nil
+	s.wire.push(evHandoffCancelled, p, func(*state) {})
 }
 
 // handoff answers the handoff command. A stale or unknown request id, a
@@ -146,38 +159,46 @@ func (s *server) handoff(c handoffCmd) error {
 			return fmt.Errorf("%w: %w", errBadCommand, err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	req := s.st.handoff
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	s.ix.mu.Lock()
+	req := s.ix.handoff
 	if req == nil || req.RequestID != c.RequestID {
+		s.ix.mu.Unlock()
 		return fmt.Errorf("%w: %q", errUnknownRequest, c.RequestID)
 	}
 	if c.Action == "cancel" {
-		s.mutateLocked(func(st *state) { st.handoff = nil })
+		s.ix.handoff = nil
+		s.wire.mutate(func(*state) {})
+		s.ix.mu.Unlock()
 		s.payIdleLocked()
 		return nil
 	}
-	s.queued++
-	s.mutateLocked(func(st *state) {
-		st.handoff = nil
-		st.busy = true
-	})
+	var err error
 	if deny {
 		text := "The user rejected the plan: " + c.DenyReason
-		s.jobs <- func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, text)) }
-		return nil
+		err = s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, text)) })
+	} else {
+		text := fmt.Sprintf("Execute this plan (saved at %s):\n\n%s", req.PlanPath, req.PlanText)
+		err = s.submit("switch", func(ctx context.Context) { s.executePlan(ctx, c.Pool, text) })
 	}
-	text := fmt.Sprintf("Execute this plan (saved at %s):\n\n%s", req.PlanPath, req.PlanText)
-	s.jobs <- func(ctx context.Context) { s.executePlan(ctx, c.Pool, text) }
+	if err != nil {
+		s.ix.mu.Unlock()
+		return err // the handoff stays pending
+	}
+	s.ctl.queued++
+	s.ix.handoff = nil
+	s.wire.mutate(func(st *state) { st.busy = true })
+	s.ix.mu.Unlock()
 	return nil
 }
 
-// executePlan runs an accepted plan on the job goroutine: the optional
+// executePlan runs an accepted plan on the runner: the optional
 // pool switch, then a new builder session and its first turn.
 func (s *server) executePlan(ctx context.Context, pool, text string) {
 	if pool != "" {
 		if r := s.setPool(ctx, pool); !r.OK {
-			s.write(typeModelsResponse, 0, r)
+			s.wire.write(typeModelsResponse, 0, r)
 		}
 	}
 	rf, err := s.loadRole(roleBuilder)
@@ -185,12 +206,12 @@ func (s *server) executePlan(ctx context.Context, pool, text string) {
 		s.finishTurn(agent.Result{Outcome: agent.OutcomeFailed, Err: err})
 		return
 	}
-	s.mu.Lock()
-	s.roleSystem = rf.System
-	if s.st.role != roleBuilder {
-		s.pushLocked(evRoleChange, roleChange{Role: roleBuilder}, func(st *state) { st.role = roleBuilder })
+	s.ctl.mu.Lock()
+	s.ctl.roleSystem = rf.System
+	if s.wire.get().role != roleBuilder {
+		s.wire.push(evRoleChange, roleChange{Role: roleBuilder}, func(st *state) { st.role = roleBuilder })
 	}
-	s.mu.Unlock()
+	s.ctl.mu.Unlock()
 	if err := s.switchSession(ctx, ""); err != nil {
 		s.finishTurn(agent.Result{Outcome: agent.OutcomeFailed, Err: err})
 		return

@@ -21,38 +21,36 @@ import (
 // jobDone is the onDone of jobs, the Jobs of a session the server opened.
 func (s *server) jobDone(jobs *tool.Jobs, j tool.Job) {
 	content := fmt.Sprintf("%s (`%s`) ended with exit code %d:\n%s", j.ID, j.Command, j.ExitCode, j.Output)
-	s.enqMu.RLock()
-	defer s.enqMu.RUnlock()
-	if s.enqClosed {
+	c := s.ctl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sessJobs != jobs {
 		return
 	}
-	s.mu.Lock()
-	if s.sessJobs != jobs {
-		s.mu.Unlock()
-		return
+	if !s.submitInternal("deliver", func(ctx context.Context) { s.deliver(ctx, jobs, content) }) {
+		return // input has ended
 	}
-	s.pending++
-	s.queued++ // the delivery turn: no idle before it ends
-	res := backgroundResult{SessionID: s.st.sessionID, TargetAgentID: mainAgent, MessageIndex: s.results, Content: content}
-	s.results++
-	s.pushLocked(evBackgroundResult, res, func(st *state) {
+	c.pending++
+	c.queued++ // the delivery turn: no idle before it ends
+	res := backgroundResult{SessionID: c.sess.ID, TargetAgentID: mainAgent, MessageIndex: c.results, Content: content}
+	c.results++
+	n := s.jobCountLocked()
+	s.wire.push(evBackgroundResult, res, func(st *state) {
 		st.busy = true
-		st.runningJobs = s.jobCountLocked()
+		st.runningJobs = n
 	})
-	s.mu.Unlock()
-	s.jobs <- func(ctx context.Context) { s.deliver(ctx, jobs, content) }
 }
 
 // deliver runs the turn that hands a job's result to the agent, unless
 // the session it belongs to is no longer current.
 func (s *server) deliver(ctx context.Context, jobs *tool.Jobs, content string) {
-	s.mu.Lock()
-	stale := s.sessJobs != jobs
+	s.ctl.mu.Lock()
+	stale := s.ctl.sessJobs != jobs
 	if stale {
-		s.queued--
-		s.idleLocked(s.st.lastOutcome, nil)
+		s.ctl.queued--
+		s.idleLocked(s.wire.get().lastOutcome, nil)
 	}
-	s.mu.Unlock()
+	s.ctl.mu.Unlock()
 	if stale {
 		return
 	}
@@ -60,17 +58,17 @@ func (s *server) deliver(ctx context.Context, jobs *tool.Jobs, content string) {
 }
 
 // jobCountLocked is running_jobs: the current session's running jobs and
-// those ended whose result the agent has not handled yet. s.mu must be
+// those ended whose result the agent has not handled yet. ctl.mu must be
 // held.
 func (s *server) jobCountLocked() int {
-	return s.sessJobs.Running() + s.pending
+	return s.ctl.sessJobs.Running() + s.ctl.pending
 }
 
 // syncJobsLocked records a change of running_jobs that no other mutation
-// carried (a job started or killed by a tool). s.mu must be held.
+// carried (a job started or killed by a tool). ctl.mu must be held.
 func (s *server) syncJobsLocked() {
-	if n := s.jobCountLocked(); n != s.st.runningJobs {
-		s.mutateLocked(func(st *state) { st.runningJobs = n })
+	if n := s.jobCountLocked(); n != s.wire.get().runningJobs {
+		s.wire.mutate(func(st *state) { st.runningJobs = n })
 	}
 }
 
@@ -89,13 +87,14 @@ func (s *server) finishWork(res agent.Result, delivered bool) {
 			errText = res.Err.Error()
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rollbackLocked(mainAgent, outcome)
+	c := s.ctl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.wire.rollback(mainAgent, outcome)
 	s.continueLoopLocked(outcome)
-	s.queued--
-	if delivered && s.pending > 0 {
-		s.pending--
+	c.queued--
+	if delivered && c.pending > 0 {
+		c.pending--
 	}
 	s.idleLocked(outcome, func(st *state) {
 		st.lastOutcome = outcome
@@ -106,8 +105,9 @@ func (s *server) finishWork(res agent.Result, delivered bool) {
 }
 
 // idleLocked applies record and pushes idle when no queued work remains
-// (else record is a plain mutation). s.mu must be held.
+// (else record is a plain mutation). ctl.mu must be held.
 func (s *server) idleLocked(outcome string, record func(*state)) {
+	c := s.ctl
 	n := s.jobCountLocked()
 	apply := func(st *state) {
 		if record != nil {
@@ -115,38 +115,38 @@ func (s *server) idleLocked(outcome string, record func(*state)) {
 		}
 		st.runningJobs = n
 	}
-	if s.queued > 0 {
-		s.mutateLocked(apply)
+	if c.queued > 0 {
+		s.wire.mutate(apply)
 		return
 	}
-	if s.treeBusyLocked() {
+	if live := s.agents.liveCount(); live > 0 {
 		// Sub-agents still work: idle comes when the last one's end has
 		// been delivered (settleLocked).
-		s.mutateLocked(func(st *state) {
+		s.wire.mutate(func(st *state) {
 			apply(st)
-			st.phase, st.phaseDetail = "waiting_agents", plural(len(s.live), "sub-agent")
+			st.phase, st.phaseDetail = "waiting_agents", plural(live, "sub-agent")
 		})
 		return
 	}
-	if s.st.handoff != nil {
+	if s.ix.pendingHandoff() != nil {
 		// No idle while a handoff waits for the client's decision; it is
 		// owed until then (payIdleLocked). Nothing runs meanwhile.
-		s.mutateLocked(func(st *state) {
+		s.wire.mutate(func(st *state) {
 			apply(st)
 			st.busy, st.phase, st.phaseDetail = false, "waiting_handoff", ""
 		})
-		s.idleOwed = outcome
+		c.idleOwed = outcome
 		return
 	}
-	suppress := !s.ranSinceIdle
-	s.ranSinceIdle = false
-	cancelled := s.cancelled
+	suppress := !c.ranSinceIdle
+	c.ranSinceIdle = false
+	cancelled := c.cancelled
 	if cancelled {
 		// The client cancelled this work; a turn that completed as the
 		// cancel arrived does not make it complete.
-		outcome, s.cancelled = "cancelled", false
+		outcome, c.cancelled = "cancelled", false
 	}
-	s.pushLocked(evIdle, idlePayload{LastOutcome: outcome, SuppressUserNotification: suppress, RunningJobs: n}, func(st *state) {
+	s.wire.push(evIdle, idlePayload{LastOutcome: outcome, SuppressUserNotification: suppress, RunningJobs: n}, func(st *state) {
 		apply(st)
 		if cancelled {
 			st.lastOutcome = outcome
@@ -165,14 +165,14 @@ func plural(n int, thing string) string {
 
 // payIdleLocked sends the idle held back by a pending handoff once that
 // handoff is gone, unless new work will end with an idle of its own.
-// s.mu must be held.
+// ctl.mu must be held.
 func (s *server) payIdleLocked() {
-	owed := s.idleOwed
-	if owed == "" || s.st.handoff != nil {
+	owed := s.ctl.idleOwed
+	if owed == "" || s.ix.pendingHandoff() != nil {
 		return
 	}
-	s.idleOwed = ""
-	if s.queued == 0 {
+	s.ctl.idleOwed = ""
+	if s.ctl.queued == 0 {
 		s.idleLocked(owed, nil)
 	}
 }

@@ -49,13 +49,13 @@ func (s *server) doneTool() tool.Tool {
 // the completion and ends the loop.
 func (s *server) done(callID string, a doneArgs) tool.Result {
 	s.events.Flush() // after the assistant_message that called the tool
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.st.loop {
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	if !s.wire.get().loop {
 		return tool.Errorf("done is only available while /loop is on")
 	}
 	p := doneCompletion{CallID: callID, Report: a.Report, Reason: a.Reason, Status: "completed", AgentID: mainAgent, Mode: "normal"}
-	s.pushLocked(evDoneCompletion, p, func(st *state) { st.loop = false })
+	s.wire.push(evDoneCompletion, p, func(st *state) { st.loop = false })
 	return tool.Result{Content: "The loop is finished; your report was delivered.", EndTurn: true}
 }
 
@@ -65,38 +65,38 @@ func (s *server) setLoop(on bool) {
 	if on {
 		msg = "loop on"
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.continuations = 0
-	s.pushLocked(evInfo, infoPayload{AgentID: mainAgent, Message: msg}, func(st *state) { st.loop = on })
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	s.ctl.continuations = 0
+	s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: msg}, func(st *state) { st.loop = on })
 }
 
 // continueLoopLocked is called when a turn ends with outcome: while the
 // loop is on it queues a continuation turn and reports true, or ends the
-// loop. s.mu must be held.
+// loop. ctl.mu must be held.
 func (s *server) continueLoopLocked(outcome string) bool {
-	if !s.st.loop {
+	if !s.wire.get().loop {
 		return false
 	}
 	if outcome != "completed" {
-		s.pushLocked(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: the turn " + outcomeText(outcome)},
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: the turn " + outcomeText(outcome)},
 			func(st *state) { st.loop = false })
 		return false
 	}
-	if s.continuations >= maxLoopContinuations {
+	if s.ctl.continuations >= maxLoopContinuations {
 		msg := fmt.Sprintf("loop stopped after %d turns without done", maxLoopContinuations)
-		s.pushLocked(evError, errorPayload{Message: msg}, func(st *state) {
+		s.wire.push(evError, errorPayload{Message: msg}, func(st *state) {
 			st.loop = false
 			st.lastError = msg
 		})
 		return false
 	}
-	if !s.enqueueLocked(func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, continuationText)) }) {
-		s.pushLocked(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: input ended"}, func(st *state) { st.loop = false })
+	if !s.submitInternal("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, continuationText)) }) {
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: input ended"}, func(st *state) { st.loop = false })
 		return false
 	}
-	s.continuations++
-	s.queued++
+	s.ctl.continuations++
+	s.ctl.queued++
 	return true
 }
 
@@ -105,24 +105,4 @@ func outcomeText(outcome string) string {
 		return "was cancelled"
 	}
 	return "failed"
-}
-
-// enqueueLocked queues j without blocking, from the job goroutine; it
-// reports false when input is ending or has ended, or the queue is full.
-// s.mu must be held. jobDone takes enqMu before s.mu, so this only tries
-// enqMu: TryRLock fails only while Serve closes the queue.
-func (s *server) enqueueLocked(j job) bool {
-	if !s.enqMu.TryRLock() {
-		return false
-	}
-	defer s.enqMu.RUnlock()
-	if s.enqClosed {
-		return false
-	}
-	select {
-	case s.jobs <- j:
-		return true
-	default:
-		return false
-	}
 }

@@ -8,26 +8,27 @@ import (
 )
 
 // models answers the models command. A pool switch changes the agent's
-// model, so it waits on the job goroutine for the running turn to end.
-func (s *server) models(c modelsCmd) {
+// model, so it waits on the runner for the running turn to end.
+func (s *server) models(c modelsCmd) error {
 	switch c.Action {
 	case "status":
-		s.write(typeModelsResponse, 0, modelsResponse{OK: true, Status: s.modelStatus()})
+		s.wire.write(typeModelsResponse, 0, modelsResponse{OK: true, Status: s.modelStatus()})
 	case "set_current_model_pool":
-		s.jobs <- func(ctx context.Context) { s.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) }
+		return s.submit("model", func(ctx context.Context) { s.wire.write(typeModelsResponse, 0, s.setPool(ctx, c.Pool)) })
 	default:
-		s.write(typeModelsResponse, 0, modelsResponse{
+		s.wire.write(typeModelsResponse, 0, modelsResponse{
 			Message: fmt.Sprintf("unknown models action %q (want status or set_current_model_pool)", c.Action),
 		})
 	}
+	return nil
 }
 
 // modelStatus is the text snapshot of /models status: the current model,
 // its pool and every configured pool with its refs in fallback order.
 func (s *server) modelStatus() string {
-	s.mu.Lock()
-	model, pool := s.model, s.pool
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	model, pool := s.ctl.model, s.ctl.pool
+	s.ctl.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "Model: %s\n", model)
 	if pool == "" {
@@ -52,7 +53,7 @@ func (s *server) modelStatus() string {
 }
 
 // setPool switches the session's agent to the first model of the pool.
-// It runs on the job goroutine.
+// It runs on the runner.
 func (s *server) setPool(ctx context.Context, name string) modelsResponse {
 	if ctx.Err() != nil {
 		return modelsResponse{Message: "the server is stopping"}
@@ -71,8 +72,8 @@ func (s *server) setPool(ctx context.Context, name string) modelsResponse {
 	sess := s.current()
 	sess.Agent.SetModel(m.Provider, m.Ref.Name, m.Ref.Ref, m.Ref.Price, m.Ref.ContextWindow)
 	sess.Model = m
-	s.mu.Lock()
-	s.model, s.pool = m.Ref.Ref, name
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	s.ctl.model, s.ctl.pool = m.Ref.Ref, name
+	s.ctl.mu.Unlock()
 	return modelsResponse{OK: true, Message: fmt.Sprintf("switched to pool %s (model %s)", name, m.Ref.Ref), Status: s.modelStatus()}
 }

@@ -77,11 +77,11 @@ func (s *server) loadRole(name string) (roleFile, error) {
 func (s *server) role(c roleCmd) {
 	switch c.Action {
 	case "list":
-		s.write(typeRoleResponse, 0, s.roleList(""))
+		s.wire.write(typeRoleResponse, 0, s.roleList(""))
 	case "set":
-		s.write(typeRoleResponse, 0, s.setRole(c.Role))
+		s.wire.write(typeRoleResponse, 0, s.setRole(c.Role))
 	default:
-		s.write(typeRoleResponse, 0, roleResponse{Message: fmt.Sprintf("unknown role action %q (want list or set)", c.Action)})
+		s.wire.write(typeRoleResponse, 0, roleResponse{Message: fmt.Sprintf("unknown role action %q (want list or set)", c.Action)})
 	}
 }
 
@@ -91,9 +91,7 @@ func (s *server) roleList(msg string) roleResponse {
 	if err != nil {
 		return roleResponse{Message: err.Error()}
 	}
-	s.mu.Lock()
-	cur := s.st.role
-	s.mu.Unlock()
+	cur := s.wire.get().role
 	r := roleResponse{OK: true, Message: msg, Role: cur, Roles: make([]roleEntry, 0, len(names))}
 	for _, n := range names {
 		r.Roles = append(r.Roles, roleEntry{Name: n, Current: n == cur})
@@ -108,9 +106,7 @@ func (s *server) setRole(name string) roleResponse {
 	if name == "" {
 		return roleResponse{Message: "role is required"}
 	}
-	s.mu.Lock()
-	cur, pending := s.st.role, s.st.handoff != nil
-	s.mu.Unlock()
+	cur, pending := s.wire.get().role, s.ix.pendingHandoff() != nil
 	if pending {
 		return roleResponse{Message: "resolve the pending handoff before switching role"}
 	}
@@ -131,13 +127,16 @@ func (s *server) setRole(name string) roleResponse {
 	if err != nil {
 		return roleResponse{Message: err.Error()}
 	}
-	s.mu.Lock()
-	if s.st.handoff != nil { // published while the role file was read
-		s.mu.Unlock()
+	s.ctl.mu.Lock()
+	s.ix.mu.Lock()
+	if s.ix.handoff != nil { // published while the role file was read
+		s.ix.mu.Unlock()
+		s.ctl.mu.Unlock()
 		return roleResponse{Message: "resolve the pending handoff before switching role"}
 	}
-	s.roleSystem = rf.System
-	s.pushLocked(evRoleChange, roleChange{Role: name}, func(st *state) { st.role = name })
-	s.mu.Unlock()
+	s.ctl.roleSystem = rf.System
+	s.wire.push(evRoleChange, roleChange{Role: name}, func(st *state) { st.role = name })
+	s.ix.mu.Unlock()
+	s.ctl.mu.Unlock()
 	return s.roleList("switched to role " + name)
 }

@@ -24,22 +24,25 @@
 //
 // Invariants: stdout carries only envelopes, the first being ready;
 // diagnostics go to the diag stream. Bad input never ends the server: it
-// is answered with an error envelope. Every state-carrying envelope takes
-// the next value of one per-process counter, and every change of the cached
-// state takes one too, pushed or not; envelopes leave in seq order because
-// the counter is advanced and the line written under one lock. Work that
-// uses the session's agent (turns, deliveries, model switches, /compact,
-// session and worktree switches) runs on one job goroutine, one job at a
-// time, so the main agent is never driven twice at once and a session is
-// never swapped under a turn. idle is global quiescence: no job queued or
-// running and no sub-agent that can progress. Input end cancels the running
-// work, interrupts the sub-agents (they continue when the session is
-// resumed) and Serve returns nil.
+// is answered with an error envelope. The stdin reader never blocks:
+// control commands are answered at once, work that uses the session's
+// agent (turns, deliveries, model switches, /compact, session and
+// worktree switches) is submitted to one app.Runner, which runs it one job
+// at a time, so the main agent is never driven twice at once and a
+// session is never swapped under a turn; past headless.queue_limit a
+// client's work is refused with queue_full. Every state-carrying envelope
+// takes the next value of one per-process counter, and every change of
+// the cached state takes one too, pushed or not; envelopes leave in seq
+// order because the counter is advanced and the line queued under one
+// lock (wire.mu), and one goroutine writes the queue to stdout in order,
+// so a client that stops reading stalls nothing but its own output. idle is global quiescence: no job queued or running and
+// no sub-agent that can progress. Input end cancels the running work,
+// interrupts the sub-agents (they continue when the session is resumed)
+// and Serve returns nil. See server for the parts and their locks.
 package envelope
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +54,6 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
-	"github.com/arbor-run/arbor/internal/tree"
 )
 
 // Options configure a server; the CLI fills them from its flags.
@@ -65,69 +67,72 @@ type Options struct {
 	NoLocalShell bool
 }
 
-// state is the cached status the server reports; guarded by server.mu.
-type state struct {
-	busy        bool
-	phase       string
-	phaseDetail string
-	confirms    []*confirmRequest  // pending, oldest first
-	questions   []*questionRequest // pending, oldest first
-	lastError   string
-	lastOutcome string
-	sessionID   string
-	role        string
-	updatedAt   time.Time
-	runningJobs int
-	// loop is set while /loop is on (see loop.go).
-	loop bool
-	// handoff is the pending handoff_request, nil when none (handoff.go).
-	handoff *handoffRequest
-}
-
+// server is the envelope protocol of one process. Its parts each have one
+// lock and one job:
+//
+//   - ctl (control): the session and what drives it — the runner, the
+//     current session, its workdir, model, pool and role, and the
+//     accounting of queued work that decides idle;
+//   - agents (subAgents): the current session's hosted tree and the
+//     nodes that have an agent in this process;
+//   - ix (interactions): the pending confirms, questions and handoff;
+//   - cmp (compaction): the main agent's compactions and context notices;
+//   - wire: the output queue (outbox), the seq counter, the
+//     subscriptions and the cached state that status reports.
+//
+// Lock order: ctl.mu, then agents.mu, then ix.mu, then wire.mu (cmp.mu
+// comes after ctl.mu and is held with no other); a goroutine holding one
+// may take a later one, never an earlier one. No
+// lock is held across a model call or a broker call; publishing on the
+// bus never waits, so it may happen under any lock. The subscription's
+// Flush waits for translate, which takes these locks: it is called with
+// none held.
+// Goroutines: the reader (handle) answers control commands at once and
+// submits the rest to the runner; the runner's goroutine runs jobs, the
+// only code that uses the session's agent or replaces the session;
+// translate runs on the bus subscription's goroutine; tools run on the
+// runner's (the main agent's) or on the tree engine's goroutines.
 type server struct {
 	// app is the process's App: its store, bus, broker and model cache
-	// serve every workdir (work, below, is the current one's view).
+	// serve every workdir (ctl.work is the current one's view).
 	app  *app.App
 	opts Options
-	out  *protocol.Writer
 	diag io.Writer
 	// events translates the bus's events into pushes; work flushes it
 	// before pushing idle, so idle follows the work's pushes.
 	events *agent.Subscription
 
-	// mu guards every field below it but jobs and shells, and is held
-	// while writing a seq'd line.
-	mu sync.Mutex
-	// sess is the current session; only the job goroutine replaces it.
-	sess *app.Session
+	ctl    *control
+	cmp    *compaction
+	agents *subAgents
+	ix     *interactions
+	wire   *wire
+
+	shells sync.WaitGroup
+	// closers are old sessions' Jobs being closed; hostClosers their trees
+	// (a run can be hosted once at a time: resuming waits for them).
+	closers, hostClosers sync.WaitGroup
+}
+
+// control is the session control: what the runner's jobs own. Only jobs
+// on the runner replace sess, sessJobs, work, worktree and the model;
+// others read them under mu.
+type control struct {
+	// runner runs the work that uses the session's agent, one job at a
+	// time in order (see submit); it never calls back under its own lock,
+	// so it may be used under mu.
+	runner *app.Runner
+
+	mu sync.Mutex // guards the fields below
+	// sess is the current session, sessJobs its background jobs; pending
+	// counts its ended jobs whose delivery turn has not ended, results its
+	// background_result pushes (jobs.go).
+	sess             *app.Session
+	sessJobs         *tool.Jobs
+	pending, results int
 	// model is the current model ref, pool the pool it came from ("" if
 	// none); roleSystem is the current role's system text.
 	model, pool, roleSystem string
-	// idleOwed is the outcome of an idle held back by a pending handoff.
-	idleOwed string
-	// notices counts the session's context_notice pushes.
-	notices int
-	// manualCompact is set while /compact runs; compactions counts the
-	// compactions started, so /compact can tell that nothing happened.
-	manualCompact bool
-	compactions   int
-	// plan is the plan_id of the running compaction.
-	plan    string
-	seq     uint64
-	st      state
-	subs    map[string]bool // nil = every subscribable event
-	closing map[string]string
-	cancel  context.CancelFunc // of the running turn, nil when none
-	queued  int                // sends accepted and not finished
-	// ranSinceIdle is set when an agent step ran since the last idle.
-	ranSinceIdle bool
-	// cancelled is set by a cancel of busy work, until the idle ending it.
-	cancelled bool
-	// continuations counts the continuation turns of the running loop.
-	continuations int
-	// handoffs counts the handoffs requested; it numbers their ids.
-	handoffs int
-
 	// work is the app view of the current workdir and worktree the
 	// managed worktree it is (nil in the main checkout); generation counts
 	// their changes (worktree.go).
@@ -135,83 +140,86 @@ type server struct {
 	worktree   *app.Worktree
 	generation int
 
-	// host is the current session's tree; subAgents (by task id) and
-	// subByNode are its nodes that have an agent in this process, tasks
-	// the task ids of its nodes, live the nodes that can still progress;
-	// inbox is what waits for delivery to the main agent, delivering is
-	// set while a delivery turn is queued (see subagents.go).
-	host         *tree.Host
-	subAgents    map[string]*subAgent
-	subByNode    map[int64]*subAgent
-	tasks        map[int64]string
-	live         map[int64]bool
-	inbox        []string
-	delivering   bool
-	agentSeq     int
-	formerAgents map[string]string // task id → its last agent id, for the whole process
-	// partial marks the agents (by agent id) whose streamed text has not
-	// been committed by an assistant_message yet.
-	partial map[string]bool
-
-	// sessJobs are the current session's background jobs; pending counts
-	// its ended jobs whose delivery turn has not ended, results its
-	// background_result pushes.
-	sessJobs         *tool.Jobs
-	pending, results int
-
-	jobs chan job
-	// enqMu guards enqClosed, set when jobs is closed; job results are
-	// queued under its read lock.
-	enqMu     sync.RWMutex
-	enqClosed bool
-	shells    sync.WaitGroup
-	// closers are old sessions' Jobs being closed; hostClosers their trees
-	// (a run can be hosted once at a time: resuming waits for them).
-	closers, hostClosers sync.WaitGroup
+	// queued counts the main agent's work accepted and not finished.
+	queued int
+	// cancel cancels the running turn or compaction, nil when none.
+	cancel context.CancelFunc
+	// ranSinceIdle is set when an agent step ran since the last idle.
+	ranSinceIdle bool
+	// cancelled is set by a cancel of busy work, until the idle ending it.
+	cancelled bool
+	// idleOwed is the outcome of an idle held back by a pending handoff.
+	idleOwed string
+	// continuations counts the continuation turns of the running loop.
+	continuations int
+	// inbox is what waits for delivery to the main agent; delivering is
+	// set while a delivery turn is queued (subagents.go).
+	inbox      []string
+	delivering bool
 }
 
-// job is work on the job goroutine; ctx is cancelled when input ends.
+// job is work on the runner's goroutine; ctx is cancelled when input ends.
 type job func(ctx context.Context)
+
+// submit queues a client's work on the runner: it never blocks, and past
+// headless.queue_limit it is refused with errQueueFull. Any lock may be
+// held.
+func (s *server) submit(kind string, j job) error {
+	err := s.ctl.runner.Submit(app.Job{Kind: kind, Run: j})
+	switch {
+	case errors.Is(err, app.ErrQueueFull):
+		return fmt.Errorf("%w: %w", errQueueFull, err)
+	case errors.Is(err, app.ErrRunnerClosed):
+		return fmt.Errorf("%w: input has ended", errUnavailable)
+	}
+	return err
+}
+
+// submitInternal queues work that the server derives from work already
+// accepted (a background result, a loop's next turn, the inbox), which
+// the limit does not refuse. It reports false once input has ended. Any
+// lock may be held.
+func (s *server) submitInternal(kind string, j job) bool {
+	return s.ctl.runner.SubmitInternal(app.Job{Kind: kind, Run: j}) == nil
+}
 
 // Serve runs the protocol until in ends or ctx is cancelled.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
-	s := &server{app: a, work: a, worktree: o.Worktree, opts: o, out: protocol.NewWriter(out), diag: diag,
-		closing: map[string]string{}, jobs: make(chan job, 256), formerAgents: map[string]string{},
-		partial: map[string]bool{}}
+	w := newWire(out, diag)
+	// Last: after the subscription and every part has stopped. Once
+	// signalled, a client that stopped reading gets a grace period only.
+	defer w.out.CloseAfter(ctx)
+	s := &server{app: a, opts: o, diag: diag, wire: w, agents: newSubAgents(),
+		ix: &interactions{closing: map[string]string{}}, cmp: &compaction{},
+		ctl: &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree}}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {
 		return fmt.Errorf("envelope: session: %w", err)
 	}
-	s.sess, s.sessJobs = opened.sess, opened.jobs
-	s.model = s.sess.Model.Ref.Ref
-	s.st = state{sessionID: s.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
+	s.ctl.sess, s.ctl.sessJobs = opened.sess, opened.jobs
+	s.ctl.model = opened.sess.Model.Ref.Ref
+	s.wire.st = state{sessionID: opened.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
 	s.events = a.Bus.Subscribe(s.translate)
 	defer s.events.Close()
-	s.mu.Lock()
-	s.adoptLocked(opened)
-	s.mu.Unlock()
-	ready := readyPayload{SessionID: s.sess.ID}
+	s.agents.adopt(opened)
+	ready := readyPayload{SessionID: opened.sess.ID}
 	if wt := s.opts.Worktree; wt != nil {
 		ready.Name, ready.Branch, ready.Path, ready.RepoRoot = wt.Name, wt.Branch, wt.Path, wt.RepoRoot
 	}
-	s.write(typeReady, 0, ready)
+	s.wire.write(typeReady, 0, ready)
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
-	wg.Go(func() { s.runJobs(ctx) })
+	s.ctl.runner.Start(ctx)
 	err = s.read(ctx, in)
-	stop()
-	s.enqMu.Lock()
-	s.enqClosed = true
-	close(s.jobs)
-	s.enqMu.Unlock()
-	wg.Wait()
-	s.mu.Lock()
-	jobs, host := s.sessJobs, s.host
-	s.mu.Unlock()
+	// The running job is cancelled and the queued ones run with a
+	// cancelled context, so each reports how it ended.
+	s.ctl.runner.Stop()
+	s.ctl.mu.Lock()
+	jobs := s.ctl.sessJobs
+	s.ctl.mu.Unlock()
 	jobs.Close()
-	host.Close()
+	s.agents.host().Close()
 	s.closers.Wait()
 	s.hostClosers.Wait()
 	s.shells.Wait()
@@ -238,7 +246,7 @@ func (s *server) lineError(le *protocol.LineError) {
 	case errors.Is(le, protocol.ErrInvalidJSON):
 		code = codeInvalidJSON
 	}
-	s.fail(code, le.Error())
+	s.wire.fail(code, le.Error())
 }
 
 // handle dispatches one command.
@@ -260,7 +268,7 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 	case "models":
 		var c modelsCmd
 		if err = line.Decode(&c); err == nil {
-			s.models(c)
+			err = s.models(c)
 		}
 	case "role":
 		var c roleCmd
@@ -283,23 +291,23 @@ func (s *server) handle(ctx context.Context, line protocol.Line) {
 			err = s.handoff(c)
 		}
 	case "cancel":
-		s.mu.Lock()
+		s.ctl.mu.Lock()
 		// The idle that ends the work reports it cancelled.
-		s.cancelled = s.st.busy
-		s.mu.Unlock()
+		s.ctl.cancelled = s.wire.get().busy
+		s.ctl.mu.Unlock()
 		s.stopTree()
-		s.mu.Lock()
-		if s.cancel != nil {
-			s.cancel()
+		s.ctl.mu.Lock()
+		if s.ctl.cancel != nil {
+			s.ctl.cancel()
 		}
-		s.mu.Unlock()
+		s.ctl.mu.Unlock()
 	case "local_shell":
 		var c localShellCmd
 		if err = line.Decode(&c); err == nil {
 			err = s.localShell(ctx, c)
 		}
 	default:
-		s.fail(codeUnknownCommand, fmt.Sprintf("unknown command type %q", line.Type))
+		s.wire.fail(codeUnknownCommand, fmt.Sprintf("unknown command type %q", line.Type))
 		return
 	}
 	if err != nil {
@@ -320,6 +328,7 @@ var (
 	errTUIOnly        = errors.New("is only available in the local TUI mode")
 	errUnknownSlash   = errors.New("unknown command")
 	errUnavailable    = errors.New("not available")
+	errQueueFull      = errors.New("too much work queued")
 )
 
 func (s *server) commandError(typ string, err error) {
@@ -339,55 +348,14 @@ func (s *server) commandError(typ string, err error) {
 		code = codeUnknownCommand
 	case errors.Is(err, errUnavailable):
 		code = codeUnavailable
+	case errors.Is(err, errQueueFull):
+		code = codeQueueFull
 	}
 	msg := err.Error()
 	if typ != "" {
 		msg = typ + ": " + msg
 	}
-	s.fail(code, msg)
-}
-
-// write encodes payload into an envelope and writes it.
-func (s *server) write(typ string, seq uint64, payload any) {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		fmt.Fprintf(s.diag, "arbor: envelope: encode %s: %v\n", typ, err)
-		return
-	}
-	if err := s.out.Write(Envelope{Type: typ, Seq: seq, Payload: raw}); err != nil {
-		fmt.Fprintf(s.diag, "arbor: envelope: write: %v\n", err)
-	}
-}
-
-// fail writes a command error envelope (no seq: it carries no state).
-func (s *server) fail(code, msg string) {
-	s.write(typeError, 0, errorPayload{Message: msg, Code: code})
-}
-
-// mutateLocked applies fn to the cached state and takes a seq for it.
-// s.mu must be held.
-func (s *server) mutateLocked(fn func(*state)) uint64 {
-	if fn != nil {
-		fn(&s.st)
-		s.st.updatedAt = time.Now().UTC()
-	}
-	s.seq++
-	return s.seq
-}
-
-// push changes the state with fn (nil = no change) and, when the client
-// subscribed to typ, writes the event with the new seq.
-func (s *server) push(typ string, payload any, fn func(*state)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pushLocked(typ, payload, fn)
-}
-
-func (s *server) pushLocked(typ string, payload any, fn func(*state)) {
-	seq := s.mutateLocked(fn)
-	if s.subs == nil || s.subs[typ] {
-		s.write(typ, seq, payload)
-	}
+	s.wire.fail(code, msg)
 }
 
 func (s *server) subscribe(c subscribeCmd) error {
@@ -402,33 +370,25 @@ func (s *server) subscribe(c subscribeCmd) error {
 	if events == nil {
 		events = []string{}
 	}
-	s.mu.Lock()
-	s.subs = subs
-	s.mu.Unlock()
-	s.write(typeSubscribeResponse, 0, subscribeResponse{Events: events})
+	s.wire.subscribe(subs, events)
 	return nil
 }
 
 // status writes a snapshot of the cached state with a fresh seq.
 func (s *server) status() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.syncJobsLocked()
-	st := s.st
-	p := statusPayload{
-		SessionID: st.sessionID, Busy: st.busy, Phase: st.phase, PhaseDetail: st.phaseDetail,
-		Workdir: s.workdirLocked(), LastError: st.lastError, LastOutcome: st.lastOutcome,
-		CurrentRole: st.role, UpdatedAt: st.updatedAt, RunningJobs: st.runningJobs,
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	p := statusPayload{Workdir: s.workdirLocked()}
+	s.ix.mu.Lock()
+	defer s.ix.mu.Unlock()
+	if len(s.ix.confirms) > 0 {
+		p.PendingConfirm = s.ix.confirms[0]
 	}
-	if len(st.confirms) > 0 {
-		p.PendingConfirm = st.confirms[0]
+	if len(s.ix.questions) > 0 {
+		p.PendingQuestion = s.ix.questions[0]
 	}
-	if len(st.questions) > 0 {
-		p.PendingQuestion = st.questions[0]
-	}
-	p.PendingHandoff = st.handoff
-	s.seq++
-	s.write(typeStatusResponse, s.seq, p)
+	p.PendingHandoff = s.ix.handoff
+	s.wire.status(p, s.jobCountLocked())
 }
 
 func (s *server) onTodos(todos []tool.Todo) {
@@ -436,31 +396,31 @@ func (s *server) onTodos(todos []tool.Todo) {
 		todos = []tool.Todo{}
 	}
 	s.events.Flush() // after the assistant_message that called the tool
-	s.push(evTodos, todosPayload{Todos: todos}, nil)
+	s.wire.push(evTodos, todosPayload{Todos: todos}, nil)
 }
 
 // sessionOptions shape the sessions the server opens, each with its own
-// background jobs (so.Jobs; open closes them when it fails). s.mu must not
-// be held.
+// background jobs (so.Jobs; open closes them when it fails). ctl.mu must
+// not be held.
 func (s *server) sessionOptions() app.SessionOptions {
 	var jobs *tool.Jobs
 	jobs = tool.NewJobs(func(j tool.Job) { s.jobDone(jobs, j) })
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.model, System: s.roleSystem, Jobs: jobs,
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.ctl.model, System: s.ctl.roleSystem, Jobs: jobs,
 		Tools: []tool.Tool{s.doneTool(), s.handoffTool()}}
 }
 
 // current returns the current session.
 func (s *server) current() *app.Session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sess
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	return s.ctl.sess
 }
 
 // ws is the app view of the current workdir (see worktree.go).
 func (s *server) ws() *app.App {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.work
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	return s.ctl.work
 }

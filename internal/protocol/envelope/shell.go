@@ -31,7 +31,7 @@ func (s *server) localShell(ctx context.Context, c localShellCmd) error {
 		return fmt.Errorf("%w: command is empty", errBadCommand)
 	}
 	s.shells.Go(func() {
-		s.push(evLocalShellResult, runShell(ctx, s.ws().Workspace, command), nil)
+		s.wire.push(evLocalShellResult, runShell(ctx, s.ws().Workspace, command), nil)
 	})
 	return nil
 }

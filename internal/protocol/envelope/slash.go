@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/store"
 )
 
@@ -40,11 +39,11 @@ func (s *server) slash(text string) error {
 	case "/models":
 		switch {
 		case len(args) == 0 || len(args) == 1 && args[0] == "status":
-			s.models(modelsCmd{Action: "status"})
+			return s.models(modelsCmd{Action: "status"})
 		case args[0] == "--agent":
 			return fmt.Errorf("/models --agent: %w: arbor has no named agents", errUnavailable)
 		case len(args) == 1:
-			s.models(modelsCmd{Action: "set_current_model_pool", Pool: args[0]})
+			return s.models(modelsCmd{Action: "set_current_model_pool", Pool: args[0]})
 		default:
 			return fmt.Errorf("%w: usage: /models [status|<pool>]", errBadCommand)
 		}
@@ -58,19 +57,19 @@ func (s *server) slash(text string) error {
 			return fmt.Errorf("%w: usage: /role [status|<name>]", errBadCommand)
 		}
 	case "/help":
-		s.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText}, nil)
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText}, nil)
 	case "/stats":
-		s.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
 	case "/compact":
-		s.jobs <- s.compactNow
+		return s.submit("compact", s.compactNow)
 	case "/new":
-		s.jobs <- func(ctx context.Context) { _ = s.switchSession(ctx, "") }
+		return s.submit("switch", func(ctx context.Context) { _ = s.switchSession(ctx, "") })
 	case "/resume":
 		if len(args) != 1 {
 			return fmt.Errorf("/resume without a session id %w", errTUIOnly)
 		}
 		id := args[0]
-		s.jobs <- func(ctx context.Context) { _ = s.switchSession(ctx, id) }
+		return s.submit("switch", func(ctx context.Context) { _ = s.switchSession(ctx, id) })
 	case "/worktree":
 		return s.worktreeSlash(args)
 	case "/export":
@@ -88,10 +87,10 @@ func (s *server) slash(text string) error {
 
 // stats describes the tokens and cost of the current session.
 func (s *server) stats() string {
-	s.mu.Lock()
-	sess, model := s.sess, s.model // sess.Model is the job goroutine's
-	s.mu.Unlock()
-	u, cost, known := sess.Agent.Usage()
+	s.ctl.mu.Lock()
+	sess, model := s.ctl.sess, s.ctl.model // sess.Model is the runner's
+	s.ctl.mu.Unlock()
+	u, cost, known := sess.Agent.Usage() // a locked snapshot: the one use of the agent off the runner
 	costText := "unknown (the model has no price)"
 	if known {
 		costText = fmt.Sprintf("$%.4f", cost)
@@ -100,31 +99,8 @@ func (s *server) stats() string {
 		sess.ID, model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, costText)
 }
 
-// compactNow runs a manual compaction on the job goroutine; the agent's
-// events report it, and a skipped compaction_status says when there was
-// too little to compact.
-func (s *server) compactNow(ctx context.Context) {
-	if ctx.Err() != nil {
-		return
-	}
-	s.events.Flush() // earlier compactions are not this one
-	s.mu.Lock()
-	s.manualCompact = true
-	before := s.compactions
-	s.mu.Unlock()
-	var err error
-	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) { err = sess.Agent.Compact(ctx) })
-	s.events.Flush()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.manualCompact = false
-	if err == nil && s.compactions == before {
-		s.pushLocked(evCompactionStatus, compactionStatus{Status: "skipped", Trigger: "manual", Reason: "nothing to compact"}, nil)
-	}
-}
-
 // switchSession opens a new session (id "") or resumes a stored one and
-// makes it current, on the job goroutine so that no turn runs meanwhile.
+// makes it current, on the runner so that no turn runs meanwhile.
 // A resumed session keeps its own model; a new one takes the current one.
 // A pending handoff is dropped (handoff_cancelled). A failure is reported
 // with an error envelope and returned.
@@ -161,23 +137,27 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	// Events of the trees closed so far (a resumed session's own, among
 	// them) are handled before its tree becomes current again.
 	s.events.Flush()
-	s.mu.Lock()
-	old, oldHost := s.sessJobs, s.host
-	s.sess, s.sessJobs, s.pending, s.results = sess, o.jobs, 0, 0
-	if s.model != sess.Model.Ref.Ref {
-		s.model, s.pool = sess.Model.Ref.Ref, ""
+	c := s.ctl
+	c.mu.Lock()
+	old, oldHost := c.sessJobs, s.agents.host()
+	c.sess, c.sessJobs, c.pending, c.results = sess, o.jobs, 0, 0
+	if c.model != sess.Model.Ref.Ref {
+		c.model, c.pool = sess.Model.Ref.Ref, ""
 	}
+	c.inbox, c.delivering = nil, false
+	s.ix.mu.Lock()
 	s.cancelHandoffLocked()
-	s.pushLocked(evSessionSwitched, sessionSwitched{SessionID: sess.ID}, func(st *state) {
+	s.ix.confirms, s.ix.questions = nil, nil
+	s.wire.push(evSessionSwitched, sessionSwitched{SessionID: sess.ID}, func(st *state) {
 		st.sessionID = sess.ID
-		st.confirms, st.questions = nil, nil
 		st.phase, st.phaseDetail = "", ""
 		st.runningJobs = 0
 		st.loop = false
 	})
-	s.adoptLocked(o)
+	s.ix.mu.Unlock()
+	s.agents.adopt(o)
 	s.payIdleLocked()
-	s.mu.Unlock()
+	c.mu.Unlock()
 	// The old jobs are killed without results; closing waits for their
 	// goroutines, one of which may be queueing a result behind this job.
 	// The old tree's children are interrupted, to continue when that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
@@ -41,6 +42,121 @@ type subAgent struct {
 	node, parent               int64
 }
 
+// subAgents is the current session's tree as the server sees it. Runner
+// jobs replace the tree (adopt); translate keeps it current from the
+// tree's events.
+type subAgents struct {
+	mu sync.Mutex // guards the fields below
+	// cur is the current session's tree; byTask (by task id) and byNode
+	// are its nodes that have an agent in this process, tasks the task
+	// ids of its nodes, live the nodes that can still progress.
+	cur    *tree.Host
+	byTask map[string]*subAgent
+	byNode map[int64]*subAgent
+	tasks  map[int64]string
+	live   map[int64]bool
+	// seq numbers the agent ids; former maps a task id to its last agent
+	// id, for the whole process.
+	seq    int
+	former map[string]string
+}
+
+func newSubAgents() *subAgents { return &subAgents{former: map[string]string{}} }
+
+// host returns the current tree.
+func (t *subAgents) host() *tree.Host {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cur
+}
+
+// mine reports whether run runID is the current tree.
+func (t *subAgents) mine(runID string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cur != nil && runID == t.cur.RunID()
+}
+
+// liveCount is the number of nodes that can still progress.
+func (t *subAgents) liveCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.live)
+}
+
+// ofSession returns the sub-agent whose session is id, nil for the main
+// agent's (mainSession) and unknown sessions.
+func (t *subAgents) ofSession(id, mainSession string) *subAgent {
+	if id == "" || id == mainSession {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byTask[id]
+}
+
+// parent names a node's parent as agent and task ids: the main agent's
+// are "main" and ""; a node whose agent is not running in this process
+// has a task id but no agent id.
+func (t *subAgents) parent(parent int64) (agentID, taskID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.parentLocked(parent)
+}
+
+func (t *subAgents) parentLocked(parent int64) (agentID, taskID string) {
+	if parent == 1 {
+		return mainAgent, ""
+	}
+	if p := t.byNode[parent]; p != nil {
+		return p.agentID, p.taskID
+	}
+	return "", t.tasks[parent]
+}
+
+// trackLocked records a node's task id and whether it can progress.
+func (t *subAgents) trackLocked(n tree.NodeView) {
+	if n.SessionID != "" {
+		t.tasks[n.ID] = n.SessionID
+	}
+	if !n.State.Terminal() && n.State != tree.StatePaused {
+		t.live[n.ID] = true
+	} else {
+		delete(t.live, n.ID)
+	}
+}
+
+// adopt makes o's tree the current one: its state so far is read before
+// it starts, and the events published afterwards keep it current. It is
+// called with ctl.mu held, except by Serve before anything runs.
+func (t *subAgents) adopt(o opened) {
+	t.mu.Lock()
+	t.cur = o.host
+	t.byTask, t.byNode = map[string]*subAgent{}, map[int64]*subAgent{}
+	t.tasks, t.live = map[int64]string{}, map[int64]bool{}
+	for _, n := range o.host.Nodes() {
+		t.trackLocked(n)
+	}
+	t.mu.Unlock()
+	o.host.Start()
+}
+
+// started records the agent built for node n and returns it with its
+// former agent id.
+func (t *subAgents) started(n tree.NodeView) (a *subAgent, prev string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq++
+	a = &subAgent{agentID: fmt.Sprintf("agent-%d", t.seq), taskID: n.SessionID,
+		agentType: agentType(n), node: n.ID, parent: n.ParentID}
+	prev = t.former[a.taskID]
+	t.former[a.taskID] = a.agentID
+	t.byTask[a.taskID] = a
+	t.byNode[a.node] = a
+	t.tasks[a.node] = a.taskID
+	return a, prev
+}
+
 // hostedSystem tells the main agent how to delegate.
 const hostedSystem = `You can delegate to sub-agents, which work in parallel while you keep talking
 with the user. spawn(goal, prompt, blocked_by?) starts one with a clean context (give it
@@ -72,9 +188,9 @@ func (s *server) open(ctx context.Context, id string, so app.SessionOptions) (op
 
 func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) (opened, error) {
 	engine := s.ws().HostEngine(func() string {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.model
+		s.ctl.mu.Lock()
+		defer s.ctl.mu.Unlock()
+		return s.ctl.model
 	})
 	if id != "" {
 		s.hostClosers.Wait() // the session's tree may still be closing
@@ -127,50 +243,52 @@ func (s *server) openWith(ctx context.Context, engine *tree.Engine, id string, s
 }
 
 // treeEvent handles the events of the current session's tree; it reports
-// whether e was one. Called by translate, unlocked.
+// whether e was one. Called by translate, with no lock; tree events come one
+// at a time, and each is handled under ctl.mu, which the idle decision
+// also holds.
 func (s *server) treeEvent(e agent.Event) bool {
 	switch e := e.(type) {
 	case *tree.AgentStarted:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.host == nil || e.RunID != s.host.RunID() {
+		s.ctl.mu.Lock() // adopt runs under it: the tree cannot change meanwhile
+		defer s.ctl.mu.Unlock()
+		if !s.agents.mine(e.RunID) {
 			return true
 		}
-		s.agentSeq++
-		a := &subAgent{agentID: fmt.Sprintf("agent-%d", s.agentSeq), taskID: e.Node.SessionID,
-			agentType: agentType(e.Node), node: e.Node.ID, parent: e.Node.ParentID}
-		prev := s.formerAgents[a.taskID]
-		s.formerAgents[a.taskID] = a.agentID
-		s.subAgents[a.taskID] = a
-		s.subByNode[a.node] = a
-		s.tasks[a.node] = a.taskID
-		s.ranSinceIdle = true
-		parentAgent, parentTask := s.parentLocked(a.parent)
-		s.pushLocked(evAgentStarted, agentStarted{AgentID: a.agentID, PreviousAgentID: prev, TaskID: a.taskID,
-			AgentType: a.agentType, Description: e.Node.Goal, ParentAgentID: parentAgent, ParentTaskID: parentTask},
+		a, prev := s.agents.started(e.Node)
+		s.ctl.ranSinceIdle = true
+		parentAgent, parentTask := s.agents.parent(a.parent)
+		s.wire.push(evAgentStarted, agentStarted{AgentID: a.agentID, PreviousAgentID: prev, TaskID: a.taskID,
+			AgentType: a.agentType, Description: e.Node.Goal, ParentAgentID: parentAgent, ParentTaskID: parentTask, Model: e.Node.Model},
 			func(st *state) { st.busy = true })
 	case *tree.NodeChanged:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.host == nil || e.RunID != s.host.RunID() {
+		s.ctl.mu.Lock() // adopt runs under it: the tree cannot change meanwhile
+		defer s.ctl.mu.Unlock()
+		if !s.agents.mine(e.RunID) {
 			return true
 		}
-		s.trackLocked(e.Node)
+		s.agents.mu.Lock()
+		s.agents.trackLocked(e.Node)
+		s.agents.mu.Unlock()
 		if e.Node.State.Terminal() && !e.From.Terminal() {
 			s.nodeEndedLocked(e.Node)
 		}
 	case *tree.Notified:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.host == nil || e.RunID != s.host.RunID() {
+		s.ctl.mu.Lock() // adopt runs under it: the tree cannot change meanwhile
+		defer s.ctl.mu.Unlock()
+		if !s.agents.mine(e.RunID) {
 			return true
 		}
-		from := s.subByNode[e.From.ID]
+		s.agents.mu.Lock()
+		from := s.agents.byNode[e.From.ID]
+		var parentAgent, parentTask string
+		if from != nil {
+			parentAgent, parentTask = s.agents.parentLocked(from.parent)
+		}
+		s.agents.mu.Unlock()
 		if from == nil {
 			return true
 		}
-		parentAgent, parentTask := s.parentLocked(from.parent)
-		s.pushLocked(evAgentNotify, agentNotify{AgentID: from.agentID, TaskID: from.taskID, AgentType: from.agentType,
+		s.wire.push(evAgentNotify, agentNotify{AgentID: from.agentID, TaskID: from.taskID, AgentType: from.agentType,
 			ParentAgentID: parentAgent, ParentTaskID: parentTask, TargetAgentID: parentAgent, TargetTaskID: parentTask,
 			Kind: "progress", Message: e.Message}, nil)
 		if e.To == 1 {
@@ -185,19 +303,24 @@ func (s *server) treeEvent(e agent.Event) bool {
 
 // nodeEndedLocked reports a node's end: agent_done when it had an agent,
 // and its result to the main agent when it is the main agent's child.
+// ctl.mu must be held.
 func (s *server) nodeEndedLocked(n tree.NodeView) {
 	summary := n.Result
 	if n.State != tree.StateComplete {
 		summary = string(n.State) + ": " + n.Error
 	}
 	if n.Kind != tree.KindAsk && n.SessionID != "" { // it had an agent, perhaps in an earlier process
+		s.agents.mu.Lock()
 		agentID := ""
-		if a := s.subByNode[n.ID]; a != nil {
+		if a := s.agents.byNode[n.ID]; a != nil {
 			agentID = a.agentID
-			s.rollbackLocked(agentID, string(n.State))
 		}
-		parentAgent, parentTask := s.parentLocked(n.ParentID)
-		s.pushLocked(evAgentDone, agentDone{AgentID: agentID, TaskID: n.SessionID, AgentType: agentType(n),
+		parentAgent, parentTask := s.agents.parentLocked(n.ParentID)
+		s.agents.mu.Unlock()
+		if agentID != "" {
+			s.wire.rollback(agentID, string(n.State))
+		}
+		s.wire.push(evAgentDone, agentDone{AgentID: agentID, TaskID: n.SessionID, AgentType: agentType(n),
 			ParentAgentID: parentAgent, ParentTaskID: parentTask, Summary: summary, State: string(n.State)}, nil)
 	}
 	switch {
@@ -212,44 +335,6 @@ func (s *server) nodeEndedLocked(n tree.NodeView) {
 	s.settleLocked()
 }
 
-// parentLocked names a node's parent as agent and task ids: the main
-// agent's are "main" and ""; a node whose agent is not running in this
-// process has a task id but no agent id.
-func (s *server) parentLocked(parent int64) (agentID, taskID string) {
-	if parent == 1 {
-		return mainAgent, ""
-	}
-	if p := s.subByNode[parent]; p != nil {
-		return p.agentID, p.taskID
-	}
-	return "", s.tasks[parent]
-}
-
-// trackLocked records a node's task id and whether it can progress.
-func (s *server) trackLocked(n tree.NodeView) {
-	if n.SessionID != "" {
-		s.tasks[n.ID] = n.SessionID
-	}
-	if !n.State.Terminal() && n.State != tree.StatePaused {
-		s.live[n.ID] = true
-	} else {
-		delete(s.live, n.ID)
-	}
-}
-
-// adoptLocked makes o's tree the current one: its state so far is read
-// before it starts, and the events published afterwards keep it current.
-func (s *server) adoptLocked(o opened) {
-	s.host = o.host
-	s.subAgents, s.subByNode = map[string]*subAgent{}, map[int64]*subAgent{}
-	s.tasks, s.live = map[int64]string{}, map[int64]bool{}
-	s.inbox, s.delivering = nil, false
-	for _, n := range o.host.Nodes() {
-		s.trackLocked(n)
-	}
-	o.host.Start()
-}
-
 func agentType(n tree.NodeView) string {
 	if n.Spawn != "" {
 		return n.Spawn
@@ -258,84 +343,56 @@ func agentType(n tree.NodeView) string {
 }
 
 // toInboxLocked queues text for the main agent; one delivery turn takes
-// everything queued by the time it starts.
+// everything queued by the time it starts. ctl.mu must be held.
 func (s *server) toInboxLocked(text string) {
-	s.inbox = append(s.inbox, text)
-	if s.delivering {
+	c := s.ctl
+	c.inbox = append(c.inbox, text)
+	if c.delivering {
 		return
 	}
-	s.delivering = true
-	s.queued++
-	s.mutateLocked(func(st *state) { st.busy = true })
-	// The queue is not written under s.mu (the job goroutine takes it).
-	go s.enqueue(s.deliverInbox)
-}
-
-// enqueue queues j on the job goroutine unless input has ended.
-func (s *server) enqueue(j job) {
-	s.enqMu.RLock()
-	defer s.enqMu.RUnlock()
-	if !s.enqClosed {
-		s.jobs <- j
+	if !s.submitInternal("deliver", s.deliverInbox) {
+		return // input has ended
 	}
+	c.delivering = true
+	c.queued++
+	s.wire.mutate(func(st *state) { st.busy = true })
 }
 
 // deliverInbox runs the turn that hands the inbox to the main agent.
 func (s *server) deliverInbox(ctx context.Context) {
-	s.mu.Lock()
-	items := s.inbox
-	s.inbox, s.delivering = nil, false
+	c := s.ctl
+	c.mu.Lock()
+	items := c.inbox
+	c.inbox, c.delivering = nil, false
 	if len(items) == 0 {
-		s.queued--
+		c.queued--
 		s.settleLocked()
-		s.mu.Unlock()
+		c.mu.Unlock()
 		return
 	}
-	s.mu.Unlock()
+	c.mu.Unlock()
 	s.finishTurn(s.runTurn(ctx, strings.Join(items, "\n\n")))
 }
 
-// treeBusyLocked reports whether a node of the current tree can progress.
-func (s *server) treeBusyLocked() bool { return len(s.live) > 0 }
-
 // settleLocked pushes the idle that the tree was holding back once it and
-// the main agent are quiescent.
+// the main agent are quiescent. ctl.mu must be held.
 func (s *server) settleLocked() {
-	if s.st.busy && s.queued == 0 && s.cancel == nil {
-		s.idleLocked(s.st.lastOutcome, nil)
+	if st := s.wire.get(); st.busy && s.ctl.queued == 0 && s.ctl.cancel == nil {
+		s.idleLocked(st.lastOutcome, nil)
 	}
 }
 
-// stopTree stops every child of the current tree; cancel uses it. It runs
-// unlocked: stopping publishes the nodes' changes.
+// stopTree stops every child of the current tree; cancel uses it. The
+// tree publishes the nodes' changes; translate reports them.
 func (s *server) stopTree() {
-	s.mu.Lock()
-	h := s.host
-	s.inbox = nil
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	s.ctl.inbox = nil
+	s.ctl.mu.Unlock()
+	h := s.agents.host()
 	if h == nil {
 		return
 	}
 	if n := h.StopAll(); n > 0 {
-		s.push(evToast, toast{AgentID: mainAgent, Level: "warn", Message: "stopped " + plural(n, "sub-agent")}, nil)
+		s.wire.push(evToast, toast{AgentID: mainAgent, Level: "warn", Message: "stopped " + plural(n, "sub-agent")}, nil)
 	}
-}
-
-// rollbackLocked pushes assistant_rollback when agentID streamed text
-// that no assistant_message committed (its turn was cancelled or failed).
-// s.mu must be held.
-func (s *server) rollbackLocked(agentID, reason string) {
-	if s.partial[agentID] {
-		delete(s.partial, agentID)
-		s.pushLocked(evAssistantRollback, assistantRollback{AgentID: agentID, Reason: reason}, nil)
-	}
-}
-
-// subAgentOfLocked returns the sub-agent whose session is id, nil for the
-// main agent's and unknown sessions.
-func (s *server) subAgentOfLocked(session string) *subAgent {
-	if session == "" || session == s.st.sessionID {
-		return nil
-	}
-	return s.subAgents[session]
 }

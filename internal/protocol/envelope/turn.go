@@ -3,9 +3,7 @@ package envelope
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -39,57 +37,44 @@ func (s *server) send(c sendCmd) error {
 		}
 		return nil
 	}
-	s.mu.Lock()
-	// Count the new turn before the pending requests are closed, so the
-	// turn they belong to cannot report idle in between.
-	s.queued++
-	s.mutateLocked(func(st *state) { st.busy = true })
-	s.cancelHandoffLocked()
+	s.ctl.mu.Lock()
+	// Queue the turn and count it before the pending requests are closed,
+	// so the turn they belong to cannot report idle in between (the job
+	// cannot start before ctl.mu is released).
+	if err := s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content)) }); err != nil {
+		s.ctl.mu.Unlock()
+		return err
+	}
+	s.ctl.queued++
+	s.wire.mutate(func(st *state) { st.busy = true })
+	s.cancelHandoff()
 	s.payIdleLocked() // the new turn ends with its own idle
-	var confirms, questions []string
-	for _, p := range s.st.confirms {
-		confirms = append(confirms, p.RequestID)
-	}
-	for _, p := range s.st.questions {
-		questions = append(questions, p.RequestID)
-		s.closing[p.RequestID] = reasonSuperseded
-	}
-	s.mu.Unlock()
-	// Resolve publishes on the bus, whose subscriber takes s.mu: it must
-	// run unlocked. A request resolved meanwhile is simply gone.
+	confirms, questions := s.ix.supersede()
+	s.ctl.mu.Unlock()
+	// A request resolved meanwhile is simply gone.
 	for _, id := range confirms {
 		_ = s.app.Broker.Resolve(id, agent.Response{Approval: &tool.Approval{}})
 	}
 	for _, id := range questions {
 		if err := s.app.Broker.Resolve(id, agent.Response{Answer: &tool.Answer{Declined: true}}); err != nil {
-			s.mu.Lock()
-			delete(s.closing, id)
-			s.mu.Unlock()
+			s.ix.unclose(id)
 		}
 	}
-	s.jobs <- func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content)) }
 	return nil
-}
-
-// runJobs runs queued jobs one at a time until the queue closes.
-func (s *server) runJobs(ctx context.Context) {
-	for j := range s.jobs {
-		j(ctx)
-	}
 }
 
 // cancellable runs fn with a context the cancel command cancels.
 func (s *server) cancellable(ctx context.Context, fn func(ctx context.Context, sess *app.Session)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.mu.Lock()
-	s.cancel = cancel
-	sess := s.sess
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	s.ctl.cancel = cancel
+	sess := s.ctl.sess
+	s.ctl.mu.Unlock()
 	fn(ctx, sess)
-	s.mu.Lock()
-	s.cancel = nil
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	s.ctl.cancel = nil
+	s.ctl.mu.Unlock()
 }
 
 func (s *server) runTurn(ctx context.Context, content string) agent.Result {
@@ -107,120 +92,74 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 // pushes idle.
 func (s *server) finishTurn(res agent.Result) { s.finishWork(res, false) }
 
-// translate is the bus subscriber: it turns the session's agent events
-// into pushes and state changes, on the subscription's own goroutine.
+// translate is the bus subscriber: it dispatches the events of the
+// current session's tree to the sub-agents' part and turns its agents'
+// events into pushes and state changes, on the subscription's own
+// goroutine.
 func (s *server) translate(e agent.Event) {
 	if s.treeEvent(e) {
 		return
 	}
 	session := agent.MetaOf(e).SessionID
-	s.mu.Lock()
-	mine := session == s.st.sessionID
-	sub := s.subAgentOfLocked(session)
-	trigger := "usage_driven"
-	if s.manualCompact {
-		trigger = "manual"
-	}
-	s.mu.Unlock()
-	if sub != nil {
+	if sub := s.agents.ofSession(session, s.wire.get().sessionID); sub != nil {
 		s.translateSub(sub, e)
 		return
 	}
-	if !mine {
+	if session != s.wire.get().sessionID {
 		return
 	}
 	switch e := e.(type) {
 	case *agent.StepStarted:
-		s.mu.Lock()
-		s.ranSinceIdle = true
-		s.pushLocked(evActivity, activity{AgentID: mainAgent, Type: "preparing", Detail: e.Model}, phase("preparing", e.Model))
-		s.mu.Unlock()
+		s.ctl.mu.Lock()
+		s.ctl.ranSinceIdle = true
+		s.wire.push(evActivity, activity{AgentID: mainAgent, Type: "preparing", Detail: e.Model}, phase("preparing", e.Model))
+		s.ctl.mu.Unlock()
 	case *agent.TextDelta:
-		s.mu.Lock()
-		s.partial[mainAgent] = true
-		if s.st.phase != "streaming" {
-			s.pushLocked(evActivity, activity{AgentID: mainAgent, Type: "streaming"}, phase("streaming", ""))
-		}
-		s.mu.Unlock()
+		s.wire.streamed(mainAgent)
 	case *agent.ToolCallStarted:
-		s.push(evActivity, activity{AgentID: mainAgent, Type: "executing", Detail: e.Tool}, phase("executing", e.Tool))
+		s.wire.push(evActivity, activity{AgentID: mainAgent, Type: "executing", Detail: e.Tool}, phase("executing", e.Tool))
 	case *agent.ToolCallFinished:
 		// A tool may have started or killed a background job.
-		s.mu.Lock()
+		s.ctl.mu.Lock()
 		s.syncJobsLocked()
-		s.mu.Unlock()
+		s.ctl.mu.Unlock()
 	case *agent.AssistantMessage:
-		s.mu.Lock()
-		delete(s.partial, mainAgent)
-		s.pushLocked(evAssistantMessage, assistantPayload(e.Message), nil)
-		s.mu.Unlock()
+		s.wire.committed(assistantPayload(e.Message))
 	case *agent.InteractionRequested:
 		s.requested(e.Interaction, mainAgent)
 	case *agent.InteractionResolved:
 		s.resolved(e)
-	case *agent.CompactionStarted:
-		s.mu.Lock()
-		s.compactions++
-		s.plan = planID(e.Seq) // the terminal status names the same plan
-		s.pushLocked(evActivity, activity{AgentID: mainAgent, Type: "compacting"}, phase("compacting", ""))
-		s.pushLocked(evCompactionStatus, compactionStatus{Status: "started", Trigger: trigger, PlanID: s.plan}, nil)
-		s.mu.Unlock()
-	case *agent.CompactionFinished:
-		s.mu.Lock()
-		c := compactionStatus{Status: "succeeded", Trigger: trigger, Reason: e.Err, PlanID: s.plan}
-		if e.Err != "" {
-			c.Status = "failed"
-		}
-		s.pushLocked(evCompactionStatus, c, phase("", ""))
-		s.mu.Unlock()
-	case *agent.ContextPressure:
-		s.mu.Lock()
-		n := s.notices
-		s.notices++
-		s.pushLocked(evContextNotice, contextNotice{SessionID: e.SessionID, Level: "warn", MessageIndex: n,
-			Message: fmt.Sprintf("the context holds about %d tokens of the model's %d: older turns will soon be summarized", e.EstimatedTokens, e.Window)}, nil)
-		s.mu.Unlock()
+	case *agent.CompactionStarted, *agent.CompactionFinished, *agent.ContextPressure:
+		s.compactionEvent(e)
 	case *agent.Error:
-		s.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
+		s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
 	}
 }
-
-func phase(p, detail string) func(*state) {
-	return func(st *state) { st.phase, st.phaseDetail = p, detail }
-}
-
-// planID names a compaction by the bus seq of the event that reports it.
-func planID(seq uint64) string { return fmt.Sprintf("compaction-%d", seq) }
 
 // translateSub turns a sub-agent's events into pushes; they leave the
 // main agent's phase alone.
 func (s *server) translateSub(a *subAgent, e agent.Event) {
 	switch e := e.(type) {
 	case *agent.StepStarted:
-		s.mu.Lock()
-		s.ranSinceIdle = true
-		s.pushLocked(evActivity, activity{AgentID: a.agentID, Type: "preparing", Detail: e.Model}, nil)
-		s.mu.Unlock()
+		s.ctl.mu.Lock()
+		s.ctl.ranSinceIdle = true
+		s.wire.push(evActivity, activity{AgentID: a.agentID, Type: "preparing", Detail: e.Model}, nil)
+		s.ctl.mu.Unlock()
 	case *agent.ToolCallStarted:
-		s.push(evActivity, activity{AgentID: a.agentID, Type: "executing", Detail: e.Tool}, nil)
+		s.wire.push(evActivity, activity{AgentID: a.agentID, Type: "executing", Detail: e.Tool}, nil)
 	case *agent.TextDelta:
-		s.mu.Lock()
-		s.partial[a.agentID] = true
-		s.mu.Unlock()
+		s.wire.streamed(a.agentID)
 	case *agent.AssistantMessage:
 		p := assistantPayload(e.Message)
-		s.mu.Lock()
-		delete(s.partial, a.agentID)
 		p.AgentID, p.TaskID, p.AgentType = a.agentID, a.taskID, a.agentType
-		p.ParentAgentID, _ = s.parentLocked(a.parent)
-		s.pushLocked(evAssistantMessage, p, nil)
-		s.mu.Unlock()
+		p.ParentAgentID, _ = s.agents.parent(a.parent)
+		s.wire.committed(p)
 	case *agent.InteractionRequested:
 		s.requested(e.Interaction, a.agentID)
 	case *agent.InteractionResolved:
 		s.resolved(e)
 	case *agent.Error:
-		s.push(evError, errorPayload{AgentID: a.agentID, Message: e.Message}, nil)
+		s.wire.push(evError, errorPayload{AgentID: a.agentID, Message: e.Message}, nil)
 	}
 }
 
@@ -239,82 +178,12 @@ func assistantPayload(m llm.Message) assistantMessage {
 	return p
 }
 
-// requested publishes a broker interaction of agent agentID as a client
-// request.
-func (s *server) requested(in agent.Interaction, agentID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case in.Kind == agent.KindApproval && in.Approval != nil:
-		a := in.Approval
-		req := &confirmRequest{RequestID: in.ID, AgentID: agentID, ToolName: a.Tool, ArgsJSON: string(a.Input),
-			NeedsApproval: true, NeedsApprovalRules: []string{}, AlreadyAllowedRules: []string{}}
-		if !in.Deadline.IsZero() {
-			req.TimeoutMS = in.Deadline.Sub(in.Created).Milliseconds()
-		}
-		s.pushLocked(evConfirmRequest, req, func(st *state) {
-			st.confirms = append(st.confirms, req)
-			st.phase, st.phaseDetail = "waiting_confirm", a.Tool
-		})
-		s.pushLocked(evNotification, notification{Reason: "user_input_required", Message: "Approval needed for " + a.Tool}, nil)
-	case in.Kind == agent.KindQuestion && in.Question != nil:
-		q := in.Question
-		name := "ask_user"
-		if q.AskNode != 0 {
-			name = "ask"
-		}
-		req := &questionRequest{RequestID: in.ID, AgentID: agentID, ToolName: name, Question: q.Question,
-			Options: q.Options, OptionDetails: []optionDetail{}, Multiple: q.MultiSelect}
-		if req.Options == nil {
-			req.Options = []string{}
-		}
-		if !in.Deadline.IsZero() {
-			d := in.Deadline.UTC()
-			req.Deadline = &d
-		}
-		s.pushLocked(evQuestionRequest, req, func(st *state) {
-			st.questions = append(st.questions, req)
-			st.phase, st.phaseDetail = "waiting_question", ""
-		})
-		s.pushLocked(evNotification, notification{Reason: "user_input_required", Message: "Question: " + q.Question}, nil)
-	}
-}
-
-// resolved drops a closed interaction from the state.
-func (s *server) resolved(e *agent.InteractionResolved) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.Kind == agent.KindApproval {
-		s.mutateLocked(func(st *state) {
-			st.confirms = slices.DeleteFunc(st.confirms, func(c *confirmRequest) bool { return c.RequestID == e.ID })
-		})
-		return
-	}
-	reason, ok := s.closing[e.ID]
-	delete(s.closing, e.ID)
-	if !ok {
-		switch {
-		case e.Resolution == "timeout":
-			reason = reasonNoResponse
-		case e.Resolution == "cancelled":
-			reason = reasonCancelled
-		case e.Response.Answer != nil && e.Response.Answer.Declined:
-			reason = reasonDeclined
-		default:
-			reason = reasonAnswered
-		}
-	}
-	s.pushLocked(evQuestionResolved, questionResolved{RequestID: e.ID, Reason: reason}, func(st *state) {
-		st.questions = slices.DeleteFunc(st.questions, func(q *questionRequest) bool { return q.RequestID == e.ID })
-	})
-}
-
 // ruleScopes maps the protocol's rule scopes to tool.Approval's.
 var ruleScopes = map[string]string{"session": "session", "project": "project", "user_global": "user"}
 
 // confirm answers a pending confirm_request.
 func (s *server) confirm(c confirmCmd) error {
-	if !s.isPending(c.RequestID, true) {
+	if !s.ix.isPending(c.RequestID, true) {
 		return fmt.Errorf("%w: %q", errUnknownRequest, c.RequestID)
 	}
 	var ap tool.Approval
@@ -353,26 +222,8 @@ func (s *server) question(c questionCmd) error {
 	default:
 		return fmt.Errorf("%w: reason %q (want answered or declined)", errBadCommand, c.Reason)
 	}
-	if !s.isPending(c.RequestID, false) {
+	if !s.ix.isPending(c.RequestID, false) {
 		return fmt.Errorf("%w: %q", errUnknownRequest, c.RequestID)
 	}
 	return s.resolve(c.RequestID, agent.Response{Answer: &ans})
-}
-
-func (s *server) resolve(id string, r agent.Response) error {
-	err := s.app.Broker.Resolve(id, r)
-	if errors.Is(err, agent.ErrUnknownInteraction) {
-		return fmt.Errorf("%w: %q", errUnknownRequest, id)
-	}
-	return err
-}
-
-// isPending reports whether id is a pending confirm (or question).
-func (s *server) isPending(id string, confirm bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if confirm {
-		return slices.ContainsFunc(s.st.confirms, func(c *confirmRequest) bool { return c.RequestID == id })
-	}
-	return slices.ContainsFunc(s.st.questions, func(q *questionRequest) bool { return q.RequestID == id })
 }

@@ -75,6 +75,7 @@ const (
 	codeFailed         = "command_failed"
 	codeTUIOnly        = "tui_only"
 	codeUnavailable    = "unavailable"
+	codeQueueFull      = "queue_full"
 )
 
 type readyPayload struct {
@@ -172,6 +173,7 @@ type agentStarted struct {
 	Description     string `json:"description"`
 	ParentAgentID   string `json:"parent_agent_id"`
 	ParentTaskID    string `json:"parent_task_id"`
+	Model           string `json:"model,omitempty"` // the sub-agent's model when it chose one (provider/name)
 }
 
 // agentNotify: a sub-agent's progress note to its parent (the target).

@@ -14,7 +14,7 @@ import (
 // git worktree NAME that arbor manages (<repo>/.arbor/worktrees/NAME on
 // branch arbor/NAME, created when missing, as with -w); a bare `/worktree`
 // makes a fresh one; `/worktree off` moves it back to the repository's
-// main checkout. The switch runs on the job goroutine, so no turn runs
+// main checkout. The switch runs on the runner, so no turn runs
 // meanwhile: the session's background jobs are killed and its sub-agents
 // interrupted, the same session is reopened in the new directory (tools,
 // permission confinement, project configuration and system prompt follow
@@ -23,11 +23,11 @@ import (
 // is pushed. The session id does not change, so session_switched is not
 // pushed.
 
-// workdirLocked is status_response.workdir. s.mu must be held.
+// workdirLocked is status_response.workdir. ctl.mu must be held.
 func (s *server) workdirLocked() workdir {
-	w := workdir{Path: s.work.Workspace, Generation: s.generation}
-	if s.worktree != nil {
-		w.WorktreeID = s.worktree.Name
+	w := workdir{Path: s.ctl.work.Workspace, Generation: s.ctl.generation}
+	if s.ctl.worktree != nil {
+		w.WorktreeID = s.ctl.worktree.Name
 	}
 	return w
 }
@@ -48,15 +48,14 @@ func (s *server) worktreeSlash(args []string) error {
 	case len(args) > 1:
 		return fmt.Errorf("%w: usage: /worktree [NAME|off]", errBadCommand)
 	case len(args) == 1 && args[0] == "off":
-		s.jobs <- func(ctx context.Context) { s.switchWorktree(ctx, "", true) }
+		return s.submit("worktree", func(ctx context.Context) { s.switchWorktree(ctx, "", true) })
 	default:
 		name := ""
 		if len(args) == 1 {
 			name = args[0]
 		}
-		s.jobs <- func(ctx context.Context) { s.switchWorktree(ctx, name, false) }
+		return s.submit("worktree", func(ctx context.Context) { s.switchWorktree(ctx, name, false) })
 	}
-	return nil
 }
 
 // switchWorktree moves the current session into worktree name (off: back
@@ -76,9 +75,9 @@ func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
 		}
 		wt, dir = &w, w.Path
 	}
-	s.mu.Lock()
-	cur, old := s.work, s.worktree
-	s.mu.Unlock()
+	s.ctl.mu.Lock()
+	cur, old := s.ctl.work, s.ctl.worktree
+	s.ctl.mu.Unlock()
 	if same(cur.Workspace, dir) {
 		s.commandError("", fmt.Errorf("/worktree: %w: already working in %s", errBadCommand, dir))
 		return
@@ -99,32 +98,35 @@ func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
 // rebind reopens the current session in view's workdir and makes it
 // current, pushing workdir_changed.
 func (s *server) rebind(ctx context.Context, view *app.App, wt *app.Worktree) error {
-	s.mu.Lock()
-	sess, jobs, host := s.sess, s.sessJobs, s.host
-	s.mu.Unlock()
+	c := s.ctl
+	c.mu.Lock()
+	sess, jobs := c.sess, c.sessJobs
+	c.mu.Unlock()
 	// The run of the session's tree can be hosted only once: release it
 	// (its children are interrupted) before reopening.
 	jobs.Close()
-	host.Close()
-	s.mu.Lock()
-	prev := s.work
-	s.work = view
-	s.mu.Unlock()
+	s.agents.host().Close()
+	c.mu.Lock()
+	prev := c.work
+	c.work = view
+	c.mu.Unlock()
 	so := s.sessionOptions()
 	so.Model = sess.Model.Ref.Ref
 	o, err := s.open(ctx, sess.ID, so)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
-		s.work = prev
+		c.work = prev
 		return err
 	}
-	s.sess, s.sessJobs, s.pending, s.worktree = o.sess, o.jobs, 0, wt
-	s.generation++
-	s.adoptLocked(o)
-	s.pushLocked(evWorkdirChanged, workdirChanged{SessionID: o.sess.ID, workdir: s.workdirLocked()},
-		func(st *state) { st.runningJobs = s.jobCountLocked() })
-	s.pushLocked(evToast, toast{AgentID: mainAgent, Level: "info", Message: "working in " + view.Workspace}, nil)
+	c.sess, c.sessJobs, c.pending, c.worktree = o.sess, o.jobs, 0, wt
+	c.generation++
+	c.inbox, c.delivering = nil, false
+	s.agents.adopt(o)
+	n := s.jobCountLocked()
+	s.wire.push(evWorkdirChanged, workdirChanged{SessionID: o.sess.ID, workdir: s.workdirLocked()},
+		func(st *state) { st.runningJobs = n })
+	s.wire.push(evToast, toast{AgentID: mainAgent, Level: "info", Message: "working in " + view.Workspace}, nil)
 	return nil
 }
 

@@ -82,8 +82,9 @@ func joinNonEmpty(sep string, xs ...string) string {
 // --max-budget-usd.
 var errBudget = errors.New("maximum budget reached")
 
-// budgetGate is checked before every model call.
-func (s *Server) budgetGate(context.Context) error {
+// budgetGate is checked before every model call. Like Claude Code, it
+// stops once the budget is reached, not before a call that may pass it.
+func (s *Server) budgetGate(_ context.Context, _ llm.Usage, _ float64) error {
 	sess := s.current()
 	if sess == nil {
 		return nil

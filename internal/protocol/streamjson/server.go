@@ -73,7 +73,9 @@ type Options struct {
 type Server struct {
 	app  *app.App
 	opts Options
-	out  *protocol.Writer
+	// out queues output lines for its own goroutine, so neither the reader
+	// nor the runner waits for a client that reads slowly.
+	out  *protocol.Outbox
 	diag io.Writer
 	// events translates the bus's events into output lines; a turn flushes
 	// it before writing its result, so the result follows the turn's lines.
@@ -134,8 +136,12 @@ type userTurn struct {
 // dropped and the running job cancelled).
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
 	limit := a.Config().Headless.QueueLimit
-	s := &Server{app: a, opts: o, out: protocol.NewWriter(out), diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
+	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
+	s.out = protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: stream-json: write: %v\n", err) })
+	// After the subscription: its last lines are written too. Once
+	// signalled, a client that stopped reading gets a grace period only.
+	defer s.out.CloseAfter(ctx)
 	s.events = a.Bus.Subscribe(s.translate)
 	defer s.events.Close()
 
@@ -253,7 +259,7 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 }
 
 func (s *Server) write(v any) {
-	if err := s.out.Write(v); err != nil {
+	if err := s.out.Put(v); err != nil {
 		fmt.Fprintf(s.diag, "arbor: stream-json: write: %v\n", err)
 	}
 }

@@ -366,7 +366,7 @@ func fullNode(runID string, id int64) store.Node {
 		State: "synthesizing", Result: "r", Error: "e", Draft: "draft", HasDraft: true,
 		Context: "results of node 3", SessionID: "sess-1", Attempts: 2, Synthesized: 3,
 		Notice: "you were resumed", CallID: "toolu_42", CreatedAt: when, StartedAt: &started, EndedAt: &ended,
-		BudgetUSD: 0.25, MaxTokens: 40000,
+		BudgetUSD: 0.25, MaxTokens: 40000, Model: "openai/gpt-5-mini",
 	}
 }
 
