@@ -28,6 +28,9 @@ type SessionOptions struct {
 	Tools []tool.Tool
 	// System is appended to the standing system prompt.
 	System string
+	// SystemBase, when not "", replaces the standing system prompt (a
+	// client that writes its own, as the Claude Agent SDK's systemPrompt).
+	SystemBase string
 	// Gate is checked before every model call.
 	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost.
@@ -41,6 +44,12 @@ type SessionOptions struct {
 	// (run_in_background) and adds job_kill; nil refuses background
 	// commands. The caller owns it and closes it when the session ends.
 	Jobs *tool.Jobs
+	// Wrap, when set, wraps every tool outside the permission decorator
+	// (a client's hooks that run before the permission check).
+	Wrap func(tool.Tool) tool.Tool
+	// Only, when not nil, keeps only the tools of these names (compared
+	// as the registry compares them); an empty list offers no tools.
+	Only []string
 }
 
 // Session is one agent with its tools, bound to a stored session.
@@ -129,12 +138,33 @@ func (a *App) session(id string, m Model, o SessionOptions) *Session {
 			tools[i] = t
 		}
 	}
-	reg := tool.NewRegistry(tool.GuardAll(tools, a.Permissions, broker)...)
+	if o.Only != nil {
+		keep := tool.NewRegistry()
+		for _, t := range tools {
+			keep.Add(t)
+		}
+		tools = tools[:0]
+		for _, name := range o.Only {
+			if t, ok := keep.Lookup(name); ok && !slices.Contains(tools, t) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	tools = tool.GuardAll(tools, a.Permissions, broker)
+	if o.Wrap != nil {
+		for i, t := range tools {
+			tools[i] = o.Wrap(t)
+		}
+	}
+	reg := tool.NewRegistry(tools...)
 	maxTurns := o.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = a.Config().MaxTurns
 	}
 	system := SystemPrompt(a.Workspace, reg.Names())
+	if o.SystemBase != "" {
+		system = o.SystemBase
+	}
 	if o.System != "" {
 		system += "\n" + o.System
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 type headlessFlags struct {
@@ -148,7 +149,74 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 			return s.ID, nil
 		}
 	}
-	return "", usageError{errors.New("--continue: there is no stored session yet")}
+	return "", usageError{errNoSession}
+}
+
+// unsupportedFlags lists the flags of args that runSDK does not define.
+func unsupportedFlags(fs *pflag.FlagSet, args []string) []string {
+	var bad []string
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if fs.Lookup(name) == nil {
+			bad = append(bad, "--"+name)
+		}
+	}
+	return bad
+}
+
+// errNoSession: --continue found no conversation to continue.
+var errNoSession = errors.New("--continue: there is no stored session yet")
+
+// splitList splits a list of tools or rules separated by commas or spaces
+// outside parentheses ("Bash(git log *),Read"), as Claude Code's tool
+// flags take; "" is nil.
+func splitList(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	flush := func(end int) {
+		if f := strings.TrimSpace(s[start:end]); f != "" {
+			out = append(out, f)
+		}
+	}
+	for i, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case (r == ',' || r == ' ') && depth == 0:
+			flush(i)
+			start = i + 1
+		}
+	}
+	flush(len(s))
+	return out
+}
+
+// isUUID reports whether s is a UUID in its canonical text form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Options) error {
@@ -161,6 +229,15 @@ func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Op
 		r, err := permission.ParseRule(t, permission.Allow, permission.ScopeSession)
 		if err != nil {
 			return usageError{err}
+		}
+		if err := a.Permissions.AddRule(r); err != nil {
+			return err
+		}
+	}
+	for _, t := range o.DisallowedTools {
+		r, err := permission.ParseRule(t, permission.Deny, permission.ScopeSession)
+		if err != nil {
+			return usageError{fmt.Errorf("--disallowedTools: %w", err)}
 		}
 		if err := a.Permissions.AddRule(r); err != nil {
 			return err
@@ -201,7 +278,8 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 		o                              streamjson.Options
 		permMode, allowed, disallowed  string
 		outputFormat, inputFormat, ppt string
-		verbose                        bool
+		tools                          string
+		verbose, cont                  bool
 	)
 	fs.StringVar(&outputFormat, "output-format", "", "")
 	fs.StringVar(&inputFormat, "input-format", "", "")
@@ -215,11 +293,35 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	fs.StringVar(&o.AppendSystemPrompt, "append-system-prompt", "", "")
 	fs.StringVar(&o.Resume, "resume", "", "")
 	fs.BoolVar(&o.PartialMessages, "include-partial-messages", false, "")
+	fs.StringVar(&tools, "tools", "", "")
+	fs.BoolVar(&cont, "continue", false, "")
+	fs.BoolVar(&o.ForkSession, "fork-session", false, "")
+	fs.StringVar(&o.SessionID, "session-id", "", "")
+	fs.Float64Var(&o.MaxBudgetUSD, "max-budget-usd", 0, "")
+	var settingSources string
+	fs.StringVar(&settingSources, "setting-sources", "", "")
+	var debug bool
+	var debugFile string
+	fs.BoolVar(&debug, "debug", false, "")
+	fs.StringVar(&debugFile, "debug-file", "", "")
+	fs.Bool("allow-dangerously-skip-permissions", false, "")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
 		return ExitUsage
 	}
+	// A Claude Code option arbor does not implement is refused, never
+	// silently ignored: the program would otherwise run without what it
+	// asked for (see docs/headless-stream-json.md, SDK options).
+	if bad := unsupportedFlags(fs, args); len(bad) > 0 {
+		fmt.Fprintf(s.Err, "arbor: not supported by arbor, so refused rather than ignored: %s\n", strings.Join(bad, ", "))
+		return ExitUsage
+	}
+	if settingSources != "" {
+		fmt.Fprintf(s.Err, "arbor: --setting-sources %s: arbor does not read Claude Code's settings files; pass settingSources: [] or leave it out\n", settingSources)
+		return ExitUsage
+	}
 	g.stderr = s.Err
+	o.ClaudeCode = true
 	if permMode != "" {
 		if _, err := permission.ParseMode(permMode); err != nil {
 			fmt.Fprintln(s.Err, "arbor:", err)
@@ -227,10 +329,38 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 		}
 		g.mode = permMode
 	}
-	if allowed != "" {
-		o.AllowedTools = strings.Split(allowed, ",")
+	for _, r := range splitList(allowed) {
+		o.AllowedTools = append(o.AllowedTools, tool.RuleFromClaudeCode(r))
 	}
-	_ = disallowed // arbor's deny rules come from its permission files; see docs/headless-stream-json.md
+	for _, r := range splitList(disallowed) {
+		o.DisallowedTools = append(o.DisallowedTools, tool.RuleFromClaudeCode(r))
+	}
+	if fs.Changed("tools") && tools != "default" {
+		o.Tools = splitList(tools)
+		if o.Tools == nil {
+			o.Tools = []string{} // --tools "": no tools
+		}
+	}
+	if o.SessionID != "" && !isUUID(o.SessionID) {
+		fmt.Fprintf(s.Err, "arbor: --session-id %q: a session id is a UUID\n", o.SessionID)
+		return ExitUsage
+	}
+	if o.ForkSession && o.Resume == "" && !cont {
+		fmt.Fprintln(s.Err, "arbor: --fork-session needs --resume or --continue")
+		return ExitUsage
+	}
+	if cont && o.Resume == "" {
+		id, err := latestSession(ctx, &g)
+		switch {
+		case errors.Is(err, errNoSession):
+			// Claude Code starts a new conversation when there is none.
+		case err != nil:
+			fmt.Fprintln(s.Err, "arbor:", err)
+			return ExitFailure
+		default:
+			o.Resume = id
+		}
+	}
 	if err := serveStreamJSON(ctx, &g, s, o); err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
 		if errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrInvalid) {

@@ -44,13 +44,22 @@ func (e *Engine) Decide(r Request) Decision {
 				p.describe(), e.ws.abs, suggestPath(r.Tool, e.ws, []resolved{p}))}
 		}
 	}
+	if mode == ModePlan && (r.Class == ClassWrite || r.Class == ClassExecute) {
+		return Decision{Action: Deny, Reason: fmt.Sprintf("plan mode is read-only: %s is not run", r.Tool)}
+	}
 	if d, ok := byRule(rules, c); ok {
 		if d.Action == Ask {
+			if mode == ModeDontAsk {
+				return Decision{Action: Deny, Rule: d.Rule, Reason: "dont-ask mode denies what would need approval: " + d.Reason}
+			}
 			d.SuggestedRule = suggest(c, e.ws)
 		}
 		return d
 	}
 	d := byMode(mode, r)
+	if d.Action == Ask && mode == ModeDontAsk {
+		return Decision{Action: Deny, Reason: "dont-ask mode denies what would need approval: " + d.Reason}
+	}
 	if d.Action == Ask {
 		d.SuggestedRule = suggest(c, e.ws)
 		switch {

@@ -298,3 +298,28 @@ func TestDecideConcurrent(t *testing.T) {
 	}
 	requireAction(t, b.engine.Decide(shell("tool1 a | tool2 b")), allow)
 }
+
+// TestPlanAndDontAsk: plan mode is read-only whatever the allow rules say;
+// dont-ask denies what would be asked and allows what rules allow.
+func TestPlanAndDontAsk(t *testing.T) {
+	t.Parallel()
+	t.Run("plan", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, permission.ModePlan)
+		b.add(t, "shell(make *)", allow, permission.ScopeSession)
+		b.add(t, "write_file", allow, permission.ScopeSession)
+		requireAction(t, b.engine.Decide(read("a.txt")), allow)
+		requireAction(t, b.engine.Decide(write("a.txt")), deny)
+		requireAction(t, b.engine.Decide(shell("make test")), deny)
+	})
+	t.Run("dont-ask", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, permission.ModeDontAsk)
+		b.add(t, "shell(make *)", allow, permission.ScopeSession)
+		b.add(t, "shell(git push *)", ask, permission.ScopeSession)
+		requireAction(t, b.engine.Decide(read("a.txt")), allow)
+		requireAction(t, b.engine.Decide(write("a.txt")), deny)
+		requireAction(t, b.engine.Decide(shell("make test")), allow)
+		requireAction(t, b.engine.Decide(shell("git push origin main")), deny)
+	})
+}

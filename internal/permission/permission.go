@@ -89,6 +89,12 @@ const (
 	ModeAutoEdit Mode = "auto-edit"
 	// ModeTrust runs everything that no rule denies.
 	ModeTrust Mode = "trust"
+	// ModePlan is read-only (Claude Code's plan mode): reads run, writes
+	// and commands are denied whatever the allow rules say.
+	ModePlan Mode = "plan"
+	// ModeDontAsk never asks (Claude Code's dontAsk): what a rule or the
+	// default mode would ask about is denied.
+	ModeDontAsk Mode = "dont-ask"
 )
 
 // modeNames maps normalized spellings (lower case, no '-' or '_') to modes;
@@ -100,20 +106,27 @@ var modeNames = map[string]Mode{
 	"trust":             ModeTrust,
 	"yolo":              ModeTrust,
 	"bypasspermissions": ModeTrust,
+	"plan":              ModePlan,
+	"dontask":           ModeDontAsk,
 }
 
 // ParseMode accepts "default", "auto-edit" (also "auto_edit", "autoEdit",
-// "acceptEdits") and "trust" (also "yolo", "bypassPermissions").
+// "acceptEdits"), "trust" (also "yolo", "bypassPermissions"), "plan" and
+// "dont-ask" ("dontAsk").
 func ParseMode(s string) (Mode, error) {
 	if m, ok := modeNames[normalize(s)]; ok {
 		return m, nil
 	}
-	return "", fmt.Errorf("%w %q: use default, auto-edit (acceptEdits) or trust (yolo, bypassPermissions)", ErrInvalidMode, s)
+	return "", fmt.Errorf("%w %q: use default, auto-edit (acceptEdits), trust (yolo, bypassPermissions), plan or dont-ask (dontAsk)", ErrInvalidMode, s)
 }
 
-// Valid reports whether m is one of the three modes.
+// Valid reports whether m is one of the modes.
 func (m Mode) Valid() bool {
-	return m == ModeDefault || m == ModeAutoEdit || m == ModeTrust
+	switch m {
+	case ModeDefault, ModeAutoEdit, ModeTrust, ModePlan, ModeDontAsk:
+		return true
+	}
+	return false
 }
 
 // Action is what a rule or a decision says about a call.

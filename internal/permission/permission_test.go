@@ -23,6 +23,9 @@ func TestParseMode(t *testing.T) {
 		{"yolo", permission.ModeTrust},
 		{"bypassPermissions", permission.ModeTrust},
 		{" TRUST ", permission.ModeTrust},
+		{"plan", permission.ModePlan},
+		{"dontAsk", permission.ModeDontAsk},
+		{"dont-ask", permission.ModeDontAsk},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -35,11 +38,11 @@ func TestParseMode(t *testing.T) {
 	}
 	t.Run("invalid lists the valid names", func(t *testing.T) {
 		t.Parallel()
-		_, err := permission.ParseMode("plan")
+		_, err := permission.ParseMode("planned")
 		if !errors.Is(err, permission.ErrInvalidMode) {
 			t.Fatalf("err = %v, want ErrInvalidMode", err)
 		}
-		for _, name := range []string{"default", "auto-edit", "trust", `"plan"`} {
+		for _, name := range []string{"default", "auto-edit", "trust", "plan", "dont-ask", `"planned"`} {
 			if !strings.Contains(err.Error(), name) {
 				t.Fatalf("error %q does not mention %s", err, name)
 			}

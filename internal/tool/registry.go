@@ -84,6 +84,13 @@ func (r *Registry) Names() []string {
 func (r *Registry) Run(ctx context.Context, call llm.ToolCall) Result {
 	t, ok := r.Lookup(call.Name)
 	if !ok {
+		// A model trained on Claude Code's tools calls them by their
+		// names and argument names.
+		if t, ok = r.Lookup(FromClaudeCode(call.Name)); ok {
+			call.Input = claudeCodeInput(t.Info().Name, call.Input)
+		}
+	}
+	if !ok {
 		names := r.Names()
 		if len(names) == 0 {
 			return Errorf("unknown tool %q: no tools are available", call.Name)

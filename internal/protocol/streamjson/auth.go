@@ -9,6 +9,9 @@ import (
 	"github.com/arbor-run/arbor/internal/config"
 )
 
+// authRequestID is the request id of auth_required (the spec's).
+const authRequestID = "auth-init"
+
 // authenticate asks the client for credentials when no model can be used
 // (auth_required), applies the answer (and, with persist, has config save
 // it in the user config file), reloads the config, then says auth_ok. It
@@ -33,7 +36,7 @@ func (s *Server) authenticate(ctx context.Context) bool {
 	}
 	sort.Slice(providers, func(i, j int) bool { return providers[i].ID < providers[j].ID })
 	s.write(systemMessage{Type: "system", Subtype: "auth_required", Reason: "not_configured", UUID: newUUID()})
-	s.write(controlRequestOut{Type: "control_request", RequestID: "auth-init", Request: outRequest{
+	s.write(controlRequestOut{Type: "control_request", RequestID: authRequestID, Request: outRequest{
 		Subtype: "auth_required", Reason: "not_configured", Providers: providers,
 	}})
 	select {
@@ -42,6 +45,10 @@ func (s *Server) authenticate(ctx context.Context) bool {
 	case <-s.inputDone:
 		return false
 	case a := <-ch:
+		if a.refused != "" {
+			fmt.Fprintf(s.diag, "arbor: stream-json: the client refused auth_required: %s\n", a.refused)
+			return false
+		}
 		if err := s.applyAuth(a); err != nil {
 			fmt.Fprintf(s.diag, "arbor: stream-json: auth: %v\n", err)
 			return false

@@ -75,6 +75,15 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 	refused := func(err error) { s.fail(id, err) }
 	switch p := req.Request; p.Subtype {
 	case "initialize":
+		if err := s.applyInitialize(p); err != nil {
+			// The Claude Agent SDK goes on after an initialize error, so
+			// every turn fails with it too: nothing asked for is ignored.
+			s.mu.Lock()
+			s.initErr = err
+			s.mu.Unlock()
+			s.fail(id, err)
+			return false
+		}
 		s.mu.Lock()
 		s.hostShell = p.Capabilities.CanExecuteShell && s.sess == nil
 		s.mu.Unlock()
@@ -82,12 +91,13 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			Subtype:      "initialize",
 			Capabilities: capabilities{CanUseTool: true, HostExecutedShell: true},
 			Commands:     []string{}, Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
-			Models: s.models(), Account: accountInfo{APIKeySource: "environment"}, PID: os.Getpid(),
+			Models: s.models(), Account: accountInfo{APIKeySource: s.keySource()}, PID: os.Getpid(),
 		})
 		// The session's init line follows when the runner gets to it; a
-		// refused one is not missed, as every turn sends it again.
+		// refused one is not missed, as every turn sends it again. Claude
+		// Code sends it once per turn only, so its clients get it then.
 		s.submit("session", func(ctx context.Context) {
-			if sess, err := s.session(ctx); err == nil {
+			if sess, err := s.session(ctx); err == nil && !s.opts.ClaudeCode {
 				s.write(s.initMessage(sess.ID))
 			}
 		}, func(error) {})
@@ -101,6 +111,10 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		s.succeed(id, nil)
 		return true
 	case "switch_model", "set_model":
+		if p.Model == "" {
+			s.fail(id, fmt.Errorf("%s needs a model", p.Subtype))
+			return false
+		}
 		// Queued behind the work already submitted: the turns sent before
 		// it finish on the old model, the ones after it use the new one.
 		s.submit("model", func(ctx context.Context) {
@@ -123,7 +137,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			s.fail(id, err)
 			return false
 		}
-		s.succeed(id, modeResponse{Mode: string(s.app.Permissions.Mode())})
+		s.succeed(id, modeResponse{Mode: s.modeName()})
 	case "reload_config":
 		s.submit("reload", func(context.Context) {
 			if err := s.app.Reload(); err != nil {
@@ -205,9 +219,16 @@ func (s *Server) request(in agent.Interaction) {
 	switch in.Kind {
 	case agent.KindApproval:
 		a := in.Approval
-		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: outRequest{
-			Subtype: "can_use_tool", ToolName: a.Tool, ToolInput: a.Input, Input: a.Input, ToolUseID: a.CallID, Reason: a.Reason,
-		}})
+		req := outRequest{Subtype: "can_use_tool", ToolName: a.Tool, ToolInput: a.Input, Input: a.Input, ToolUseID: a.CallID,
+			Reason: a.Reason, DecisionReason: a.Reason}
+		if a.SuggestedRule != "" {
+			rv := ruleValue{ToolName: a.Tool}
+			if r, err := permission.ParseRule(a.SuggestedRule, permission.Allow, permission.ScopeSession); err == nil {
+				rv = ruleValue{ToolName: r.Tool, RuleContent: r.Pattern}
+			}
+			req.PermissionSuggestions = []permissionUpdate{{Type: "addRules", Rules: []ruleValue{rv}, Behavior: "allow", Destination: "session"}}
+		}
+		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: req})
 	case agent.KindQuestion:
 		q := in.Question
 		s.write(controlRequestOut{Type: "control_request", RequestID: rid, Request: outRequest{
@@ -219,12 +240,15 @@ func (s *Server) request(in agent.Interaction) {
 // answer takes the client's control_response to one of arbor's requests.
 func (s *Server) answer(resp controlResponseIn) {
 	r := resp.Response
-	if r.Subtype == "auth_response" {
+	if r.Subtype == "auth_response" || (r.Subtype == "error" && r.RequestID == authRequestID) {
 		s.mu.Lock()
 		ch := s.authReq
 		s.mu.Unlock()
-		var a authReply
-		if ch == nil || json.Unmarshal(r.Response, &a) != nil {
+		a := authReply{refused: r.Error}
+		if r.Subtype == "error" && a.refused == "" {
+			a.refused = "error response"
+		}
+		if ch == nil || (a.refused == "" && json.Unmarshal(r.Response, &a) != nil) {
 			fmt.Fprintf(s.diag, "arbor: stream-json: auth_response nobody waits for, or malformed; ignored\n")
 			return
 		}
@@ -235,7 +259,7 @@ func (s *Server) answer(resp controlResponseIn) {
 		}
 		return
 	}
-	if s.hostResult(r.RequestID, r.Response, r.Error) {
+	if s.hostResult(r.RequestID, r.Response, r.Error) || s.hookAnswer(r.RequestID, r.Response, r.Subtype, r.Error) {
 		return
 	}
 	s.mu.Lock()
@@ -247,9 +271,11 @@ func (s *Server) answer(resp controlResponseIn) {
 		return
 	}
 	kind := agent.KindApproval
+	var asked *agent.Interaction
 	for _, in := range s.app.Broker.Pending() {
 		if in.ID == iid {
 			kind = in.Kind
+			asked = &in
 		}
 	}
 	var res agent.Response
@@ -273,10 +299,31 @@ func (s *Server) answer(resp controlResponseIn) {
 			ap.UpdatedInput = a.UpdatedInput
 		}
 		res.Approval = &ap
+		if !ap.Allow && asked != nil && asked.Approval != nil {
+			s.deny(asked.Approval.Tool, tool.Call{ID: asked.Approval.CallID, Input: asked.Approval.Input})
+		}
 	}
 	if err := s.app.Broker.Resolve(iid, res); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
 		fmt.Fprintf(s.diag, "arbor: stream-json: %v\n", err)
 	}
+	if kind == agent.KindApproval && res.Approval != nil && !res.Approval.Allow {
+		var a approvalReply
+		if json.Unmarshal(r.Response, &a) == nil && a.Interrupt {
+			// Claude Code ends the turn on a denial with interrupt.
+			s.runner.Cancel(errInterrupted)
+		}
+	}
+}
+
+// deny records a refused call for the turn's result.
+func (s *Server) deny(name string, call tool.Call) {
+	in := call.Input
+	if len(in) == 0 {
+		in = json.RawMessage("{}")
+	}
+	s.mu.Lock()
+	s.denials = append(s.denials, permissionDenial{ToolName: name, ToolUseID: call.ID, ToolInput: in})
+	s.mu.Unlock()
 }
 
 func joinAnswers(xs []string) string {

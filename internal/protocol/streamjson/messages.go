@@ -55,6 +55,10 @@ type controlPayload struct {
 	Mode string `json:"mode,omitempty"`
 	// initialize: what the client can do
 	Capabilities clientCapabilities `json:"capabilities"`
+	// initialize (Claude Agent SDK): settings for the session
+	SystemPrompt       json.RawMessage          `json:"systemPrompt,omitempty"`
+	AppendSystemPrompt string                   `json:"appendSystemPrompt,omitempty"`
+	Hooks              map[string][]hookMatcher `json:"hooks,omitempty"`
 }
 
 // clientCapabilities are what a client declares in initialize.
@@ -78,6 +82,8 @@ type approvalReply struct {
 	Behavior     string          `json:"behavior"` // "allow" or "deny"
 	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
 	Message      string          `json:"message,omitempty"`
+	// Interrupt, with a denial, also ends the turn.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // questionReply is the body of an ask_user answer.
@@ -92,6 +98,9 @@ type authReply struct {
 	ProviderID string            `json:"provider_id"`
 	Values     map[string]string `json:"values"`
 	Persist    bool              `json:"persist"`
+	// refused is set (not from JSON) when the client answered with an
+	// error, e.g. a client that does not know auth_required.
+	refused string
 }
 
 // registryRequest is a "registry_request" line.
@@ -144,6 +153,29 @@ type streamEvent struct {
 	UUID            string      `json:"uuid,omitempty"`
 }
 
+// rawStreamEvent is a stream_event line as Claude Code writes it: one of
+// Anthropic's raw stream events.
+type rawStreamEvent struct {
+	Type            string   `json:"type"` // "stream_event"
+	Event           rawEvent `json:"event"`
+	SessionID       string   `json:"session_id"`
+	ParentToolUseID *string  `json:"parent_tool_use_id"`
+	UUID            string   `json:"uuid"`
+}
+
+// modelUsage is one model's share of a turn, as Claude Code's result
+// reports it under modelUsage.
+type modelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	WebSearchRequests        int64   `json:"webSearchRequests"`
+	CostUSD                  float64 `json:"costUSD"`
+	ContextWindow            int64   `json:"contextWindow"`
+	MaxOutputTokens          int64   `json:"maxOutputTokens"`
+}
+
 type streamDelta struct {
 	Subtype   string `json:"subtype"`
 	Content   string `json:"content,omitempty"`
@@ -192,20 +224,43 @@ type apiUsage struct {
 }
 
 type resultMessage struct {
-	Type              string   `json:"type"` // "result"
-	Subtype           string   `json:"subtype"`
-	IsError           bool     `json:"is_error"`
-	Result            string   `json:"result"`
-	StopReason        string   `json:"stop_reason,omitempty"`
-	Errors            []string `json:"errors,omitempty"`
-	SessionID         string   `json:"session_id"`
-	DurationMS        int64    `json:"duration_ms"`
-	DurationAPIMS     int64    `json:"duration_api_ms"`
-	NumTurns          int      `json:"num_turns"`
-	Usage             apiUsage `json:"usage"`
-	TotalCostUSD      float64  `json:"total_cost_usd"`
-	PermissionDenials []any    `json:"permission_denials"`
-	UUID              string   `json:"uuid"`
+	Type              string                `json:"type"` // "result"
+	Subtype           string                `json:"subtype"`
+	IsError           bool                  `json:"is_error"`
+	Result            string                `json:"result"`
+	StopReason        string                `json:"stop_reason,omitempty"`
+	Errors            []string              `json:"errors,omitempty"`
+	SessionID         string                `json:"session_id"`
+	DurationMS        int64                 `json:"duration_ms"`
+	DurationAPIMS     int64                 `json:"duration_api_ms"`
+	NumTurns          int                   `json:"num_turns"`
+	Usage             apiUsage              `json:"usage"`
+	TotalCostUSD      float64               `json:"total_cost_usd"`
+	ModelUsage        map[string]modelUsage `json:"modelUsage"`
+	PermissionDenials []permissionDenial    `json:"permission_denials"`
+	UUID              string                `json:"uuid"`
+}
+
+// permissionUpdate is a Claude Code permission suggestion: add these
+// allow rules for the session.
+type permissionUpdate struct {
+	Type        string      `json:"type"` // "addRules"
+	Rules       []ruleValue `json:"rules"`
+	Behavior    string      `json:"behavior"`    // "allow"
+	Destination string      `json:"destination"` // "session"
+}
+
+type ruleValue struct {
+	ToolName    string `json:"toolName"`
+	RuleContent string `json:"ruleContent,omitempty"`
+}
+
+// permissionDenial is one refused call, as Claude Code lists them in the
+// result.
+type permissionDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
 }
 
 // controlRequestOut is a request arbor sends the client.
@@ -224,6 +279,12 @@ type outRequest struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
+	// can_use_tool, as Claude Code sends them: why it asks, and the rule
+	// that would allow such calls for the session.
+	DecisionReason        string             `json:"decision_reason,omitempty"`
+	PermissionSuggestions []permissionUpdate `json:"permission_suggestions,omitempty"`
+	// hook_callback (its input is Input)
+	CallbackID string `json:"callback_id,omitempty"`
 	// ask_user
 	Question string   `json:"question,omitempty"`
 	Options  []string `json:"options,omitempty"`

@@ -236,3 +236,64 @@ func TestEndOfInputRefusesPendingRequests(t *testing.T) {
 		t.Fatal("a write nobody approved happened")
 	}
 }
+
+// TestSinglePromptReadsAnswers: in single-prompt mode the input is still
+// read, so a can_use_tool the turn asks is answered by the client; Serve
+// returns after the result although the input stays open.
+func TestSinglePromptReadsAnswers(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_1", Name: "write_file", Input: map[string]any{"path": "a.txt", "content": "a"}}}},
+		llmtest.Turn{Text: "written"},
+	)
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{opts: streamjson.Options{Prompt: "write a"}})
+	req := b.Next(typ("control_request", "can_use_tool"))
+	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"behavior":"allow"}}}`)
+	if r := b.Next(typ("result", "")); r.IsError || r.Result != "written" {
+		t.Fatalf("result %s", r.raw)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.ws, "a.txt")); err != nil || string(got) != "a" {
+		t.Fatalf("a.txt = %q, %v", got, err)
+	}
+}
+
+// TestMaxBudget: once the session's cost reaches MaxBudgetUSD no model call
+// is made; the turn ends with error_max_budget_usd.
+func TestMaxBudget(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "costly"}, llmtest.Turn{Text: "never"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{opts: streamjson.Options{MaxBudgetUSD: 0.000001},
+		project: "providers:\n  anthropic:\n    models:\n      claude-test:\n        price: {input: 1000, output: 1000}\n"})
+	b.Send(user("one"))
+	if r := b.Next(typ("result", "")); r.IsError {
+		t.Fatalf("first turn %s", r.raw)
+	}
+	b.Send(user("two"))
+	r := b.Next(typ("result", ""))
+	if r.Subtype != "error_max_budget_usd" || !r.IsError {
+		t.Fatalf("second turn %s; want error_max_budget_usd", r.raw)
+	}
+	b.Close()
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("model requests = %d, want 1", n)
+	}
+}
+
+// TestSwitchModelNeedsModel: switch_model without a model is refused at
+// once.
+func TestSwitchModelNeedsModel(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{})
+	b.Send(`{"type":"control_request","request_id":"m-1","request":{"subtype":"switch_model"}}`)
+	if r := b.Next(typ("control_response", "")); r.Response.Subtype != "error" || r.Response.RequestID != "m-1" || !strings.Contains(r.Response.Error, "needs a model") {
+		t.Fatalf("response %s", r.raw)
+	}
+	b.Close()
+}

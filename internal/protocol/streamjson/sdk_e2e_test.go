@@ -138,6 +138,31 @@ func TestSDK(t *testing.T) {
 			r.fatalf(t, "model requests = %d, want 1 (the interrupted turn is not retried)", n)
 		}
 	})
+
+	t.Run("missing-key", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "never asked"})
+		// The SDK cannot answer auth_required: the turn must fail at once
+		// with a result that says what to set, and arbor must exit.
+		// Without a base URL, arbor would call the real API, which needs a key.
+		r := h.driveEnv(t, "plain", srv, nil, map[string]string{"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": ""})
+
+		res := r.result(t)
+		if res.Subtype != "error_during_execution" || !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "ANTHROPIC_API_KEY") {
+			r.fatalf(t, "result = {subtype:%q is_error:%v errors:%q}; want an error naming ANTHROPIC_API_KEY", res.Subtype, res.IsError, res.Errors)
+		}
+		if end := r.end(t); end.Driver != "done" && !strings.Contains(end.Message, "ANTHROPIC_API_KEY") {
+			r.fatalf(t, "driver ended with %s %q; want done or the error result", end.Driver, end.Message)
+		}
+		for _, m := range r.messages {
+			if m.Type == "system" && m.Subtype == "auth_required" {
+				r.fatalf(t, "arbor sent auth_required to an SDK client")
+			}
+		}
+		if n := len(srv.Requests()); n != 0 {
+			r.fatalf(t, "model requests = %d, want 0", n)
+		}
+	})
 }
 
 // sdkHarness is what every scenario shares: the arbor binary and the
@@ -187,6 +212,16 @@ type driverConfig struct {
 	CLI string            `json:"cli"`
 	Cwd string            `json:"cwd"`
 	Env map[string]string `json:"env"`
+	driverOptions
+}
+
+// driverOptions configure the "options" scenario (see drive.mjs).
+type driverOptions struct {
+	Prompt         string         `json:"prompt,omitempty"`
+	Options        map[string]any `json:"options,omitempty"`
+	CanUseTool     string         `json:"canUseTool,omitempty"`
+	PreToolUseDeny string         `json:"preToolUseDeny,omitempty"`
+	StopHook       bool           `json:"stopHook,omitempty"`
 }
 
 // sdkRun is what one driver run printed.
@@ -204,13 +239,31 @@ type sdkRun struct {
 // goAhead returns (the interrupt scenario waits for it).
 func (h *sdkHarness) drive(t *testing.T, scenario string, srv *llmtest.Server, goAhead func()) *sdkRun {
 	t.Helper()
+	return h.driveEnv(t, scenario, srv, goAhead, nil)
+}
+
+// driveOptions runs the "options" scenario with o.
+func (h *sdkHarness) driveOptions(t *testing.T, srv *llmtest.Server, o driverOptions) *sdkRun {
+	t.Helper()
+	return h.run(t, "options", srv, nil, nil, o)
+}
+
+// driveEnv is drive with arbor's environment changed: a variable set to
+// "" is removed.
+func (h *sdkHarness) driveEnv(t *testing.T, scenario string, srv *llmtest.Server, goAhead func(), env map[string]string) *sdkRun {
+	t.Helper()
+	return h.run(t, scenario, srv, goAhead, env, driverOptions{})
+}
+
+func (h *sdkHarness) run(t *testing.T, scenario string, srv *llmtest.Server, goAhead func(), env map[string]string, o driverOptions) *sdkRun {
+	t.Helper()
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
 	ws := filepath.Join(home, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := json.Marshal(driverConfig{CLI: h.bin, Cwd: ws, Env: map[string]string{
+	arborEnv := map[string]string{
 		"PATH":               os.Getenv("PATH"),
 		"HOME":               home,
 		"XDG_CONFIG_HOME":    filepath.Join(home, "config"),
@@ -218,7 +271,15 @@ func (h *sdkHarness) drive(t *testing.T, scenario string, srv *llmtest.Server, g
 		"ANTHROPIC_BASE_URL": srv.URL,
 		"ANTHROPIC_API_KEY":  "test-key-123",
 		"ARBOR_MODEL":        sdkModel,
-	}})
+	}
+	for k, v := range env {
+		if v == "" {
+			delete(arborEnv, k)
+		} else {
+			arborEnv[k] = v
+		}
+	}
+	cfg, err := json.Marshal(driverConfig{CLI: h.bin, Cwd: ws, Env: arborEnv, driverOptions: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +420,25 @@ func (r *sdkRun) result(t *testing.T) sdkMessage {
 
 // sdkMessage holds the fields of the SDK messages the test looks at.
 type sdkMessage struct {
-	Type      string      `json:"type"`
+	Type      string   `json:"type"`
+	Tools     []string `json:"tools"`
+	Mode      string   `json:"permissionMode"`
+	KeySource string   `json:"apiKeySource"`
+	Event     *struct {
+		Type  string `json:"type"`
+		Delta struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"delta"`
+	} `json:"event"`
+	ModelUsage map[string]struct {
+		InputTokens  int64 `json:"inputTokens"`
+		OutputTokens int64 `json:"outputTokens"`
+	} `json:"modelUsage"`
+	Denials []struct {
+		ToolName  string `json:"tool_name"`
+		ToolUseID string `json:"tool_use_id"`
+	} `json:"permission_denials"`
 	Subtype   string      `json:"subtype"`
 	SessionID string      `json:"session_id"`
 	Model     string      `json:"model"`
@@ -370,7 +449,8 @@ type sdkMessage struct {
 }
 
 type sdkAPIBody struct {
-	Role string `json:"role"`
+	Role  string          `json:"role"`
+	Usage json.RawMessage `json:"usage"`
 	// Content is a string or an array of blocks.
 	Content json.RawMessage `json:"content"`
 }

@@ -26,12 +26,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/protocol"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // Options configure a server; the CLI fills them from its flags.
@@ -41,12 +43,30 @@ type Options struct {
 	MaxTurns int
 	// AllowedTools are allowed without asking for this session.
 	AllowedTools []string
+	// DisallowedTools are denied for this session (the CLI adds them as
+	// deny rules, as it adds AllowedTools as allow rules).
+	DisallowedTools []string
 	// PartialMessages sends stream_event lines (text and tool deltas).
 	PartialMessages bool
 	// Prompt, when set, is the one turn of single-prompt mode.
 	Prompt string
 	// AppendSystemPrompt is added to the system prompt.
 	AppendSystemPrompt string
+	// ClaudeCode is set when arbor runs under Claude Code's argv (the
+	// Claude Agent SDK): such a client never answers auth_required, so a
+	// missing key fails the turn with an error result naming the variable.
+	ClaudeCode bool
+	// Tools, when not nil, are the only tools offered (Claude Code's
+	// names accepted); an unknown name fails the session.
+	Tools []string
+	// SessionID is the id of a new session (Claude Code's --session-id).
+	SessionID string
+	// ForkSession continues Resume's conversation in a new session, the
+	// stored one left untouched.
+	ForkSession bool
+	// MaxBudgetUSD, when > 0, stops the session's model calls once its
+	// cost reaches it; the turn ends with error_max_budget_usd.
+	MaxBudgetUSD float64
 }
 
 // Server is one stream-json session over one pair of streams.
@@ -67,6 +87,8 @@ type Server struct {
 	// inputDone is closed when the input ends, so nothing waits for an
 	// answer that can no longer come.
 	inputDone chan struct{}
+	// singlePrompt is set in single-prompt mode, before the reader starts.
+	singlePrompt bool
 	// shells holds the commands the client runs for the host shell tool.
 	shells hostShells
 
@@ -80,6 +102,23 @@ type Server struct {
 	inputEnded bool
 	// hostShell is set when the client runs shell commands itself.
 	hostShell bool
+	// init holds what the client's initialize asked for (system prompt,
+	// hooks); it is read when the session is created.
+	init initSettings
+	// initErr is why the client's initialize was refused; turns fail
+	// with it.
+	initErr error
+	// denials are the calls refused in the running turn.
+	denials []permissionDenial
+	// modelUsage adds up the running turn's model calls by model.
+	modelUsage map[string]modelUsage
+	// pending is an assistant line held until its usage is known (the
+	// subscriber's; written at the next event or at the end of the turn).
+	pending *messageLine
+	// raw is the Anthropic stream state of the subscriber.
+	raw rawStream
+	// hookCalls are the hook_callback requests waiting for an answer.
+	hookCalls map[string]chan hookReply
 
 	// stepStart and apiTime measure the model time of the running turn
 	// (from each step's start to its assistant message), in nanoseconds.
@@ -97,7 +136,7 @@ type userTurn struct {
 // dropped and the running job cancelled).
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
 	limit := a.Config().Headless.QueueLimit
-	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{},
+	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
 	s.out = protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: stream-json: write: %v\n", err) })
 	// After the subscription: its last lines are written too. Once
@@ -111,11 +150,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.runner.Start(ctx)
 
 	if o.Prompt != "" {
-		close(s.inputDone)
-		s.endInput()
-		s.submitTurn(userTurn{text: o.Prompt})
-		s.runner.Close()
-		return nil
+		return s.single(ctx, in, stop)
 	}
 	err := s.read(ctx, in, stop)
 	close(s.inputDone)
@@ -126,6 +161,31 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		return err
 	}
 	s.runner.Close() // end of input: the queued turns finish
+	return err
+}
+
+// single runs single-prompt mode: the one turn, while the input is read
+// for the client's answers (can_use_tool, ask_user) and control requests;
+// it returns when the turn is done. User lines are refused: the prompt is
+// the only turn. If the input ends first, what the turn asks the client
+// afterwards is denied or declined, so it still finishes.
+func (s *Server) single(ctx context.Context, in io.Reader, stop context.CancelFunc) error {
+	s.singlePrompt = true
+	s.submitTurn(userTurn{text: s.opts.Prompt})
+	readCtx, stopReading := context.WithCancel(ctx)
+	read := make(chan error, 1)
+	go func() {
+		err := s.read(readCtx, in, stop)
+		close(s.inputDone)
+		s.endInput()
+		read <- err
+	}()
+	s.runner.Close() // the turn finishes
+	stopReading()
+	err := <-read
+	if ctx.Err() != nil || readCtx.Err() != nil {
+		return nil
+	}
 	return err
 }
 
@@ -157,6 +217,12 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 			return false
 		}
 		if s.hostResults(u) {
+			return false
+		}
+		if s.singlePrompt {
+			s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+				Errors:    []string{"single-prompt mode runs only the prompt given as an argument; this user message was not run"},
+				SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 			return false
 		}
 		text, err := u.text()
@@ -226,7 +292,7 @@ func (s *Server) submit(kind string, run func(ctx context.Context), refused func
 func (s *Server) submitTurn(t userTurn) {
 	s.submit("turn", func(ctx context.Context) { s.turn(ctx, t) }, func(err error) {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
-			Errors: []string{err.Error()}, SessionID: s.sessionID(), PermissionDenials: []any{}, UUID: newUUID()})
+			Errors: []string{err.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 	})
 }
 
@@ -242,23 +308,51 @@ func (s *Server) current() *app.Session {
 // held across the store's I/O.
 func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	s.mu.Lock()
-	sess, hostShell := s.sess, s.hostShell
+	sess, hostShell, in := s.sess, s.hostShell, s.init
 	s.mu.Unlock()
 	if sess != nil {
 		return sess, nil
 	}
-	o := app.SessionOptions{Model: s.opts.Model, MaxTurns: s.opts.MaxTurns, System: s.opts.AppendSystemPrompt, Title: "stream-json"}
+	o := app.SessionOptions{Model: s.opts.Model, MaxTurns: s.opts.MaxTurns, Title: "stream-json",
+		System: joinNonEmpty("\n", s.opts.AppendSystemPrompt, in.appendSystem), SystemBase: in.systemBase}
 	if hostShell {
 		o.Tools = append(o.Tools, s.hostShellTool())
 	}
+	if s.opts.Tools != nil {
+		o.Only = []string{}
+		for _, n := range s.opts.Tools {
+			o.Only = append(o.Only, tool.FromClaudeCode(n))
+		}
+	}
+	if len(in.hooks) > 0 {
+		o.Wrap = s.wrapHooks
+	}
+	if s.opts.MaxBudgetUSD > 0 {
+		o.Gate = s.budgetGate
+	}
 	var err error
-	if s.opts.Resume != "" {
+	switch {
+	case s.opts.Resume != "" && s.opts.ForkSession:
+		sess, err = s.fork(ctx, s.opts.Resume, o)
+	case s.opts.Resume != "":
 		sess, err = s.app.ResumeSession(ctx, s.opts.Resume, o)
-	} else {
+	case s.opts.ClaudeCode:
+		// Claude Code's session ids are UUIDs; clients parse them so.
+		id := s.opts.SessionID
+		if id == "" {
+			id = newUUID()
+		}
+		sess, err = s.app.CreateSession(ctx, id, o)
+	default:
 		sess, err = s.app.NewSession(ctx, o)
 	}
 	if err != nil {
 		return nil, err
+	}
+	for _, n := range s.opts.Tools {
+		if _, ok := sess.Tools.Lookup(tool.FromClaudeCode(n)); !ok {
+			return nil, fmt.Errorf("--tools names %q, which is no tool of arbor's (it has %s)", n, strings.Join(sess.Tools.Names(), ", "))
+		}
 	}
 	s.mu.Lock()
 	s.sess = sess

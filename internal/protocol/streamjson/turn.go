@@ -13,6 +13,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/permission"
 )
 
 // text flattens a user message's content (a string, or text blocks) and
@@ -62,8 +63,18 @@ func newUUID() string {
 // an interrupt.
 func (s *Server) turn(ctx context.Context, t userTurn) {
 	start := time.Now()
+	s.mu.Lock()
+	initErr := s.initErr
+	s.mu.Unlock()
+	if initErr != nil {
+		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+			Errors: []string{initErr.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
+		return
+	}
 	sess, err := s.session(ctx)
-	if err != nil && (errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)) {
+	// A Claude Agent SDK client cannot answer auth_required (it says the
+	// subtype is unsupported): the error result names what to set instead.
+	if err != nil && !s.opts.ClaudeCode && (errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)) {
 		if s.authenticate(ctx) {
 			sess, err = s.session(ctx)
 		}
@@ -71,22 +82,31 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	if err != nil {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: s.sessionID(), DurationMS: time.Since(start).Milliseconds(),
-			PermissionDenials: []any{}, UUID: newUUID()})
+			PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 		return
 	}
 	s.write(s.initMessage(sess.ID))
 
 	before, _, _ := sess.Agent.Usage()
 	s.apiTime.Store(0)
+	s.mu.Lock()
+	s.denials, s.modelUsage = nil, map[string]modelUsage{}
+	s.mu.Unlock()
 	res := sess.Agent.Send(ctx, llm.UserText(t.text))
 	s.events.Flush()
+	s.writePending()
 
 	after, cost, _ := sess.Agent.Usage()
+	s.mu.Lock()
+	denials := append([]permissionDenial{}, s.denials...)
+	mu := s.modelUsage
+	s.modelUsage = map[string]modelUsage{}
+	s.mu.Unlock()
 	u := usageDelta(before, after)
 	r := resultMessage{
 		Type: "result", Subtype: "success", Result: res.Text, SessionID: sess.ID,
 		DurationMS: time.Since(start).Milliseconds(), DurationAPIMS: time.Duration(s.apiTime.Load()).Milliseconds(),
-		NumTurns: res.Steps, Usage: u, TotalCostUSD: cost, PermissionDenials: []any{}, UUID: newUUID(),
+		NumTurns: res.Steps, Usage: u, TotalCostUSD: cost, PermissionDenials: denials, ModelUsage: mu, UUID: newUUID(),
 	}
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
@@ -94,6 +114,13 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	case agent.OutcomeMaxTurns:
 		r.Subtype, r.IsError, r.Errors = "error_max_turns", true, []string{fmt.Sprintf("Reached maximum number of turns (%d)", res.Steps)}
 	case agent.OutcomeCancelled:
+		if errors.Is(res.Err, errBudget) {
+			r.Subtype, r.IsError, r.Errors = "error_max_budget_usd", true, []string{res.Err.Error()}
+			break
+		}
+		// As Claude Code does, the transcript the client sees says so.
+		s.write(messageLine{Type: "user", SessionID: sess.ID, UUID: newUUID(), Message: apiMessage{Role: "user",
+			Content: []apiBlock{{Type: "text", Text: "[Request interrupted by user]"}}}})
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"[Request interrupted by user]"}
 	default:
 		msg := string(res.Outcome)
@@ -101,8 +128,33 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			msg = res.Err.Error()
 		}
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{msg}
+		if errors.Is(res.Err, errBudget) {
+			r.Subtype = "error_max_budget_usd"
+		}
 	}
 	s.write(r)
+}
+
+// modeName is the permission mode as the client names it: Claude Code's
+// names under Claude Code's argv, arbor's otherwise.
+func (s *Server) modeName() string {
+	if s.opts.ClaudeCode {
+		return claudeMode(s.app.Permissions.Mode())
+	}
+	return string(s.app.Permissions.Mode())
+}
+
+// claudeMode is Claude Code's name for a permission mode.
+func claudeMode(m permission.Mode) string {
+	switch m {
+	case permission.ModeAutoEdit:
+		return "acceptEdits"
+	case permission.ModeTrust:
+		return "bypassPermissions"
+	case permission.ModeDontAsk:
+		return "dontAsk"
+	}
+	return string(m)
 }
 
 func usageDelta(before, after llm.Usage) apiUsage {
@@ -116,13 +168,50 @@ func usageDelta(before, after llm.Usage) apiUsage {
 func (s *Server) initMessage(sessionID string) initMessage {
 	sess := s.current()
 	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
-		PermissionMode: string(s.app.Permissions.Mode()), APIKeySource: "environment", MCPServers: []mcpServer{}, SlashCommands: []string{},
+		PermissionMode: s.modeName(), APIKeySource: "environment", MCPServers: []mcpServer{}, SlashCommands: []string{},
 		OutputStyle: "default", UUID: newUUID()}
 	if sess != nil {
-		m.Model = sess.Model.Ref.Ref
+		m.Model = s.modelName(sess.Model.Ref.Ref)
 		m.Tools = sess.Tools.Names()
+		if s.opts.ClaudeCode {
+			m.APIKeySource = "none"
+			if sess.Model.Provider != nil && strings.HasPrefix(sess.Model.Ref.Ref, "anthropic/") {
+				m.APIKeySource = "ANTHROPIC_API_KEY"
+			}
+		}
 	}
 	return m
+}
+
+// keySource is the account's apiKeySource: Claude Code's values under its
+// argv (the SDK's ApiKeySource type), arbor's "environment" otherwise.
+func (s *Server) keySource() string {
+	if s.opts.ClaudeCode {
+		return "ANTHROPIC_API_KEY"
+	}
+	return "environment"
+}
+
+// modelName is a model as the client names it: Claude Code names models
+// without a provider prefix; cosh clients get arbor's provider/model.
+func (s *Server) modelName(ref string) string {
+	if s.opts.ClaudeCode {
+		if _, name, ok := strings.Cut(ref, "/"); ok {
+			return name
+		}
+	}
+	return ref
+}
+
+// writePending writes the assistant line held for its usage, if any.
+func (s *Server) writePending() {
+	s.mu.Lock()
+	p := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	if p != nil {
+		s.write(*p)
+	}
 }
 
 // translate is the bus subscriber: it turns the session's agent events
@@ -140,6 +229,22 @@ func (s *Server) translate(e agent.Event) {
 		return
 	}
 	sid := sess.ID
+	if u, ok := e.(*agent.UsageUpdated); ok {
+		s.usage(u)
+		return
+	}
+	s.writePending()
+	if s.opts.ClaudeCode {
+		if s.opts.PartialMessages {
+			for _, r := range s.raw.events(e, s.modelName(sess.Model.Ref.Ref)) {
+				s.write(rawStreamEvent{Type: "stream_event", Event: r, SessionID: sid, UUID: newUUID()})
+			}
+		}
+		switch e.(type) {
+		case *agent.TextDelta, *agent.ThinkingDelta, *agent.ToolInputStarted, *agent.ToolInputDelta, *agent.ToolInputFinished:
+			return
+		}
+	}
 	switch e := e.(type) {
 	case *agent.StepStarted:
 		s.stepStart.Store(e.At.UnixNano())
@@ -155,11 +260,42 @@ func (s *Server) translate(e agent.Event) {
 		s.partial(sid, streamDelta{Subtype: "tool_use_end"})
 	case *agent.AssistantMessage:
 		s.apiTime.Add(e.At.UnixNano() - s.stepStart.Load())
-		s.write(messageLine{Type: "assistant", Message: apiAssistant(e), SessionID: sid, UUID: newUUID()})
+		m := apiAssistant(e)
+		m.Model = s.modelName(m.Model)
+		// Held until the usage of its call, published next, is known.
+		s.mu.Lock()
+		s.pending = &messageLine{Type: "assistant", Message: m, SessionID: sid, UUID: newUUID()}
+		s.mu.Unlock()
 	case *agent.ToolCallFinished:
 		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
 			Content: []apiBlock{{Type: "tool_result", ToolUseID: e.CallID, Content: e.Result, IsError: e.IsError}}}})
 	}
+}
+
+// usage fills the held assistant line's usage and adds the call to the
+// turn's modelUsage.
+func (s *Server) usage(u *agent.UsageUpdated) {
+	au := apiUsage{InputTokens: u.Call.InputTokens, OutputTokens: u.Call.OutputTokens,
+		CacheReadInputTokens: u.Call.CacheReadTokens, CacheCreationInputTokens: u.Call.CacheWriteTokens}
+	name := s.modelName(u.Model)
+	s.mu.Lock()
+	if s.pending != nil {
+		s.pending.Message.Usage = &au
+	}
+	if s.modelUsage != nil {
+		mu := s.modelUsage[name]
+		mu.InputTokens += au.InputTokens
+		mu.OutputTokens += au.OutputTokens
+		mu.CacheReadInputTokens += au.CacheReadInputTokens
+		mu.CacheCreationInputTokens += au.CacheCreationInputTokens
+		mu.CostUSD += u.CallCost
+		if sess := s.sess; sess != nil {
+			mu.ContextWindow, mu.MaxOutputTokens = int64(sess.Model.Ref.ContextWindow), int64(sess.Model.Ref.MaxOutput)
+		}
+		s.modelUsage[name] = mu
+	}
+	s.mu.Unlock()
+	s.writePending()
 }
 
 func (s *Server) partial(sid string, d streamDelta) {

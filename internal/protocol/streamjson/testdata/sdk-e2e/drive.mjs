@@ -23,6 +23,12 @@
 //              once the model request is in flight), q.interrupt() is called,
 //              then the input ends; messages are collected until the
 //              iterator ends.
+//   options    string prompt c.prompt with c.options merged into query()'s
+//              options; c.canUseTool ("allow", "deny", "deny-interrupt")
+//              adds a canUseTool callback that records each call and answers
+//              so; c.preToolUseDeny adds a PreToolUse hook (matcher
+//              c.preToolUseDeny) that records each call and denies it;
+//              c.stopHook adds a Stop hook that does nothing.
 import { query } from '@anthropic-ai/claude-agent-sdk';
 import { createInterface } from 'node:readline';
 
@@ -111,7 +117,33 @@ async function interrupt(c) {
   await iterating;
 }
 
-const scenarios = { plain, tool, interrupt };
+async function options(c) {
+  const opts = { ...baseOptions(c), ...(c.options ?? {}) };
+  if (c.canUseTool) {
+    opts.canUseTool = async (toolName, input, o) => {
+      emit({ driver: 'can_use_tool', tool_name: toolName, input, tool_use_id: o.toolUseID });
+      if (c.canUseTool === 'allow') return { behavior: 'allow', updatedInput: input };
+      return { behavior: 'deny', message: 'not this one', interrupt: c.canUseTool === 'deny-interrupt' };
+    };
+  }
+  if (c.preToolUseDeny) {
+    opts.hooks = {
+      PreToolUse: [{
+        matcher: c.preToolUseDeny,
+        hooks: [async (input) => {
+          emit({ driver: 'hook', tool_name: input.tool_name, input: input.tool_input, tool_use_id: input.tool_use_id, message: input.hook_event_name });
+          return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'blocked by the hook' } };
+        }],
+      }],
+    };
+  }
+  if (c.stopHook) {
+    opts.hooks = { ...(opts.hooks ?? {}), Stop: [{ hooks: [async () => ({})] }] };
+  }
+  await collect(query({ prompt: c.prompt ?? 'Say hello', options: opts }));
+}
+
+const scenarios = { plain, tool, interrupt, options };
 
 async function main() {
   const name = process.argv[2];

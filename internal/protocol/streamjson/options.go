@@ -1,0 +1,129 @@
+package streamjson
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// initSettings are what a client's initialize request sets for the
+// session it creates (the Claude Agent SDK sends its systemPrompt,
+// appendSystemPrompt and hooks there, not in argv).
+type initSettings struct {
+	systemBase   string // replaces arbor's system prompt when not ""
+	appendSystem string
+	hooks        map[string][]hookMatcher
+}
+
+// systemPromptIn is the initialize request's systemPrompt: a string, an
+// array of strings (joined), or the preset {type: "preset", preset,
+// append}, which keeps arbor's own prompt and appends to it.
+func parseSystemPrompt(raw json.RawMessage) (base, appendText string, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, "", nil
+	}
+	var parts []string
+	if json.Unmarshal(raw, &parts) == nil {
+		return strings.Join(parts, "\n\n"), "", nil
+	}
+	var preset struct {
+		Type   string `json:"type"`
+		Preset string `json:"preset"`
+		Append string `json:"append"`
+	}
+	if json.Unmarshal(raw, &preset) == nil && preset.Type == "preset" {
+		return "", preset.Append, nil
+	}
+	return "", "", fmt.Errorf("initialize: systemPrompt %s is neither a string, an array of strings nor a preset", raw)
+}
+
+// applyInitialize takes the settings of an initialize request; it fails
+// when they can no longer apply (the session exists) or are not supported,
+// so that nothing the client asked for is silently dropped.
+func (s *Server) applyInitialize(p controlPayload) error {
+	base, extra, err := parseSystemPrompt(p.SystemPrompt)
+	if err != nil {
+		return err
+	}
+	hooks, err := parseHooks(p.Hooks)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	asks := base != "" || extra != "" || p.AppendSystemPrompt != "" || len(hooks) > 0
+	if s.sess != nil && asks {
+		return errors.New("initialize: the session already exists, so its system prompt and hooks can no longer be set")
+	}
+	s.init = initSettings{systemBase: base, appendSystem: joinNonEmpty("\n", extra, p.AppendSystemPrompt), hooks: hooks}
+	return nil
+}
+
+func joinNonEmpty(sep string, xs ...string) string {
+	var out []string
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+// errBudget stops model calls once the session's cost reaches
+// --max-budget-usd.
+var errBudget = errors.New("maximum budget reached")
+
+// budgetGate is checked before every model call. Like Claude Code, it
+// stops once the budget is reached, not before a call that may pass it.
+func (s *Server) budgetGate(_ context.Context, _ llm.Usage, _ float64) error {
+	sess := s.current()
+	if sess == nil {
+		return nil
+	}
+	if _, cost, _ := sess.Agent.Usage(); cost >= s.opts.MaxBudgetUSD {
+		return fmt.Errorf("%w: the session has cost $%.4f, --max-budget-usd is $%.4f", errBudget, cost, s.opts.MaxBudgetUSD)
+	}
+	return nil
+}
+
+// fork starts a new session (a fresh UUID, or --session-id) holding the
+// conversation of the stored session from; from is left untouched.
+func (s *Server) fork(ctx context.Context, from string, o app.SessionOptions) (*app.Session, error) {
+	st, err := s.app.Store.GetSession(ctx, from)
+	if err != nil {
+		return nil, fmt.Errorf("fork session %s: %w", from, err)
+	}
+	recs, err := s.app.Store.Messages(ctx, from, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fork session %s: %w", from, err)
+	}
+	id := s.opts.SessionID
+	if id == "" {
+		id = newUUID()
+	}
+	if o.Model == "" {
+		o.Model = st.Model
+	}
+	if _, err := s.app.CreateSession(ctx, id, o); err != nil {
+		return nil, fmt.Errorf("fork session %s: %w", from, err)
+	}
+	if len(recs) > 0 {
+		msgs := make([]llm.Message, len(recs))
+		for i, r := range recs {
+			msgs[i] = r.Message
+		}
+		if _, err := s.app.Store.AppendMessages(ctx, id, msgs...); err != nil {
+			return nil, fmt.Errorf("fork session %s: %w", from, err)
+		}
+	}
+	return s.app.ResumeSession(ctx, id, o)
+}
