@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/arbor-run/arbor/internal/atomicfile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,7 +49,7 @@ func SaveProviderKey(path, provider, key string) error {
 	if err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
-	if err := writeAtomic(path, out, 0o600); err != nil {
+	if err := atomicfile.Write(path, out, 0o600, 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
@@ -241,35 +242,4 @@ func yamlKey(s string) string {
 		return s
 	}
 	return quote(s)
-}
-
-// writeAtomic replaces path by a file holding data with mode perm.
-func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/arbor-run/arbor/internal/atomicfile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -167,38 +168,8 @@ func writeDoc(path string, doc *yaml.Node, scope Scope) error {
 	if fi, err := os.Stat(path); err == nil {
 		perm = fi.Mode().Perm()
 	}
-	if err := writeAtomic(path, buf.Bytes(), perm, modes[1]); err != nil {
+	if err := atomicfile.Write(path, buf.Bytes(), perm, modes[1]); err != nil {
 		return fmt.Errorf("%w %s: %w", ErrRuleFile, path, err)
 	}
 	return nil
-}
-
-func writeAtomic(path string, data []byte, perm, dirPerm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".permissions-*.yaml")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
