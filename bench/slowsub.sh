@@ -23,25 +23,11 @@ for _ in $(seq "$rounds"); do
 	"$dir/tree.test" -test.run '^$' -test.bench '^BenchmarkDispatchLatencySlowSubscriber$' -test.benchtime 3x
 done | grep '^Benchmark' | tee "$out"
 
-# metric NAME UNIT: the median of UNIT over NAME's samples.
-metric() {
-	awk -v name="$1" -v unit="$2" '
-		$1 ~ /^Benchmark/ {
-			n = $1
-			sub(/-[0-9]+$/, "", n)
-			if (n != name) next
-			for (i = 3; i < NF; i += 2) if ($(i + 1) == unit) print $i
-		}' "$out" | sort -g | awk '
-		{ v[NR] = $1 }
-		END {
-			if (NR == 0) { print "NaN"; exit }
-			if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
-		}'
-}
+source bench/metric.sh
 
 echo
 echo "== a subscriber taking 10 ms per event: medians of $rounds rounds =="
-awk -v a="$(metric BenchmarkStep ns/op)" -v b="$(metric BenchmarkStepSlowSubscriber ns/op)" \
+awk -v a="$(metric "$out" BenchmarkStep ns/op)" -v b="$(metric "$out" BenchmarkStepSlowSubscriber ns/op)" \
 	'BEGIN { printf "step: %.0f µs, with the slow subscriber %.0f µs (ratio %.2f)\n", a / 1e3, b / 1e3, b / a }'
-awk -v a="$(metric BenchmarkDispatchLatency µs/hop)" -v b="$(metric BenchmarkDispatchLatencySlowSubscriber µs/hop)" \
+awk -v a="$(metric "$out" BenchmarkDispatchLatency µs/hop)" -v b="$(metric "$out" BenchmarkDispatchLatencySlowSubscriber µs/hop)" \
 	'BEGIN { printf "dispatch: %.0f µs/hop, with the slow subscriber %.0f µs/hop (ratio %.2f)\n", a, b, b / a }'

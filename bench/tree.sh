@@ -15,35 +15,20 @@ go test -run '^$' -bench 'FanOut|Chain200' -benchtime 1x -count "$count" ./inter
 # The others take well under a second per run: more runs per sample.
 go test -run '^$' -bench 'DispatchLatency|ActiveNodeMemory|IdleCPU' -benchtime 5x -count "$count" ./internal/tree | tee -a "$out"
 
-# metric NAME UNIT prints the median of UNIT over the samples of benchmark
-# NAME (without its -GOMAXPROCS suffix).
-metric() {
-	awk -v name="$1" -v unit="$2" '
-		$1 ~ /^Benchmark/ {
-			n = $1
-			sub(/-[0-9]+$/, "", n)
-			if (n != name) next
-			for (i = 3; i < NF; i += 2) if ($(i + 1) == unit) print $i
-		}' "$out" | sort -g | awk '
-		{ v[NR] = $1 }
-		END {
-			if (NR == 0) { print "NaN"; exit }
-			if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
-		}'
-}
+source bench/metric.sh
 
 echo
 echo "== coordination tree: medians of $count samples =="
 for p in 8 64; do
 	name="BenchmarkFanOutFanIn1000/parallel=$p"
-	awk -v p="$p" -v ms="$(metric "$name" ms/run)" -v ns="$(metric "$name" ns/node)" -v w="$(metric "$name" writes/node)" \
+	awk -v p="$p" -v ms="$(metric "$out" "$name" ms/run)" -v ns="$(metric "$out" "$name" ns/node)" -v w="$(metric "$out" "$name" writes/node)" \
 		'BEGIN { printf "fan-out 1000, %2d parallel: %.0f ms/run, %.2f ms/node, %.1f store writes/node\n", p, ms, ns / 1e6, w }'
 done
-awk -v ns="$(metric BenchmarkChain200 ns/hop)" -v w="$(metric BenchmarkChain200 writes/hop)" \
+awk -v ns="$(metric "$out" BenchmarkChain200 ns/hop)" -v w="$(metric "$out" BenchmarkChain200 writes/hop)" \
 	'BEGIN { printf "chain: %.2f ms/hop (%.2fx of the 1 ms target), %.1f store writes/hop\n", ns / 1e6, ns / 1e6, w }'
-awk -v us="$(metric BenchmarkDispatchLatency µs/hop)" \
+awk -v us="$(metric "$out" BenchmarkDispatchLatency µs/hop)" \
 	'BEGIN { printf "dispatch: %.2f ms/hop from complete to the next model call (%.2fx of the 1 ms target)\n", us / 1e3, us / 1e3 }'
-awk -v b="$(metric BenchmarkActiveNodeMemory B/active-node)" -v s="$(metric BenchmarkActiveNodeMemory stack-B/active-node)" \
+awk -v b="$(metric "$out" BenchmarkActiveNodeMemory B/active-node)" -v s="$(metric "$out" BenchmarkActiveNodeMemory stack-B/active-node)" \
 	'BEGIN { printf "memory: %.1f KiB heap/active node (%.2fx of the 256 KiB target), plus %.1f KiB of goroutine stack\n", b / 1024, b / 1024 / 256, s / 1024 }'
-awk -v ms="$(metric BenchmarkIdleCPU cpu-ms/idle-200ms)" \
+awk -v ms="$(metric "$out" BenchmarkIdleCPU cpu-ms/idle-200ms)" \
 	'BEGIN { printf "idle: %.2f ms of CPU in 200 ms waiting on an ask (%.3f%% of one core)\n", ms, ms / 200 * 100 }'

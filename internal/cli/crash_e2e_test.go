@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -62,25 +61,10 @@ func TestCrashAndResumeThreeLevels(t *testing.T) {
 			args := []string{"run", "--model", model, "--yes", "build the thing"}
 			run := ""
 			for _, k := range killAt {
-				c := e.cmd(context.Background(), args...)
-				var errb strings.Builder
-				c.Stderr = &errb
-				if err := c.Start(); err != nil {
-					t.Fatal(err)
-				}
-				exited := make(chan error, 1)
-				go func() { exited <- c.Wait() }()
-				reached := make(chan struct{})
-				go func() { srv.WaitRequests(k); close(reached) }()
-				select {
-				case <-reached:
-					_ = c.Process.Signal(syscall.SIGKILL)
-					<-exited
-				case err := <-exited:
-					t.Fatalf("arbor %v ended (%v) before model request %d:\n%s", args, err, k, errb.String())
-				}
-				if run == "" {
-					run = runID(t, errb.String())
+				if killed, stderr := e.killAt(srv, k, args...); !killed {
+					t.Fatalf("arbor %v ended before model request %d:\n%s", args, k, stderr)
+				} else if run == "" {
+					run = runID(t, stderr)
 					args = []string{"resume", "--yes", run}
 				}
 			}
@@ -134,4 +118,22 @@ func TestCrashAndResumeThreeLevels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killAt runs arbor with args and SIGKILLs it once the scripted server
+// has received n model requests; killed is false when arbor ended first.
+// It returns arbor's stderr.
+func (e *env) killAt(srv *llmtest.Server, n int, args ...string) (killed bool, stderr string) {
+	e.t.Helper()
+	p := e.start(args...)
+	reached := make(chan struct{})
+	go func() { srv.WaitRequests(n); close(reached) }()
+	select {
+	case <-reached:
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.exited
+		killed = true
+	case <-p.exited:
+	}
+	return killed, p.stderr.String()
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -130,21 +129,15 @@ func requireNoStepTwice(t *testing.T, reqs []llmtest.Request) {
 	}
 }
 
-// killAtRequest starts `arbor run args`, SIGKILLs it once the server has
-// seen n requests and returns the run's id.
+// killAtRequest is killAt for a run that must reach request n; it
+// returns the run's id.
 func (e *env) killAtRequest(srv *llmtest.Server, n int, args ...string) string {
 	e.t.Helper()
-	p := e.start(args...)
-	reached := make(chan struct{})
-	go func() { srv.WaitRequests(n); close(reached) }()
-	select {
-	case <-reached:
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.exited
-	case <-p.exited:
-		e.t.Fatalf("arbor %v ended (exit %d) before model request %d:\n%s", args, p.code, n, p.stderr.String())
+	killed, stderr := e.killAt(srv, n, args...)
+	if !killed {
+		e.t.Fatalf("arbor %v ended before model request %d:\n%s", args, n, stderr)
 	}
-	return runID(e.t, p.stderr.String())
+	return runID(e.t, stderr)
 }
 
 // TestTwoResumesOneOwner resumes a killed run from two processes at once:

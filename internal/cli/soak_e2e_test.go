@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,25 +86,13 @@ func soakOnce(t *testing.T, iter int, points []int) int {
 	args := []string{"run", "--model", model, "--yes", "soak the tree"}
 	run, kills := "", 0
 	for _, k := range points {
-		c := e.cmd(context.Background(), args...)
-		var errb strings.Builder
-		c.Stderr = &errb
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- c.Wait() }()
-		reached := make(chan struct{})
-		go func() { srv.WaitRequests(k); close(reached) }()
-		select {
-		case <-reached:
-			_ = c.Process.Signal(syscall.SIGKILL)
-			<-exited
+		// A run that ended before request k leaves nothing to kill.
+		killed, stderr := e.killAt(srv, k, args...)
+		if killed {
 			kills++
-		case <-exited: // the run ended before request k: nothing to kill
 		}
 		if run == "" {
-			run = runID(t, errb.String())
+			run = runID(t, stderr)
 			args = []string{"resume", "--yes", run}
 		}
 	}
