@@ -27,11 +27,15 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-// Store is what the loop persists. It is a journal of ten calls, wider
+// Store is what the loop persists. It is a journal of eleven calls, wider
 // than the usual small interface because the loop's crash safety depends on
 // all of them together; store.Store implements it.
 type Store interface {
 	AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) (int64, error)
+	// SaveStep writes a step's messages, usage and status in one
+	// transaction: a plain turn costs two commits (the user message with
+	// the active status, the answer with its usage and the idle status).
+	SaveStep(ctx context.Context, st store.Step) (int64, error)
 	Messages(ctx context.Context, sessionID string, afterSeq int64) ([]store.MessageRecord, error)
 	StartIntent(ctx context.Context, in store.Intent) error
 	FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error
@@ -153,6 +157,10 @@ type Agent struct {
 	// pressureWarned is set once ContextPressure was published for the
 	// current context; a compaction clears it.
 	pressureWarned bool
+	// status is the session status this agent last stored ("" before its
+	// first write), so that a status already written with a step's
+	// messages is not written again.
+	status store.SessionStatus
 }
 
 // New returns an agent for cfg with an empty context; call Load to resume a
@@ -217,7 +225,7 @@ func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
 	if _, err := a.settle(ctx); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
-	if err := a.append(ctx, msg); err != nil {
+	if err := a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive}); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
 	return a.finish(ctx, a.run(ctx))
@@ -266,14 +274,15 @@ func (a *Agent) finish(ctx context.Context, r Result) Result {
 		status = store.SessionFailed
 		a.publish(&Error{Message: r.Err.Error()})
 	}
-	// The status must land even when ctx was cancelled.
-	_ = a.cfg.Store.SetSessionStatus(context.WithoutCancel(ctx), a.cfg.SessionID, status)
+	// The status must land even when ctx was cancelled; the last step
+	// of a completed turn stored it already.
+	a.setStatus(context.WithoutCancel(ctx), status)
 	a.publish(&Idle{Outcome: r.Outcome, Result: r.Text})
 	return r
 }
 
 func (a *Agent) run(ctx context.Context) Result {
-	_ = a.cfg.Store.SetSessionStatus(ctx, a.cfg.SessionID, store.SessionActive)
+	a.setStatus(ctx, store.SessionActive)
 	a.loop.reset()
 	var last string
 	for step := 1; ; step++ {
@@ -298,17 +307,29 @@ func (a *Agent) run(ctx context.Context) Result {
 			}
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
 		}
-		if err := a.record(ctx, resp, m); err != nil {
-			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
-		}
 		if t := resp.Message.Text(); t != "" {
 			last = t
 		}
 		calls := resp.Message.ToolCalls()
+		// A step without tool calls ends the turn: its status is stored
+		// with its message.
+		var (
+			status   store.SessionStatus
+			truncate = len(calls) == 0 && resp.StopReason == llm.StopMaxTokens && last == ""
+		)
+		switch {
+		case truncate:
+			status = store.SessionFailed
+		case len(calls) == 0:
+			status = store.SessionIdle
+		}
+		if err := a.record(ctx, resp, m, status); err != nil {
+			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
+		}
+		if truncate {
+			return Result{Outcome: OutcomeFailed, Steps: step, Err: errors.New("the model hit its output limit before answering")}
+		}
 		if len(calls) == 0 {
-			if resp.StopReason == llm.StopMaxTokens && last == "" {
-				return Result{Outcome: OutcomeFailed, Steps: step, Err: errors.New("the model hit its output limit before answering")}
-			}
 			return Result{Outcome: OutcomeCompleted, Text: last, Steps: step}
 		}
 		stop, endTurn, err := a.runTools(ctx, calls, nil)
@@ -395,17 +416,21 @@ func (a *Agent) normalizeCalls(m *llm.Message) {
 	}
 }
 
-// record stores the assistant message and the usage of a call to m.
-func (a *Agent) record(ctx context.Context, resp *llm.Response, m modelState) error {
+// record stores the assistant message of a call to m with its usage and,
+// when set, the session status the step ends in, in one transaction.
+func (a *Agent) record(ctx context.Context, resp *llm.Response, m modelState, status store.SessionStatus) error {
 	if len(resp.Message.Parts) == 0 {
 		resp.Message.Parts = []llm.Part{llm.TextPart("")}
 	}
 	resp.Message.Role = llm.RoleAssistant
-	if err := a.append(context.WithoutCancel(ctx), resp.Message); err != nil {
+	rec, updated := a.tally(resp.Usage, m)
+	err := a.save(context.WithoutCancel(ctx), store.Step{Messages: []llm.Message{resp.Message}, Usage: &rec, Status: status})
+	if err != nil {
 		return err
 	}
 	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: m.ref, ResponseID: resp.ID})
-	return a.account(ctx, resp.Usage, m)
+	a.publish(updated)
+	return nil
 }
 
 // DefaultOutputEstimate bounds the output a call is assumed to produce,
@@ -438,10 +463,21 @@ func (a *Agent) gate(ctx context.Context, input int64, m modelState) error {
 	return a.cfg.Gate(ctx, est, cost)
 }
 
-// account records one model call's usage (a step or a compaction summary)
-// on model m in the session's totals and the store, charges it, and
-// publishes it.
+// account records the usage of a model call that stored no message (a
+// compaction summary) on model m: totals, charge, store, event.
 func (a *Agent) account(ctx context.Context, u llm.Usage, m modelState) error {
+	rec, updated := a.tally(u, m)
+	if err := a.cfg.Store.AddUsage(context.WithoutCancel(ctx), rec); err != nil {
+		return fmt.Errorf("record usage: %w", err)
+	}
+	a.publish(updated)
+	return nil
+}
+
+// tally adds one model call's usage on model m to the session's totals
+// and charges it; it returns the record to store and the event to publish
+// once stored.
+func (a *Agent) tally(u llm.Usage, m modelState) (store.UsageRecord, *UsageUpdated) {
 	cost, known := 0.0, m.price != nil
 	if known {
 		cost = m.price.Cost(u)
@@ -457,23 +493,42 @@ func (a *Agent) account(ctx context.Context, u llm.Usage, m modelState) error {
 	if a.cfg.Charge != nil {
 		a.cfg.Charge(u, cost)
 	}
-	err := a.cfg.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
+	rec := store.UsageRecord{
 		SessionID: a.cfg.SessionID, Model: m.ref, Usage: u,
 		CostUSD: cost, CostKnown: known, At: time.Now().UTC(),
-	})
-	if err != nil {
-		return fmt.Errorf("record usage: %w", err)
 	}
-	a.publish(&UsageUpdated{Model: m.ref, Call: u, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown})
-	return nil
+	return rec, &UsageUpdated{Model: m.ref, Call: u, CallCost: cost, Total: total, TotalCost: totalCost, CostKnown: totalKnown}
+}
+
+// setStatus stores the session's status unless this agent stored it last.
+// A failure is not the turn's: the status is advisory (listings, resume
+// hints), while the transcript is what the loop's safety rests on.
+func (a *Agent) setStatus(ctx context.Context, status store.SessionStatus) {
+	if a.status == status {
+		return
+	}
+	if err := a.cfg.Store.SetSessionStatus(ctx, a.cfg.SessionID, status); err == nil {
+		a.status = status
+	}
 }
 
 // append stores msgs and adds them to the context.
 func (a *Agent) append(ctx context.Context, msgs ...llm.Message) error {
-	last, err := a.cfg.Store.AppendMessages(ctx, a.cfg.SessionID, msgs...)
+	return a.save(ctx, store.Step{Messages: msgs})
+}
+
+// save stores st for this session in one transaction and adds its
+// messages to the context.
+func (a *Agent) save(ctx context.Context, st store.Step) error {
+	st.SessionID = a.cfg.SessionID
+	last, err := a.cfg.Store.SaveStep(ctx, st)
 	if err != nil {
 		return fmt.Errorf("store messages: %w", err)
 	}
+	if st.Status != "" {
+		a.status = st.Status
+	}
+	msgs := st.Messages
 	first := last - int64(len(msgs)) + 1
 	for i, m := range msgs {
 		a.history = append(a.history, entry{seq: first + int64(i), msg: m})

@@ -83,6 +83,20 @@ type UsageRecord struct {
 	At        time.Time `json:"at"`
 }
 
+// Step is what one step of an agent makes durable at once: messages to
+// append, the usage of the model call that produced them, and the session's
+// new status. Any part may be empty; SaveStep writes the parts present in
+// one transaction, so a step costs one commit instead of three.
+type Step struct {
+	SessionID string
+	Messages  []llm.Message
+	// Usage, when set, is recorded as AddUsage records it; its SessionID
+	// may be left empty (it is the step's).
+	Usage *UsageRecord
+	// Status, when set, becomes the session's status.
+	Status SessionStatus
+}
+
 // Compaction replaces messages 1..UpToSeq of a session in the model's
 // context with Summary. The messages themselves stay in the store.
 type Compaction struct {
@@ -106,6 +120,10 @@ type Store interface {
 	// AppendMessages appends msgs in one transaction and returns the seq of
 	// the last one.
 	AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) (int64, error)
+	// SaveStep writes a Step in one transaction and returns the seq of the
+	// session's last message (the last appended one, if any). Nothing is
+	// written when any part is invalid.
+	SaveStep(ctx context.Context, st Step) (int64, error)
 	// Messages returns the session's messages with seq > afterSeq in order.
 	Messages(ctx context.Context, sessionID string, afterSeq int64) ([]MessageRecord, error)
 

@@ -170,6 +170,11 @@ func (s *countingStore) AppendMessages(ctx context.Context, id string, msgs ...l
 	return seq, s.count(err)
 }
 
+func (s *countingStore) SaveStep(ctx context.Context, st store.Step) (int64, error) {
+	seq, err := s.Store.SaveStep(ctx, st)
+	return seq, s.count(err)
+}
+
 func (s *countingStore) StartIntent(ctx context.Context, in store.Intent) error {
 	return s.count(s.Store.StartIntent(ctx, in))
 }

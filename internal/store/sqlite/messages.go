@@ -14,58 +14,115 @@ import (
 )
 
 // AppendMessages appends msgs to the session in one transaction and returns
-// the seq of the last one. The session row's last_seq is bumped first,
-// which both numbers the messages and serializes concurrent appends. With
-// no messages it returns the current last seq and writes nothing.
+// the seq of the last one. With no messages it returns the current last seq
+// and writes nothing.
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) (int64, error) {
-	if len(msgs) == 0 {
-		last, err := s.lastSeq(ctx, sessionID)
-		if err != nil {
-			return 0, fmt.Errorf("append messages to session %s: %w", sessionID, err)
-		}
-		return last, nil
+	last, err := s.saveStep(ctx, store.Step{SessionID: sessionID, Messages: msgs})
+	if err != nil {
+		return 0, fmt.Errorf("append messages to session %s: %w", sessionID, err)
 	}
-	bodies := make([]string, len(msgs))
-	for i, m := range msgs {
+	return last, nil
+}
+
+// SaveStep writes a step's messages, usage and status in one transaction
+// and returns the session's last seq. ErrNotFound for an unknown session,
+// ErrInvalid for an invalid part (then nothing is written).
+func (s *Store) SaveStep(ctx context.Context, st store.Step) (int64, error) {
+	last, err := s.saveStep(ctx, st)
+	if err != nil {
+		return 0, fmt.Errorf("save step of session %s: %w", st.SessionID, err)
+	}
+	return last, nil
+}
+
+// saveStep validates and encodes st, then writes it with one update of the
+// session row and the inserts of its messages and usage. The session row's
+// update comes first: it numbers the messages (last_seq) and serializes
+// concurrent appends; a part left out adds zero to the totals and keeps the
+// status.
+func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
+	if st.Status != "" && !st.Status.Valid() {
+		return 0, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
+	}
+	now := time.Now()
+	var (
+		u       store.UsageRecord
+		usageAt int64
+	)
+	if st.Usage != nil {
+		u = *st.Usage
+		if u.SessionID == "" {
+			u.SessionID = st.SessionID
+		}
+		if u.SessionID != st.SessionID {
+			return 0, fmt.Errorf("%w: usage of session %s in a step of session %s", store.ErrInvalid, u.SessionID, st.SessionID)
+		}
+		if err := u.Validate(); err != nil {
+			return 0, err
+		}
+		var err error
+		if usageAt, err = nanos(u.At, now); err != nil {
+			return 0, fmt.Errorf("usage at: %w", err)
+		}
+	}
+	bodies := make([]string, len(st.Messages))
+	for i, m := range st.Messages {
 		if err := store.ValidateMessage(m); err != nil {
-			return 0, fmt.Errorf("append messages to session %s: message %d: %w", sessionID, i, err)
+			return 0, fmt.Errorf("message %d: %w", i, err)
 		}
 		b, err := encodeJSON(m)
 		if err != nil {
-			return 0, fmt.Errorf("append messages to session %s: encode message %d: %w", sessionID, i, err)
+			return 0, fmt.Errorf("encode message %d: %w", i, err)
 		}
 		bodies[i] = b
 	}
-	now := time.Now().UnixNano()
+	if len(st.Messages) == 0 && st.Usage == nil && st.Status == "" {
+		return s.lastSeq(ctx, st.SessionID)
+	}
+	ts := now.UnixNano()
+	costKnown := st.Usage == nil || u.CostKnown
+	n := u.Usage
 	var last int64
 	err := s.inTx(ctx, func(tx *wtx) error {
-		err := tx.QueryRowContext(ctx,
-			`UPDATE sessions SET last_seq = last_seq + ?, `+touch+` WHERE id = ? RETURNING last_seq`,
-			len(msgs), now, now, sessionID).Scan(&last)
+		err := tx.QueryRowContext(ctx, `UPDATE sessions SET
+			last_seq = last_seq + ?,
+			input_tokens = input_tokens + ?,
+			output_tokens = output_tokens + ?,
+			cache_read_tokens = cache_read_tokens + ?,
+			cache_write_tokens = cache_write_tokens + ?,
+			cost_usd = cost_usd + ?,
+			cost_known = (cost_known AND ?),
+			status = COALESCE(NULLIF(?, ''), status),
+			`+touch+`
+			WHERE id = ? RETURNING last_seq`,
+			len(st.Messages), n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
+			u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("no such session: %w", store.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO messages (session_id, seq, role, body, created_at) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		first := last - int64(len(msgs)) + 1
-		for i, m := range msgs {
-			if _, err := stmt.ExecContext(ctx, sessionID, first+int64(i), string(m.Role), bodies[i], now); err != nil {
+		first := last - int64(len(st.Messages)) + 1
+		for i, m := range st.Messages {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO messages (session_id, seq, role, body, created_at) VALUES (?, ?, ?, ?, ?)`,
+				st.SessionID, first+int64(i), string(m.Role), bodies[i], ts); err != nil {
 				return err
 			}
 		}
-		return nil
+		if st.Usage == nil {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO usage
+			(session_id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+			 cost_usd, cost_known, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			u.SessionID, u.Model, n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
+			u.CostUSD, u.CostKnown, usageAt)
+		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("append messages to session %s: %w", sessionID, err)
-	}
-	return last, nil
+	return last, err
 }
 
 // Messages returns the session's messages with seq > afterSeq in seq order;

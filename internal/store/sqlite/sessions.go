@@ -78,16 +78,7 @@ func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.Se
 	if !status.Valid() {
 		return fmt.Errorf("set status of session %s: %w: unknown session status %q", id, store.ErrInvalid, status)
 	}
-	now := time.Now().UnixNano()
-	err := s.inTx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET status = ?, `+touch+` WHERE id = ?`,
-			status, now, now, id)
-		if err != nil {
-			return err
-		}
-		return requireRow(res)
-	})
-	if err != nil {
+	if _, err := s.saveStep(ctx, store.Step{SessionID: id, Status: status}); err != nil {
 		return fmt.Errorf("set status of session %s: %w", id, err)
 	}
 	return nil

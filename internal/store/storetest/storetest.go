@@ -54,6 +54,7 @@ func Run(t *testing.T, open Opener) {
 		{"Messages", testMessages},
 		{"Intents", testIntents},
 		{"Usage", testUsage},
+		{"Steps", testSteps},
 		{"Compactions", testCompactions},
 		{"Tree", testTree},
 		{"Leases", testLeases},
