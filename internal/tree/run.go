@@ -37,6 +37,15 @@ type run struct {
 	meta     store.Run
 	saved    store.Run              // meta as last committed, to skip rewriting it
 	order    []int64                // node ids, ascending (ids only grow)
+	// settledTo is a prefix of order whose nodes are all terminal (they
+	// never change again), so the scheduler's scans skip it; asks are the
+	// ids of ask nodes, which start without a free slot.
+	settledTo int
+	asks      []int64
+	// ended is set when a commit moved a node to failed or cancelled or
+	// stored a pending node with dependencies (which may have ended
+	// already): the only changes that give propagateLocked work.
+	ended bool
 	agents   map[int64]*agent.Agent // node agents built in this process
 	nodes    map[int64]*store.Node
 	children map[int64][]int64
@@ -71,6 +80,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
 		reserved: map[int64]spend{}, resv: map[int64]spend{}, settled: make(chan struct{}),
 		notes: map[int64][]string{},
+		ended: true, // dependencies may have ended before a crash
 	}
 	for _, n := range nodes {
 		r.trackLocked(n)
@@ -78,7 +88,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	for i := range nodes {
 		n := nodes[i]
 		r.nodes[n.ID] = &n
-		r.order = append(r.order, n.ID)
+		r.addLocked(&n)
 		if n.ParentID != 0 {
 			r.children[n.ParentID] = append(r.children[n.ParentID], n.ID)
 		}
@@ -189,8 +199,19 @@ func (r *run) commitLocked(changes []change) {
 	}
 	for i, c := range changes {
 		n := nodes[i]
+		if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
+			r.ended = true
+		}
 		r.nodes[n.ID] = &n
 		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
+	}
+}
+
+// addLocked adds a node new to this run's order (ids arrive ascending).
+func (r *run) addLocked(n *store.Node) {
+	r.order = append(r.order, n.ID)
+	if n.Kind == KindAsk {
+		r.asks = append(r.asks, n.ID)
 	}
 }
 

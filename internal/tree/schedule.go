@@ -34,7 +34,13 @@ func (r *run) scheduleLocked() {
 		return
 	}
 	free := r.meta.MaxParallel - r.agentsRunningLocked()
-	for _, id := range r.idsLocked() {
+	ids := r.liveIDsLocked()
+	for _, id := range ids {
+		if free <= 0 {
+			// Only asks start without a slot: look at those left.
+			r.startAsksLocked(id)
+			break
+		}
 		n := r.nodes[id]
 		if _, busy := r.running[id]; busy {
 			continue
@@ -43,14 +49,8 @@ func (r *run) scheduleLocked() {
 		switch {
 		case n.Kind == KindHost:
 			// Its front end runs it.
-		case n.Kind == KindAsk && (n.State == StateActive || n.State == StatePending && r.readyLocked(n)):
-			if n.State == StatePending {
-				r.setLocked(id, "", func(n *store.Node) { n.State = StateActive; n.StartedAt = r.nowPtr() })
-			}
-			r.launchLocked(id, r.askNode)
 		case n.Kind == KindAsk:
-		case free <= 0:
-			// No slot free: the next agent exit schedules again.
+			r.startAskLocked(id)
 		case n.State == StateActive || n.State == StateSynthesizing:
 			// Left running by a crash or an interrupt: continue it.
 			r.launchLocked(id, r.runAgent)
@@ -75,11 +75,47 @@ func (r *run) scheduleLocked() {
 	}
 }
 
+// startAsksLocked starts the ask nodes from id on that are ready.
+func (r *run) startAsksLocked(from int64) {
+	for _, id := range r.asks {
+		if _, busy := r.running[id]; id >= from && !busy {
+			r.startAskLocked(id)
+		}
+	}
+}
+
+// startAskLocked starts ask node id if it is active or ready (an ask runs
+// no agent, so it needs no slot).
+func (r *run) startAskLocked(id int64) {
+	n := r.nodes[id]
+	if n.State != StateActive && !(n.State == StatePending && r.readyLocked(n)) {
+		return
+	}
+	if n.State == StatePending {
+		r.setLocked(id, "", func(n *store.Node) { n.State = StateActive; n.StartedAt = r.nowPtr() })
+	}
+	r.launchLocked(id, r.askNode)
+}
+
+// liveIDsLocked returns the ids of order past its terminal prefix, which
+// it first extends.
+func (r *run) liveIDsLocked() []int64 {
+	for r.settledTo < len(r.order) && r.nodes[r.order[r.settledTo]].State.Terminal() {
+		r.settledTo++
+	}
+	return r.order[r.settledTo:]
+}
+
 // propagateLocked fails pending nodes whose dependencies failed or were
-// cancelled. It reports whether it changed anything.
+// cancelled. It reports whether it changed anything. Only a commit that
+// ended a node that way gives it something to do.
 func (r *run) propagateLocked() bool {
+	if !r.ended {
+		return false
+	}
+	r.ended = false
 	var changes []change
-	for _, id := range r.idsLocked() {
+	for _, id := range r.liveIDsLocked() {
 		n := r.nodes[id]
 		if n.State != StatePending {
 			continue

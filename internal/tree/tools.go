@@ -259,7 +259,7 @@ func (r *run) create(parent int64, n store.Node) tool.Result {
 		return tool.Errorf("could not store the node")
 	}
 	r.children[parent] = append(r.children[parent], n.ID)
-	r.order = append(r.order, n.ID)
+	r.addLocked(&n)
 	r.track(n)
 	r.scheduleLocked()
 	return tool.Result{Content: fmt.Sprintf(`{"id": "#%d"}`, n.ID)}
