@@ -33,10 +33,10 @@ type run struct {
 	resv        map[int64]spend // each node's own reservation (one call at a time)
 	settled     chan struct{}   // closed and replaced when a reservation settles
 
-	mu       sync.Mutex
-	meta     store.Run
-	saved    store.Run              // meta as last committed, to skip rewriting it
-	order    []int64                // node ids, ascending (ids only grow)
+	mu    sync.Mutex
+	meta  store.Run
+	saved store.Run // meta as last committed, to skip rewriting it
+	order []int64   // node ids, ascending (ids only grow)
 	// settledTo is a prefix of order whose nodes are all terminal (they
 	// never change again), so the scheduler's scans skip it; asks are the
 	// ids of ask nodes, which start without a free slot.
@@ -45,7 +45,7 @@ type run struct {
 	// ended is set when a commit moved a node to failed or cancelled or
 	// stored a pending node with dependencies (which may have ended
 	// already): the only changes that give propagateLocked work.
-	ended bool
+	ended    bool
 	agents   map[int64]*agent.Agent // node agents built in this process
 	nodes    map[int64]*store.Node
 	children map[int64][]int64
