@@ -74,7 +74,13 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 		}
 		results = append(results, llm.Part{Type: llm.PartToolResult, ToolResult: &res})
 	}
-	if err := a.append(persist, llm.Message{Role: llm.RoleUser, Parts: results}); err != nil {
+	// A tool that ends the turn ends it here: the session is idle from
+	// this write on, which needs no write of its own.
+	var status store.SessionStatus
+	if endTurn && !stop && ctx.Err() == nil {
+		status = store.SessionIdle
+	}
+	if err := a.save(persist, store.Step{Messages: []llm.Message{{Role: llm.RoleUser, Parts: results}}, Status: status}); err != nil {
 		return false, false, err
 	}
 	return stop, endTurn, nil

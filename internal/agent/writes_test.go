@@ -1,0 +1,113 @@
+package agent_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// writeLog records the store writes an agent makes, by kind.
+type writeLog struct {
+	agent.Store
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeLog) add(kind string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, kind)
+}
+
+func (w *writeLog) SaveStep(ctx context.Context, st store.Step) (int64, error) {
+	kind := "step"
+	if st.Usage != nil {
+		kind += "+usage"
+	}
+	if st.Status != "" {
+		kind += "+" + string(st.Status)
+	}
+	w.add(kind)
+	return w.Store.SaveStep(ctx, st)
+}
+
+func (w *writeLog) AppendMessages(ctx context.Context, id string, msgs ...llm.Message) (int64, error) {
+	w.add("append")
+	return w.Store.AppendMessages(ctx, id, msgs...)
+}
+
+func (w *writeLog) AddUsage(ctx context.Context, u store.UsageRecord) error {
+	w.add("usage")
+	return w.Store.AddUsage(ctx, u)
+}
+
+func (w *writeLog) SetSessionStatus(ctx context.Context, id string, s store.SessionStatus) error {
+	w.add("status:" + string(s))
+	return w.Store.SetSessionStatus(ctx, id, s)
+}
+
+func (w *writeLog) StartIntent(ctx context.Context, in store.Intent) error {
+	w.add("intent")
+	return w.Store.StartIntent(ctx, in)
+}
+
+func (w *writeLog) FinishIntent(ctx context.Context, id, call, res string, isErr bool) error {
+	w.add("result")
+	return w.Store.FinishIntent(ctx, id, call, res, isErr)
+}
+
+// TestTurnWrites pins the transactions a turn costs (a step's cost is its
+// commits): a plain turn two, a turn with one tool six (the intent and its
+// result are written around the tool, for crash safety). The session's
+// status lands with the messages, never in a write of its own.
+func TestTurnWrites(t *testing.T) {
+	cases := []struct {
+		name   string
+		turns  []fakeTurn
+		want   []string
+		status store.SessionStatus
+	}{
+		{"plain", []fakeTurn{text("hi")},
+			[]string{"step+active", "step+usage+idle"}, store.SessionIdle},
+		{"one tool", []fakeTurn{calls(call("c1", "echo", `{"text":"x"}`)), text("ok")},
+			[]string{"step+active", "step+usage", "intent", "result", "step", "step+usage+idle"}, store.SessionIdle},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := setup(t, c.turns...)
+			log := &writeLog{Store: b.store}
+			cfg := b.cfg
+			cfg.Store = log
+			a := agent.New(cfg)
+			if r := a.Send(b.ctx, llm.UserText("go")); r.Outcome != agent.OutcomeCompleted {
+				t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+			}
+			if got := log.writes; !slices.Equal(got, c.want) {
+				t.Errorf("writes %q, want %q", got, c.want)
+			}
+			s, err := b.store.GetSession(b.ctx, "s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status != c.status {
+				t.Errorf("status %s, want %s", s.Status, c.status)
+			}
+			// A second turn on the same agent writes the same way.
+			log.writes = nil
+			b.provider.mu.Lock()
+			b.provider.turns = append(b.provider.turns, c.turns...)
+			b.provider.mu.Unlock()
+			if r := a.Send(b.ctx, llm.UserText("again")); r.Outcome != agent.OutcomeCompleted {
+				t.Fatalf("second outcome %s: %v", r.Outcome, r.Err)
+			}
+			if got := log.writes; !slices.Equal(got, c.want) {
+				t.Errorf("second turn writes %q, want %q", got, c.want)
+			}
+		})
+	}
+}
