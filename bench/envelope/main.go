@@ -15,6 +15,14 @@
 // fails once the script is exhausted, so the script holds one plain text
 // turn per send of the longest run; a turn counts only if its idle says
 // last_outcome "completed".
+//
+// With -other "CMD ARGS…" it also measures a second program that speaks the
+// envelope protocol (Chord, an older arbor) side by side: both run against
+// one scripted model server started by this driver (every process gets
+// ANTHROPIC_BASE_URL, OPENAI_BASE_URL and ARBOR_BENCH_MODEL_URL pointing at
+// it, with placeholder keys), arbor with --model anthropic/claude-sonnet-4-5,
+// their sessions alternate for -rounds rounds, and the send→idle medians are
+// printed with their ratio.
 package main
 
 import (
@@ -32,6 +40,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
 )
 
 func main() {
@@ -40,7 +50,16 @@ func main() {
 	starts := flag.Int("starts", 20, "processes started to time ready")
 	turns := flag.Int("turns", 20, "send→idle turns timed in one process")
 	rssTurns := flag.Int("rss-turns", 100, "turns before reading the resident memory")
+	other := flag.String("other", "", "a second envelope-protocol command (space-separated) to measure side by side")
+	rounds := flag.Int("rounds", 3, "alternating sessions of each program with -other")
 	flag.Parse()
+	if *other != "" {
+		if err := compare(*bin, *dir, strings.Fields(*other), *turns, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "envelope bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*bin, *dir, *starts, *turns, *rssTurns); err != nil {
 		fmt.Fprintln(os.Stderr, "envelope bench:", err)
 		os.Exit(1)
@@ -109,6 +128,44 @@ func writeScript(path string, n int) error {
 type bench struct {
 	bin, dir, script string
 	runs             int
+	// argv, when set, is the whole command to start instead of arbor with
+	// the script; env is added to every process's environment.
+	argv []string
+	env  []string
+}
+
+// compare measures arbor and other against one model server, alternating
+// sessions of turns turns, and prints both medians and their ratio.
+func compare(bin, dir string, other []string, turns, rounds int) error {
+	if bin == "" || dir == "" {
+		return errors.New("-arbor and -dir are required")
+	}
+	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn {
+		return llmtest.Turn{Text: "A reply, short and instant."}
+	})
+	defer srv.Close()
+	env := []string{"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=sk-bench",
+		"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-bench", "ARBOR_BENCH_MODEL_URL=" + srv.URL}
+	programs := []*bench{
+		{dir: dir, argv: []string{bin, "headless", "--model", "anthropic/claude-sonnet-4-5"}, env: env},
+		{dir: filepath.Join(dir, "other"), argv: other, env: env},
+	}
+	lats := make([][]time.Duration, len(programs))
+	for range rounds {
+		for i, b := range programs {
+			lat, _, _, err := b.session(turns)
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.argv[0], err)
+			}
+			lats[i] = append(lats[i], lat...)
+		}
+	}
+	a, o := quantile(lats[0], 0.5), quantile(lats[1], 0.5)
+	fmt.Printf("send→idle, %d rounds × %d turns, one scripted model server\n", rounds, turns)
+	fmt.Printf("arbor: median %s, p90 %s, worst %s\n", ms(a), ms(quantile(lats[0], 0.9)), ms(slices.Max(lats[0])))
+	fmt.Printf("other (%s): median %s, p90 %s, worst %s\n", strings.Join(other, " "), ms(o), ms(quantile(lats[1], 0.9)), ms(slices.Max(lats[1])))
+	fmt.Printf("ratio arbor/other (medians): %.2f\n", float64(a)/float64(o))
+	return nil
 }
 
 // proc is one running `arbor headless` with its pipes.
@@ -128,10 +185,15 @@ func (b *bench) start() (*proc, error) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, err
 	}
-	p := &proc{cmd: exec.Command(b.bin, "headless", "--model", "script:"+b.script)}
+	argv := b.argv
+	if argv == nil {
+		argv = []string{b.bin, "headless", "--model", "script:" + b.script}
+	}
+	p := &proc{cmd: exec.Command(argv[0], argv[1:]...)}
 	p.cmd.Dir = ws
 	p.cmd.Env = append(os.Environ(), "HOME="+filepath.Join(root, "home"),
 		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_STATE_HOME="+filepath.Join(root, "state"))
+	p.cmd.Env = append(p.cmd.Env, b.env...)
 	p.cmd.Stderr = &p.stderr
 	var err error
 	if p.in, err = p.cmd.StdinPipe(); err != nil {
