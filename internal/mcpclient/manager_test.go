@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -175,7 +176,7 @@ func TestCrashAndRestart(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	gate := make(chan struct{})
-	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, map[string]string{"ARBOR_MCP_TEST_PIDFILE": pidFile})},
+	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, map[string]string{mcptest.EnvPIDFile: pidFile})},
 		func(o *Options) {
 			o.Backoff = func(int) time.Duration {
 				<-gate // the test looks at the server while it is down
@@ -224,7 +225,7 @@ func TestSlowStartTimesOut(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	b := setup(t, map[string]config.MCPServer{
-		"slow": stdioServer(t, map[string]string{"ARBOR_MCP_TEST_SLOW": "60s", "ARBOR_MCP_TEST_PIDFILE": pidFile}),
+		"slow": stdioServer(t, map[string]string{mcptest.EnvSlow: "60s", mcptest.EnvPIDFile: pidFile}),
 		"fast": stdioServer(t, nil),
 	}, func(o *Options) { o.StartTimeout = 2 * time.Second })
 	st := b.m.Status()
@@ -242,7 +243,7 @@ func TestSlowStartTimesOut(t *testing.T) {
 func TestStopKillsServers(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, map[string]string{"ARBOR_MCP_TEST_PIDFILE": pidFile})}, nil)
+	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, map[string]string{mcptest.EnvPIDFile: pidFile})}, nil)
 	pid := readPID(t, pidFile)
 	b.m.Stop()
 	b.m.Stop()
@@ -273,7 +274,7 @@ func TestBadServers(t *testing.T) {
 func TestHTTPServer(t *testing.T) {
 	t.Parallel()
 	var auth = make(chan string, 100)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newTestServer() }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer() }, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case auth <- r.Header.Get("Authorization"):
