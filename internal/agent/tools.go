@@ -161,7 +161,7 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 	} else {
 		out = a.cfg.Tools.Run(ctx, c)
 	}
-	res := llm.ToolResult{CallID: c.ID, Content: a.redact(out.Content), IsError: out.IsError}
+	res := llm.ToolResult{CallID: c.ID, Content: a.redact(out.Content), IsError: out.IsError, Images: out.Images}
 	if ctx.Err() != nil {
 		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + res.Content, IsError: true}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/mcpclient"
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/sqlite"
@@ -53,9 +54,12 @@ type App struct {
 	overrides config.Overrides
 	env       map[string]string // values set with SetEnv; guarded by mu
 
-	mu      sync.Mutex // guards closers, models
+	mu      sync.Mutex // guards closers, models, mcp, mcpObservers
 	closers []func()
 	models  map[string]Model // by resolved ref
+	// mcp runs the MCP servers, from the first session on (see MCP).
+	mcp          *mcpclient.Manager
+	mcpObservers []func()
 	// root is the App a view made by In belongs to; nil for an opened one.
 	root *App
 }

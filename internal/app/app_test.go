@@ -27,12 +27,18 @@ func setup(t *testing.T, env map[string]string) *bundle {
 	env["XDG_CONFIG_HOME"] = filepath.Join(home, "config")
 	env["XDG_STATE_HOME"] = filepath.Join(home, "state")
 	env["HOME"] = home
-	a, err := app.Open(context.Background(), app.Options{Workspace: home, Getenv: func(k string) string { return env[k] }})
+	return setupIn(t, home, env)
+}
+
+// setupIn opens an App working in ws with the environment env.
+func setupIn(t *testing.T, ws string, env map[string]string) *bundle {
+	t.Helper()
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	return &bundle{app: a, env: env, ws: home}
+	return &bundle{app: a, env: env, ws: ws}
 }
 
 func TestModelIsSharedPerRef(t *testing.T) {

@@ -90,7 +90,7 @@ func (a *App) CreateSession(ctx context.Context, id string, o SessionOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	return a.session(id, m, o), nil
+	return a.session(ctx, id, m, o), nil
 }
 
 // ResumeSession loads a stored session, completing a transcript that a
@@ -111,7 +111,7 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	s := a.session(id, m, o)
+	s := a.session(ctx, id, m, o)
 	s.Agent.SetTotals(st.Usage, st.CostUSD, st.CostKnown)
 	if err := s.Agent.Load(ctx); err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 	return s, nil
 }
 
-func (a *App) session(id string, m Model, o SessionOptions) *Session {
+func (a *App) session(ctx context.Context, id string, m Model, o SessionOptions) *Session {
 	todos := tool.NewTodoList(o.OnTodos)
 	broker := a.Broker.For(id)
 	bo := tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos}
@@ -157,6 +157,17 @@ func (a *App) session(id string, m Model, o SessionOptions) *Session {
 		}
 	}
 	reg := tool.NewRegistry(tools...)
+	// The MCP servers' tools, guarded like the others; the registry takes
+	// them again when a server's list changes.
+	if len(a.Config().MCPServers) > 0 {
+		reg.AddSource(a.MCP(ctx), func(t tool.Tool) tool.Tool {
+			t = tool.Guard(t, a.Permissions, broker)
+			if o.Wrap != nil {
+				t = o.Wrap(t)
+			}
+			return t
+		})
+	}
 	maxTurns := o.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = a.Config().MaxTurns

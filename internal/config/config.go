@@ -12,7 +12,8 @@
 //     window table for well-known models; ANTHROPIC_BASE_URL and
 //     OPENAI_BASE_URL fill the vendors' base_url);
 //  2. the user file $XDG_CONFIG_HOME/arbor/config.yaml (~/.config/…);
-//  3. the project file <workspace>/.arbor/config.yaml;
+//  3. the project's <workspace>/.mcp.json (MCP servers only, Claude Code's
+//     format), then the project file <workspace>/.arbor/config.yaml;
 //  4. the environment: ARBOR_MODEL, ARBOR_STORE, ARBOR_MODE;
 //  5. flags (Overrides).
 //
@@ -60,6 +61,11 @@ type Config struct {
 	Compaction Compaction        `yaml:"compaction"`
 	Retry      Retry             `yaml:"retry"`
 	Headless   Headless          `yaml:"headless"`
+	// MCPServers are the external MCP servers whose tools every agent
+	// gets, by name: from the user file, the project's .mcp.json (Claude
+	// Code's format) and the project file, later ones replacing an entry
+	// of the same name whole.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 
 	getenv     func(string) string
 	workspace  string
@@ -168,6 +174,13 @@ func Load(o LoadOptions) (*Config, error) {
 		files = append(files, c.ProjectConfigFile())
 	}
 	for _, path := range files {
+		if path == c.ProjectConfigFile() {
+			servers, err := readMCPJSON(c.MCPJSONFile())
+			if err != nil {
+				return nil, err
+			}
+			c.addMCPServers(servers, c.MCPJSONFile())
+		}
 		fc, info, err := readFile(path)
 		if err != nil {
 			return nil, err

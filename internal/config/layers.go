@@ -32,6 +32,7 @@ type fileConfig struct {
 	Compaction      fileCompaction          `yaml:"compaction"`
 	Retry           fileRetry               `yaml:"retry"`
 	Headless        fileHeadless            `yaml:"headless"`
+	MCPServers      map[string]MCPServer    `yaml:"mcp_servers"`
 }
 
 type fileProvider struct {
@@ -216,6 +217,7 @@ func (c *Config) apply(fc *fileConfig, src string) {
 	set(c, &c.Retry.StallTimeout, fc.Retry.StallTimeout, "retry.stall_timeout", src)
 	set(c, &c.Headless.QueueLimit, fc.Headless.QueueLimit, "headless.queue_limit", src)
 
+	c.addMCPServers(fc.MCPServers, src)
 	for name, ref := range fc.NodeModels {
 		if c.NodeModels == nil {
 			c.NodeModels = map[string]string{}

@@ -48,6 +48,9 @@ func (c *Config) validate() error {
 	if c.Headless.QueueLimit < 0 {
 		return c.invalid("headless.queue_limit", nil, "must not be negative (0 = no limit; got %d)", c.Headless.QueueLimit)
 	}
+	if err := c.validateMCP(); err != nil {
+		return err
+	}
 	for _, name := range sortedKeys(c.Providers) {
 		if err := c.validateProvider(name, c.Providers[name]); err != nil {
 			return err

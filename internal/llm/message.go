@@ -56,6 +56,18 @@ type ToolResult struct {
 	CallID  string `json:"call_id"`
 	Content string `json:"content"`
 	IsError bool   `json:"is_error,omitempty"`
+	// Images come with the text (an MCP tool's image content). Providers
+	// whose tool results hold only text send them in a user message
+	// right after the results.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is an inline image.
+type Image struct {
+	// MediaType is the MIME type ("image/png").
+	MediaType string `json:"media_type"`
+	// Data is the image, base64-encoded.
+	Data string `json:"data"`
 }
 
 // Message is one turn of a conversation.

@@ -38,7 +38,7 @@ func (e *Engine) Decide(r Request) Decision {
 		return d
 	}
 	for _, p := range c.paths {
-		if p.outside != "" && !namedByAllowRule(rules, c.tool, p) {
+		if p.outside != "" && !namedByAllowRule(rules, c.req.Tool, p) {
 			return Decision{Action: Deny, Reason: fmt.Sprintf(
 				"%s is outside the workspace %s; allow it with a rule such as %s",
 				p.describe(), e.ws.abs, suggestPath(r.Tool, e.ws, []resolved{p}))}
@@ -78,7 +78,7 @@ func (e *Engine) Decide(r Request) Decision {
 func denied(rules [len(scopeOrder)][]*matcher, c call) (Decision, bool) {
 	for i, ms := range rules {
 		for _, m := range ms {
-			if m.rule.Action != Deny || !m.appliesTo(c.tool) || !m.denies(c) {
+			if m.rule.Action != Deny || !m.appliesTo(c.req.Tool) || !m.denies(c) {
 				continue
 			}
 			rule := m.rule
@@ -142,7 +142,7 @@ func byRule(rules [len(scopeOrder)][]*matcher, c call) (Decision, bool) {
 	var allowedBy []Rule
 	complete := len(items) > 0
 	for _, match := range items {
-		m, scope := first(rules, c.tool, noAllow, match)
+		m, scope := first(rules, c.req.Tool, noAllow, match)
 		switch {
 		case m == nil:
 			complete = false
@@ -202,7 +202,10 @@ func byMode(mode Mode, r Request) Decision {
 		return allow("auto-edit mode allows writing")
 	}
 	what := "writing"
-	if r.Class != ClassWrite {
+	switch {
+	case strings.HasPrefix(strings.ToLower(r.Tool), "mcp__"):
+		what = "calling MCP tools"
+	case r.Class != ClassWrite:
 		what = "running commands"
 	}
 	return Decision{Action: Ask, Reason: fmt.Sprintf("%s needs approval: %s mode asks before %s", r.Tool, mode, what)}

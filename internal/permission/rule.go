@@ -52,8 +52,8 @@ func ParseRule(spec string, a Action, s Scope) (Rule, error) {
 			return Rule{}, fmt.Errorf("%w %q: %w", ErrInvalidRule, spec, err)
 		}
 	}
-	if !validTool(tool) {
-		return Rule{}, fmt.Errorf("%w %q: a rule is tool or tool(pattern), tool made of letters, digits, '_', '-', '.', ':'", ErrInvalidRule, spec)
+	if !validTool(tool) && mcpServerPrefix(tool) == "" || strings.Contains(tool, "*") && pattern != "" {
+		return Rule{}, fmt.Errorf("%w %q: a rule is tool or tool(pattern), tool made of letters, digits, '_', '-', '.', ':' (or mcp__server__* for every tool of an MCP server)", ErrInvalidRule, spec)
 	}
 	if !a.valid() {
 		return Rule{}, fmt.Errorf("%w %q: %w %q", ErrInvalidRule, spec, ErrInvalidAction, a)
@@ -104,6 +104,9 @@ func validTool(s string) bool {
 type matcher struct {
 	rule Rule
 	tool string // normalized
+	// mcpPrefix is "mcp__server__" (lower case) for a rule naming every
+	// tool of an MCP server; "" otherwise.
+	mcpPrefix string
 	// command matches one simple command; nil when the rule has no pattern.
 	command *regexp.Regexp
 	// paths match absolute paths: the pattern anchored at the workspace
@@ -117,7 +120,7 @@ type matcher struct {
 }
 
 func compile(r Rule, ws workspace) (*matcher, error) {
-	m := &matcher{rule: r, tool: normalize(r.Tool)}
+	m := &matcher{rule: r, tool: normalize(r.Tool), mcpPrefix: mcpServerPrefix(r.Tool)}
 	if r.Pattern == "" {
 		return m, nil
 	}
@@ -178,8 +181,32 @@ func pathPatterns(p string, ws workspace) []string {
 // bare reports whether the rule has no pattern and so matches every call.
 func (m *matcher) bare() bool { return m.rule.Pattern == "" }
 
-// appliesTo reports whether the rule names this tool.
-func (m *matcher) appliesTo(tool string) bool { return m.tool == tool }
+// appliesTo reports whether the rule names the tool called name: the same
+// name compared tolerantly, or, for a rule naming an MCP server
+// ("mcp__github" or "mcp__github__*"), any tool of that server.
+func (m *matcher) appliesTo(name string) bool {
+	if m.mcpPrefix != "" {
+		return strings.HasPrefix(strings.ToLower(strings.TrimSpace(name)), m.mcpPrefix)
+	}
+	return m.tool == normalize(name)
+}
+
+// mcpServerPrefix returns "mcp__server__" for a rule tool naming every
+// tool of an MCP server ("mcp__server", "mcp__server__*"), "" otherwise.
+func mcpServerPrefix(tool string) string {
+	t := strings.ToLower(tool)
+	rest, ok := strings.CutPrefix(t, "mcp__")
+	if !ok || rest == "" {
+		return ""
+	}
+	if server, ok := strings.CutSuffix(rest, "__*"); ok && validTool(server) && !strings.Contains(server, "__") {
+		return "mcp__" + server + "__"
+	}
+	if validTool(rest) && !strings.Contains(rest, "__") {
+		return "mcp__" + rest + "__"
+	}
+	return ""
+}
 
 // matchSegment matches one simple shell command.
 func (m *matcher) matchSegment(seg string) bool {

@@ -119,3 +119,22 @@ func KillLeftoverGroup(pgid int, startedAt time.Time) (bool, error) {
 	}
 	return true, nil
 }
+
+// RunInGroup runs cmd as the leader of a new process group that dies with
+// arbor, as the tools' processes do (Pdeathsig on Linux, the reaper), for
+// long-lived helpers such as MCP servers. started is called with the group
+// id once cmd runs (a caller kills the group with KillGroup); RunInGroup
+// returns when cmd has exited. Give cmd's stdin and stdout as *os.File
+// pipes whose other ends the caller holds, so Wait does not close them
+// under a reader.
+func RunInGroup(cmd *exec.Cmd, started func(pgid int)) error {
+	return runInGroup(WithGroupReporter(context.Background(), started), cmd)
+}
+
+// KillGroup kills the process group pgid; nil when it had no process left.
+func KillGroup(pgid int) error {
+	if err := killGroup(pgid); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}

@@ -17,9 +17,11 @@ import (
 //
 // A Registry is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex    // guards order and byKey
-	order []Tool          // in the order added
-	byKey map[string]Tool // normalized name → tool
+	mu      sync.RWMutex    // guards every field below
+	static  []Tool          // added with Add, in order
+	sources []*sourceState  // added with AddSource, in order
+	order   []Tool          // static, then each source's current tools
+	byKey   map[string]Tool // normalized name → tool
 }
 
 // NewRegistry returns a registry holding tools.
@@ -46,19 +48,30 @@ func (r *Registry) Add(t Tool) {
 		panic(fmt.Sprintf("tool.Registry: tool %q clashes with already registered %q", name, prev.Info().Name))
 	}
 	r.byKey[key] = t
-	r.order = append(r.order, t)
+	r.static = append(r.static, t)
+	r.rebuildLocked()
 }
 
-// Lookup finds a tool by name, ignoring case, '_' and '-'.
+// Lookup finds a tool by name, ignoring case, '_' and '-'. A name not
+// found makes the registry look at its sources again first.
 func (r *Registry) Lookup(name string) (Tool, bool) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	t, ok := r.byKey[toolNameKey(name)]
+	r.mu.RUnlock()
+	if ok || !r.refresh() {
+		return t, ok
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok = r.byKey[toolNameKey(name)]
 	return t, ok
 }
 
 // Specs describes every tool to the model, in the order they were added.
+// It takes each source's current tools first, so a change a source made
+// reaches the model at its next call.
 func (r *Registry) Specs() []llm.ToolSpec {
+	r.refresh()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	specs := make([]llm.ToolSpec, len(r.order))
@@ -70,6 +83,7 @@ func (r *Registry) Specs() []llm.ToolSpec {
 
 // Names returns every tool's name, in the order they were added.
 func (r *Registry) Names() []string {
+	r.refresh()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	names := make([]string, len(r.order))

@@ -89,6 +89,8 @@ type Result struct {
 	// EndTurn asks the agent loop to end its turn after this step instead
 	// of calling the model again (the tree's complete tool sets it).
 	EndTurn bool
+	// Images go to the model with Content (an MCP tool's image blocks).
+	Images []llm.Image
 }
 
 // Errorf returns an error result.

@@ -201,6 +201,21 @@ func TestBlocks(t *testing.T) {
 		}
 	})
 
+	t.Run("ToolResultImages", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, anthropic.Options{}, llmtest.Turn{Text: "hi"})
+		img := llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}
+		_, rec := b.call(t, &llm.Request{Model: "m", Messages: []llm.Message{
+			llm.UserText("q"),
+			{Role: llm.RoleAssistant, Parts: []llm.Part{{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "t1", Name: "shot"}}}},
+			{Role: llm.RoleUser, Parts: []llm.Part{{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "t1", Content: "a screenshot", Images: []llm.Image{img}}}}},
+		}})
+		res := rec.Messages[2].Parts[0].ToolResult
+		if res.Content != "a screenshot" || len(res.Images) != 1 || res.Images[0] != img {
+			t.Fatalf("tool result = %+v, want the text and the image inside the tool_result", res)
+		}
+	})
+
 	t.Run("InvalidToolInputIsRejected", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, anthropic.Options{}, llmtest.Turn{Text: "never"})

@@ -145,6 +145,9 @@ func blockParam(part llm.Part) (block sdk.ContentBlockParamUnion, ok bool, err e
 		if res.Content != "" {
 			tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: res.Content}}}
 		}
+		for _, img := range res.Images {
+			tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: sdk.NewImageBlockBase64(img.MediaType, img.Data).OfImage})
+		}
 		return sdk.ContentBlockParamUnion{OfToolResult: &tr}, true, nil
 	default:
 		return block, false, fmt.Errorf("unknown part type %q", part.Type)

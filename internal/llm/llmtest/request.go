@@ -97,6 +97,10 @@ type antInBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	Source    *struct {
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
 }
 
 type antTool struct {
@@ -161,7 +165,14 @@ func (b antInBlock) part() (llm.Part, bool, error) {
 		if err != nil {
 			return llm.Part{}, false, fmt.Errorf("tool_result content: %w", err)
 		}
-		return llm.Part{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: b.ToolUseID, Content: content, IsError: b.IsError}}, true, nil
+		res := &llm.ToolResult{CallID: b.ToolUseID, Content: content, IsError: b.IsError}
+		inner, _ := antBlocks(b.Content) // antText decoded them already
+		for _, ib := range inner {
+			if ib.Type == "image" && ib.Source != nil {
+				res.Images = append(res.Images, llm.Image{MediaType: ib.Source.MediaType, Data: ib.Source.Data})
+			}
+		}
+		return llm.Part{Type: llm.PartToolResult, ToolResult: res}, true, nil
 	}
 	return llm.Part{}, false, nil
 }

@@ -139,6 +139,44 @@ func TestMessages(t *testing.T) {
 		}
 	})
 
+	t.Run("ToolResultImagesFollowAsUserMessage", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, openai.Options{}, root, llmtest.Turn{Text: "done"})
+		_, rec := b.call(t, &llm.Request{Model: "m", Messages: []llm.Message{
+			llm.UserText("go"),
+			{Role: llm.RoleAssistant, Parts: []llm.Part{{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "shot"}}}},
+			{Role: llm.RoleUser, Parts: []llm.Part{
+				{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c1", Content: "a screenshot",
+					Images: []llm.Image{{MediaType: "image/png", Data: "iVBORw0KGgo="}}}},
+			}},
+		}})
+		var body struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(rec.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(body.Messages); n != 4 || body.Messages[2].Role != "tool" || body.Messages[3].Role != "user" {
+			t.Fatalf("messages = %s, want the tool message then a user message", rec.Body)
+		}
+		var parts []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			ImageURL struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
+		}
+		if err := json.Unmarshal(body.Messages[3].Content, &parts); err != nil {
+			t.Fatal(err)
+		}
+		if len(parts) != 2 || parts[0].Text != "Images returned by tool call c1:" || parts[1].ImageURL.URL != "data:image/png;base64,iVBORw0KGgo=" {
+			t.Fatalf("user message parts = %+v", parts)
+		}
+	})
+
 	t.Run("InvalidSchemaIsRejected", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, openai.Options{}, root, llmtest.Turn{Text: "never"})

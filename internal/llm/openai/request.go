@@ -91,6 +91,9 @@ func messageParams(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error)
 func userParams(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	var out []sdk.ChatCompletionMessageParamUnion
 	var texts []string
+	// Tool messages hold only text: images of tool results follow them
+	// in a user message.
+	var images []sdk.ChatCompletionContentPartUnionParam
 	for _, part := range m.Parts {
 		switch part.Type {
 		case llm.PartText:
@@ -103,13 +106,24 @@ func userParams(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 				return nil, errors.New("tool_result part without a result")
 			}
 			out = append(out, sdk.ToolMessage(toolResultText(*res), res.CallID))
+			for i, img := range res.Images {
+				if i == 0 {
+					images = append(images, sdk.TextContentPart(fmt.Sprintf("Images returned by tool call %s:", res.CallID)))
+				}
+				images = append(images, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + img.MediaType + ";base64," + img.Data}))
+			}
 		case llm.PartThinking, llm.PartToolCall:
 			return nil, fmt.Errorf("a user message cannot hold a %s part", part.Type)
 		default:
 			return nil, fmt.Errorf("unknown part type %q", part.Type)
 		}
 	}
-	if len(texts) > 0 {
+	switch {
+	case len(images) > 0 && len(texts) > 0:
+		out = append(out, sdk.UserMessage(append(images, sdk.TextContentPart(strings.Join(texts, "\n\n")))))
+	case len(images) > 0:
+		out = append(out, sdk.UserMessage(images))
+	case len(texts) > 0:
 		out = append(out, sdk.UserMessage(strings.Join(texts, "\n\n")))
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm"
@@ -194,7 +195,7 @@ func checkResults(t *testing.T, rec llmtest.Request, m llm.Message) {
 		}
 		res = append(res, *p.ToolResult)
 	}
-	if res[0] != (llm.ToolResult{CallID: "call_1", Content: "hello"}) {
+	if !reflect.DeepEqual(res[0], llm.ToolResult{CallID: "call_1", Content: "hello"}) {
 		t.Fatalf("first result = %+v", res[0])
 	}
 	want := llm.ToolResult{CallID: "call_2", Content: "no such file", IsError: true}
@@ -202,7 +203,7 @@ func checkResults(t *testing.T, rec llmtest.Request, m llm.Message) {
 		// Chat Completions has no is_error; the provider says it in words.
 		want = llm.ToolResult{CallID: "call_2", Content: "Error: no such file"}
 	}
-	if res[1] != want {
+	if !reflect.DeepEqual(res[1], want) {
 		t.Fatalf("second result = %+v, want %+v", res[1], want)
 	}
 }

@@ -1,0 +1,335 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+type bundle struct {
+	m       *Manager
+	changes chan struct{}
+	logDir  string
+}
+
+// setup starts a Manager for servers; tweak adjusts the options.
+func setup(t *testing.T, servers map[string]config.MCPServer, tweak func(*Options)) *bundle {
+	t.Helper()
+	b := &bundle{changes: make(chan struct{}, 1), logDir: t.TempDir()}
+	o := Options{Servers: servers, Workspace: t.TempDir(), LogDir: b.logDir, StartTimeout: 20 * time.Second,
+		Backoff: func(int) time.Duration { return 0 },
+		OnChange: func() {
+			select {
+			case b.changes <- struct{}{}:
+			default:
+			}
+		}}
+	if tweak != nil {
+		tweak(&o)
+	}
+	b.m = New(o)
+	t.Cleanup(b.m.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.m.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	return b
+}
+
+// stdioServer is an entry running this test binary as a stdio server.
+func stdioServer(t *testing.T, env map[string]string) config.MCPServer {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config.MCPServer{Command: exe, Args: []string{"-test.run=^$"}, Env: testServerEnv(env)}
+}
+
+// waitFor waits, change by change, until cond holds (hang guard 20s).
+func (b *bundle) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	guard := time.After(20 * time.Second)
+	for !cond() {
+		select {
+		case <-b.changes:
+		case <-guard:
+			t.Fatalf("timed out waiting for %s; status %+v", what, b.m.Status())
+		}
+	}
+}
+
+func (b *bundle) tool(t *testing.T, name string) tool.Tool {
+	t.Helper()
+	_, ts := b.m.Tools()
+	for _, tl := range ts {
+		if tl.Info().Name == name {
+			return tl
+		}
+	}
+	t.Fatalf("no tool %s among %d", name, len(ts))
+	return nil
+}
+
+func call(t *testing.T, tl tool.Tool, input string) tool.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return tl.Run(ctx, tool.Call{ID: "c1", Input: json.RawMessage(input)})
+}
+
+func TestStdioServer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, nil)}, nil)
+
+	st := b.m.Status()
+	if len(st) != 1 || st[0].State != StateConnected || st[0].ServerName != "testsrv" || st[0].Transport != "stdio" {
+		t.Fatalf("status = %+v", st)
+	}
+	if len(st[0].Tools) != 6 || st[0].Tools[0].Name != "mcp__test__crash" {
+		t.Fatalf("tools = %+v", st[0].Tools)
+	}
+
+	t.Run("text result and schema", func(t *testing.T) {
+		echo := b.tool(t, "mcp__test__echo")
+		info := echo.Info()
+		if info.Kind != tool.KindExecute || !strings.Contains(string(info.Schema), `"text"`) || info.Description != "Echo the text." {
+			t.Fatalf("info = %+v, schema %s", info, info.Schema)
+		}
+		if res := call(t, echo, `{"text":"hi"}`); res.IsError || res.Content != "echo: hi" {
+			t.Fatalf("result = %+v", res)
+		}
+	})
+
+	t.Run("isError is a tool error", func(t *testing.T) {
+		res := call(t, b.tool(t, "mcp__test__fail"), `{}`)
+		if !res.IsError || res.Content != "the widget is broken" {
+			t.Fatalf("result = %+v", res)
+		}
+	})
+
+	t.Run("image, resource and link blocks", func(t *testing.T) {
+		res := call(t, b.tool(t, "mcp__test__image"), `{}`)
+		if res.IsError || len(res.Images) != 1 || res.Images[0].MediaType != "image/png" {
+			t.Fatalf("result = %+v", res)
+		}
+		if res.Images[0].Data != "iVBORw0KGgoAAAANSUhEUg==" {
+			t.Fatalf("image data = %q, want the PNG base64-encoded", res.Images[0].Data)
+		}
+		for _, want := range []string{"a picture", "[resource file:///notes.txt (text/plain)]\nresource body", "[resource link: big file:///big.bin]"} {
+			if !strings.Contains(res.Content, want) {
+				t.Fatalf("content %q lacks %q", res.Content, want)
+			}
+		}
+	})
+
+	t.Run("structuredContent", func(t *testing.T) {
+		res := call(t, b.tool(t, "mcp__test__structured"), `{}`)
+		if res.Content != "sunny\n{\"sky\":\"clear\",\"temp_c\":21}" {
+			t.Fatalf("content = %q", res.Content)
+		}
+	})
+
+	t.Run("list_changed updates the tools", func(t *testing.T) {
+		v0, _ := b.m.Tools()
+		if res := call(t, b.tool(t, "mcp__test__grow"), `{}`); res.Content != "grown" {
+			t.Fatalf("grow = %+v", res)
+		}
+		b.waitFor(t, "the extra tool", func() bool {
+			v, ts := b.m.Tools()
+			return v != v0 && len(ts) == 7
+		})
+		if res := call(t, b.tool(t, "mcp__test__extra"), `{}`); res.Content != "extra ran" {
+			t.Fatalf("extra = %+v", res)
+		}
+		reg := tool.NewRegistry()
+		reg.AddSource(b.m, nil)
+		if _, ok := reg.Lookup("mcp__test__extra"); !ok {
+			t.Fatal("the registry does not offer the new tool")
+		}
+	})
+
+	t.Run("stderr goes to the log file", func(t *testing.T) {
+		data, err := os.ReadFile(LogFile(b.logDir, "test"))
+		if err != nil || !strings.Contains(string(data), "test server on stderr: starting") {
+			t.Fatalf("log = %q, %v", data, err)
+		}
+	})
+}
+
+func TestCrashAndRestart(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	gate := make(chan struct{})
+	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, map[string]string{mcptest.EnvPIDFile: pidFile})},
+		func(o *Options) {
+			o.Backoff = func(int) time.Duration {
+				<-gate // the test looks at the server while it is down
+				return 0
+			}
+		})
+	firstPID := readPID(t, pidFile)
+
+	res := call(t, b.tool(t, "mcp__test__crash"), `{}`)
+	if !res.IsError || !strings.Contains(res.Content, "calling crash failed") {
+		t.Fatalf("crash result = %+v", res)
+	}
+	b.waitFor(t, "the server to be down", func() bool { return b.m.Status()[0].State == StatePending })
+	if st := b.m.Status()[0]; !strings.Contains(st.Error, "disconnected") {
+		t.Fatalf("status = %+v", st)
+	}
+	// Its tools stay offered; their calls fail cleanly.
+	res = call(t, b.tool(t, "mcp__test__echo"), `{"text":"x"}`)
+	if !res.IsError || !strings.Contains(res.Content, "not connected") || !strings.Contains(res.Content, "pending") {
+		t.Fatalf("call while down = %+v", res)
+	}
+	close(gate)
+	b.waitFor(t, "the restart", func() bool {
+		st := b.m.Status()[0]
+		return st.State == StateConnected && st.Restarts == 1
+	})
+	if res := call(t, b.tool(t, "mcp__test__echo"), `{"text":"back"}`); res.IsError || res.Content != "echo: back" {
+		t.Fatalf("after restart = %+v", res)
+	}
+	if pid := readPID(t, pidFile); pid == firstPID {
+		t.Fatalf("the server was not restarted (pid %d)", pid)
+	}
+}
+
+func TestGivesUpAfterMaxRestarts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, nil)}, func(o *Options) { o.MaxRestarts = -1 })
+	call(t, b.tool(t, "mcp__test__crash"), `{}`)
+	b.waitFor(t, "failed", func() bool { return b.m.Status()[0].State == StateFailed })
+	if _, ts := b.m.Tools(); len(ts) != 0 {
+		t.Fatalf("a failed server still offers %d tools", len(ts))
+	}
+}
+
+func TestSlowStartTimesOut(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	b := setup(t, map[string]config.MCPServer{
+		"slow": stdioServer(t, map[string]string{mcptest.EnvSlow: "60s", mcptest.EnvPIDFile: pidFile}),
+		"fast": stdioServer(t, nil),
+	}, func(o *Options) { o.StartTimeout = 2 * time.Second })
+	st := b.m.Status()
+	if st[0].Name != "fast" || st[0].State != StateConnected {
+		t.Fatalf("fast = %+v", st[0])
+	}
+	if st[1].State != StateFailed || !strings.Contains(st[1].Error, "did not start within 2s") {
+		t.Fatalf("slow = %+v", st[1])
+	}
+	if pid := readPID(t, pidFile); processAlive(pid) {
+		t.Fatalf("the slow server (pid %d) outlived its failed start", pid)
+	}
+}
+
+func TestStopKillsServers(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	b := setup(t, map[string]config.MCPServer{"test": stdioServer(t, map[string]string{mcptest.EnvPIDFile: pidFile})}, nil)
+	pid := readPID(t, pidFile)
+	b.m.Stop()
+	b.m.Stop()
+	if processAlive(pid) {
+		t.Fatalf("server pid %d alive after Stop", pid)
+	}
+}
+
+func TestBadServers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{
+		"missing": {Command: "/nonexistent/mcp-server"},
+		"secret":  {URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer ${ARBOR_TEST_UNSET_TOKEN}"}},
+		"off":     {Command: "x", Disabled: true},
+	}, func(o *Options) { o.Getenv = func(string) string { return "" } })
+	st := b.m.Status()
+	if st[0].Name != "missing" || st[0].State != StateFailed || !strings.Contains(st[0].Error, "starting /nonexistent/mcp-server") {
+		t.Fatalf("missing = %+v", st[0])
+	}
+	if st[1].State != StateDisabled {
+		t.Fatalf("off = %+v", st[1])
+	}
+	if st[2].State != StateFailed || !strings.Contains(st[2].Error, "ARBOR_TEST_UNSET_TOKEN is not set") {
+		t.Fatalf("secret = %+v", st[2])
+	}
+}
+
+func TestHTTPServer(t *testing.T) {
+	t.Parallel()
+	var auth = make(chan string, 100)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case auth <- r.Header.Get("Authorization"):
+		default:
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	b := setup(t, map[string]config.MCPServer{
+		"web": {Type: "http", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}},
+	}, func(o *Options) {
+		o.Getenv = func(k string) string {
+			if k == "TOKEN" {
+				return "t0ken"
+			}
+			return ""
+		}
+	})
+	if st := b.m.Status()[0]; st.State != StateConnected || st.Transport != "http" {
+		t.Fatalf("status = %+v", st)
+	}
+	if got := <-auth; got != "Bearer t0ken" {
+		t.Fatalf("Authorization = %q", got)
+	}
+	if res := call(t, b.tool(t, "mcp__web__echo"), `{"text":"web"}`); res.Content != "echo: web" {
+		t.Fatalf("echo = %+v", res)
+	}
+	if res := call(t, b.tool(t, "mcp__web__fail"), `{}`); !res.IsError {
+		t.Fatalf("fail = %+v", res)
+	}
+	v0, _ := b.m.Tools()
+	call(t, b.tool(t, "mcp__web__grow"), `{}`)
+	b.waitFor(t, "list_changed over HTTP", func() bool { v, ts := b.m.Tools(); return v != v0 && len(ts) == 7 })
+}
+
+func TestToolName(t *testing.T) {
+	t.Parallel()
+	if got := ToolName("my.server", "get file"); got != "mcp__my_server__get_file" {
+		t.Fatal(got)
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func processAlive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}

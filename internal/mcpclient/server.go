@@ -1,0 +1,349 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// ErrNotConnected: a call reached a server that is down (starting,
+// restarting after a crash, or failed).
+var ErrNotConnected = errors.New("MCP server not connected")
+
+// clientVersion is what arbor tells servers it is.
+var clientInfo = &mcp.Implementation{Name: "arbor", Version: "1"}
+
+// stableAfter is how long a connection must last for the restart count to
+// start over.
+const stableAfter = time.Minute
+
+// server is one configured MCP server. run owns its connection; the
+// fields under mu are what calls and status readers see.
+type server struct {
+	m    *Manager
+	name string
+	spec config.MCPServer
+
+	// settled is closed once the first start attempt ended.
+	settled     chan struct{}
+	settleOnce  sync.Once
+	listChanged chan struct{} // buffered 1: a list_changed arrived
+
+	mu       sync.Mutex // guards the fields below
+	state    State
+	err      string
+	session  *mcp.ClientSession // nil unless connected
+	tools    []tool.Tool
+	infos    []ToolStatus
+	info     *mcp.Implementation
+	restarts int
+}
+
+func newServer(m *Manager, name string, spec config.MCPServer) *server {
+	s := &server{m: m, name: name, spec: spec, settled: make(chan struct{}),
+		listChanged: make(chan struct{}, 1), state: StatePending}
+	if spec.Disabled {
+		s.state = StateDisabled
+		s.settle()
+	}
+	return s
+}
+
+func (s *server) settle() { s.settleOnce.Do(func() { close(s.settled) }) }
+
+// run connects and keeps the server connected until ctx ends.
+func (s *server) run(ctx context.Context) {
+	defer s.settle()
+	if s.spec.Disabled {
+		return
+	}
+	spec, err := s.spec.Expand(s.m.opts.Getenv)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	for attempt := 0; ; {
+		conn, err := s.connect(ctx, spec)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && attempt == 0 && !s.everConnected():
+			// A server that never started is not retried.
+			s.fail(err)
+			return
+		case err == nil:
+			s.settle()
+			since := time.Now()
+			down := s.serve(ctx, conn)
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(since) >= stableAfter {
+				attempt = 0
+			}
+			err = down
+		}
+		attempt++
+		max := s.m.opts.MaxRestarts
+		if max < 0 || attempt > max {
+			s.fail(fmt.Errorf("gave up after %d restarts: %w", attempt-1, err))
+			return
+		}
+		s.setDown(err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.m.opts.Backoff(attempt)):
+		}
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+	}
+}
+
+func (s *server) everConnected() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.info != nil
+}
+
+// conn is one live connection.
+type conn struct {
+	session *mcp.ClientSession
+	// close ends the connection and whatever process it started.
+	close func()
+}
+
+// connect starts the transport, initializes and lists the tools within
+// the start timeout.
+func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, error) {
+	timeout := s.m.opts.StartTimeout
+	if spec.StartTimeout > 0 {
+		timeout = spec.StartTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var (
+		transport mcp.Transport
+		stop      = func() {}
+	)
+	switch spec.Transport() {
+	case config.MCPStdio:
+		p, err := startProcess(s.name, spec, s.m.opts)
+		if err != nil {
+			return nil, err
+		}
+		transport, stop = p.transport(), p.stop
+	case config.MCPHTTP:
+		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: headerClient(spec.Headers)}
+	case config.MCPSSE:
+		transport = &mcp.SSEClientTransport{Endpoint: spec.URL, HTTPClient: headerClient(spec.Headers)}
+	default:
+		return nil, fmt.Errorf("unknown transport %q", spec.Transport())
+	}
+	client := mcp.NewClient(clientInfo, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case s.listChanged <- struct{}{}:
+			default: // a re-list is due already
+			}
+		},
+	})
+	cs, err := client.Connect(sctx, transport, nil)
+	if err == nil {
+		var tools []*mcp.Tool
+		if tools, err = listTools(sctx, cs); err == nil {
+			s.connected(cs, tools)
+			var once sync.Once
+			return &conn{session: cs, close: func() { once.Do(func() { _ = cs.Close(); stop() }) }}, nil
+		}
+		_ = cs.Close()
+	}
+	stop()
+	if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, fmt.Errorf("did not start within %v (start_timeout): %w", timeout, err)
+	}
+	return nil, err
+}
+
+// serve owns a live connection: it re-lists the tools on list_changed and
+// returns why the connection ended (or nil when ctx did).
+func (s *server) serve(ctx context.Context, c *conn) error {
+	defer c.close()
+	done := make(chan error, 1)
+	go func() { done <- c.session.Wait() }() // ends when c.close runs at the latest
+	defer func() {
+		s.mu.Lock()
+		s.session = nil
+		s.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			c.close()
+			<-done
+			return nil
+		case err := <-done:
+			if err == nil {
+				err = errors.New("the connection closed")
+			}
+			return fmt.Errorf("disconnected: %w", err)
+		case <-s.listChanged:
+			lctx, cancel := context.WithTimeout(ctx, s.m.opts.StartTimeout)
+			tools, err := listTools(lctx, c.session)
+			cancel()
+			if err == nil {
+				s.setTools(c.session, tools)
+			}
+		}
+	}
+}
+
+// listTools lists every page of the server's tools.
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	params := &mcp.ListToolsParams{}
+	for {
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("listing tools: %w", err)
+		}
+		out = append(out, res.Tools...)
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// connected installs a new session and its tools.
+func (s *server) connected(cs *mcp.ClientSession, tools []*mcp.Tool) {
+	s.mu.Lock()
+	s.session, s.state, s.err = cs, StateConnected, ""
+	if r := cs.InitializeResult(); r != nil && r.ServerInfo != nil {
+		s.info = r.ServerInfo
+	} else {
+		s.info = &mcp.Implementation{}
+	}
+	s.mu.Unlock()
+	s.setTools(cs, tools)
+	s.m.notify()
+}
+
+// setTools replaces the server's tools; the manager's version changes
+// only when the list the model sees does.
+func (s *server) setTools(cs *mcp.ClientSession, remote []*mcp.Tool) {
+	ts := make([]tool.Tool, 0, len(remote))
+	infos := make([]ToolStatus, 0, len(remote))
+	for _, r := range remote {
+		t := newMCPTool(s, r)
+		ts = append(ts, t)
+		infos = append(infos, ToolStatus{Name: t.info.Name, Remote: r.Name, Description: r.Description})
+	}
+	s.mu.Lock()
+	same := sameTools(s.tools, ts)
+	if !same {
+		s.tools, s.infos = ts, infos
+	}
+	s.mu.Unlock()
+	if !same {
+		s.m.changed()
+	}
+}
+
+func sameTools(a, b []tool.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i].(*mcpTool).info, b[i].(*mcpTool).info
+		if x.Name != y.Name || x.Description != y.Description || string(x.Schema) != string(y.Schema) {
+			return false
+		}
+	}
+	return true
+}
+
+// setDown marks the server as reconnecting; its tools stay offered and
+// their calls fail until it is back.
+func (s *server) setDown(err error) {
+	s.mu.Lock()
+	s.session, s.state, s.err = nil, StatePending, err.Error()
+	s.mu.Unlock()
+	s.m.notify()
+}
+
+// fail gives the server up: its tools are withdrawn.
+func (s *server) fail(err error) {
+	s.mu.Lock()
+	hadTools := len(s.tools) > 0
+	s.session, s.state, s.err, s.tools, s.infos = nil, StateFailed, err.Error(), nil, nil
+	s.mu.Unlock()
+	if hadTools {
+		s.m.changed()
+	} else {
+		s.m.notify()
+	}
+	s.settle()
+}
+
+func (s *server) currentTools() []tool.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+// current returns the live session, or why there is none.
+func (s *server) current() (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		return s.session, nil
+	}
+	why := string(s.state)
+	if s.err != "" {
+		why += ": " + s.err
+	}
+	return nil, fmt.Errorf("%w: %s is %s", ErrNotConnected, s.name, why)
+}
+
+func (s *server) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ServerStatus{Name: s.name, Transport: s.spec.Transport(), State: s.state, Error: s.err,
+		Restarts: s.restarts, Tools: append([]ToolStatus(nil), s.infos...), Source: s.spec.Source}
+	if s.info != nil {
+		st.ServerName, st.ServerVersion = s.info.Name, s.info.Version
+	}
+	return st
+}
+
+// headerClient returns an HTTP client that adds headers to every request.
+func headerClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
+}
+
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.next.RoundTrip(r)
+}

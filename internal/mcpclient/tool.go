@@ -1,0 +1,84 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// ToolName is the name the model sees for tool of server:
+// mcp__<server>__<tool>, with characters other than letters, digits, '_'
+// and '-' replaced by '_', as Claude Code names them.
+func ToolName(server, tool string) string {
+	return "mcp__" + sanitize(server) + "__" + sanitize(tool)
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			return c
+		}
+		return '_'
+	}, s)
+}
+
+// mcpTool is one tool of a server. Its calls go to whatever session the
+// server has when they run.
+type mcpTool struct {
+	srv    *server
+	remote string
+	info   tool.Info
+}
+
+func newMCPTool(s *server, t *mcp.Tool) *mcpTool {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil || t.InputSchema == nil || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	return &mcpTool{srv: s, remote: t.Name, info: tool.Info{
+		Name: ToolName(s.name, t.Name), Description: desc, Schema: schema,
+		// Unknown effects: permission asks by default, like a command.
+		Kind: tool.KindExecute,
+	}}
+}
+
+func (t *mcpTool) Info() tool.Info { return t.info }
+
+// Target is empty: rules name MCP tools whole (mcp__server,
+// mcp__server__*, mcp__server__tool).
+func (t *mcpTool) Target(input json.RawMessage) (tool.Target, error) {
+	if len(input) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(input, &obj); err != nil {
+			return tool.Target{}, err
+		}
+	}
+	return tool.Target{}, nil
+}
+
+func (t *mcpTool) Run(ctx context.Context, call tool.Call) tool.Result {
+	cs, err := t.srv.current()
+	if err != nil {
+		return tool.Errorf("%s was not called: %v; try again later", t.info.Name, err)
+	}
+	args := call.Input
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	if err != nil {
+		if ctx.Err() != nil {
+			return tool.Errorf("cancelled")
+		}
+		return tool.Errorf("MCP server %s: calling %s failed: %v", t.srv.name, t.remote, err)
+	}
+	return convertResult(res)
+}
