@@ -25,11 +25,18 @@ import (
 type answerRequest struct {
 	Node   int64  `json:"node"`
 	Answer string `json:"answer"`
+	// Tool, when set, asks the owner to run tree tool Tool of node Node
+	// with Args instead (arbor mcp --node, see mcp_node.go).
+	Tool string          `json:"tool,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
 }
 
 type answerReply struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	// Content and IsError are a tool request's result.
+	Content string `json:"content,omitempty"`
+	IsError bool   `json:"is_error,omitempty"`
 }
 
 func newAnswerCmd(g *globals) *cobra.Command {
@@ -148,6 +155,11 @@ func handleAnswer(ctx context.Context, e *tree.Engine, runID string, conn net.Co
 	var req answerRequest
 	if err == nil {
 		err = json.Unmarshal(line, &req)
+	}
+	if err == nil && req.Tool != "" {
+		rep = runNodeTool(ctx, e, runID, req)
+		_ = json.NewEncoder(conn).Encode(rep)
+		return
 	}
 	if err == nil {
 		err = e.Answer(ctx, runID, req.Node, req.Answer)

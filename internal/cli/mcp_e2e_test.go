@@ -1,115 +1,167 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
-	"github.com/arbor-run/arbor/internal/testutil"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
-// mcpServers installs the real MCP servers from npm and writes the
-// workspace's .mcp.json (Claude Code's format) running them: everything
-// (the reference test server) and filesystem (rooted at the workspace).
-func (e *env) mcpServers(t *testing.T) {
+// mcpClient starts `arbor args…` and connects an MCP client to it over
+// stdio; closing the session ends the process.
+func (e *env) mcpClient(t *testing.T, args ...string) *mcp.ClientSession {
 	t.Helper()
-	dir := testutil.NPMPackage(t, "testdata/mcpservers")
-	bin := func(pkg string) string {
-		return filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	c := e.cmd(context.Background(), args...)
+	c.Stdin = nil
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: c}, nil)
+	if err != nil {
+		t.Fatalf("connect to arbor %v: %v", args, err)
 	}
-	cfg := map[string]any{"mcpServers": map[string]any{
-		"everything": map[string]any{"command": "node", "args": []string{bin("server-everything"), "stdio"}},
-		"fs":         map[string]any{"command": "node", "args": []string{bin("server-filesystem"), e.workspace}},
-	}}
-	data, err := json.Marshal(cfg)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+// TestMCPRootNodeAndLease drives a run from an MCP client over stdio and
+// checks that the run has one driver at a time: while that arbor mcp
+// hosts it, arbor resume and a second arbor mcp --run are refused, and a
+// node-mode arbor mcp acts through it with its node's authority; once it
+// ended, another arbor mcp --run attaches.
+func TestMCPRootNodeAndLease(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
+		2: {treetest.Complete("endpoint count: 47")},
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	model := e.useProvider("anthropic", srv.URL)
+
+	cs := e.mcpClient(t, "mcp", "-m", model, "--goal", "audit the API")
+	if text, isErr := mcpCall(t, cs, "spawn", map[string]any{"goal": "Count endpoints", "prompt": "count them"}); isErr || !strings.Contains(text, "#2") {
+		t.Fatalf("spawn: %q (error %v)", text, isErr)
+	}
+	if text, isErr := mcpCall(t, cs, "wait", map[string]any{"ids": []string{"#2"}}); isErr || !strings.Contains(text, "endpoint count: 47") {
+		t.Fatalf("wait: %q (error %v)", text, isErr)
+	}
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "arbor://runs"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.workspace, ".mcp.json"), data, 0o644); err != nil {
+	var runs []struct {
+		ID   string `json:"id"`
+		Goal string `json:"goal"`
+	}
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &runs); err != nil || len(runs) != 1 || runs[0].Goal != "audit the API" {
+		t.Fatalf("arbor://runs: %s (%v)", res.Contents[0].Text, err)
+	}
+	run := runs[0].ID
+
+	// One driver: resume and a second host are refused while it lives.
+	if out := e.run("resume", run); out.code == 0 || !strings.Contains(out.stderr, "pid") {
+		t.Fatalf("resume of a hosted run: exit %d, %s", out.code, out.stderr)
+	}
+	if out := e.run("mcp", "-m", model, "--run", run); out.code != 1 || !strings.Contains(out.stderr, "is being driven by pid") {
+		t.Fatalf("second arbor mcp --run: exit %d, %s", out.code, out.stderr)
+	}
+
+	// Node mode goes through the owner, with #2's authority.
+	node := e.mcpClient(t, "mcp", "-m", model, "--run", run, "--node", "#2")
+	if text, isErr := mcpCall(t, node, "read_tree", nil); isErr || !strings.Contains(text, "#2 [complete] spawn: Count endpoints") {
+		t.Fatalf("node read_tree: %q (error %v)", text, isErr)
+	}
+	if text, isErr := mcpCall(t, node, "stop", map[string]any{"id": "#1"}); !isErr || !strings.Contains(text, "not in your subtree") {
+		t.Fatalf("node stop #1: %q (error %v)", text, isErr)
+	}
+	_ = node.Close()
+
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	// The run is free again: another arbor mcp attaches to it.
+	again := e.mcpClient(t, "mcp", "-m", model, "--run", run)
+	if text, isErr := mcpCall(t, again, "read_tree", nil); isErr || !strings.Contains(text, "endpoint count: 47") {
+		t.Fatalf("read_tree after attaching again: %q (error %v)", text, isErr)
+	}
+	if text, isErr := mcpCall(t, again, "complete", map[string]any{"result": "47 endpoints"}); isErr {
+		t.Fatalf("complete: %s", text)
+	}
+	_ = again.Close()
+	// A node of a run nobody drives cannot act.
+	idle := e.mcpClient(t, "mcp", "-m", model, "--run", run, "--node", "#2")
+	if text, isErr := mcpCall(t, idle, "read_tree", nil); !isErr || !strings.Contains(text, "not being driven") {
+		t.Fatalf("node of an idle run: %q (error %v)", text, isErr)
+	}
+}
+
+// TestMCPHTTPToken: a non-loopback bind needs a token; with one, requests
+// without it get 401 and a client that sends it works.
+func TestMCPHTTPToken(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServerFunc(treetest.Responder(nil))
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	model := e.useProvider("anthropic", srv.URL)
+	if out := e.run("mcp", "-m", model, "--http", "0.0.0.0:0"); out.code != 2 || !strings.Contains(out.stderr, "--token") {
+		t.Fatalf("non-loopback bind without a token: exit %d, %s", out.code, out.stderr)
+	}
+	p := e.start("mcp", "-m", model, "--http", "127.0.0.1:0", "--token", "s3cret")
+	addr := regexp.MustCompile(`MCP server on (http://\S+)`)
+	var url string
+	waitFor(t, "the MCP server's address", func() bool {
+		m := addr.FindStringSubmatch(p.stderr.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	})
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestMCPListRealServers: arbor mcp list starts the npm servers and shows
-// their tools; a broken entry is reported failed.
-func TestMCPListRealServers(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.mcpServers(t)
-	o := e.run("mcp", "list", "--json")
-	if o.code != 0 {
-		t.Fatalf("exit %d\n%s", o.code, o.stderr)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without the token: %s, want 401", resp.Status)
 	}
-	var servers []struct {
-		Name  string
-		State string
-		Tools []struct{ Name string }
+	hc := &http.Client{Transport: bearerTransport{"s3cret"}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(o.stdout), &servers); err != nil {
-		t.Fatalf("%v\n%s", err, o.stdout)
-	}
-	if len(servers) != 2 || servers[0].Name != "everything" || servers[0].State != "connected" || servers[1].State != "connected" {
-		t.Fatalf("servers = %+v", servers)
-	}
-	has := func(i int, name string) bool {
-		for _, tl := range servers[i].Tools {
-			if tl.Name == name {
-				return true
-			}
-		}
-		return false
-	}
-	if !has(0, "mcp__everything__echo") || !has(1, "mcp__fs__write_file") {
-		t.Fatalf("tools = %+v", servers)
-	}
-	plain := e.run("mcp", "list")
-	if !strings.Contains(plain.stdout, "everything  connected  stdio") || !strings.Contains(plain.stdout, "    mcp__fs__write_file  ") {
-		t.Fatalf("table:\n%s", plain.stdout)
+	defer cs.Close()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) != 11 {
+		t.Fatalf("tools over HTTP: %v %v", tools, err)
 	}
 }
 
-// TestRunCallsRealMCPServers: a scripted model calls the npm servers'
-// tools through arbor run on a terminal; each call waits for the user's
-// approval (MCP tools ask by default), and the results reach the model.
-func TestRunCallsRealMCPServers(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.mcpServers(t)
-	target := filepath.Join(e.workspace, "hello.txt")
-	srv := llmtest.NewServer(
-		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "mcp__fs__write_file", Input: map[string]any{"path": target, "content": "written over MCP\n"}}}},
-		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "mcp__everything__echo", Input: map[string]any{"message": "ping"}}}, Expect: "Successfully wrote"},
-		llmtest.Turn{Text: "Wrote the file and heard the echo.", Expect: "Echo: ping"},
-	)
-	defer srv.Close()
-	model := e.useProvider("anthropic", srv.URL)
-	con, wait := startOnTerminal(t, e, "run", "--plain", "--model", model, "use the MCP tools")
-	con.expect("[y] yes", 1)
-	if !strings.Contains(con.text(), "mcp__fs__write_file") {
-		t.Fatalf("the prompt should name the MCP tool:\n%s", con.text())
-	}
-	con.send("y\n")
-	con.expect("[y] yes", 2)
-	con.send("y\n")
-	stdout, code := wait()
-	if code != 0 || strings.TrimSpace(stdout) != "Wrote the file and heard the echo." {
-		t.Fatalf("exit %d stdout %q\n%s", code, stdout, con.text())
-	}
-	if b, err := os.ReadFile(target); err != nil || string(b) != "written over MCP\n" {
-		t.Fatalf("hello.txt = %q, %v", b, err)
-	}
-	reqs := srv.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("%d model requests", len(reqs))
-	}
-	offered := map[string]bool{}
-	for _, tl := range reqs[0].Tools {
-		offered[tl.Name] = true
-	}
-	if !offered["mcp__everything__echo"] || !offered["mcp__fs__write_file"] || !offered["read_file"] {
-		t.Fatalf("tools offered: %v", offered)
-	}
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }

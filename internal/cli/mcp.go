@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/mcpserver"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+// tokenEnv holds the bearer token of `arbor mcp --http` when --token is
+// not given.
+const tokenEnv = "ARBOR_MCP_TOKEN"
+
+type mcpFlags struct {
+	http  string
+	token string
+	run   string
+	node  string
+	goal  string
+	yes   bool
+}
+
+func newMCPCmd(g *globals, s Streams) *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the coordination tree to MCP clients (Claude Code, Cursor, …)",
+		Long: `Serve arbor's coordination tree as MCP tools, on stdio (default) or over
+streamable HTTP (--http 127.0.0.1:PORT).
+
+Root mode (default): the client is the root of a run. spawn, fork and ask
+create children that run in arbor's engine with arbor's agent loop, models,
+permissions and budgets; wait blocks until they end and returns their
+results; complete finishes the run. The first spawn creates the run (named by
+--goal); --run RUN attaches to a run an earlier arbor mcp created.
+
+Node mode (--run RUN --node N): the client is node N of a run that another
+arbor process drives, and every tool acts with node N's authority, as node N's
+own agent would.
+
+A run is driven by one process at a time: while arbor mcp hosts a run,
+arbor resume and other arbor mcp --run of it are refused, and the other way
+round. Approvals that children need follow --mode and the permission rules;
+with --yes they are granted, otherwise refused. Questions of ask nodes are
+answered with: arbor answer RUN '#N' "text".
+
+Over HTTP a bind address that is not loopback needs a bearer token (--token
+or ` + tokenEnv + `); requests without it get 401.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMCP(cmd.Context(), g, s, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.http, "http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
+	fl.StringVar(&f.token, "token", "", "bearer token HTTP clients must send (env "+tokenEnv+"); required for a non-loopback --http")
+	fl.StringVar(&f.run, "run", "", "attach to this run instead of creating one on the first spawn")
+	fl.StringVar(&f.node, "node", "", "with --run: act as this node (#N) of a run another process drives")
+	fl.StringVar(&f.goal, "goal", "", "the goal (title) of the run the first spawn creates")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "grant approvals the children's tool calls need (deny rules and workspace limits still apply)")
+	cmd.AddCommand(newMCPListCmd(g))
+	return cmd
+}
+
+func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
+	if f.token == "" {
+		f.token = os.Getenv(tokenEnv)
+	}
+	var node int64
+	if f.node != "" {
+		id, err := tree.ParseID(f.node)
+		if err != nil {
+			return usageError{fmt.Errorf("--node: %w", err)}
+		}
+		if f.run == "" {
+			return usageError{errors.New("--node needs --run: the run the node belongs to")}
+		}
+		node = id
+	}
+	if f.http != "" {
+		if err := checkBind(f.http, f.token); err != nil {
+			return err
+		}
+	}
+	a, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	e, m, err := a.Engine("", 0)
+	if err != nil {
+		return classify(err)
+	}
+	o := mcpserver.Options{Version: Version, Engine: e, Store: a.Store, Bus: a.Bus}
+	var hosts []*tree.Host
+	var stops []func()
+	defer func() {
+		for _, h := range hosts {
+			h.Close()
+		}
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	open := func(ctx context.Context, id string) (*tree.Host, error) {
+		h, err := e.Host(ctx, tree.HostOptions{ID: id, Title: f.goal, Model: m.Ref.Ref, Workspace: a.Workspace})
+		if err != nil {
+			return nil, err
+		}
+		// Children's approvals follow --yes; questions go to arbor answer,
+		// served while this process owns the run.
+		stops = append(stops, (&terminal{yes: f.yes, approvalsOnly: true, runID: id, out: s.Err}).serve(ctx, a.Bus, a.Broker))
+		stops = append(stops, serveAnswers(ctx, a, e, id, s.Err))
+		h.Start()
+		hosts = append(hosts, h)
+		return h, nil
+	}
+	switch {
+	case node != 0:
+		o.Node = node
+		o.NodeTools = func(ctx context.Context) ([]tool.Tool, error) { return remoteTools(ctx, a, e, f.run, node) }
+	case f.run != "":
+		r, err := a.Store.GetRun(ctx, f.run)
+		if err != nil {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", f.run, err)}
+		}
+		if nodes, err := a.Store.Nodes(ctx, r.ID); err == nil && len(nodes) > 0 && nodes[0].Kind != tree.KindHost {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s is an arbor run, not one an MCP client hosts: continue it with arbor resume %s, or act as one of its nodes with --node", r.ID, r.ID)}
+		}
+		h, err := open(ctx, r.ID)
+		var held *store.LeaseHeldError
+		if errors.As(err, &held) {
+			return ownedError("run "+r.ID, held, "")
+		}
+		if err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+		o.Host = h
+	default:
+		o.Create = func(ctx context.Context) (*tree.Host, error) {
+			return open(context.WithoutCancel(ctx), app.NewID())
+		}
+	}
+	srv := mcpserver.New(o)
+	defer srv.Close()
+	if f.http != "" {
+		return serveMCPHTTP(ctx, srv.MCP(), f, s.Err)
+	}
+	err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(s.In), Writer: nopWriteCloser{s.Out}})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("mcp: %w", err)}
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// checkBind refuses a non-loopback --http address without a token.
+func checkBind(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError{fmt.Errorf("--http %s: %w", addr, err)}
+	}
+	if token != "" {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("--http %s is not a loopback address: set a bearer token with --token or %s, or bind to 127.0.0.1", addr, tokenEnv)}
+}
+
+// serveMCPHTTP serves srv over streamable HTTP until ctx ends.
+func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f mcpFlags, diag io.Writer) error {
+	ln, err := net.Listen("tcp", f.http)
+	if err != nil {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("--http: %w", err)}
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	if f.token != "" {
+		h = bearer(f.token, h)
+	}
+	hs := &http.Server{Handler: h}
+	fmt.Fprintf(diag, "arbor: MCP server on http://%s/mcp\n", ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		// Streams of waiting clients never go idle: give them a moment,
+		// then cut them.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if hs.Shutdown(sctx) != nil {
+			_ = hs.Close()
+		}
+		<-done
+		return nil
+	case err := <-done:
+		return &exitError{code: ExitFailure, err: fmt.Errorf("--http: %w", err)}
+	}
+}
+
+// bearer refuses requests without "Authorization: Bearer token".
+func bearer(token string, next http.Handler) http.Handler {
+	want := "Bearer " + token
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if got := r.Header.Get("Authorization"); !constantEqual(got, want) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="arbor"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func constantEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
