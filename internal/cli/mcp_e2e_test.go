@@ -101,7 +101,11 @@ func TestMCPRootNodeAndLease(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	// The run is free again: another arbor mcp attaches to it.
+	// The run is free again, but only an MCP client continues it.
+	if out := e.run("resume", run); out.code == 0 || !strings.Contains(out.stderr, "arbor mcp --run "+run) {
+		t.Fatalf("resume of an idle hosted run: exit %d, %s", out.code, out.stderr)
+	}
+	// Another arbor mcp attaches to it.
 	again := e.mcpClient(t, "mcp", "-m", model, "--run", run)
 	if text, isErr := mcpCall(t, again, "read_tree", nil); isErr || !strings.Contains(text, "endpoint count: 47") {
 		t.Fatalf("read_tree after attaching again: %q (error %v)", text, isErr)
