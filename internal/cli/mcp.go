@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -106,27 +107,37 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 		return classify(err)
 	}
 	o := mcpserver.Options{Version: Version, Engine: e, Store: a.Store, Bus: a.Bus}
-	var hosts []*tree.Host
-	var stops []func()
+	// hosted is the run this process hosts and what serves it; a handler
+	// may create it while the server shuts down, hence the lock.
+	var hosted struct {
+		sync.Mutex
+		host  *tree.Host
+		stops []func()
+	}
 	defer func() {
-		for _, h := range hosts {
-			h.Close()
-		}
-		for _, stop := range stops {
+		hosted.Lock()
+		defer hosted.Unlock()
+		// Stop serving answers and approvals before the lease goes.
+		for _, stop := range hosted.stops {
 			stop()
+		}
+		if hosted.host != nil {
+			hosted.host.Close()
 		}
 	}()
 	open := func(ctx context.Context, id string) (*tree.Host, error) {
+		hosted.Lock()
+		defer hosted.Unlock()
 		h, err := e.Host(ctx, tree.HostOptions{ID: id, Title: f.goal, Model: m.Ref.Ref, Workspace: a.Workspace})
 		if err != nil {
 			return nil, err
 		}
 		// Children's approvals follow --yes; questions go to arbor answer,
 		// served while this process owns the run.
-		stops = append(stops, (&terminal{yes: f.yes, approvalsOnly: true, runID: id, out: s.Err}).serve(ctx, a.Bus, a.Broker))
-		stops = append(stops, serveAnswers(ctx, a, e, id, s.Err))
+		hosted.stops = append(hosted.stops, (&terminal{yes: f.yes, approvalsOnly: true, runID: id, out: s.Err}).serve(ctx, a.Bus, a.Broker),
+			serveAnswers(ctx, a, e, id, s.Err))
 		h.Start()
-		hosts = append(hosts, h)
+		hosted.host = h
 		return h, nil
 	}
 	switch {

@@ -101,7 +101,11 @@ func TestMCPRootNodeAndLease(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	// The run is free again: another arbor mcp attaches to it.
+	// The run is free again, but only an MCP client continues it.
+	if out := e.run("resume", run); out.code == 0 || !strings.Contains(out.stderr, "arbor mcp --run "+run) {
+		t.Fatalf("resume of an idle hosted run: exit %d, %s", out.code, out.stderr)
+	}
+	// Another arbor mcp attaches to it.
 	again := e.mcpClient(t, "mcp", "-m", model, "--run", run)
 	if text, isErr := mcpCall(t, again, "read_tree", nil); isErr || !strings.Contains(text, "endpoint count: 47") {
 		t.Fatalf("read_tree after attaching again: %q (error %v)", text, isErr)
@@ -164,4 +168,57 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPNodeOfArborRun: arbor mcp --node acts as a node of a run that
+// `arbor run` drives, through the owner, with that node's authority: it
+// reads the tree, is refused outside its subtree, creates and stops a
+// child of its own; the run then completes in its owner.
+func TestMCPNodeOfArborRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
+		1: {
+			treetest.Calls(treetest.Call("ask", map[string]any{"question": "Which colour?"})),
+			treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "Paint", "prompt": "paint it", "blocked_by": []string{"#2"}})),
+			treetest.Complete("draft"),
+			treetest.Complete("FINAL: painted"),
+		},
+		3: {treetest.Complete("painted"), treetest.Complete("painted; the primer was stopped")},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	owner := e.start("run", "--model", model, "paint the fence")
+	var run string
+	waitFor(t, "the run to spawn #3", func() bool {
+		if m := runLine.FindStringSubmatch(owner.stderr.String()); m != nil {
+			run = m[1]
+		}
+		return run != "" && strings.Contains(e.run("tree", run).stdout, "#3 [pending] spawn: Paint")
+	})
+
+	node := e.mcpClient(t, "mcp", "-m", model, "--run", run, "--node", "#3")
+	if text, isErr := mcpCall(t, node, "read_tree", nil); isErr || !strings.Contains(text, "#2 [active] ask: Which colour?") {
+		t.Fatalf("read_tree: %q (error %v)", text, isErr)
+	}
+	if text, isErr := mcpCall(t, node, "stop", map[string]any{"id": "#2"}); !isErr || !strings.Contains(text, "not in your subtree") {
+		t.Fatalf("stop #2: %q (error %v)", text, isErr)
+	}
+	if text, isErr := mcpCall(t, node, "spawn", map[string]any{"goal": "Prime", "prompt": "prime it", "blocked_by": []string{"#2"}}); isErr || !strings.Contains(text, `"#4"`) {
+		t.Fatalf("spawn: %q (error %v)", text, isErr)
+	}
+	if text, isErr := mcpCall(t, node, "stop", map[string]any{"id": "#4"}); isErr || !strings.Contains(text, "#4 is now cancelled") {
+		t.Fatalf("stop #4: %q (error %v)", text, isErr)
+	}
+	_ = node.Close()
+	if o := e.run("answer", run, "#2", "green"); o.code != 0 {
+		t.Fatalf("answer: exit %d %s", o.code, o.stderr)
+	}
+	<-owner.exited
+	if owner.code != 0 || strings.TrimSpace(owner.stdout.String()) != "FINAL: painted" {
+		t.Fatalf("owner: exit %d %q\n%s", owner.code, owner.stdout.String(), owner.stderr.String())
+	}
+	if tr := e.run("tree", run).stdout; !strings.Contains(tr, "#4 [cancelled] spawn: Prime") {
+		t.Fatalf("tree:\n%s", tr)
+	}
 }

@@ -272,25 +272,38 @@ func TestRootBuildsTreeAndWaits(t *testing.T) {
 }
 
 // TestWaitTimesOutAndIsCancellable: wait returns the states so far when
-// its timeout passes, and a cancelled wait returns at once.
+// its timeout passes, and a wait the client cancels (once the server is
+// in it: a progress notification came) ends with the call.
 func TestWaitTimesOutAndIsCancellable(t *testing.T) {
 	t.Parallel()
-	b := setup(t, treetest.Responder(nil))
+	b := setup(t, treetest.Responder(treetest.Script{3: {treetest.Complete("done quickly")}}))
 	ok := okf(t)
 	s, _ := b.rootServer(t, "run-wait")
-	cs := b.client(t, s, nil)
+	inWait := make(chan struct{}, 10)
+	cs := b.client(t, s, &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		inWait <- struct{}{}
+	}})
 	// An ask nobody answers never ends.
 	ok(call(t, cs, "ask", map[string]any{"question": "size?"}))
 	text := ok(call(t, cs, "wait", map[string]any{"ids": []string{"#2"}, "timeout_seconds": 0.2}))
 	if !strings.Contains(text, "Timed out") || !strings.Contains(text, "0 of 1 nodes have ended") {
 		t.Fatalf("wait: %s", text)
 	}
+	ok(call(t, cs, "spawn", map[string]any{"goal": "quick", "prompt": "x"}))
 	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"timeout_seconds": 3600}})
+		p := &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"timeout_seconds": 3600}}
+		p.SetProgressToken("c1")
+		_, err := cs.CallTool(ctx, p)
 		done <- err
 	}()
+	select {
+	case <-inWait: // #3 ended: the server is waiting for #2
+	case <-time.After(time.Minute): // hang guard
+		t.Fatal("no progress from wait")
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -299,6 +312,11 @@ func TestWaitTimesOutAndIsCancellable(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // hang guard
 		t.Fatal("a cancelled wait did not return")
+	}
+	// The server is still there for the next call.
+	text = ok(call(t, cs, "wait", map[string]any{"ids": []string{"#3"}}))
+	if !strings.Contains(text, "done quickly") {
+		t.Fatalf("wait for #3: %s", text)
 	}
 	if text, isErr := call(t, cs, "wait", map[string]any{"ids": []string{"#9"}}); !isErr || !strings.Contains(text, "#9") {
 		t.Fatalf("wait for an unknown node: %q (error %v)", text, isErr)

@@ -230,7 +230,7 @@ func (e *Engine) DriveWith(ctx context.Context, id string, o DriveOptions) (stor
 		return store.Run{}, err
 	}
 	if r.isHostedLocked() {
-		return store.Run{}, fmt.Errorf("drive run %s: %w; continue it with: arbor headless -r %s", id, ErrHosted, id)
+		return store.Run{}, fmt.Errorf("drive run %s: %w; continue it with: arbor headless -r %s, or arbor mcp --run %s if an MCP client started it", id, ErrHosted, id, id)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
