@@ -28,7 +28,7 @@ var (
 )
 
 type bundle struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	llm    *llmtest.Server
 	app    *app.App
@@ -48,7 +48,7 @@ type setupOpts struct {
 
 // setup opens an app on a fresh SQLite file with the scripted model
 // server answering from s, and serves it over real HTTP.
-func setup(t *testing.T, s treetest.Script, opts ...setupOpts) *bundle {
+func setup(t testing.TB, s treetest.Script, opts ...setupOpts) *bundle {
 	t.Helper()
 	var o setupOpts
 	if len(opts) > 0 {
@@ -214,7 +214,7 @@ func (b *bundle) stream(run string) *stream {
 	return s
 }
 
-func (s *stream) next(t *testing.T) sseFrame {
+func (s *stream) next(t testing.TB) sseFrame {
 	t.Helper()
 	select {
 	case f, ok := <-s.frames:
@@ -229,7 +229,7 @@ func (s *stream) next(t *testing.T) sseFrame {
 }
 
 // until reads frames until match accepts one and returns it.
-func (s *stream) until(t *testing.T, what string, match func(sseFrame) bool) sseFrame {
+func (s *stream) until(t testing.TB, what string, match func(sseFrame) bool) sseFrame {
 	t.Helper()
 	for {
 		f := s.next(t)
