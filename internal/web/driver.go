@@ -62,6 +62,9 @@ func (d *Driver) engine(runID string) *tree.Engine {
 	return d.engines[runID]
 }
 
+// Drives reports whether this driver drives run runID now.
+func (d *Driver) Drives(runID string) bool { return d.engine(runID) != nil }
+
 // Start creates a run on the configured model and drives it.
 func (d *Driver) Start(ctx context.Context, nr NewRun) (string, error) {
 	a := d.o.App

@@ -80,15 +80,17 @@ type hub struct {
 	st    store.Store
 	qlen  int
 	sub   *agent.Subscription
-	owner store.Owner
+	steer Steerer // nil: every run is followed on the bus only
 
 	sessions map[string]route // session id → run and node; touched only by the subscription goroutine
 
-	mu      sync.Mutex // guards clients, closed
-	clients map[*client]struct{}
-	closed  bool
-	done    chan struct{} // closed by close
-	once    sync.Once
+	mu       sync.Mutex // guards clients, watchers, closed
+	clients  map[*client]struct{}
+	watchers map[string]*watcher
+	closed   bool
+	done     chan struct{} // closed by close
+	once     sync.Once
+	watching sync.WaitGroup // one per watcher goroutine
 }
 
 type route struct {
@@ -107,9 +109,9 @@ type client struct {
 	lagged bool
 }
 
-func newHub(bus *agent.Bus, st store.Store, qlen int) *hub {
-	h := &hub{bus: bus, st: st, qlen: qlen, sessions: map[string]route{}, clients: map[*client]struct{}{},
-		done: make(chan struct{}), owner: store.NewOwner()}
+func newHub(bus *agent.Bus, st store.Store, qlen int, steer Steerer) *hub {
+	h := &hub{bus: bus, st: st, qlen: qlen, steer: steer, sessions: map[string]route{}, clients: map[*client]struct{}{},
+		watchers: map[string]*watcher{}, done: make(chan struct{})}
 	h.sub = bus.Subscribe(h.handle)
 	return h
 }
@@ -121,13 +123,8 @@ func (h *hub) close() {
 		h.mu.Unlock()
 		close(h.done)
 		h.sub.Close()
+		h.watching.Wait()
 	})
-}
-
-// driving reports whether this process holds run id's lease.
-func (h *hub) driving(id string) bool {
-	l, err := h.st.GetLease(context.Background(), store.RunLeaseKey(id))
-	return err == nil && l.PID == h.owner.PID && l.Host == h.owner.Host
 }
 
 func (h *hub) join(run string) *client {

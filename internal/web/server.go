@@ -27,8 +27,10 @@ type NewRun struct {
 	MaxTokens int64   `json:"max_tokens,omitempty"`
 }
 
-// Steerer changes runs the way the command line does; internal/cli
-// implements it with the engine, the run lease and the answer socket.
+// Steerer changes runs the way the command line does; Driver implements
+// it with the engine, the run lease and the answer socket. (Five methods:
+// the four actions of the page, and Drives, which says whose events the
+// bus carries.)
 // Its errors wrap tree.ErrNotDriven, tree.ErrBadState,
 // tree.ErrUnknownNode, store.ErrNotFound or a *store.LeaseHeldError, which
 // the API maps to status codes.
@@ -43,6 +45,9 @@ type Steerer interface {
 	// Control stops, pauses or resumes node id of a run this process
 	// drives.
 	Control(runID string, id int64, op tree.Op) (tree.NodeState, error)
+	// Drives reports whether this process drives run runID now, so its
+	// changes come on the bus (else the server follows it in the store).
+	Drives(runID string) bool
 }
 
 // Interactions are the pending approvals and questions of this process;
@@ -80,7 +85,7 @@ func New(o Options) *Server {
 		o.QueueLen = 256
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
-	s.hub = newHub(o.Bus, o.Store, o.QueueLen)
+	s.hub = newHub(o.Bus, o.Store, o.QueueLen, o.Steer)
 	s.routes()
 	return s
 }

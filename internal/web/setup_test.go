@@ -37,6 +37,7 @@ type bundle struct {
 	http   *httptest.Server
 	token  string
 	ws     string
+	env    map[string]string
 }
 
 type setupOpts struct {
@@ -88,7 +89,22 @@ func setup(t testing.TB, s treetest.Script, opts ...setupOpts) *bundle {
 		w.Close()
 		hs.Close()
 	})
-	return &bundle{t: t, ctx: context.Background(), llm: srv, app: a, driver: d, web: w, http: hs, token: o.token, ws: ws}
+	return &bundle{t: t, ctx: context.Background(), llm: srv, app: a, driver: d, web: w, http: hs, token: o.token, ws: ws, env: env}
+}
+
+// otherProcess opens a second app on the same database and workspace,
+// as another arbor process would.
+func (b *bundle) otherProcess() *app.App {
+	b.t.Helper()
+	a, err := app.Open(context.Background(), app.Options{
+		Workspace: b.ws, Getenv: func(k string) string { return b.env[k] },
+		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "trust"},
+	})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(a.Close)
+	return a
 }
 
 // do sends a request with the bundle's token and decodes a JSON reply

@@ -14,6 +14,8 @@ const (
 	// keepAlive is how often an idle stream gets a comment line, so
 	// proxies and the client see it is alive.
 	keepAlive = 15 * time.Second
+	// batchBytes bounds one write of queued frames.
+	batchBytes = 64 << 10
 )
 
 // apiEvents streams a run's frames ("/api/runs/-/events": every run's).
@@ -32,6 +34,9 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.leave(c)
+	if run != "" {
+		defer s.hub.watch(run)()
+	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -57,6 +62,7 @@ func (s *Server) pump(done <-chan struct{}, c *client, write func([]byte) bool) 
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	var buf []byte
 	for {
 		// A lag is handled before the frames queued after it, so the
 		// client rereads the run before it applies newer frames.
@@ -78,7 +84,18 @@ func (s *Server) pump(done <-chan struct{}, c *client, write func([]byte) bool) 
 			}
 		case <-c.kick:
 		case f := <-c.ch:
-			if !write(f.data) {
+			// Frames queued behind it go out in the same write: a
+			// burst costs one write and flush, not one per frame.
+			buf = append(buf[:0], f.data...)
+			for more := true; more && len(buf) < batchBytes; {
+				select {
+				case f := <-c.ch:
+					buf = append(buf, f.data...)
+				default:
+					more = false
+				}
+			}
+			if !write(buf) {
 				return
 			}
 		}

@@ -83,7 +83,7 @@ type NodeDetail struct {
 // process as interrupted, as `arbor runs` does.
 func (s *Server) summary(ctx context.Context, r store.Run) RunSummary {
 	sum := RunSummary{ID: r.ID, Goal: r.Goal, Status: r.Status, Model: r.Model, BudgetUSD: r.BudgetUSD,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Here: s.hub.driving(r.ID)}
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Here: s.o.Steer != nil && s.o.Steer.Drives(r.ID)}
 	l, err := s.o.Store.GetLease(ctx, store.RunLeaseKey(r.ID))
 	alive := err == nil && !l.Dead(time.Now())
 	if alive {
