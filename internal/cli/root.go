@@ -139,7 +139,7 @@ can be listed, inspected and continued.`,
 	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit or trust")
 	pf.StringVar(&g.store, "store", "", "database file (default $XDG_STATE_HOME/arbor/arbor.db; env ARBOR_STORE)")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
-	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s))
+	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s))
 	root.AddCommand(newMCPCmd(g, s))
 	usageArgs(root)
 	return root

@@ -211,6 +211,11 @@ type DriveOptions struct {
 	// driving ended, before the lease is released. The CLI serves the
 	// answer socket there, so only the owner ever touches it.
 	Serve func() (stop func())
+	// Steered says a person steers the run while it is driven (the web
+	// view): nodes they paused wait for them to resume or stop them,
+	// even when nothing else runs, instead of being cancelled as
+	// unresumable.
+	Steered bool
 }
 
 // DriveWith is Drive with options.
@@ -235,6 +240,7 @@ func (e *Engine) DriveWith(ctx context.Context, id string, o DriveOptions) (stor
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.ctx = ctx
+	r.steered = o.Steered
 	l.keep(cancel)
 	if _, loaded := e.live.LoadOrStore(id, r); loaded {
 		return store.Run{}, fmt.Errorf("drive run %s: %w", id, ErrRunActive)

@@ -58,8 +58,11 @@ type run struct {
 	// (see finishBudgetLocked).
 	budgetErr error
 	pending   []agent.Event // events to publish after unlock
-	done      chan struct{}
-	finished  bool
+	// steered: a person may resume paused nodes (DriveOptions.Steered);
+	// set before the run is published in Engine.live.
+	steered  bool
+	done     chan struct{}
+	finished bool
 }
 
 var errInterrupted = errors.New("run interrupted")

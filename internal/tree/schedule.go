@@ -143,8 +143,8 @@ func (r *run) propagateLocked() bool {
 // the only way there is a paused node that nothing can resume any more.
 // Those nodes are cancelled, so their dependents and parents move on.
 func (r *run) unstickLocked() {
-	if r.isHostedLocked() {
-		return // the host may resume paused nodes at any time
+	if r.isHostedLocked() || r.steered {
+		return // the host (a person) may resume paused nodes at any time
 	}
 	var changes []change
 	for _, id := range r.idsLocked() {

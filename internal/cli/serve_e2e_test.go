@@ -1,0 +1,82 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeRefusesNonLoopbackWithoutToken: arbor serve on all interfaces
+// without a token exits 2 before listening.
+func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	o := e.run("serve", "--addr", "0.0.0.0:0")
+	if o.code != 2 || !strings.Contains(o.stderr, "non-loopback address needs a token") {
+		t.Fatalf("serve without token: %d %q", o.code, o.stderr)
+	}
+}
+
+// TestServeWithToken starts arbor serve with a token from the
+// environment, reads the link it prints once, and calls the API with
+// and without the token; SIGINT stops it cleanly.
+func TestServeWithToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.vars = append(e.vars, "ARBOR_SERVE_TOKEN=tok-123")
+	e.useProvider("anthropic", "http://127.0.0.1:1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+	defer cancel()
+	c := e.cmd(ctx, "serve", "--addr", "127.0.0.1:0", "--model", "anthropic/claude-test")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no link printed: %v %s", err, errb.String())
+	}
+	link, ok := strings.CutPrefix(strings.TrimSpace(line), "arbor: serving on ")
+	if !ok {
+		t.Fatalf("first line %q", line)
+	}
+	u, err := url.Parse(link)
+	if err != nil || u.Query().Get("token") != "tok-123" {
+		t.Fatalf("link %q: %v", link, err)
+	}
+	base := "http://" + u.Host
+	if res, err := http.Get(base + "/api/runs"); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without token: %v %v", res, err)
+	}
+	req, _ := http.NewRequest("GET", base+"/api/runs", nil)
+	req.Header.Set("Authorization", "Bearer tok-123")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("with token: %v %v", res, err)
+	}
+	var runs []json.RawMessage
+	if err := json.NewDecoder(res.Body).Decode(&runs); err != nil || len(runs) != 0 {
+		t.Fatalf("runs: %v %v", runs, err)
+	}
+	res.Body.Close()
+	if res, err := http.Get(link); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("printed link: %v %v", res, err)
+	}
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("serve after SIGINT: %v\n%s", err, errb.String())
+	}
+}

@@ -1,0 +1,180 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/tree/treetest"
+	"github.com/arbor-run/arbor/internal/web"
+)
+
+// askTree: the root spawns an audit, asks a question that waits for the
+// audit, and forks a comparison that needs both.
+func askTree() treetest.Script {
+	return treetest.Script{
+		1: {
+			calls(
+				call("spawn", map[string]any{"goal": "Audit the API", "prompt": "Count endpoints."}),
+				call("ask", map[string]any{"question": "How many users?", "options": []any{"<1K", "10K-100K"}, "blocked_by": []any{"#2"}}),
+				call("fork", map[string]any{"goal": "Compare", "prompt": "Compare.", "blocked_by": []any{"#2", "#3"}})),
+			complete("draft"),
+			complete("RECOMMENDATION: migrate"),
+		},
+		2: {complete("47 endpoints")},
+		4: {complete("GraphQL fits 10K-100K users")},
+	}
+}
+
+// TestRunLifecycleOverAPI starts a run, watches it over SSE, answers its
+// ask and reads the tree, a node's transcript and the runs list.
+func TestRunLifecycleOverAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, askTree())
+	var started web.Started
+	if code := b.do("POST", "/api/runs", web.NewRun{Goal: "Should we migrate?", MaxTokens: 1_000_000}, &started); code != http.StatusCreated || started.ID == "" {
+		t.Fatalf("start: %d %+v", code, started)
+	}
+	s := b.stream(started.ID)
+	b.waitNode(s, started.ID, 3, "active")
+	d := b.run(started.ID)
+	if d.Status != "running" || !d.Here || len(d.Nodes) != 4 {
+		t.Fatalf("run while asking: %+v", d.RunSummary)
+	}
+	if n := nodeOf(d, 4); n.State != "pending" || len(n.BlockedBy) != 2 {
+		t.Fatalf("#4 before the answer: %+v", n)
+	}
+	if n := nodeOf(d, 3); n.Runner != "person" || n.Question != "How many users?" {
+		t.Fatalf("#3: %+v", n)
+	}
+	var bad map[string]string
+	if code := b.do("POST", "/api/runs/"+started.ID+"/nodes/2/answer", web.AnswerRequest{Answer: "x"}, &bad); code != http.StatusConflict {
+		t.Fatalf("answering a task node: %d %v", code, bad)
+	}
+	b.mustDo("POST", "/api/runs/"+started.ID+"/nodes/3/answer", web.AnswerRequest{Answer: "10K-100K"}, nil)
+	s.until(t, "#4 active", func(f sseFrame) bool { return nodeFrame(f, 4, "active") })
+	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" && strings.Contains(f.Data, `"outcome":"complete"`) })
+
+	d = b.run(started.ID)
+	if d.Status != "complete" || d.Result != "RECOMMENDATION: migrate" || d.Tokens == 0 {
+		t.Fatalf("finished run: %+v", d)
+	}
+	var n web.NodeDetail
+	b.mustDo("GET", "/api/runs/"+started.ID+"/nodes/4", nil, &n)
+	if !strings.Contains(n.Context, "10K-100K") || !strings.Contains(n.Context, "47 endpoints") || len(n.Transcript) < 2 || n.Usage.OutputTokens == 0 {
+		t.Fatalf("#4 detail: context %q, %d messages, usage %+v", n.Context, len(n.Transcript), n.Usage)
+	}
+	var runs []web.RunSummary
+	b.mustDo("GET", "/api/runs", nil, &runs)
+	if len(runs) != 1 || runs[0].ID != started.ID || runs[0].Status != "complete" {
+		t.Fatalf("runs: %+v", runs)
+	}
+	if code := b.do("GET", "/api/runs/nope", nil, nil); code != http.StatusNotFound {
+		t.Fatalf("unknown run: %d", code)
+	}
+	if code := b.do("GET", "/api/runs/"+started.ID+"/nodes/99", nil, nil); code != http.StatusNotFound {
+		t.Fatalf("unknown node: %d", code)
+	}
+	if code := b.do("POST", "/api/runs", map[string]any{"goal": " "}, nil); code != http.StatusBadRequest {
+		t.Fatalf("empty goal: %d", code)
+	}
+	if code := b.do("POST", "/api/runs", map[string]any{"gaol": "typo"}, nil); code != http.StatusBadRequest {
+		t.Fatalf("unknown field: %d", code)
+	}
+}
+
+// TestApproveStopPauseFromAPI approves a write (once, then always for
+// the session), pauses, resumes and stops nodes of a running tree.
+func TestApproveStopPauseFromAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, treetest.Script{
+		1: {
+			calls(call("spawn", map[string]any{"goal": "writer", "prompt": "p"}),
+				call("spawn", map[string]any{"goal": "sleeper", "prompt": "p"})),
+			complete("draft"),
+			complete("final"),
+		},
+		2: {
+			calls(call("write_file", map[string]any{"path": "a.txt", "content": "one"})),
+			calls(call("write_file", map[string]any{"path": "b.txt", "content": "two"})),
+			calls(call("write_file", map[string]any{"path": "c.txt", "content": "three"})),
+			complete("written"),
+		},
+		3: {calls(call("ask_user", map[string]any{"question": "sleeper waits"}))},
+	}, setupOpts{mode: "default"})
+	var started web.Started
+	b.mustDo("POST", "/api/runs", web.NewRun{Goal: "write things"}, &started)
+	s := b.stream(started.ID)
+
+	seen := map[string]bool{}
+	// approval returns the next approval node #2 waits for: pending
+	// already, or announced on the stream.
+	approval := func() string {
+		t.Helper()
+		for {
+			for _, in := range b.run(started.ID).Pending {
+				if in.Approval != nil && !seen[in.ID] {
+					seen[in.ID] = true
+					return in.ID
+				}
+			}
+			f := s.until(t, "approval", func(f sseFrame) bool { return f.Event == "interaction" && strings.Contains(f.Data, `"approval"`) })
+			var in web.InteractionFrame
+			if err := json.Unmarshal([]byte(f.Data), &in); err != nil || in.Node != 2 || in.Interaction.Approval.Tool != "write_file" {
+				t.Fatalf("interaction frame %s: %v", f.Data, err)
+			}
+		}
+	}
+	iid := approval()
+	if code := b.do("POST", "/api/interactions/"+iid, map[string]any{}, nil); code != http.StatusBadRequest {
+		t.Fatalf("empty resolution: %d", code)
+	}
+	b.mustDo("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true)}, nil)
+	if code := b.do("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true)}, nil); code != http.StatusConflict {
+		t.Fatalf("resolving twice: %d", code)
+	}
+	iid = approval()
+	b.mustDo("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true), Always: true}, nil)
+	// The third write is allowed by the session rule: no approval; the
+	// writer completes.
+	b.waitNode(s, started.ID, 2, "complete")
+	for name, want := range map[string]string{"a.txt": "one", "b.txt": "two", "c.txt": "three"} {
+		if got, err := os.ReadFile(filepath.Join(b.ws, name)); err != nil || string(got) != want {
+			t.Fatalf("%s: %q %v", name, got, err)
+		}
+	}
+
+	var done web.Done
+	b.mustDo("POST", "/api/runs/"+started.ID+"/nodes/3/pause", map[string]any{}, &done)
+	if done.State != "paused" {
+		t.Fatalf("pause: %+v", done)
+	}
+	if code := b.do("POST", "/api/runs/"+started.ID+"/nodes/3/pause", map[string]any{}, nil); code != http.StatusConflict {
+		t.Fatalf("pausing twice: %d", code)
+	}
+	b.mustDo("POST", "/api/runs/"+started.ID+"/nodes/3/resume", map[string]any{}, &done)
+	b.mustDo("POST", "/api/runs/"+started.ID+"/nodes/3/stop", map[string]any{}, &done)
+	if done.State != "cancelled" {
+		t.Fatalf("stop: %+v", done)
+	}
+	if code := b.do("POST", "/api/runs/"+started.ID+"/nodes/3/explode", map[string]any{}, nil); code != http.StatusNotFound {
+		t.Fatalf("unknown action: %d", code)
+	}
+	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" })
+	d := b.run(started.ID)
+	if d.Status != "complete" || nodeOf(d, 3).State != "cancelled" {
+		t.Fatalf("run %s, #3 %s", d.Status, nodeOf(d, 3).State)
+	}
+	// The run is no longer driven here: control is refused, resume too.
+	if code := b.do("POST", "/api/runs/"+started.ID+"/nodes/1/stop", map[string]any{}, nil); code != http.StatusConflict {
+		t.Fatalf("control of a finished run: %d", code)
+	}
+	if code := b.do("POST", "/api/runs/"+started.ID+"/resume", map[string]any{}, nil); code != http.StatusConflict {
+		t.Fatalf("resume of a finished run: %d", code)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,179 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+// DriverOptions configure a Driver.
+type DriverOptions struct {
+	App *app.App
+	// MaxParallel is the agents a started run runs at once (default 8).
+	MaxParallel int
+	// Answers, when set, serves the answer socket of a run this process
+	// drives, so `arbor answer` reaches it (the CLI's serveAnswers); it is
+	// called once the run's lease is held and its stop when driving ends.
+	Answers func(ctx context.Context, e *tree.Engine, runID string) (stop func())
+	// Forward, when set, hands an answer to the process driving runID
+	// over the socket its lease names; sent is false when none listens.
+	Forward func(runID string, id int64, text string) (sent bool, err error)
+}
+
+// Driver is the Steerer of `arbor serve`: it drives the runs it starts or
+// resumes in this process, under their leases, like `arbor run` and
+// `arbor resume`, and answers asks like `arbor answer`.
+type Driver struct {
+	o DriverOptions
+
+	ctx    context.Context // drives end when it is cancelled
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // one per drive
+
+	mu      sync.Mutex // guards engines
+	engines map[string]*tree.Engine
+}
+
+// NewDriver returns a driver whose drives last until Stop.
+func NewDriver(o DriverOptions) *Driver {
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = 8
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Driver{o: o, ctx: ctx, cancel: cancel, engines: map[string]*tree.Engine{}}
+}
+
+// Stop interrupts every run this driver drives (they are left
+// interrupted, ready for arbor resume) and waits for them. Safe to call
+// twice.
+func (d *Driver) Stop() {
+	d.cancel()
+	d.wg.Wait()
+}
+
+func (d *Driver) engine(runID string) *tree.Engine {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.engines[runID]
+}
+
+// Drives reports whether this driver drives run runID now.
+func (d *Driver) Drives(runID string) bool { return d.engine(runID) != nil }
+
+// Start creates a run on the configured model and drives it.
+func (d *Driver) Start(ctx context.Context, nr NewRun) (string, error) {
+	a := d.o.App
+	e, m, err := a.EngineWith(app.EngineOptions{})
+	if err != nil {
+		return "", err
+	}
+	if nr.BudgetUSD > 0 && m.Ref.Price == nil {
+		return "", fmt.Errorf("%w: the price of model %s is unknown, so a budget in dollars cannot be enforced; set max_tokens instead", errBadRequest, m.Ref.Ref)
+	}
+	r, err := e.Create(ctx, tree.RunOptions{ID: app.NewID(), Goal: nr.Goal, Model: m.Ref.Ref, Workspace: a.Workspace,
+		Mode: string(a.Permissions.Mode()), BudgetUSD: nr.BudgetUSD, MaxTokens: nr.MaxTokens, MaxParallel: d.o.MaxParallel})
+	if err != nil {
+		return "", err
+	}
+	if err := d.drive(ctx, e, r.ID); err != nil {
+		return "", err
+	}
+	return r.ID, nil
+}
+
+// Resume drives an interrupted run here. It fails with a
+// *store.LeaseHeldError while another live process drives it.
+func (d *Driver) Resume(ctx context.Context, runID string) error {
+	r, err := d.o.App.Store.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if r.Status.Terminal() {
+		return fmt.Errorf("run %s is %s: %w", runID, r.Status, tree.ErrBadState)
+	}
+	if d.engine(runID) != nil {
+		return fmt.Errorf("resume %s: %w", runID, tree.ErrRunActive)
+	}
+	e, _, err := d.o.App.EngineWith(app.EngineOptions{Model: r.Model})
+	if err != nil {
+		return err
+	}
+	return d.drive(ctx, e, runID)
+}
+
+// drive drives run id on a goroutine of its own and returns once the run
+// is live (its lease held) or failed to start.
+func (d *Driver) drive(ctx context.Context, e *tree.Engine, id string) error {
+	started := make(chan error, 1)
+	d.mu.Lock()
+	d.engines[id] = e
+	d.mu.Unlock()
+	d.wg.Go(func() {
+		defer func() {
+			d.mu.Lock()
+			if d.engines[id] == e {
+				delete(d.engines, id)
+			}
+			d.mu.Unlock()
+		}()
+		addr := ""
+		if d.o.Answers != nil {
+			addr = d.o.App.AnswerSocket(id)
+		}
+		_, err := e.DriveWith(d.ctx, id, tree.DriveOptions{Addr: addr, Steered: true, Serve: func() func() {
+			started <- nil
+			if d.o.Answers == nil {
+				return func() {}
+			}
+			return d.o.Answers(d.ctx, e, id)
+		}})
+		if err != nil {
+			select {
+			case started <- err:
+			default:
+			}
+		}
+	})
+	select {
+	case err := <-started:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Answer answers ask node id: through this process's engine when it
+// drives the run, else to the process that does (Forward), else in the
+// store under the run's lease, as `arbor answer` does.
+func (d *Driver) Answer(ctx context.Context, runID string, id int64, text string) error {
+	if e := d.engine(runID); e != nil {
+		return e.Answer(ctx, runID, id, text)
+	}
+	if d.o.Forward != nil {
+		if sent, err := d.o.Forward(runID, id, text); sent {
+			return err
+		}
+	}
+	a := d.o.App
+	e := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker})
+	return e.Answer(ctx, runID, id, text)
+}
+
+// Control stops, pauses or resumes a node of a run this process drives.
+// Another process's run is refused naming its owner: only the owner of a
+// run's lease changes it.
+func (d *Driver) Control(runID string, id int64, op tree.Op) (tree.NodeState, error) {
+	if e := d.engine(runID); e != nil {
+		return e.Control(runID, id, op)
+	}
+	l, err := d.o.App.Store.GetLease(context.Background(), store.RunLeaseKey(runID))
+	if err == nil && !l.Dead(time.Now()) {
+		return "", fmt.Errorf("%w: run %s is driven by pid %d on %s; %s it there", tree.ErrNotDriven, runID, l.PID, l.Host, op)
+	}
+	return "", fmt.Errorf("%w: resume run %s here first", tree.ErrNotDriven, runID)
+}

@@ -1,0 +1,70 @@
+package web
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/store/sqlite"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+// TestLaggingClientIsResynced: a client that reads nothing does not slow
+// the hub (every event is handled while its queue stays full), and once
+// it reads again it is sent a resync frame, then only newer frames.
+func TestLaggingClientIsResynced(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	bus := agent.NewBus()
+	s := New(Options{Store: st, Bus: bus, Interactions: agent.NewBroker(bus), QueueLen: 4})
+	t.Cleanup(s.Close)
+	stuck := s.hub.join("r1")
+	other := s.hub.join("r2")
+	const events = 10_000
+	for i := range events {
+		bus.Publish(&tree.NodeChanged{RunID: "r1", From: tree.StatePending, Node: tree.NodeView{ID: int64(i + 1), State: tree.StateActive}})
+	}
+	s.hub.sub.Flush() // the hub handled every event
+	if len(stuck.ch) != 4 || !stuck.lagged {
+		t.Fatalf("stuck client: %d queued, lagged %v", len(stuck.ch), stuck.lagged)
+	}
+	if len(other.ch) != 0 {
+		t.Fatalf("a client of another run got %d frames", len(other.ch))
+	}
+	bus.Publish(&tree.NodeChanged{RunID: "r1", Node: tree.NodeView{ID: events + 1, State: tree.StatePending}})
+	s.hub.sub.Flush()
+
+	var got []string
+	done := make(chan struct{})
+	write := func(b []byte) bool {
+		got = append(got, string(b))
+		if strings.Contains(string(b), "event: resync") {
+			close(done)
+			return false // end the pump
+		}
+		return true
+	}
+	s.pump(nil, stuck, write)
+	<-done
+	if len(got) != 2 || !strings.Contains(got[0], "event: hello") || !strings.Contains(got[1], "event: resync") {
+		t.Fatalf("frames after the lag: %q", got)
+	}
+	if len(stuck.ch) != 0 || stuck.takeLag() {
+		t.Fatalf("the backlog was not dropped: %d", len(stuck.ch))
+	}
+}
+
+func TestEncodeFrame(t *testing.T) {
+	t.Parallel()
+	got := string(encodeFrame(42, "node", map[string]string{"x": "<b>\n</b>"}))
+	want := "id: 42\nevent: node\ndata: {\"x\":\"\\u003cb\\u003e\\n\\u003c/b\\u003e\"}\n\n"
+	if got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Stream timing.
+const (
+	// writeTimeout drops a client whose connection takes no bytes for
+	// this long (it stopped reading): its handler returns.
+	writeTimeout = 10 * time.Second
+	// keepAlive is how often an idle stream gets a comment line, so
+	// proxies and the client see it is alive.
+	keepAlive = 15 * time.Second
+	// batchBytes bounds one write of queued frames.
+	batchBytes = 64 << 10
+)
+
+// apiEvents streams a run's frames ("/api/runs/-/events": every run's).
+// It writes only on the request's goroutine; the hub never waits for it.
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
+	run := r.PathValue("id")
+	if run == "-" {
+		run = ""
+	} else if _, err := s.o.Store.GetRun(r.Context(), run); err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	c := s.hub.join(run)
+	if c == nil {
+		writeError(w, http.StatusServiceUnavailable, errors.New("server is shutting down"))
+		return
+	}
+	defer s.hub.leave(c)
+	if run != "" {
+		defer s.hub.watch(run)()
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	s.pump(r.Context().Done(), c, write)
+}
+
+// pump writes c's frames with write until done, the hub closes or a
+// write fails: first a hello, then each frame in order; when c fell
+// behind, a resync instead of what it missed.
+func (s *Server) pump(done <-chan struct{}, c *client, write func([]byte) bool) {
+	if !write(encodeFrame(s.o.Bus.Seq(), "hello", HelloFrame{Seq: s.o.Bus.Seq()})) {
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	var buf []byte
+	for {
+		// A lag is handled before the frames queued after it, so the
+		// client rereads the run before it applies newer frames.
+		if c.takeLag() {
+			drain(c.ch)
+			seq := s.o.Bus.Seq()
+			if !write(encodeFrame(seq, "resync", ResyncFrame{Seq: seq})) {
+				return
+			}
+		}
+		select {
+		case <-done:
+			return
+		case <-s.hub.done:
+			return
+		case <-tick.C:
+			if !write([]byte(": keep-alive\n\n")) {
+				return
+			}
+		case <-c.kick:
+		case f := <-c.ch:
+			// Frames queued behind it go out in the same write: a
+			// burst costs one write and flush, not one per frame.
+			buf = append(buf[:0], f.data...)
+			for more := true; more && len(buf) < batchBytes; {
+				select {
+				case f := <-c.ch:
+					buf = append(buf, f.data...)
+				default:
+					more = false
+				}
+			}
+			if !write(buf) {
+				return
+			}
+		}
+	}
+}
+
+// drain empties ch: what the client missed is replaced by a resync.
+func drain(ch chan frame) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
+)
+
+// TestRunOfAnotherProcessIsFollowed: a run that another process drives
+// (here a second app on the same database) is shown from the store, its
+// changes reach the stream, and steering it from the server is refused
+// naming its owner: only the lease holder changes a run.
+func TestRunOfAnotherProcessIsFollowed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, treetest.Script{
+		1: {
+			calls(call("ask", map[string]any{"question": "Which region?"})),
+			complete("draft"),
+			complete("deploy to eu"),
+		},
+	})
+	other := b.otherProcess()
+	e, _, err := other.Engine("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Create(context.Background(), tree.RunOptions{ID: "other-run", Goal: "pick a region", Workspace: b.ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan store.Run, 1)
+	go func() {
+		fin, _ := e.Drive(context.Background(), r.ID)
+		done <- fin
+	}()
+	s := b.stream(r.ID)
+	b.waitNode(s, r.ID, 2, "active")
+	d := b.run(r.ID)
+	if d.Here || d.Owner == nil || d.Status != "running" {
+		t.Fatalf("run of another process: here %v owner %v status %s", d.Here, d.Owner, d.Status)
+	}
+	var refused map[string]string
+	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/1/pause", map[string]any{}, &refused); code != http.StatusConflict || !strings.Contains(refused["error"], "driven by pid") {
+		t.Fatalf("pause of another process's run: %d %v", code, refused)
+	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/resume", map[string]any{}, &refused); code != http.StatusConflict {
+		t.Fatalf("resume of a run another process drives: %d %v", code, refused)
+	}
+	// The owner gets the answer (as arbor answer's socket would hand it).
+	if err := e.Answer(context.Background(), r.ID, 2, "eu"); err != nil {
+		t.Fatal(err)
+	}
+	s.until(t, "#2 complete", func(f sseFrame) bool { return nodeFrame(f, 2, "complete") })
+	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" && strings.Contains(f.Data, "deploy to eu") })
+	if fin := <-done; fin.Status != store.RunComplete {
+		t.Fatalf("run %+v", fin)
+	}
+}
