@@ -127,15 +127,18 @@ type entry struct {
 }
 
 // Agent runs one session's conversation. Send and Load must not be called
-// concurrently; Usage and SetModel may be called from any goroutine.
+// concurrently; Usage, SetModel and SetSystem may be called from any goroutine.
 type Agent struct {
 	cfg Config // fixed after New, except the model fields (see model)
 
 	// model is what SetModel changes: the provider, model names, price
 	// and context window. Each step (and each compaction) reads it once,
 	// so a switch takes effect at the next step and never mid-call.
-	modelMu sync.Mutex // guards model
+	modelMu sync.Mutex // guards model and system
 	model   modelState
+	// system is the system prompt; SetSystem changes it from the next
+	// model request.
+	system string
 
 	history []entry // the model's context, oldest first
 	summary string  // summary of compacted messages, "" if none
@@ -180,7 +183,7 @@ func New(cfg Config) *Agent {
 		cfg.ModelRef = cfg.Model
 	}
 	m := modelState{provider: cfg.Provider, name: cfg.Model, ref: cfg.ModelRef, price: cfg.Price, window: cfg.ContextWindow}
-	return &Agent{cfg: cfg, model: m, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}}
+	return &Agent{cfg: cfg, model: m, system: cfg.System, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}}
 }
 
 // SessionID returns the agent's session.
@@ -203,6 +206,22 @@ func (a *Agent) SetModel(p llm.Provider, model, ref string, price *llm.Price, wi
 		window = a.model.window
 	}
 	a.model = modelState{provider: p, name: model, ref: ref, price: price, window: window}
+}
+
+// SetSystem replaces the system prompt from the next model request; a
+// request under way keeps the prompt it was sent with. It may be called
+// from any goroutine, also while Send runs.
+func (a *Agent) SetSystem(system string) {
+	a.modelMu.Lock()
+	defer a.modelMu.Unlock()
+	a.system = system
+}
+
+// System is the system prompt of the next model request.
+func (a *Agent) System() string {
+	a.modelMu.Lock()
+	defer a.modelMu.Unlock()
+	return a.system
 }
 
 // currentModel is the model for the next step.
@@ -353,7 +372,7 @@ func (a *Agent) run(ctx context.Context) Result {
 func (a *Agent) call(ctx context.Context, m modelState) (*llm.Response, error) {
 	req := &llm.Request{
 		Model:     m.name,
-		System:    a.cfg.System,
+		System:    a.System(),
 		Messages:  a.contextMessages(),
 		Tools:     a.cfg.Tools.Specs(),
 		MaxTokens: a.cfg.MaxTokens,

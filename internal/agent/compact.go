@@ -39,7 +39,7 @@ Be specific and complete; omit pleasantries. Answer with the summary only.`
 // estimateTokens approximates the tokens of what the next call sends: four
 // characters a token, or the last call's real input size if larger.
 func (a *Agent) estimateTokens() int64 {
-	n := len(a.cfg.System) + len(a.summary)
+	n := len(a.System()) + len(a.summary)
 	for _, e := range a.history {
 		for _, p := range e.msg.Parts {
 			n += len(p.Text)

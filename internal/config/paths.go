@@ -80,6 +80,19 @@ func (c *Config) UserPermissionsFile() string { return c.inConfigHome("permissio
 // project-scope rule file; "" without a workspace.
 func (c *Config) ProjectPermissionsFile() string { return c.inWorkspace("permissions.yaml") }
 
+// ProjectRoleRulesFile is <workspace>/.arbor/agents/<role>.yaml, the
+// project-scope rules of a main-agent role (internal/permission's role
+// rule file); "" without a workspace.
+func (c *Config) ProjectRoleRulesFile(role string) string {
+	return c.inWorkspace(filepath.Join("agents", role+".yaml"))
+}
+
+// UserRoleRulesFile is $XDG_CONFIG_HOME/arbor/agents/<role>.yaml, the
+// user-scope rules of a main-agent role; "" when no config home is known.
+func (c *Config) UserRoleRulesFile(role string) string {
+	return c.inConfigHome(filepath.Join("agents", role+".yaml"))
+}
+
 func (c *Config) inConfigHome(name string) string {
 	home := c.configHome
 	if home == "" {

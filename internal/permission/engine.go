@@ -20,12 +20,20 @@ type Options struct {
 	// See DefaultProjectFile; the user file's place is the configuration's
 	// (config.UserPermissionsFile).
 	ProjectFile, UserFile string
+	// ProjectRoleFile and UserRoleFile, when set, hold the rules of the
+	// current role in those scopes (see rolefile.go): their rules are
+	// added to the scope's, and rules added to the scope go there. See
+	// SetRoleFiles.
+	ProjectRoleFile, UserRoleFile string
 }
 
 // Engine decides tool calls. It is safe for concurrent use.
 type Engine struct {
 	ws    workspace
 	files map[Scope]string // persisted scopes only
+	// roleFiles are the current role's rule files (guarded by fileMu for
+	// writers; reload reads them under fileMu or before New returns).
+	roleFiles map[Scope]string
 
 	// fileMu serializes AddRule and RemoveRule, file writes included, so
 	// Decide never waits for the disk.
@@ -65,20 +73,49 @@ func New(o Options) (*Engine, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a directory", ws.abs)
 	}
-	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}}
+	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}}
 	for _, f := range []struct {
-		scope Scope
-		path  string
-	}{{ScopeProject, o.ProjectFile}, {ScopeUser, o.UserFile}} {
-		if f.path == "" {
-			continue
+		scope      Scope
+		path, role string
+	}{{ScopeProject, o.ProjectFile, o.ProjectRoleFile}, {ScopeUser, o.UserFile, o.UserRoleFile}} {
+		if f.path != "" {
+			e.files[f.scope] = f.path
 		}
-		e.files[f.scope] = f.path
+		if f.role != "" {
+			e.roleFiles[f.scope] = f.role
+		}
 		if err := e.reload(f.scope); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
+}
+
+// SetRoleFiles makes project and user the role rule files of the project
+// and user scopes ("" for none) and reloads those scopes: a role switch
+// applies the new role's rules from the next decision. On error the
+// previous files are kept.
+func (e *Engine) SetRoleFiles(project, user string) error {
+	e.fileMu.Lock()
+	defer e.fileMu.Unlock()
+	prev := e.roleFiles
+	e.roleFiles = map[Scope]string{}
+	if project != "" {
+		e.roleFiles[ScopeProject] = project
+	}
+	if user != "" {
+		e.roleFiles[ScopeUser] = user
+	}
+	for _, s := range []Scope{ScopeProject, ScopeUser} {
+		if err := e.reload(s); err != nil {
+			e.roleFiles = prev
+			for _, s := range []Scope{ScopeProject, ScopeUser} {
+				_ = e.reload(s) // back to the rules read before
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // Workspace is the absolute workspace directory as configured (symlinks
@@ -151,7 +188,11 @@ func (e *Engine) AddRule(r Rule) error {
 	if slices.ContainsFunc(e.snapshot()[scopeIndex(r.Scope)], func(o *matcher) bool { return o.rule.same(r) }) {
 		return nil
 	}
-	if err := appendRule(path, r); err != nil {
+	if role, ok := e.roleFiles[r.Scope]; ok {
+		if err := appendRoleRule(role, r); err != nil {
+			return err
+		}
+	} else if err := appendRule(path, r); err != nil {
 		return err
 	}
 	return e.reload(r.Scope)
@@ -190,24 +231,38 @@ func (e *Engine) file(s Scope) (string, error) {
 	if !s.valid() {
 		return "", fmt.Errorf("%w %q", ErrInvalidScope, s)
 	}
-	path, ok := e.files[s]
-	if !ok {
-		return "", fmt.Errorf("%w: no %s rule file is configured", ErrNotPersisted, s)
+	if path, ok := e.files[s]; ok {
+		return path, nil
 	}
-	return path, nil
+	if path, ok := e.roleFiles[s]; ok {
+		return path, nil
+	}
+	return "", fmt.Errorf("%w: no %s rule file is configured", ErrNotPersisted, s)
 }
 
-// reload replaces a file scope's rules with the file's content.
+// reload replaces a file scope's rules with its files' content: the
+// scope's file, then the role's.
 func (e *Engine) reload(s Scope) error {
-	rules, err := loadRules(e.files[s], s)
-	if err != nil {
-		return err
+	var rules []Rule
+	if path, ok := e.files[s]; ok {
+		rs, err := loadRules(path, s)
+		if err != nil {
+			return err
+		}
+		rules = rs
+	}
+	if path, ok := e.roleFiles[s]; ok {
+		rs, err := loadRoleRules(path, s)
+		if err != nil {
+			return err
+		}
+		rules = append(rules, rs...)
 	}
 	ms := make([]*matcher, 0, len(rules))
 	for _, r := range rules {
 		m, err := compile(r, e.ws)
 		if err != nil {
-			return fmt.Errorf("%w %s: %w", ErrRuleFile, e.files[s], err)
+			return fmt.Errorf("%w %s rules: %w", ErrRuleFile, s, err)
 		}
 		ms = append(ms, m)
 	}

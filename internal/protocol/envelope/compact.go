@@ -3,6 +3,7 @@ package envelope
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -51,6 +52,9 @@ func (s *server) compactNow(ctx context.Context) {
 
 // compactionEvent pushes the main agent's compaction and context events.
 func (s *server) compactionEvent(e agent.Event) {
+	s.ctl.mu.Lock()
+	cancelled := s.ctl.jobCancelled // the work running it was cancelled
+	s.ctl.mu.Unlock()
 	c := s.cmp
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -66,7 +70,11 @@ func (s *server) compactionEvent(e agent.Event) {
 		s.wire.push(evCompactionStatus, compactionStatus{Status: "started", Trigger: trigger, PlanID: c.plan}, nil)
 	case *agent.CompactionFinished:
 		p := compactionStatus{Status: "succeeded", Trigger: trigger, Reason: e.Err, PlanID: c.plan}
-		if e.Err != "" {
+		switch {
+		case e.Err != "" && (cancelled || strings.Contains(e.Err, context.Canceled.Error())):
+			// Stopped by a cancel: its internal error text is not shown.
+			p.Status, p.Reason = "cancelled", "cancelled"
+		case e.Err != "":
 			p.Status = "failed"
 		}
 		s.wire.push(evCompactionStatus, p, phase("", ""))

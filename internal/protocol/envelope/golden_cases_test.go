@@ -87,13 +87,14 @@ const (
 	askAnswer = `{"type":"question","request_id":"req_1","answers":["blue"],"reason":"answered"}`
 
 	setPlanner = `{"type":"role","action":"set","role":"planner"}`
-	// afterTurn is a barrier: a pool switch runs on the runner
-	// behind the running turn, so its answer comes after the turn has
-	// ended. The planner's turn ends without idle while its handoff
-	// waits, and whether it has ended changes the seqs of what follows
-	// (a state mutation of its own, or one folded into a later push).
-	// The pool is unknown, so the switch changes nothing.
-	afterTurn  = `{"type":"models","action":"set_current_model_pool","pool":"after-turn"}`
+	// afterTurn is a barrier: /resume runs on the runner behind the
+	// running turn, so its answer comes after the turn has ended. The
+	// planner's turn ends without idle while its handoff waits, and
+	// whether it has ended changes the seqs of what follows (a state
+	// mutation of its own, or one folded into a later push). The session
+	// does not exist, so the switch fails (an error, no idle) and changes
+	// nothing.
+	afterTurn  = `{"type":"send","content":"/resume after-turn"}`
 	acceptPlan = `{"type":"handoff","request_id":"handoff-1","action":"accept","agent":"builder","pool":"thinking"}`
 )
 
@@ -102,7 +103,7 @@ const (
 func planned(more ...step) []step {
 	return append([]step{send(setPlanner), await("role_response"),
 		sendContent("plan it"), await("notification"),
-		send(afterTurn), await("models_response")}, more...)
+		send(afterTurn), await("error")}, more...)
 }
 
 const pools = "pools:\n  thinking: [anthropic/claude-think, anthropic/claude-test]\n  fast: [anthropic/claude-fast]\n"
@@ -247,7 +248,7 @@ func goldenCases() []goldenCase {
 		files: plannerWorkspace,
 		steps: []step{
 			send(`{"type":"models","action":"status"}`), await("models_response"),
-			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"), await("idle"),
+			send(`{"type":"models","action":"set_current_model_pool","pool":"huge"}`), await("models_response"),
 			send(`{"type":"role","action":"list"}`), await("role_response"),
 			send(`{"type":"role","action":"set","role":""}`), await("role_response"),
 			send(`{"type":"role","action":"set","role":"ghost"}`), await("role_response"),
@@ -363,8 +364,8 @@ func goldenCases() []goldenCase {
 		nodes: treetest.Script{2: {
 			treetest.Calls(treetest.Call("shell", map[string]any{"command": "echo hello"})),
 			{ToolCalls: []llmtest.ToolCall{treetest.Call("complete", map[string]any{"result": "hello"})}, Expect: "hello"}}},
-		holds: []hold{{node: 0, turn: 1, until: typeIs("agent_started")}, {node: 2, turn: 0, until: typeIs("models_response")}},
-		steps: []step{sendContent("greet"), send(afterTurn), await("models_response"), await("notification"),
+		holds: []hold{{node: 0, turn: 1, until: typeIs("agent_started")}, {node: 2, turn: 0, until: typeIs("error")}},
+		steps: []step{sendContent("greet"), send(afterTurn), await("error"), await("notification"),
 			send(status), await("status_response"),
 			send(`{"type":"confirm","request_id":"req_1","action":"allow"}`), await("idle"),
 			send(status), await("status_response")},
@@ -376,7 +377,7 @@ func goldenCases() []goldenCase {
 		turns:     []llmtest.Turn{goldenSpawn("forever"), spawned},
 		nodes:     treetest.Script{2: {{Text: "never", Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}}},
 		holds:     []hold{{node: 0, turn: 1, until: typeIs("agent_started")}},
-		steps: []step{sendContent("start something long"), send(afterTurn), await("models_response"),
+		steps: []step{sendContent("start something long"), send(afterTurn), await("error"),
 			send(status), await("status_response"),
 			send(`{"type":"cancel"}`), await("idle"),
 			send(status), await("status_response")},

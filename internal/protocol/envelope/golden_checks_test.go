@@ -33,18 +33,24 @@ func touchOn(typ, name string) func(*testing.T, string, line) {
 }
 
 // checkSavedRule checks, after a case that saved a rule in scope (project
-// or user), that the rule landed in that scope's file and only there, and
+// or user), that the rule landed in that scope's file of the role
+// (builder) and only there, that the role-less files stay empty, and
 // that a new process on the same configuration does not ask again for a
 // matching call (for the user scope, in another workspace): of writes to
 // c.txt and d.md, only those of wantAsked are asked.
 func checkSavedRule(scope, want string, wantAsked ...string) func(*testing.T, string) {
 	return func(t *testing.T, home string) {
+		for _, path := range []string{filepath.Join(home, "ws", ".arbor", "permissions.yaml"), filepath.Join(home, "config", "arbor", "permissions.yaml")} {
+			if rules := readRules(t, path); len(rules) != 0 {
+				t.Fatalf("%s holds %v; rules are saved per role", path, rules)
+			}
+		}
 		files := map[string]string{
-			"project": filepath.Join(home, "ws", ".arbor", "permissions.yaml"),
-			"user":    filepath.Join(home, "config", "arbor", "permissions.yaml"),
+			"project": filepath.Join(home, "ws", ".arbor", "agents", "builder.yaml"),
+			"user":    filepath.Join(home, "config", "arbor", "agents", "builder.yaml"),
 		}
 		for s, path := range files {
-			rules := readRules(t, path)
+			rules := readRoleRules(t, path)
 			if s != scope {
 				if len(rules) != 0 {
 					t.Fatalf("%s rules %v; the rule belongs to the %s scope", s, rules, scope)
@@ -115,6 +121,42 @@ func readRules(t *testing.T, path string) []savedRule {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return f.Rules
+}
+
+// readRoleRules reads a role rule file (permission: {tool: action |
+// {pattern: action}}) as rules in arbor's form; a missing one holds none.
+func readRoleRules(t *testing.T, path string) []savedRule {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Permission yaml.Node `yaml:"permission"`
+	}
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []savedRule
+	perm := f.Permission.Content
+	for i := 0; i+1 < len(perm); i += 2 {
+		tool, v := perm[i].Value, perm[i+1]
+		if v.Kind == yaml.ScalarNode {
+			out = append(out, savedRule{Rule: tool, Action: v.Value})
+			continue
+		}
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			r := tool + "(" + v.Content[j].Value + ")"
+			if v.Content[j].Value == "*" {
+				r = tool
+			}
+			out = append(out, savedRule{Rule: r, Action: v.Content[j+1].Value})
+		}
+	}
+	return out
 }
 
 // reopenApp opens an app in workspace ws with the configuration and state

@@ -197,11 +197,14 @@ func (s *server) handoff(c handoffCmd) error {
 // pool switch, then a new builder session and its first turn.
 func (s *server) executePlan(ctx context.Context, pool, text string) {
 	if pool != "" {
-		if r := s.setPool(ctx, pool); !r.OK {
+		if r := s.setPool(pool); !r.OK {
 			s.wire.write(typeModelsResponse, 0, r)
 		}
 	}
 	rf, err := s.loadRole(roleBuilder)
+	if err == nil {
+		err = roleRules(s.ws(), roleBuilder)
+	}
 	if err != nil {
 		s.finishTurn(agent.Result{Outcome: agent.OutcomeFailed, Err: err})
 		return

@@ -54,7 +54,7 @@ func (s *server) requested(in agent.Interaction, agentID string) {
 			name = "ask"
 		}
 		req := &questionRequest{RequestID: in.ID, AgentID: agentID, ToolName: name, Question: q.Question,
-			Options: q.Options, OptionDetails: []optionDetail{}, Multiple: q.MultiSelect}
+			Options: q.Options, OptionDetails: []string{}, Multiple: q.MultiSelect}
 		if req.Options == nil {
 			req.Options = []string{}
 		}

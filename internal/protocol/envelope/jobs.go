@@ -175,11 +175,14 @@ func plural(n int, thing string) string {
 // idle, and no idle comes while other work is queued, sub-agents run or a
 // handoff waits. A session switch (fresh) also clears last_error: it
 // belonged to the old session.
-func (s *server) navigation(fresh bool, j job) job {
+//
+// A navigation that fails is answered by its error envelope only: no
+// idle follows it and last_error is kept.
+func (s *server) navigation(fresh bool, j func(ctx context.Context) error) job {
 	return func(ctx context.Context) {
-		j(ctx)
-		if ctx.Err() != nil {
-			return // input ended: nothing more is reported
+		err := j(ctx)
+		if ctx.Err() != nil || err != nil {
+			return // input ended, or the error answered it
 		}
 		s.events.Flush() // the navigation's own pushes come first
 		c := s.ctl

@@ -146,14 +146,19 @@ func TestReaderNeverBlocks(t *testing.T) {
 // answered after that turn, by the runner that owns the session's agent
 // (under -race: never while the agent runs), and the next turn uses the
 // new model; status is answered meanwhile.
-func TestModelSwitchOnTheRunner(t *testing.T) {
+func TestModelSwitchAnsweredAtOnce(t *testing.T) {
 	t.Parallel()
 	srv, arrived, release := heldServer(t, llmtest.Turn{Text: "first"})
 	b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": poolsConfig})
 	b.Send(`{"type":"send","content":"start"}`)
 	waitClosed(t, arrived, "model request")
-	b.Send(`{"type":"models","action":"set_current_model_pool","pool":"thinking"}`,
-		`{"type":"send","content":"after"}`, `{"type":"status"}`)
+	// The turn's model request is held: the switch is answered anyway,
+	// and the status taken after it still shows the turn running.
+	b.Send(`{"type":"models","action":"set_current_model_pool","pool":"thinking"}`)
+	if r := b.Next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-think\n") {
+		t.Fatalf("models_response %s", r.raw)
+	}
+	b.Send(`{"type":"send","content":"after"}`, `{"type":"status"}`)
 	if st := b.Next(typ("status_response")); !st.P.Busy {
 		t.Fatalf("status while the turn is held: %s", st.raw)
 	}
@@ -161,15 +166,15 @@ func TestModelSwitchOnTheRunner(t *testing.T) {
 	if first := b.Next(typ("assistant_message")); first.P.Text != "first" {
 		t.Fatalf("the held turn: %s", first.raw)
 	}
-	if r := b.Next(typ("models_response")); !r.P.OK || !strings.Contains(r.P.Status, "Model: anthropic/claude-think\n") {
-		t.Fatalf("models_response %s", r.raw)
-	}
 	if m := b.Next(typ("assistant_message")); m.P.Text != "did: after" {
 		t.Fatalf("after the switch: %s", m.raw)
 	}
-	b.Next(typ("idle"))
+	if idle := b.Next(typ("idle")); idle.P.Suppress || idle.P.LastOutcome != "completed" {
+		t.Fatalf("idle after the turns: %s", idle.raw)
+	}
 	b.Close()
 	b.checkSeq()
+	// The request under way kept its model; the next one took the pool's.
 	reqs := srv.Requests()
 	if len(reqs) != 2 || reqs[0].Model != "claude-test" || reqs[1].Model != "claude-think" {
 		t.Fatalf("model requests %+v", reqs)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/arbor-run/arbor/internal/app"
 	"gopkg.in/yaml.v3"
 )
 
@@ -73,6 +74,30 @@ func (s *server) loadRole(name string) (roleFile, error) {
 	return rf, nil
 }
 
+// systemLocked is the system prompt of sess under the current role, as
+// app.OpenSession composes it: the standing prompt, then the role's
+// text. ctl.mu must be held.
+func (s *server) systemLocked(sess *app.Session) string {
+	system := app.SystemPrompt(s.ctl.work.Workspace, sess.Tools.Names())
+	if s.ctl.roleSystem != "" {
+		system += "\n" + s.ctl.roleSystem
+	}
+	return system
+}
+
+// roleRules makes role's rule files (.arbor/agents/<role>.yaml and
+// $XDG_CONFIG_HOME/arbor/agents/<role>.yaml) those of view's permission
+// engine: "always allow" in scope project or user_global stores its rule
+// there, and the rules already in them apply. No lock may be held (it
+// reads the files).
+func roleRules(view *app.App, role string) error {
+	cfg := view.Config()
+	if err := view.Permissions.SetRoleFiles(cfg.ProjectRoleRulesFile(role), cfg.UserRoleRulesFile(role)); err != nil {
+		return fmt.Errorf("role %s: %w", role, err)
+	}
+	return nil
+}
+
 // role answers the role command.
 func (s *server) role(c roleCmd) {
 	switch c.Action {
@@ -81,8 +106,20 @@ func (s *server) role(c roleCmd) {
 	case "set":
 		s.wire.write(typeRoleResponse, 0, s.setRole(c.Role))
 	default:
-		s.wire.write(typeRoleResponse, 0, roleResponse{Message: fmt.Sprintf("unknown role action %q (want list or set)", c.Action)})
+		s.wire.write(typeRoleResponse, 0, s.roleFailed(fmt.Sprintf("unknown role action %q (want list or set)", c.Action)))
 	}
+}
+
+// roleFailed is a failed role_response: ok false with msg, and the
+// current role and the list as role list reports them (Chord omits them
+// on failure; a client may use them to redraw its role picker).
+func (s *server) roleFailed(msg string) roleResponse {
+	r := s.roleList("")
+	if !r.OK { // the roles could not be listed
+		return roleResponse{Message: msg, Role: s.wire.get().role}
+	}
+	r.OK, r.Message = false, msg
+	return r
 }
 
 // roleList is a successful role_response with the current role.
@@ -104,37 +141,43 @@ func (s *server) roleList(msg string) roleResponse {
 func (s *server) setRole(name string) roleResponse {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return roleResponse{Message: "role is required"}
+		return s.roleFailed("role is required")
 	}
 	cur, pending := s.wire.get().role, s.ix.pendingHandoff() != nil
 	if pending {
-		return roleResponse{Message: "resolve the pending handoff before switching role"}
+		return s.roleFailed("resolve the pending handoff before switching role")
 	}
 	if name == cur {
-		return roleResponse{Message: "already the active role: " + name}
+		return s.roleFailed("already the active role: " + name)
 	}
 	names, err := s.roleNames()
 	if err != nil {
-		return roleResponse{Message: err.Error()}
+		return s.roleFailed(err.Error())
 	}
 	if !slices.Contains(names, name) {
 		if rf, err := s.loadRole(name); err == nil && rf.Mode == modeSubagent {
-			return roleResponse{Message: fmt.Sprintf("role %s is only defined for sub-agents", name)}
+			return s.roleFailed(fmt.Sprintf("role %s is only defined for sub-agents", name))
 		}
-		return roleResponse{Message: fmt.Sprintf("unknown role: %s (roles: %s)", name, strings.Join(names, ", "))}
+		return s.roleFailed(fmt.Sprintf("unknown role: %s (roles: %s)", name, strings.Join(names, ", ")))
 	}
 	rf, err := s.loadRole(name)
 	if err != nil {
-		return roleResponse{Message: err.Error()}
+		return s.roleFailed(err.Error())
+	}
+	if err := roleRules(s.ws(), name); err != nil {
+		return s.roleFailed(err.Error())
 	}
 	s.ctl.mu.Lock()
 	s.ix.mu.Lock()
 	if s.ix.handoff != nil { // published while the role file was read
 		s.ix.mu.Unlock()
 		s.ctl.mu.Unlock()
-		return roleResponse{Message: "resolve the pending handoff before switching role"}
+		return s.roleFailed("resolve the pending handoff before switching role")
 	}
 	s.ctl.roleSystem = rf.System
+	// The running session's agent takes the role's system prompt from its
+	// next model request, also during a turn.
+	s.ctl.sess.Agent.SetSystem(s.systemLocked(s.ctl.sess))
 	s.wire.push(evRoleChange, roleChange{Role: name}, func(st *state) { st.role = name })
 	s.ix.mu.Unlock()
 	s.ctl.mu.Unlock()

@@ -125,4 +125,26 @@ func TestRole(t *testing.T) {
 		}
 		b.Close()
 	})
+	t.Run("a switch during a turn applies from the next model request", func(t *testing.T) {
+		t.Parallel()
+		// The held first request calls a tool, so the same turn makes a
+		// second request after the switch.
+		call := llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "todo_write", Input: map[string]any{
+			"todos": []any{map[string]any{"id": "1", "content": "look", "status": "pending", "active_form": "looking"}}}}}}
+		srv, arrived, release := heldServer(t, call)
+		b, _ := setupFiles(t, srv, roleFiles)
+		b.Send(`{"type":"send","content":"look"}`)
+		waitClosed(t, arrived, "model request")
+		b.Send(`{"type":"role","action":"set","role":"reviewer"}`)
+		if r := b.Next(typ("role_response")); !r.P.OK || r.P.Role != "reviewer" {
+			t.Fatalf("role set during the turn: %s", r.raw)
+		}
+		close(release)
+		b.Next(typ("idle"))
+		b.Close()
+		reqs := srv.Requests()
+		if len(reqs) != 2 || strings.Contains(reqs[0].System, "Review only.") || !strings.Contains(reqs[1].System, "Review only.") {
+			t.Fatalf("the role's text must reach the second request only: %+v", reqs)
+		}
+	})
 }

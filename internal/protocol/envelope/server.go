@@ -15,10 +15,10 @@
 // mid-session worktree switches (worktree.go).
 //
 // Roles: builder, then planner when .arbor/roles/planner.yaml exists, then
-// the other .arbor/roles/*.yaml files by name. An agent's system prompt is
-// fixed when it is created, so a role switch is recorded in the state
-// (status_response.current_role, role_change) and the role's system text
-// applies only to the sessions opened afterwards; the planner's one
+// the other .arbor/roles/*.yaml files by name. A role switch takes effect
+// from the running session's next model request (the agent's system
+// prompt is replaced) and is recorded in the state
+// (status_response.current_role, role_change); the planner's one
 // behaviour is the handoff tool. A role switch is refused while a handoff
 // is pending.
 //
@@ -215,6 +215,9 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s := &server{app: a, opts: o, diag: diag, wire: w, agents: newSubAgents(),
 		ix: &interactions{closing: map[string]string{}}, cmp: &compaction{},
 		ctl: &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree}}
+	if err := roleRules(a, roleBuilder); err != nil {
+		return fmt.Errorf("envelope: %w", err)
+	}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {
 		return fmt.Errorf("envelope: session: %w", err)
@@ -225,8 +228,11 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.events = a.Bus.Subscribe(s.translate)
 	defer s.events.Close()
 	s.agents.adopt(opened)
-	ready := readyPayload{SessionID: opened.sess.ID}
+	s.ctl.mu.Lock()
+	ready := readyPayload{SessionID: opened.sess.ID, Workdir: s.workdirLocked()}
+	s.ctl.mu.Unlock()
 	if wt := s.opts.Worktree; wt != nil {
+		ready.Worktree = &readyWorktree{Name: wt.Name, Branch: wt.Branch, Path: wt.Path, RepoRoot: wt.RepoRoot}
 		ready.Name, ready.Branch, ready.Path, ready.RepoRoot = wt.Name, wt.Branch, wt.Path, wt.RepoRoot
 	}
 	s.wire.write(typeReady, 0, ready)

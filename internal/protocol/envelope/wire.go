@@ -78,14 +78,27 @@ const (
 	codeQueueFull      = "queue_full"
 )
 
+// readyPayload is shaped as Chord sends it: the checkout in workdir (as
+// status_response reports it) and, when arbor works in a git worktree it
+// manages (-w), the worktree object. The worktree's fields are also
+// repeated flat (name, branch, path, repo_root), as spec 000's table lists
+// them.
 type readyPayload struct {
-	SessionID string `json:"session_id"`
-	// The worktree fields are set when arbor works in a git worktree it
-	// manages (-w).
-	Name     string `json:"name,omitempty"`
-	Branch   string `json:"branch,omitempty"`
-	Path     string `json:"path,omitempty"`
-	RepoRoot string `json:"repo_root,omitempty"`
+	SessionID string         `json:"session_id"`
+	Workdir   workdir        `json:"workdir"`
+	Worktree  *readyWorktree `json:"worktree,omitempty"`
+	Name      string         `json:"name,omitempty"`
+	Branch    string         `json:"branch,omitempty"`
+	Path      string         `json:"path,omitempty"`
+	RepoRoot  string         `json:"repo_root,omitempty"`
+}
+
+// readyWorktree is ready.worktree.
+type readyWorktree struct {
+	Name     string `json:"name"`
+	Branch   string `json:"branch"`
+	Path     string `json:"path"`
+	RepoRoot string `json:"repo_root"`
 }
 
 type subscribeResponse struct {
@@ -226,21 +239,19 @@ type confirmRequest struct {
 	TimeoutMS           int64    `json:"timeout_ms"`
 }
 
-type optionDetail struct {
-	Label       string `json:"label"`
-	Description string `json:"description"`
-}
-
+// questionRequest is shaped as Chord sends it: option_details lists one
+// description per option (a list of strings), "" where an option has
+// none.
 type questionRequest struct {
-	RequestID     string         `json:"request_id"`
-	AgentID       string         `json:"agent_id"`
-	ToolName      string         `json:"tool_name"`
-	Header        string         `json:"header"`
-	Question      string         `json:"question"`
-	Options       []string       `json:"options"`
-	OptionDetails []optionDetail `json:"option_details"`
-	Multiple      bool           `json:"multiple"`
-	Deadline      *time.Time     `json:"deadline,omitempty"`
+	RequestID     string     `json:"request_id"`
+	AgentID       string     `json:"agent_id"`
+	ToolName      string     `json:"tool_name"`
+	Header        string     `json:"header"`
+	Question      string     `json:"question"`
+	Options       []string   `json:"options"`
+	OptionDetails []string   `json:"option_details"`
+	Multiple      bool       `json:"multiple"`
+	Deadline      *time.Time `json:"deadline,omitempty"`
 }
 
 type questionResolved struct {

@@ -48,13 +48,13 @@ func (s *server) worktreeSlash(args []string) error {
 	case len(args) > 1:
 		return fmt.Errorf("%w: usage: /worktree [NAME|off]", errBadCommand)
 	case len(args) == 1 && args[0] == "off":
-		return s.submit("worktree", s.navigation(false, func(ctx context.Context) { s.switchWorktree(ctx, "", true) }))
+		return s.submit("worktree", s.navigation(false, func(ctx context.Context) error { s.switchWorktree(ctx, "", true); return nil }))
 	default:
 		name := ""
 		if len(args) == 1 {
 			name = args[0]
 		}
-		return s.submit("worktree", s.navigation(false, func(ctx context.Context) { s.switchWorktree(ctx, name, false) }))
+		return s.submit("worktree", s.navigation(false, func(ctx context.Context) error { s.switchWorktree(ctx, name, false); return nil }))
 	}
 }
 
@@ -83,6 +83,9 @@ func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
 		return
 	}
 	view, err := s.app.In(dir)
+	if err == nil {
+		err = roleRules(view, s.wire.get().role) // the checkout's own project rules of the role
+	}
 	if err != nil {
 		s.commandError("", fmt.Errorf("/worktree: %w", err))
 		return
@@ -110,8 +113,7 @@ func (s *server) rebind(ctx context.Context, view *app.App, wt *app.Worktree) er
 	prev := c.work
 	c.work = view
 	c.mu.Unlock()
-	so := s.sessionOptions()
-	so.Model = sess.Model.Ref.Ref
+	so := s.sessionOptions() // the current model (ctl.model)
 	o, err := s.open(ctx, sess.ID, so)
 	c.mu.Lock()
 	defer c.mu.Unlock()
