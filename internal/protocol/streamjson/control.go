@@ -104,7 +104,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 	case "interrupt":
 		// The answer goes first, so the client sees it before the result
 		// of the turn it ends. Queued work stays queued.
-		s.succeed(id, interruptResponse{StillQueued: []string{}})
+		s.succeed(id, interruptResponse{StillQueued: s.stillQueued()})
 		s.runner.Cancel(errInterrupted)
 	case "shutdown":
 		s.runner.Cancel(errInterrupted)

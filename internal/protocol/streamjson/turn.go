@@ -14,6 +14,7 @@ import (
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // text flattens a user message's content (a string, or text blocks) and
@@ -87,12 +88,20 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	s.write(s.initMessage(sess.ID))
 
+	text, err := s.promptHooks(ctx, t.text)
+	if err != nil {
+		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+			Errors: []string{err.Error()}, SessionID: sess.ID, DurationMS: time.Since(start).Milliseconds(),
+			PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
+		return
+	}
 	before, _, _ := sess.Agent.Usage()
 	s.apiTime.Store(0)
 	s.mu.Lock()
 	s.denials, s.modelUsage = nil, map[string]modelUsage{}
 	s.mu.Unlock()
-	res := sess.Agent.Send(ctx, llm.UserText(t.text))
+	res := sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
+	res = s.stopHooks(ctx, sess, res)
 	s.events.Flush()
 	s.writePending()
 
@@ -116,6 +125,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	case agent.OutcomeCancelled:
 		if errors.Is(res.Err, errBudget) {
 			r.Subtype, r.IsError, r.Errors = "error_max_budget_usd", true, []string{res.Err.Error()}
+			break
+		}
+		var hs hookStopped
+		if errors.As(context.Cause(ctx), &hs) {
+			r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{hs.Error()}
 			break
 		}
 		// As Claude Code does, the transcript the client sees says so.
