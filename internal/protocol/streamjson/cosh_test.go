@@ -58,3 +58,33 @@ func TestShellContextEnv(t *testing.T) {
 		t.Fatalf("tool result %q; want the client's variable", got)
 	}
 }
+
+// TestAuthDuringInitialize: a cosh client with no usable model is asked
+// for credentials during initialize (spec 001/003); system init follows
+// auth_ok, then turns run with the key.
+func TestAuthDuringInitialize(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "first"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{noKey: true})
+	b.Send(initialize)
+	b.Next(typ("control_response", "success"))
+	req := b.Next(typ("control_request", "auth_required"))
+	mustContain(t, req.raw, `"request_id":"auth-init"`)
+	b.Send(`{"type":"control_response","response":{"subtype":"auth_response","request_id":"auth-init","response":{"provider_id":"anthropic","values":{"api_key":"sk-init-1"}}}}`)
+	b.Next(typ("system", "auth_ok"))
+	if init := b.Next(typ("system", "init")); init.SessionID == "" {
+		t.Fatalf("init %s", init.raw)
+	}
+	b.Send(user("one"))
+	if r := b.Next(typ("result", "")); r.Result != "first" {
+		t.Fatalf("result %s", r.raw)
+	}
+	b.Close()
+	if n := b.count(typ("control_request", "auth_required")); n != 1 {
+		t.Fatalf("auth_required sent %d times, want once", n)
+	}
+	if got := srv.Requests()[0].Header.Get("X-Api-Key"); got != "sk-init-1" {
+		t.Fatalf("key sent %q", got)
+	}
+}

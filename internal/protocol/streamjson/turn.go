@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
-	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -75,7 +74,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	sess, err := s.session(ctx)
 	// A Claude Agent SDK client cannot answer auth_required (it says the
 	// subtype is unsupported): the error result names what to set instead.
-	if err != nil && !s.opts.ClaudeCode && (errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)) {
+	if err != nil && !s.opts.ClaudeCode && needsAuth(err) {
 		if s.authenticate(ctx) {
 			sess, err = s.session(ctx)
 		}
