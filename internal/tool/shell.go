@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"time"
 )
@@ -178,6 +179,7 @@ func RunCommand(ctx context.Context, dir, command string, timeout time.Duration,
 	cmd := exec.CommandContext(runCtx, "bash", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(cmd.Env, envFrom(ctx)...)
 	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
@@ -198,4 +200,27 @@ func RunCommand(ctx context.Context, dir, command string, timeout time.Duration,
 		r.Err = err
 	}
 	return r
+}
+
+type envKey struct{}
+
+// WithEnv returns ctx carrying variables the commands run under it get on
+// top of arbor's environment (a headless client's shell_context.env).
+func WithEnv(ctx context.Context, env map[string]string) context.Context {
+	if len(env) == 0 {
+		return ctx
+	}
+	kv := make([]string, 0, len(env))
+	for k, v := range env {
+		if k != "" && !strings.ContainsAny(k, "=\x00") {
+			kv = append(kv, k+"="+v)
+		}
+	}
+	sort.Strings(kv)
+	return context.WithValue(ctx, envKey{}, append(envFrom(ctx), kv...))
+}
+
+func envFrom(ctx context.Context) []string {
+	kv, _ := ctx.Value(envKey{}).([]string)
+	return kv
 }

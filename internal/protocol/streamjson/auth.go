@@ -9,6 +9,12 @@ import (
 	"github.com/arbor-run/arbor/internal/config"
 )
 
+// needsAuth reports whether err says no model can be used until the
+// client gives credentials.
+func needsAuth(err error) bool {
+	return errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)
+}
+
 // authRequestID is the request id of auth_required (the spec's).
 const authRequestID = "auth-init"
 

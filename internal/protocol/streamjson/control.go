@@ -96,15 +96,22 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		// The session's init line follows when the runner gets to it; a
 		// refused one is not missed, as every turn sends it again. Claude
 		// Code sends it once per turn only, so its clients get it then.
+		// As the spec says, a cosh client without a usable model is asked
+		// for credentials during initialize (auth_required, then auth_ok),
+		// and system init follows.
 		s.submit("session", func(ctx context.Context) {
-			if sess, err := s.session(ctx); err == nil && !s.opts.ClaudeCode {
+			sess, err := s.session(ctx)
+			if err != nil && !s.opts.ClaudeCode && needsAuth(err) && s.authenticate(ctx) {
+				sess, err = s.session(ctx)
+			}
+			if err == nil && !s.opts.ClaudeCode {
 				s.write(s.initMessage(sess.ID))
 			}
 		}, func(error) {})
 	case "interrupt":
 		// The answer goes first, so the client sees it before the result
 		// of the turn it ends. Queued work stays queued.
-		s.succeed(id, interruptResponse{StillQueued: []string{}})
+		s.succeed(id, interruptResponse{StillQueued: s.stillQueued()})
 		s.runner.Cancel(errInterrupted)
 	case "shutdown":
 		s.runner.Cancel(errInterrupted)

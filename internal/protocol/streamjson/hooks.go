@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -18,9 +21,19 @@ type hookMatcher struct {
 	re              *regexp.Regexp
 }
 
+// Hook events arbor calls, with what the matcher is compared with.
+const (
+	hookPreToolUse       = "PreToolUse"       // the tool's name
+	hookPostToolUse      = "PostToolUse"      // the tool's name
+	hookUserPromptSubmit = "UserPromptSubmit" // (no matcher)
+	hookStop             = "Stop"             // (no matcher)
+	hookSessionStart     = "SessionStart"     // the source: startup, resume
+)
+
 // supportedHooks are the hook events arbor calls; initialize refuses the
 // others rather than never calling them.
-var supportedHooks = map[string]bool{"PreToolUse": true}
+var supportedHooks = map[string]bool{hookPreToolUse: true, hookPostToolUse: true, hookUserPromptSubmit: true,
+	hookStop: true, hookSessionStart: true}
 
 func parseHooks(raw map[string][]hookMatcher) (map[string][]hookMatcher, error) {
 	out := map[string][]hookMatcher{}
@@ -29,7 +42,7 @@ func parseHooks(raw map[string][]hookMatcher) (map[string][]hookMatcher, error) 
 			continue
 		}
 		if !supportedHooks[event] {
-			return nil, fmt.Errorf("initialize: hooks for %s are not supported by arbor (only PreToolUse); remove them or they would never run", event)
+			return nil, fmt.Errorf("initialize: hooks for %s are not supported by arbor (only PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart); remove them or they would never run", event)
 		}
 		for i := range ms {
 			m := &ms[i]
@@ -46,26 +59,35 @@ func parseHooks(raw map[string][]hookMatcher) (map[string][]hookMatcher, error) 
 	return out, nil
 }
 
-// matches reports whether the matcher selects the tool, by arbor's name
-// or Claude Code's.
-func (m hookMatcher) matches(name string) bool {
-	if m.re == nil {
+// matches reports whether the matcher selects target: a tool by arbor's
+// name or Claude Code's, or SessionStart's source.
+func (m hookMatcher) matches(target string) bool {
+	if m.re == nil || target == "" {
 		return true
 	}
-	cc := tool.ClaudeCodeName(name)
-	return m.re.MatchString(name) || (cc != "" && m.re.MatchString(cc))
+	cc := tool.ClaudeCodeName(target)
+	return m.re.MatchString(target) || (cc != "" && m.re.MatchString(cc))
 }
 
-// hookInput is what a PreToolUse callback receives.
+// hookInput is what a callback receives: the common fields and those of
+// its event (the SDK's HookInput types).
 type hookInput struct {
-	HookEventName  string          `json:"hook_event_name"`
-	SessionID      string          `json:"session_id"`
-	TranscriptPath string          `json:"transcript_path"`
-	Cwd            string          `json:"cwd"`
-	PermissionMode string          `json:"permission_mode"`
-	ToolName       string          `json:"tool_name"`
-	ToolInput      json.RawMessage `json:"tool_input"`
-	ToolUseID      string          `json:"tool_use_id"`
+	HookEventName  string `json:"hook_event_name"`
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	PermissionMode string `json:"permission_mode"`
+	// PreToolUse, PostToolUse
+	ToolName     string          `json:"tool_name,omitempty"`
+	ToolInput    json.RawMessage `json:"tool_input,omitempty"`
+	ToolResponse *string         `json:"tool_response,omitempty"`
+	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	// UserPromptSubmit
+	Prompt *string `json:"prompt,omitempty"`
+	// Stop
+	StopHookActive *bool `json:"stop_hook_active,omitempty"`
+	// SessionStart
+	Source string `json:"source,omitempty"`
 }
 
 // hookOutput is the part of a hook callback's answer arbor acts on.
@@ -78,11 +100,68 @@ type hookOutput struct {
 		PermissionDecision       string          `json:"permissionDecision,omitempty"` // allow, deny, ask
 		PermissionDecisionReason string          `json:"permissionDecisionReason,omitempty"`
 		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
+		AdditionalContext        string          `json:"additionalContext,omitempty"`
 	} `json:"hookSpecificOutput"`
 }
 
+// stops reports whether the output asks to stop (continue: false).
+func (o hookOutput) stops() bool { return o.Continue != nil && !*o.Continue }
+
+// hookVerdict is what the callbacks of one event said together.
+type hookVerdict struct {
+	block   bool   // decision "block" (or PreToolUse's deny)
+	stop    bool   // continue: false
+	reason  string // why, joined
+	context string // additionalContext, joined
+	input   json.RawMessage
+}
+
+// runHooks calls the client's callbacks for event whose matcher selects
+// target, in order, and sums up their answers. A callback that fails or
+// cannot be asked is an error: the caller refuses what it guarded.
+func (s *Server) runHooks(ctx context.Context, event, target string, in hookInput) (hookVerdict, error) {
+	s.mu.Lock()
+	ms := s.init.hooks[event]
+	s.mu.Unlock()
+	var v hookVerdict
+	for _, m := range ms {
+		if !m.matches(target) {
+			continue
+		}
+		for _, id := range m.HookCallbackIDs {
+			in.HookEventName, in.SessionID, in.Cwd = event, s.sessionID(), s.app.Workspace
+			in.PermissionMode = claudeMode(s.app.Permissions.Mode())
+			out, err := s.callHook(ctx, id, in.ToolUseID, in)
+			if err != nil {
+				return hookVerdict{}, err
+			}
+			hs := out.HookSpecificOutput
+			if out.Decision == "block" || hs.PermissionDecision == "deny" {
+				v.block = true
+			}
+			if out.stops() {
+				v.stop = true
+			}
+			v.reason = joinNonEmpty("; ", v.reason, hs.PermissionDecisionReason, out.Reason, out.StopReason)
+			v.context = joinNonEmpty("\n", v.context, hs.AdditionalContext)
+			if len(hs.UpdatedInput) > 0 && string(hs.UpdatedInput) != "null" {
+				v.input = hs.UpdatedInput
+				in.ToolInput = hs.UpdatedInput
+			}
+		}
+	}
+	return v, nil
+}
+
+// hasHooks reports whether the client registered callbacks for event.
+func (s *Server) hasHooks(event string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.init.hooks[event]) > 0
+}
+
 // hooked runs the client's PreToolUse hooks before the permission check
-// and the tool.
+// and the tool, and its PostToolUse hooks after the tool.
 type hooked struct {
 	tool.Tool
 	s *Server
@@ -92,37 +171,45 @@ func (s *Server) wrapHooks(t tool.Tool) tool.Tool { return &hooked{Tool: t, s: s
 
 func (h *hooked) Run(ctx context.Context, call tool.Call) tool.Result {
 	name := h.Info().Name
-	h.s.mu.Lock()
-	ms := h.s.init.hooks["PreToolUse"]
-	h.s.mu.Unlock()
-	for _, m := range ms {
-		if !m.matches(name) {
-			continue
-		}
-		for _, id := range m.HookCallbackIDs {
-			out, err := h.s.callHook(ctx, id, call.ID, hookInput{
-				HookEventName: "PreToolUse", SessionID: h.s.sessionID(), Cwd: h.s.app.Workspace,
-				PermissionMode: claudeMode(h.s.app.Permissions.Mode()), ToolName: name, ToolInput: call.Input, ToolUseID: call.ID,
-			})
-			if err != nil {
-				h.s.deny(name, call)
-				return tool.Errorf("the PreToolUse hook failed, so the call was not run: %v", err)
-			}
-			hs := out.HookSpecificOutput
-			if hs.PermissionDecision == "deny" || out.Decision == "block" || (out.Continue != nil && !*out.Continue) {
-				h.s.deny(name, call)
-				reason := joinNonEmpty("; ", hs.PermissionDecisionReason, out.Reason, out.StopReason)
-				if reason == "" {
-					reason = "no reason given"
-				}
-				return tool.Errorf("a PreToolUse hook denied this call: %s", reason)
-			}
-			if len(hs.UpdatedInput) > 0 && string(hs.UpdatedInput) != "null" {
-				call.Input = hs.UpdatedInput
-			}
-		}
+	v, err := h.s.runHooks(ctx, hookPreToolUse, name, hookInput{ToolName: name, ToolInput: call.Input, ToolUseID: call.ID})
+	if err != nil {
+		h.s.deny(name, call)
+		return tool.Errorf("the PreToolUse hook failed, so the call was not run: %v", err)
 	}
-	return h.Tool.Run(ctx, call)
+	if v.block || v.stop {
+		h.s.deny(name, call)
+		reason := v.reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		if v.stop {
+			h.s.runner.Cancel(hookStopped{event: hookPreToolUse, reason: v.reason})
+		}
+		return tool.Errorf("a PreToolUse hook denied this call: %s", reason)
+	}
+	if v.input != nil {
+		call.Input = v.input
+	}
+	res := h.Tool.Run(ctx, call)
+	if !h.s.hasHooks(hookPostToolUse) {
+		return res
+	}
+	content := res.Content
+	post, err := h.s.runHooks(ctx, hookPostToolUse, name, hookInput{ToolName: name, ToolInput: call.Input, ToolResponse: &content, ToolUseID: call.ID})
+	if err != nil {
+		res.Content += fmt.Sprintf("\n\n(the PostToolUse hook failed: %v)", err)
+		return res
+	}
+	if post.block {
+		res.Content += "\n\nPostToolUse hook feedback: " + post.reason
+	}
+	if post.context != "" {
+		res.Content += "\n\n" + post.context
+	}
+	if post.stop {
+		h.s.runner.Cancel(hookStopped{event: hookPostToolUse, reason: post.reason})
+	}
+	return res
 }
 
 // callHook sends a hook_callback request and waits for its answer, the
@@ -188,4 +275,90 @@ func (s *Server) hookAnswer(rid string, body json.RawMessage, subtype, errText s
 	}
 	ch <- r // buffered, one answer per request
 	return true
+}
+
+// hookStopped ends a turn a hook answered with continue: false.
+type hookStopped struct{ event, reason string }
+
+func (e hookStopped) Error() string {
+	if e.reason == "" {
+		return fmt.Sprintf("a %s hook stopped the turn (continue: false)", e.event)
+	}
+	return fmt.Sprintf("a %s hook stopped the turn: %s", e.event, e.reason)
+}
+
+// promptHooks runs the UserPromptSubmit hooks: a block or a stop refuses
+// the prompt (an error), additionalContext goes before it.
+func (s *Server) promptHooks(ctx context.Context, text string) (string, error) {
+	s.mu.Lock()
+	start := s.startContext
+	s.startContext = ""
+	s.mu.Unlock()
+	if !s.hasHooks(hookUserPromptSubmit) {
+		return joinNonEmpty("\n\n", start, text), nil
+	}
+	v, err := s.runHooks(ctx, hookUserPromptSubmit, "", hookInput{Prompt: &text})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
+	case v.block:
+		return "", fmt.Errorf("a UserPromptSubmit hook blocked the prompt: %s", orNoReason(v.reason))
+	case v.stop:
+		return "", hookStopped{event: hookUserPromptSubmit, reason: v.reason}
+	}
+	return joinNonEmpty("\n\n", start, v.context, text), nil
+}
+
+// maxStopBlocks bounds how often Stop hooks may send the agent back to
+// work in one turn (Claude Code tells them so with stop_hook_active).
+const maxStopBlocks = 8
+
+// stopHooks runs the Stop hooks when a turn completed: a block sends its
+// reason to the model as the next message and the turn goes on.
+func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Result) agent.Result {
+	if !s.hasHooks(hookStop) {
+		return res
+	}
+	for i := 0; res.Outcome == agent.OutcomeCompleted; i++ {
+		active := i > 0
+		v, err := s.runHooks(ctx, hookStop, "", hookInput{StopHookActive: &active})
+		if err != nil {
+			res.Outcome, res.Err = agent.OutcomeFailed, fmt.Errorf("the Stop hook failed: %w", err)
+			return res
+		}
+		if !v.block || v.stop {
+			return res
+		}
+		if i == maxStopBlocks {
+			res.Outcome, res.Err = agent.OutcomeFailed, fmt.Errorf("the Stop hooks blocked the end of the turn %d times; stopped", maxStopBlocks)
+			return res
+		}
+		steps := res.Steps
+		res = sess.Agent.Send(ctx, llm.UserText("Stop hook feedback: "+orNoReason(v.reason)))
+		res.Steps += steps
+	}
+	return res
+}
+
+// sessionHooks runs the SessionStart hooks for a new or resumed session;
+// their additionalContext goes before the first prompt.
+func (s *Server) sessionHooks(ctx context.Context, source string) error {
+	if !s.hasHooks(hookSessionStart) {
+		return nil
+	}
+	v, err := s.runHooks(ctx, hookSessionStart, source, hookInput{Source: source})
+	if err != nil {
+		return fmt.Errorf("the SessionStart hook failed: %w", err)
+	}
+	s.mu.Lock()
+	s.startContext = joinNonEmpty("\n\n", s.startContext, v.context)
+	s.mu.Unlock()
+	return nil
+}
+
+func orNoReason(r string) string {
+	if r == "" {
+		return "no reason given"
+	}
+	return r
 }

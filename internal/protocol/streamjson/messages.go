@@ -19,6 +19,9 @@ type userInput struct {
 	} `json:"message"`
 	SessionID    string        `json:"session_id,omitempty"`
 	ShellContext *shellContext `json:"shell_context,omitempty"`
+	// UUID, when the client stamps its message, is reported under an
+	// interrupt's still_queued while the message waits.
+	UUID string `json:"uuid,omitempty"`
 }
 
 type shellContext struct {

@@ -221,7 +221,9 @@ type driverOptions struct {
 	Options        map[string]any `json:"options,omitempty"`
 	CanUseTool     string         `json:"canUseTool,omitempty"`
 	PreToolUseDeny string         `json:"preToolUseDeny,omitempty"`
-	StopHook       bool           `json:"stopHook,omitempty"`
+	// RecordHooks adds, for each event named, a hook that records its
+	// call and lets everything go on.
+	RecordHooks []string `json:"recordHooks,omitempty"`
 }
 
 // sdkRun is what one driver run printed.

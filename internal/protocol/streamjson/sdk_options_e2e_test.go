@@ -125,13 +125,28 @@ func TestSDKOptions(t *testing.T) {
 		}
 	})
 
+	t.Run("hooks", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(shellCall("toolu_k1", "echo hi"), llmtest.Turn{Text: "done"})
+		r := h.driveOptions(t, srv, driverOptions{RecordHooks: []string{"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"},
+			Options: map[string]any{"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true}})
+		r.requireDone(t)
+		var got []string
+		for _, e := range r.driverEvents("hook") {
+			got = append(got, e.Message)
+		}
+		if strings.Join(got, " ") != "SessionStart UserPromptSubmit PostToolUse Stop" {
+			r.fatalf(t, "hooks called %q; want SessionStart UserPromptSubmit PostToolUse Stop, in that order", got)
+		}
+	})
+
 	t.Run("unsupported-hook", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(llmtest.Turn{Text: "never"})
-		r := h.driveOptions(t, srv, driverOptions{Prompt: "hi", Options: map[string]any{}, StopHook: true})
+		r := h.driveOptions(t, srv, driverOptions{Prompt: "hi", Options: map[string]any{}, RecordHooks: []string{"Notification"}})
 		// The SDK goes on after an initialize error, so the turn fails.
-		if res := r.result(t); !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "Stop") {
-			r.fatalf(t, "result is_error %v errors %q; want the refusal naming the Stop hook", res.IsError, res.Errors)
+		if res := r.result(t); !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "Notification") {
+			r.fatalf(t, "result is_error %v errors %q; want the refusal naming the Notification hook", res.IsError, res.Errors)
 		}
 		if n := len(srv.Requests()); n != 0 {
 			r.fatalf(t, "model requests = %d, want 0", n)

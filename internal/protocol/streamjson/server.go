@@ -117,6 +117,11 @@ type Server struct {
 	pending *messageLine
 	// raw is the Anthropic stream state of the subscriber.
 	raw rawStream
+	// queued are the uuids of the user messages waiting for their turn.
+	queued []string
+	// startContext is the SessionStart hooks' additionalContext, put
+	// before the next prompt.
+	startContext string
 	// hookCalls are the hook_callback requests waiting for an answer.
 	hookCalls map[string]chan hookReply
 
@@ -129,6 +134,8 @@ type Server struct {
 type userTurn struct {
 	text      string
 	sessionID string
+	uuid      string            // the client's, "" when it gave none
+	env       map[string]string // shell_context.env, for the turn's commands
 }
 
 // Serve runs the protocol until in ends (after finishing queued turns),
@@ -230,7 +237,11 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 			fmt.Fprintf(s.diag, "arbor: stream-json: line %d: %v\n", line.Number, err)
 			return false
 		}
-		s.submitTurn(userTurn{text: text, sessionID: u.SessionID})
+		t := userTurn{text: text, sessionID: u.SessionID, uuid: u.UUID}
+		if u.ShellContext != nil {
+			t.env = u.ShellContext.Env
+		}
+		s.submitTurn(t)
 	case typeControlRequest:
 		var req controlRequestIn
 		if err := line.Decode(&req); err != nil {
@@ -290,10 +301,42 @@ func (s *Server) submit(kind string, run func(ctx context.Context), refused func
 
 // submitTurn queues a user message; one refused gets an error result.
 func (s *Server) submitTurn(t userTurn) {
-	s.submit("turn", func(ctx context.Context) { s.turn(ctx, t) }, func(err error) {
+	s.queue(t.uuid, true)
+	s.submit("turn", func(ctx context.Context) {
+		s.queue(t.uuid, false)
+		s.turn(ctx, t)
+	}, func(err error) {
+		s.queue(t.uuid, false)
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 	})
+}
+
+// queue adds (or removes) the uuid of a user message waiting for its
+// turn, for the still_queued of an interrupt.
+func (s *Server) queue(uuid string, waiting bool) {
+	if uuid == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if waiting {
+		s.queued = append(s.queued, uuid)
+		return
+	}
+	for i, u := range s.queued {
+		if u == uuid {
+			s.queued = append(s.queued[:i], s.queued[i+1:]...)
+			return
+		}
+	}
+}
+
+// stillQueued lists the uuids of the user messages that wait for a turn.
+func (s *Server) stillQueued() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string{}, s.queued...)
 }
 
 // current returns the session, nil before one exists.
@@ -357,6 +400,13 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	s.mu.Lock()
 	s.sess = sess
 	s.mu.Unlock()
+	source := "startup"
+	if s.opts.Resume != "" {
+		source = "resume"
+	}
+	if err := s.sessionHooks(ctx, source); err != nil {
+		return nil, err
+	}
 	return sess, nil
 }
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
-	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // text flattens a user message's content (a string, or text blocks) and
@@ -74,7 +74,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	sess, err := s.session(ctx)
 	// A Claude Agent SDK client cannot answer auth_required (it says the
 	// subtype is unsupported): the error result names what to set instead.
-	if err != nil && !s.opts.ClaudeCode && (errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey)) {
+	if err != nil && !s.opts.ClaudeCode && needsAuth(err) {
 		if s.authenticate(ctx) {
 			sess, err = s.session(ctx)
 		}
@@ -87,12 +87,20 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	s.write(s.initMessage(sess.ID))
 
+	text, err := s.promptHooks(ctx, t.text)
+	if err != nil {
+		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+			Errors: []string{err.Error()}, SessionID: sess.ID, DurationMS: time.Since(start).Milliseconds(),
+			PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
+		return
+	}
 	before, _, _ := sess.Agent.Usage()
 	s.apiTime.Store(0)
 	s.mu.Lock()
 	s.denials, s.modelUsage = nil, map[string]modelUsage{}
 	s.mu.Unlock()
-	res := sess.Agent.Send(ctx, llm.UserText(t.text))
+	res := sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
+	res = s.stopHooks(ctx, sess, res)
 	s.events.Flush()
 	s.writePending()
 
@@ -116,6 +124,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	case agent.OutcomeCancelled:
 		if errors.Is(res.Err, errBudget) {
 			r.Subtype, r.IsError, r.Errors = "error_max_budget_usd", true, []string{res.Err.Error()}
+			break
+		}
+		var hs hookStopped
+		if errors.As(context.Cause(ctx), &hs) {
+			r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{hs.Error()}
 			break
 		}
 		// As Claude Code does, the transcript the client sees says so.

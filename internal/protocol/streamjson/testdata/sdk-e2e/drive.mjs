@@ -28,7 +28,8 @@
 //              adds a canUseTool callback that records each call and answers
 //              so; c.preToolUseDeny adds a PreToolUse hook (matcher
 //              c.preToolUseDeny) that records each call and denies it;
-//              c.stopHook adds a Stop hook that does nothing.
+//              c.recordHooks (event names) adds for each a hook that
+//              records its call and answers {}.
 import { query } from '@anthropic-ai/claude-agent-sdk';
 import { createInterface } from 'node:readline';
 
@@ -137,8 +138,16 @@ async function options(c) {
       }],
     };
   }
-  if (c.stopHook) {
-    opts.hooks = { ...(opts.hooks ?? {}), Stop: [{ hooks: [async () => ({})] }] };
+  for (const event of c.recordHooks ?? []) {
+    opts.hooks = {
+      ...(opts.hooks ?? {}),
+      [event]: [{
+        hooks: [async (input) => {
+          emit({ driver: 'hook', tool_name: input.tool_name, tool_use_id: input.tool_use_id, message: input.hook_event_name });
+          return {};
+        }],
+      }],
+    };
   }
   await collect(query({ prompt: c.prompt ?? 'Say hello', options: opts }));
 }

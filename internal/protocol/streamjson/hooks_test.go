@@ -1,0 +1,154 @@
+package streamjson_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+// hookCall is a hook_callback request as the client reads it.
+type hookCall struct {
+	RequestID string `json:"request_id"`
+	Request   struct {
+		Subtype    string `json:"subtype"`
+		CallbackID string `json:"callback_id"`
+		Input      struct {
+			HookEventName  string `json:"hook_event_name"`
+			SessionID      string `json:"session_id"`
+			ToolName       string `json:"tool_name"`
+			ToolResponse   string `json:"tool_response"`
+			Prompt         string `json:"prompt"`
+			StopHookActive *bool  `json:"stop_hook_active"`
+			Source         string `json:"source"`
+		} `json:"input"`
+	} `json:"request"`
+}
+
+// nextHook waits for the hook_callback of callback id, checks its event
+// and answers it with body.
+func (b *bundle) nextHook(id, event, body string) hookCall {
+	b.t.Helper()
+	o := b.Next(func(o out) bool { return o.Type == "control_request" && o.Request.Subtype == "hook_callback" })
+	var h hookCall
+	if err := json.Unmarshal([]byte(o.raw), &h); err != nil {
+		b.t.Fatal(err)
+	}
+	if h.Request.CallbackID != id || h.Request.Input.HookEventName != event || h.Request.Input.SessionID == "" {
+		b.t.Fatalf("hook_callback %s; want callback %s for %s with the session id", o.raw, id, event)
+	}
+	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + h.RequestID + `","response":` + body + `}}`)
+	return h
+}
+
+// userTexts is the text of the request's last user message.
+func lastUserText(req llmtest.Request) string {
+	var text string
+	for _, m := range req.Messages {
+		if m.Role != llm.RoleUser {
+			continue
+		}
+		text = ""
+		for _, p := range m.Parts {
+			switch {
+			case p.Type == llm.PartText:
+				text += p.Text
+			case p.Type == llm.PartToolResult && p.ToolResult != nil:
+				text += p.ToolResult.Content
+			}
+		}
+	}
+	return text
+}
+
+const allHooks = `{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize","hooks":{
+"SessionStart":[{"hookCallbackIds":["ss"]}],
+"UserPromptSubmit":[{"hookCallbackIds":["ups"]}],
+"PreToolUse":[{"matcher":"Bash","hookCallbackIds":["pre"]}],
+"PostToolUse":[{"matcher":"shell","hookCallbackIds":["post"]}],
+"Stop":[{"hookCallbackIds":["stop"]}]}}}`
+
+// TestHooks: each hook event the Claude Agent SDK registers is called
+// back at its point of the turn, and what it answers takes effect:
+// SessionStart's and UserPromptSubmit's additionalContext reach the
+// model, PostToolUse's block reason follows the tool result, and a Stop
+// hook that blocks sends the agent back to work with stop_hook_active.
+func TestHooks(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_1", Name: "shell", Input: map[string]any{"command": "echo hi"}}}},
+		llmtest.Turn{Text: "done"},
+		llmtest.Turn{Text: "really done"},
+	)
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{mode: "trust"})
+	b.Send(strings.ReplaceAll(allHooks, "\n", ""))
+	if r := b.Next(typ("control_response", "")); r.Response.Subtype != "success" {
+		t.Fatalf("initialize %s", r.raw)
+	}
+	if h := b.nextHook("ss", "SessionStart", `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"CTX-START"}}`); h.Request.Input.Source != "startup" {
+		t.Fatalf("SessionStart source %q, want startup", h.Request.Input.Source)
+	}
+	b.Send(user("hi there"))
+	if h := b.nextHook("ups", "UserPromptSubmit", `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"CTX-PROMPT"}}`); h.Request.Input.Prompt != "hi there" {
+		t.Fatalf("UserPromptSubmit prompt %q", h.Request.Input.Prompt)
+	}
+	b.nextHook("pre", "PreToolUse", `{}`)
+	if h := b.nextHook("post", "PostToolUse", `{"decision":"block","reason":"POST-FEEDBACK"}`); !strings.Contains(h.Request.Input.ToolResponse, "hi") {
+		t.Fatalf("PostToolUse tool_response %q, want the command's output", h.Request.Input.ToolResponse)
+	}
+	if h := b.nextHook("stop", "Stop", `{"decision":"block","reason":"KEEP-GOING"}`); h.Request.Input.StopHookActive == nil || *h.Request.Input.StopHookActive {
+		t.Fatalf("first Stop hook: stop_hook_active %v, want false", h.Request.Input.StopHookActive)
+	}
+	if h := b.nextHook("stop", "Stop", `{}`); h.Request.Input.StopHookActive == nil || !*h.Request.Input.StopHookActive {
+		t.Fatal("second Stop hook: stop_hook_active is not true")
+	}
+	if r := b.Next(typ("result", "")); r.IsError || r.Result != "really done" {
+		t.Fatalf("result %s", r.raw)
+	}
+	b.Close()
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests = %d, want 3", len(reqs))
+	}
+	if got := lastUserText(reqs[0]); !strings.Contains(got, "CTX-START") || !strings.Contains(got, "CTX-PROMPT") || !strings.Contains(got, "hi there") {
+		t.Fatalf("first prompt %q; want both hooks' context and the prompt", got)
+	}
+	if got := lastUserText(reqs[1]); !strings.Contains(got, "POST-FEEDBACK") {
+		t.Fatalf("tool result %q; want the PostToolUse hook's reason", got)
+	}
+	if got := lastUserText(reqs[2]); !strings.Contains(got, "KEEP-GOING") {
+		t.Fatalf("message after the Stop hook %q; want its reason", got)
+	}
+}
+
+// TestHookBlocks: a UserPromptSubmit hook that blocks keeps the prompt
+// from the model (an error result with its reason); a PreToolUse hook
+// that answers continue: false stops the call and ends the turn.
+func TestHookBlocks(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_1", Name: "shell", Input: map[string]any{"command": "echo hi > a.txt"}}}},
+		llmtest.Turn{Text: "never"},
+	)
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{mode: "trust"})
+	b.Send(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize","hooks":{"UserPromptSubmit":[{"hookCallbackIds":["ups"]}],"PreToolUse":[{"hookCallbackIds":["pre"]}]}}}`)
+	b.Send(user("secret"))
+	b.nextHook("ups", "UserPromptSubmit", `{"decision":"block","reason":"NOT-THIS"}`)
+	if r := b.Next(typ("result", "")); !r.IsError || !strings.Contains(strings.Join(r.Errors, " "), "NOT-THIS") {
+		t.Fatalf("result %s; want an error naming the hook's reason", r.raw)
+	}
+	b.Send(user("fine"))
+	b.nextHook("ups", "UserPromptSubmit", `{}`)
+	b.nextHook("pre", "PreToolUse", `{"continue":false,"stopReason":"HALT"}`)
+	if r := b.Next(typ("result", "")); !r.IsError || !strings.Contains(strings.Join(r.Errors, " "), "HALT") {
+		t.Fatalf("result %s; want an error naming the stop reason", r.raw)
+	}
+	b.Close()
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("model requests = %d, want 1 (the blocked prompt never reached the model, the stopped turn called it once)", n)
+	}
+}
