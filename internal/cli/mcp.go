@@ -153,6 +153,9 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	}
 	switch {
 	case node != 0:
+		if _, err := a.Store.GetRun(ctx, f.run); err != nil {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", f.run, err)}
+		}
 		o.Node = node
 		o.NodeTools = func(ctx context.Context) ([]tool.Tool, error) { return remoteTools(ctx, a, e, f.run, node) }
 	case f.run != "":
