@@ -33,6 +33,12 @@ type mcpFlags struct {
 	node  string
 	goal  string
 	yes   bool
+
+	budget      float64
+	maxTokens   int64
+	maxParallel int
+	nodeTimeout time.Duration
+	maxTurns    int
 }
 
 func newMCPCmd(g *globals, s Streams) *cobra.Command {
@@ -73,6 +79,11 @@ or ` + tokenEnv + `); requests without it get 401.`,
 	fl.StringVar(&f.node, "node", "", "with --run: act as this node (#N) of a run another process drives")
 	fl.StringVar(&f.goal, "goal", "", "the goal (title) of the run the first spawn creates")
 	fl.BoolVarP(&f.yes, "yes", "y", false, "grant approvals the children's tool calls need (deny rules and workspace limits still apply)")
+	fl.Float64Var(&f.budget, "budget", 0, "for a new run: stop it when it has cost this many US dollars (0 = no limit)")
+	fl.Int64Var(&f.maxTokens, "max-tokens", 0, "for a new run: stop it when it has used this many tokens (0 = no limit)")
+	fl.IntVar(&f.maxParallel, "max-parallel", 8, "for a new run: agents running at once")
+	fl.DurationVar(&f.nodeTimeout, "node-timeout", 0, "for a new run: fail a node whose agent runs longer than this (0 = no limit)")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
 	cmd.AddCommand(newMCPListCmd(g))
 	return cmd
 }
@@ -102,7 +113,7 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 		return err
 	}
 	defer a.Close()
-	e, m, err := a.Engine("", 0)
+	e, m, err := a.Engine("", f.maxTurns)
 	if err != nil {
 		return classify(err)
 	}
@@ -128,7 +139,8 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	open := func(ctx context.Context, id string) (*tree.Host, error) {
 		hosted.Lock()
 		defer hosted.Unlock()
-		h, err := e.Host(ctx, tree.HostOptions{ID: id, Title: f.goal, Model: m.Ref.Ref, Workspace: a.Workspace})
+		h, err := e.Host(ctx, tree.HostOptions{ID: id, Title: f.goal, Model: m.Ref.Ref, Workspace: a.Workspace,
+			MaxParallel: f.maxParallel, BudgetUSD: f.budget, MaxTokens: f.maxTokens, NodeTimeout: f.nodeTimeout})
 		if err != nil {
 			return nil, err
 		}
@@ -142,6 +154,9 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	}
 	switch {
 	case node != 0:
+		if _, err := a.Store.GetRun(ctx, f.run); err != nil {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", f.run, err)}
+		}
 		o.Node = node
 		o.NodeTools = func(ctx context.Context) ([]tool.Tool, error) { return remoteTools(ctx, a, e, f.run, node) }
 	case f.run != "":

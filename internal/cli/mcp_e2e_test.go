@@ -114,6 +114,9 @@ func TestMCPRootNodeAndLease(t *testing.T) {
 		t.Fatalf("complete: %s", text)
 	}
 	_ = again.Close()
+	if out := e.run("mcp", "-m", model, "--run", "no-such-run", "--node", "#2"); out.code != 1 || !strings.Contains(out.stderr, "no-such-run") {
+		t.Fatalf("node of an unknown run: exit %d, %s", out.code, out.stderr)
+	}
 	// A node of a run nobody drives cannot act.
 	idle := e.mcpClient(t, "mcp", "-m", model, "--run", run, "--node", "#2")
 	if text, isErr := mcpCall(t, idle, "read_tree", nil); !isErr || !strings.Contains(text, "not being driven") {

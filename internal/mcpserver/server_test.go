@@ -322,3 +322,45 @@ func TestWaitTimesOutAndIsCancellable(t *testing.T) {
 		t.Fatalf("wait for an unknown node: %q (error %v)", text, isErr)
 	}
 }
+
+// TestRootRunBudget: a run an MCP client hosts has arbor's budgets: when
+// its children spent the run's tokens, the run ends and wait says so.
+func TestRootRunBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, treetest.Responder(treetest.Script{2: {
+		{ToolCalls: []llmtest.ToolCall{treetest.Call("read_tree", map[string]any{})}, Usage: llmtest.Usage{Input: 1500, Output: 500}},
+		treetest.Complete("never reached"),
+	}}))
+	ok := okf(t)
+	var host *tree.Host
+	s := mcpserver.New(mcpserver.Options{Version: "test", Engine: b.engine, Store: b.app.Store, Bus: b.app.Bus,
+		Create: func(ctx context.Context) (*tree.Host, error) {
+			h, err := b.engine.Host(ctx, tree.HostOptions{ID: "run-budget", Workspace: b.app.Workspace, MaxTokens: 1000})
+			if err == nil {
+				h.Start()
+				host = h
+			}
+			return h, err
+		}})
+	t.Cleanup(func() {
+		if host != nil {
+			host.Close()
+		}
+		s.Close()
+	})
+	cs := b.client(t, s, nil)
+	ok(call(t, cs, "spawn", map[string]any{"goal": "expensive", "prompt": "x"}))
+	text := ok(call(t, cs, "wait", nil))
+	if !strings.Contains(text, "The run has ended (budget") || !strings.Contains(text, "budget exhausted") {
+		t.Fatalf("wait: %s", text)
+	}
+	r, err := b.app.Store.GetRun(b.ctx, "run-budget")
+	if err != nil || r.Status != store.RunBudget {
+		t.Fatalf("run %+v (%v), want status budget", r, err)
+	}
+	for _, req := range b.srv.Requests() {
+		if treetest.NodeOf(req) == 2 && treetest.Turns(req) > 0 {
+			t.Fatalf("#2 called the model again after the budget was spent")
+		}
+	}
+}

@@ -238,6 +238,9 @@ func (h *Host) externalOnly() []tool.Tool {
 			defer cancel()
 			progress, _ := ctx.Value(progressKey{}).(func(WaitProgress))
 			views, err := h.Wait(wctx, refs(a.IDs), progress)
+			if end := h.endText(); end != "" && err == nil {
+				return tool.Result{Content: waitReport(views, end)}
+			}
 			switch {
 			case errors.Is(err, errWaitTimeout):
 				return tool.Result{Content: waitReport(views, fmt.Sprintf("Timed out after %gs: ", d.Seconds()))}
@@ -286,4 +289,20 @@ func waitReport(views []NodeView, prefix string) string {
 		}
 	}
 	return b.String()
+}
+
+// endText says how the hosted run ended ("" while it has not): a run
+// whose budget is spent ends with its children where they are.
+func (h *Host) endText() string {
+	r := h.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.finished {
+		return ""
+	}
+	text := fmt.Sprintf("The run has ended (%s", r.meta.Status)
+	if r.meta.Error != "" {
+		text += ": " + r.meta.Error
+	}
+	return text + ").\n"
 }

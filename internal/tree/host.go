@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/store"
@@ -39,6 +40,11 @@ type HostOptions struct {
 	Workspace   string
 	Mode        string
 	MaxParallel int
+	// BudgetUSD, MaxTokens and NodeTimeout are the run's limits, as for
+	// RunOptions; they apply when the run is created.
+	BudgetUSD   float64
+	MaxTokens   int64
+	NodeTimeout time.Duration
 }
 
 // Host drives a hosted run from Start until Close.
@@ -119,7 +125,8 @@ func (e *Engine) createHosted(ctx context.Context, o HostOptions) error {
 	}
 	r := store.Run{
 		ID: o.ID, Goal: title, Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
-		Mode: o.Mode, MaxParallel: o.MaxParallel, CreatedAt: now, UpdatedAt: now,
+		Mode: o.Mode, MaxParallel: o.MaxParallel, BudgetUSD: o.BudgetUSD, MaxTokens: o.MaxTokens,
+		NodeTimeout: o.NodeTimeout.Milliseconds(), CreatedAt: now, UpdatedAt: now,
 	}
 	if err := e.o.Store.CreateRun(ctx, r); err != nil {
 		return fmt.Errorf("create hosted run: %w", err)
