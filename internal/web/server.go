@@ -178,6 +178,8 @@ func statusOf(err error) int {
 	case errors.As(err, &held), errors.Is(err, tree.ErrNotDriven), errors.Is(err, tree.ErrBadState),
 		errors.Is(err, tree.ErrRunActive), errors.Is(err, tree.ErrHosted), errors.Is(err, agent.ErrUnknownInteraction), errors.Is(err, store.ErrConflict):
 		return http.StatusConflict
+	case errors.Is(err, ErrStopping):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, agent.ErrWrongResponse), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
 	}
