@@ -94,6 +94,13 @@ func New(o Options) *Server {
 // subscription closed. Safe to call twice.
 func (s *Server) Close() { s.hub.close() }
 
+// Clients is the number of event streams open now.
+func (s *Server) Clients() int {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return len(s.hub.clients)
+}
+
 // Handler is the server's root handler.
 func (s *Server) Handler() http.Handler { return s.withAuth(s.guard(s.mux)) }
 
