@@ -129,7 +129,9 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 			calls(call("write_file", map[string]any{"path": "c.txt", "content": "three"})),
 			complete("written"),
 		},
-		3: {calls(call("ask_user", map[string]any{"question": "sleeper waits"}))},
+		// After its resume the sleeper asks again, so it is still running
+		// when it is stopped.
+		3: {calls(call("ask_user", map[string]any{"question": "sleeper waits"})), calls(call("ask_user", map[string]any{"question": "sleeper waits again"}))},
 	}, setupOpts{mode: "default"})
 	var started web.Started
 	b.mustDo("POST", "/api/runs", web.NewRun{Goal: "write things"}, &started)
