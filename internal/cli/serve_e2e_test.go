@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
 // TestServeRefusesNonLoopbackWithoutToken: arbor serve on all interfaces
@@ -73,6 +76,93 @@ func TestServeWithToken(t *testing.T) {
 	if res, err := http.Get(link); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("printed link: %v %v", res, err)
 	}
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("serve after SIGINT: %v\n%s", err, errb.String())
+	}
+}
+
+// TestServeRunAnsweredFromShell: a run started from the web API is driven
+// by the serve process, which serves its answer socket: `arbor answer`
+// from another shell reaches it, as it reaches `arbor run`.
+func TestServeRunAnsweredFromShell(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
+		1: {
+			treetest.Calls(treetest.Call("ask", map[string]any{"question": "Which region?"})),
+			treetest.Complete("draft"),
+			treetest.Complete("deploy to eu"),
+		},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+	defer cancel()
+	c := e.cmd(ctx, "serve", "--addr", "127.0.0.1:0", "--model", model)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no link printed: %v %s", err, errb.String())
+	}
+	base := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "arbor: serving on "), "/")
+	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"goal":"pick a region"}`))
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("start: %v %v", res, err)
+	}
+	var started struct{ ID string }
+	if err := json.NewDecoder(res.Body).Decode(&started); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	events, err := http.Get(base + "/api/runs/" + started.ID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Body.Close()
+	frames := bufio.NewScanner(events.Body)
+	waitFor := func(want ...string) {
+		t.Helper()
+		for frames.Scan() {
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(frames.Text(), w)
+			}
+			if ok {
+				return
+			}
+		}
+		t.Fatalf("stream ended before %q: %v", want, frames.Err())
+	}
+	var tree struct {
+		Nodes []struct {
+			ID    int64
+			State string
+		}
+	}
+	r2, err := http.Get(base + "/api/runs/" + started.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(r2.Body).Decode(&tree)
+	r2.Body.Close()
+	if len(tree.Nodes) < 2 || tree.Nodes[1].State != "active" {
+		waitFor(`"id":2`, `"state":"active"`)
+	}
+	if o := e.run("answer", started.ID, "#2", "eu"); o.code != 0 || !strings.Contains(o.stdout, "delivered to the running process") {
+		t.Fatalf("answer: %d %q %q", o.code, o.stdout, o.stderr)
+	}
+	waitFor(`"outcome":"complete"`, "deploy to eu")
 	if err := c.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

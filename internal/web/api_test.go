@@ -35,10 +35,12 @@ func TestRunLifecycleOverAPI(t *testing.T) {
 	t.Parallel()
 	b := setup(t, askTree())
 	var started web.Started
+	sawTool := false
 	if code := b.do("POST", "/api/runs", web.NewRun{Goal: "Should we migrate?", MaxTokens: 1_000_000}, &started); code != http.StatusCreated || started.ID == "" {
 		t.Fatalf("start: %d %+v", code, started)
 	}
 	s := b.stream(started.ID)
+	act := b.streamQuery(started.ID, "activity=4")
 	b.waitNode(s, started.ID, 3, "active")
 	d := b.run(started.ID)
 	if d.Status != "running" || !d.Here || len(d.Nodes) != 4 {
@@ -56,7 +58,31 @@ func TestRunLifecycleOverAPI(t *testing.T) {
 	}
 	b.mustDo("POST", "/api/runs/"+started.ID+"/nodes/3/answer", web.AnswerRequest{Answer: "10K-100K"}, nil)
 	s.until(t, "#4 active", func(f sseFrame) bool { return nodeFrame(f, 4, "active") })
-	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" && strings.Contains(f.Data, `"outcome":"complete"`) })
+	for {
+		f := s.next(t)
+		if f.Event == "tool" || f.Event == "usage" || f.Event == "message" {
+			t.Fatalf("activity frame on a stream that did not ask for it: %+v", f)
+		}
+		if f.Event == "run" && strings.Contains(f.Data, `"outcome":"complete"`) {
+			break
+		}
+	}
+	// The stream that asked for #4's activity saw its tool call, and no
+	// other node's.
+	for f := act.next(t); f.Event != "run"; f = act.next(t) {
+		if f.Event == "tool" || f.Event == "usage" {
+			var a web.ActivityFrame
+			if err := json.Unmarshal([]byte(f.Data), &a); err != nil || a.Node != 4 {
+				t.Fatalf("activity of another node: %s", f.Data)
+			}
+			if f.Event == "tool" && a.Tool == "complete" {
+				sawTool = true
+			}
+		}
+	}
+	if !sawTool {
+		t.Fatal("no tool frame of #4 on its activity stream")
+	}
 
 	d = b.run(started.ID)
 	if d.Status != "complete" || d.Result != "RECOMMENDATION: migrate" || d.Tokens == 0 {
@@ -103,7 +129,9 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 			calls(call("write_file", map[string]any{"path": "c.txt", "content": "three"})),
 			complete("written"),
 		},
-		3: {calls(call("ask_user", map[string]any{"question": "sleeper waits"}))},
+		// After its resume the sleeper asks again, so it is still running
+		// when it is stopped.
+		3: {calls(call("ask_user", map[string]any{"question": "sleeper waits"})), calls(call("ask_user", map[string]any{"question": "sleeper waits again"}))},
 	}, setupOpts{mode: "default"})
 	var started web.Started
 	b.mustDo("POST", "/api/runs", web.NewRun{Goal: "write things"}, &started)

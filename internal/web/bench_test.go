@@ -36,21 +36,31 @@ func BenchmarkRunWithSSEClients(b *testing.B) {
 		runs++
 	}
 	b.StopTimer()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	withClients := heapInuse()
+	busy.closeClients()
+	perClient := (float64(withClients) - float64(heapInuse())) / clients
 	n := float64(runs)
 	b.ReportMetric(float64(tQuiet.Milliseconds())/n, "ms/run-0-clients")
 	b.ReportMetric(float64(tBusy.Milliseconds())/n, "ms/run-50-clients")
 	b.ReportMetric(float64(tBusy)/float64(tQuiet), "ratio")
-	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "live-heap-MB")
+	b.ReportMetric(float64(withClients)/(1<<20), "live-heap-MB")
+	b.ReportMetric(perClient/1024, "heap-KB/client")
 	b.ReportMetric(float64(busy.read.Load())/1024/float64(clients)/n, "KB/client")
 }
 
 type benchServer struct {
 	*bundle
-	finished chan string
-	read     atomic.Int64 // bytes the clients received
+	finished     chan string
+	read         atomic.Int64 // bytes the clients received
+	closeClients func()       // disconnects the clients and waits for them
+}
+
+// heapInuse is the heap in use after a GC.
+func heapInuse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }
 
 func newBenchServer(b *testing.B, children, clients int) *benchServer {
@@ -68,7 +78,16 @@ func newBenchServer(b *testing.B, children, clients int) *benchServer {
 			res.Body.Close()
 		})
 	}
-	b.Cleanup(func() { cancel(); readers.Wait() })
+	s.closeClients = func() {
+		cancel()
+		readers.Wait()
+		// The server's handlers see the disconnect on their next write
+		// or keep-alive; wait until the hub let go of every client.
+		for s.web.Clients() > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	b.Cleanup(s.closeClients)
 	sub := s.app.Bus.Subscribe(func(ev agent.Event) {
 		if f, ok := ev.(*tree.RunFinished); ok {
 			s.finished <- f.RunID

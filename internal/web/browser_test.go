@@ -96,7 +96,7 @@ func TestBrowserSteersRun(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(b.ws, "report.txt")); err != nil || string(got) != "the report" {
 		t.Fatalf("report.txt: %q %v", got, err)
 	}
-	for _, shot := range []string{"run-start.png", "run-approved.png", "run-complete.png", "run-phone.png"} {
+	for _, shot := range []string{"run-start.png", "run-approved.png", "run-complete.png", "run-phone.png", "node-2.png"} {
 		if fi, err := os.Stat(filepath.Join(artifacts, shot)); err != nil || fi.Size() == 0 {
 			t.Fatalf("screenshot %s: %v", shot, err)
 		}

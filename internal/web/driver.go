@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -35,8 +36,9 @@ type Driver struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // one per drive
 
-	mu      sync.Mutex // guards engines
+	mu      sync.Mutex // guards engines, stopped and adding to wg
 	engines map[string]*tree.Engine
+	stopped bool
 }
 
 // NewDriver returns a driver whose drives last until Stop.
@@ -52,9 +54,15 @@ func NewDriver(o DriverOptions) *Driver {
 // interrupted, ready for arbor resume) and waits for them. Safe to call
 // twice.
 func (d *Driver) Stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
 }
+
+// ErrStopping refuses to drive a run once the server is stopping.
+var ErrStopping = errors.New("server is stopping")
 
 func (d *Driver) engine(runID string) *tree.Engine {
 	d.mu.Lock()
@@ -110,10 +118,7 @@ func (d *Driver) Resume(ctx context.Context, runID string) error {
 // is live (its lease held) or failed to start.
 func (d *Driver) drive(ctx context.Context, e *tree.Engine, id string) error {
 	started := make(chan error, 1)
-	d.mu.Lock()
-	d.engines[id] = e
-	d.mu.Unlock()
-	d.wg.Go(func() {
+	err := d.launch(id, e, func() {
 		defer func() {
 			d.mu.Lock()
 			if d.engines[id] == e {
@@ -139,12 +144,28 @@ func (d *Driver) drive(ctx context.Context, e *tree.Engine, id string) error {
 			}
 		}
 	})
+	if err != nil {
+		return err
+	}
 	select {
 	case err := <-started:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// launch registers e as the engine of run id and runs drive on a
+// goroutine the driver waits for, unless the driver is stopping.
+func (d *Driver) launch(id string, e *tree.Engine, drive func()) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return fmt.Errorf("drive %s: %w", id, ErrStopping)
+	}
+	d.engines[id] = e
+	d.wg.Go(drive)
+	return nil
 }
 
 // Answer answers ask node id: through this process's engine when it

@@ -69,6 +69,9 @@ type ResyncFrame struct {
 type frame struct {
 	run  string // "" for frames every client gets
 	data []byte
+	// node is set for activity frames (tool, tool_done, message, usage),
+	// which go only to clients that asked for them.
+	node int64
 }
 
 // hub turns bus events into frames and hands them to the SSE clients.
@@ -102,11 +105,14 @@ type route struct {
 // full the frame is dropped and lagged set, and the stream's writer sends
 // a resync frame instead of what it missed.
 type client struct {
-	run    string // "" = every run
-	ch     chan frame
-	kick   chan struct{} // room for one "lagged"
-	mu     sync.Mutex    // guards lagged
-	lagged bool
+	run string // "" = every run
+	// activity: which activity frames the client gets: none (0), one
+	// node's (its id) or every node's (-1).
+	activity int64
+	ch       chan frame
+	kick     chan struct{} // room for one "lagged"
+	mu       sync.Mutex    // guards lagged
+	lagged   bool
 }
 
 func newHub(bus *agent.Bus, st store.Store, qlen int, steer Steerer) *hub {
@@ -127,8 +133,8 @@ func (h *hub) close() {
 	})
 }
 
-func (h *hub) join(run string) *client {
-	c := &client{run: run, ch: make(chan frame, h.qlen), kick: make(chan struct{}, 1)}
+func (h *hub) join(run string, activity int64) *client {
+	c := &client{run: run, activity: activity, ch: make(chan frame, h.qlen), kick: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -149,7 +155,7 @@ func (h *hub) send(f frame) {
 	h.mu.Lock()
 	targets := make([]*client, 0, len(h.clients))
 	for c := range h.clients {
-		if c.run == "" || f.run == "" || c.run == f.run {
+		if (c.run == "" || f.run == "" || c.run == f.run) && (f.node == 0 || c.activity == -1 || c.activity == f.node) {
 			targets = append(targets, c)
 		}
 	}
@@ -213,20 +219,20 @@ func (h *hub) handle(ev agent.Event) {
 		h.emit(e.Seq, "resolved", rt.run, InteractionFrame{RunID: rt.run, Node: rt.node, ID: e.ID, Resolution: e.Resolution})
 	case *agent.ToolCallStarted:
 		if rt := h.route(m.SessionID); rt.node != 0 {
-			h.emit(e.Seq, "tool", rt.run, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool})
+			h.emitActivity(e.Seq, "tool", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool})
 		}
 	case *agent.ToolCallFinished:
 		if rt := h.route(m.SessionID); rt.node != 0 {
-			h.emit(e.Seq, "tool_done", rt.run, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
+			h.emitActivity(e.Seq, "tool_done", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
 		}
 	case *agent.AssistantMessage:
 		if rt := h.route(m.SessionID); rt.node != 0 {
-			h.emit(e.Seq, "message", rt.run, ActivityFrame{RunID: rt.run, Node: rt.node, TextSize: len(e.Message.Text())})
+			h.emitActivity(e.Seq, "message", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, TextSize: len(e.Message.Text())})
 		}
 	case *agent.UsageUpdated:
 		if rt := h.route(m.SessionID); rt.node != 0 {
 			u := e.Total
-			h.emit(e.Seq, "usage", rt.run, ActivityFrame{RunID: rt.run, Node: rt.node, Usage: &u, CostUSD: e.TotalCost})
+			h.emitActivity(e.Seq, "usage", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, Usage: &u, CostUSD: e.TotalCost})
 		}
 	}
 }
@@ -256,6 +262,11 @@ func (h *hub) emit(seq uint64, event, run string, v any) {
 		return
 	}
 	h.send(frame{run: run, data: encodeFrame(seq, event, v)})
+}
+
+// emitActivity is emit for an activity frame of node.
+func (h *hub) emitActivity(seq uint64, event, run string, node int64, v any) {
+	h.send(frame{run: run, node: node, data: encodeFrame(seq, event, v)})
 }
 
 func encodeFrame(seq uint64, event string, v any) []byte {

@@ -24,8 +24,8 @@ func TestLaggingClientIsResynced(t *testing.T) {
 	bus := agent.NewBus()
 	s := New(Options{Store: st, Bus: bus, Interactions: agent.NewBroker(bus), QueueLen: 4})
 	t.Cleanup(s.Close)
-	stuck := s.hub.join("r1")
-	other := s.hub.join("r2")
+	stuck := s.hub.join("r1", 0)
+	other := s.hub.join("r2", 0)
 	const events = 10_000
 	for i := range events {
 		bus.Publish(&tree.NodeChanged{RunID: "r1", From: tree.StatePending, Node: tree.NodeView{ID: int64(i + 1), State: tree.StateActive}})

@@ -76,7 +76,7 @@ func (s *Server) pageError(w http.ResponseWriter, err error) {
 
 func (s *Server) pageRuns(w http.ResponseWriter, r *http.Request) {
 	seq := s.o.Bus.Seq()
-	runs, err := s.listRuns(r.Context(), 200)
+	runs, err := s.listRuns(r.Context(), 50)
 	if err != nil {
 		s.pageError(w, err)
 		return
@@ -89,7 +89,7 @@ func (s *Server) pageRuns(w http.ResponseWriter, r *http.Request) {
 	for _, sum := range runs {
 		row := runRow{RunSummary: sum, Age: ago(now.Sub(sum.CreatedAt)), Cost: money{Known: true}}
 		// The list shows the cost of each run's nodes; it reads their
-		// sessions, so it is bounded by the page's 200 runs.
+		// sessions, so the page shows the newest 50 runs.
 		if nodes, err := s.o.Store.Nodes(r.Context(), sum.ID); err == nil {
 			for _, n := range nodes {
 				if n.SessionID == "" {

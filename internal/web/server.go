@@ -94,6 +94,13 @@ func New(o Options) *Server {
 // subscription closed. Safe to call twice.
 func (s *Server) Close() { s.hub.close() }
 
+// Clients is the number of event streams open now.
+func (s *Server) Clients() int {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return len(s.hub.clients)
+}
+
 // Handler is the server's root handler.
 func (s *Server) Handler() http.Handler { return s.withAuth(s.guard(s.mux)) }
 
@@ -178,6 +185,8 @@ func statusOf(err error) int {
 	case errors.As(err, &held), errors.Is(err, tree.ErrNotDriven), errors.Is(err, tree.ErrBadState),
 		errors.Is(err, tree.ErrRunActive), errors.Is(err, tree.ErrHosted), errors.Is(err, agent.ErrUnknownInteraction), errors.Is(err, store.ErrConflict):
 		return http.StatusConflict
+	case errors.Is(err, ErrStopping):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, agent.ErrWrongResponse), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
 	}

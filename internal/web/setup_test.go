@@ -186,8 +186,14 @@ type stream struct {
 
 func (b *bundle) stream(run string) *stream {
 	b.t.Helper()
+	return b.streamQuery(run, "")
+}
+
+// streamQuery opens run's stream with a query string ("activity=all").
+func (b *bundle) streamQuery(run, query string) *stream {
+	b.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", b.http.URL+"/api/runs/"+run+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.http.URL+"/api/runs/"+run+"/events?"+query, nil)
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}

@@ -2,8 +2,11 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/tree"
 )
 
 // Stream timing.
@@ -19,16 +22,30 @@ const (
 )
 
 // apiEvents streams a run's frames ("/api/runs/-/events": every run's).
-// It writes only on the request's goroutine; the hub never waits for it.
+// Activity frames come only with ?activity=all or ?activity=NODE. It
+// writes only on the request's goroutine; the hub never waits for it.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	run := r.PathValue("id")
+	var activity int64
+	switch a := r.URL.Query().Get("activity"); a {
+	case "", "none":
+	case "all":
+		activity = -1
+	default:
+		id, err := tree.ParseID(a)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("activity %q: want all, none or a node id", a))
+			return
+		}
+		activity = id
+	}
 	if run == "-" {
 		run = ""
 	} else if _, err := s.o.Store.GetRun(r.Context(), run); err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}
-	c := s.hub.join(run)
+	c := s.hub.join(run, activity)
 	if c == nil {
 		writeError(w, http.StatusServiceUnavailable, errors.New("server is shutting down"))
 		return

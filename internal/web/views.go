@@ -80,7 +80,8 @@ type NodeDetail struct {
 }
 
 // summary reads r's owner and shows a run left "running" by a dead
-// process as interrupted, as `arbor runs` does.
+// process as interrupted, as `arbor runs` does, and an interrupted run
+// that a live owner just took up as running.
 func (s *Server) summary(ctx context.Context, r store.Run) RunSummary {
 	sum := RunSummary{ID: r.ID, Goal: r.Goal, Status: r.Status, Model: r.Model, BudgetUSD: r.BudgetUSD,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Here: s.o.Steer != nil && s.o.Steer.Drives(r.ID)}
@@ -89,8 +90,12 @@ func (s *Server) summary(ctx context.Context, r store.Run) RunSummary {
 	if alive {
 		sum.Owner = &l.Owner
 	}
-	if r.Status == store.RunRunning && (errors.Is(err, store.ErrNotFound) || err == nil && !alive) {
+	switch {
+	case r.Status == store.RunRunning && (errors.Is(err, store.ErrNotFound) || err == nil && !alive):
 		sum.Status = store.RunInterrupted
+	case r.Status == store.RunInterrupted && (alive || sum.Here):
+		// Resumed a moment ago: its owner writes running as it starts.
+		sum.Status = store.RunRunning
 	}
 	return sum
 }

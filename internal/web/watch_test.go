@@ -61,3 +61,50 @@ func TestRunOfAnotherProcessIsFollowed(t *testing.T) {
 		t.Fatalf("run %+v", fin)
 	}
 }
+
+// TestResumeInterruptedRun: a run another process left interrupted (its
+// Ctrl-C) is resumed from the API and driven here: then answers go to
+// this process's engine and it completes.
+func TestResumeInterruptedRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, treetest.Script{
+		1: {
+			calls(call("ask", map[string]any{"question": "Which region?"})),
+			complete("draft"),
+			complete("deploy to us"),
+		},
+	})
+	other := b.otherProcess()
+	e, _, err := other.Engine("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Create(context.Background(), tree.RunOptions{ID: "interrupted-run", Goal: "pick a region", Workspace: b.ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan store.Run, 1)
+	go func() {
+		fin, _ := e.Drive(ctx, r.ID)
+		done <- fin
+	}()
+	s := b.stream(r.ID)
+	b.waitNode(s, r.ID, 2, "active")
+	cancel() // the other process's Ctrl-C
+	if fin := <-done; fin.Status != store.RunInterrupted {
+		t.Fatalf("after cancel: %s", fin.Status)
+	}
+	if d := b.run(r.ID); d.Status != "interrupted" || d.Here {
+		t.Fatalf("before resume: %s here %v", d.Status, d.Here)
+	}
+	b.mustDo("POST", "/api/runs/"+r.ID+"/resume", map[string]any{}, nil)
+	if d := b.run(r.ID); d.Status != "running" || !d.Here {
+		t.Fatalf("after resume: %s here %v", d.Status, d.Here)
+	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/resume", map[string]any{}, nil); code != http.StatusConflict {
+		t.Fatalf("resuming twice: %d", code)
+	}
+	b.mustDo("POST", "/api/runs/"+r.ID+"/nodes/2/answer", map[string]any{"answer": "us"}, nil)
+	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" && strings.Contains(f.Data, "deploy to us") })
+}

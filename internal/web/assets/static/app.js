@@ -91,7 +91,7 @@
 
   function connect() {
     if (!page || page === "none") return;
-    const src = new EventSource("/api/runs/" + (run || "-") + "/events");
+    const src = new EventSource("/api/runs/" + (run || "-") + "/events" + (page === "node" ? "?activity=" + node : ""));
     const frame = (name, fn) => src.addEventListener(name, (ev) => {
       let f;
       try { f = JSON.parse(ev.data); } catch (e) { return; }

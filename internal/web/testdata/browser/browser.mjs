@@ -55,6 +55,13 @@ try {
   await page.getByRole("button", { name: "Stop #5" }).click();
   await page.waitForFunction(() => document.querySelector("#node-state")?.textContent === "cancelled");
 
+  step("a node's transcript shows its tool call and result");
+  await page.goto(`${base}/runs/${run}/nodes/2`);
+  const call = await page.locator(".call").first().textContent();
+  if (!call.includes("write_file") || !call.includes("report.txt")) throw new Error("tool call not shown: " + call);
+  await page.locator(".result").first().waitFor();
+  await page.screenshot({ path: `${artifacts}/node-2.png`, fullPage: true });
+
   step("the run completes");
   await page.goto(`${base}/runs/${run}`);
   await page.waitForSelector("#run-status.s-complete, #run-status:text('complete')");
