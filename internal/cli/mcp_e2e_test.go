@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +113,76 @@ func TestRunCallsRealMCPServers(t *testing.T) {
 	}
 	if !offered["mcp__everything__echo"] || !offered["mcp__fs__write_file"] || !offered["read_file"] {
 		t.Fatalf("tools offered: %v", offered)
+	}
+}
+
+// TestStreamJSONMCPConfig: arbor run as the Claude Agent SDK runs its CLI,
+// with --mcp-config (a JSON string) and --strict-mcp-config: the project's
+// .mcp.json is left out, the flag's real npm server is used, the model's
+// call of its tool waits for the client's can_use_tool answer, and the
+// result reaches the model; mcp_status reports the server.
+func TestStreamJSONMCPConfig(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := testutil.NPMPackage(t, "testdata/mcpservers")
+	everything := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if err := os.WriteFile(filepath.Join(e.workspace, ".mcp.json"), []byte(`{"mcpServers": {"ignored": {"command": "/nonexistent"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flagCfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"type": "stdio", "command": "node", "args": []string{everything, "stdio"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "mcp__everything__get-sum", Input: map[string]any{"a": 2, "b": 40}}}},
+		llmtest.Turn{Text: "The sum is 42.", Expect: "42"},
+	)
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c, stdin, stdout := e.startPiped(t, "--output-format", "stream-json", "--input-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", "--model", model, "--mcp-config", string(flagCfg), "--strict-mcp-config")
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func(pred func(map[string]any, string) bool) (map[string]any, string) {
+		t.Helper()
+		for lines.Scan() {
+			var m map[string]any
+			if json.Unmarshal(lines.Bytes(), &m) == nil && pred(m, lines.Text()) {
+				return m, lines.Text()
+			}
+		}
+		t.Fatalf("output ended: %v", lines.Err())
+		return nil, ""
+	}
+	send := func(s string) {
+		if _, err := io.WriteString(stdin, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}`)
+	send(`{"type":"user","message":{"role":"user","content":"add 2 and 40"}}`)
+	_, initLine := next(func(m map[string]any, _ string) bool { return m["type"] == "system" && m["subtype"] == "init" })
+	if !strings.Contains(initLine, `"mcp_servers":[{"name":"everything","status":"connected"}]`) || !strings.Contains(initLine, `"mcp__everything__get-sum"`) {
+		t.Fatalf("init: %s", initLine)
+	}
+	req, raw := next(func(m map[string]any, _ string) bool { return m["type"] == "control_request" })
+	if !strings.Contains(raw, `"subtype":"can_use_tool"`) || !strings.Contains(raw, `"tool_name":"mcp__everything__get-sum"`) {
+		t.Fatalf("want can_use_tool for the MCP tool: %s", raw)
+	}
+	send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req["request_id"].(string) + `","response":{"behavior":"allow"}}}`)
+	_, result := next(func(m map[string]any, _ string) bool { return m["type"] == "result" })
+	if !strings.Contains(result, `"result":"The sum is 42."`) {
+		t.Fatalf("result: %s", result)
+	}
+	send(`{"type":"control_request","request_id":"st-1","request":{"subtype":"mcp_status"}}`)
+	_, status := next(func(m map[string]any, raw string) bool { return strings.Contains(raw, `"request_id":"st-1"`) })
+	if !strings.Contains(status, `"mcpServers":[{"name":"everything","status":"connected","serverInfo":{"name":`) {
+		t.Fatalf("mcp_status: %s", status)
+	}
+	stdin.Close()
+	if err := c.Wait(); err != nil {
+		t.Fatalf("arbor: %v", err)
 	}
 }
