@@ -16,7 +16,7 @@ import (
 // mcpServers installs the real MCP servers from npm and writes the
 // workspace's .mcp.json (Claude Code's format) running them: everything
 // (the reference test server) and filesystem (rooted at the workspace).
-func (e *env) mcpServers(t *testing.T) {
+func (e *env) mcpServers(t *testing.T, extra ...string) {
 	t.Helper()
 	dir := testutil.NPMPackage(t, "testdata/mcpservers")
 	bin := func(pkg string) string {
@@ -26,6 +26,9 @@ func (e *env) mcpServers(t *testing.T) {
 		"everything": map[string]any{"command": "node", "args": []string{bin("server-everything"), "stdio"}},
 		"fs":         map[string]any{"command": "node", "args": []string{bin("server-filesystem"), e.workspace}},
 	}}
+	for _, name := range extra { // entries that cannot start
+		cfg["mcpServers"].(map[string]any)[name] = map[string]any{"command": "/nonexistent/" + name}
+	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +82,7 @@ func TestMCPListRealServers(t *testing.T) {
 func TestRunCallsRealMCPServers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.mcpServers(t)
+	e.mcpServers(t, "broken")
 	target := filepath.Join(e.workspace, "hello.txt")
 	srv := llmtest.NewServer(
 		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "mcp__fs__write_file", Input: map[string]any{"path": target, "content": "written over MCP\n"}}}},
@@ -99,6 +102,9 @@ func TestRunCallsRealMCPServers(t *testing.T) {
 	stdout, code := wait()
 	if code != 0 || strings.TrimSpace(stdout) != "Wrote the file and heard the echo." {
 		t.Fatalf("exit %d stdout %q\n%s", code, stdout, con.text())
+	}
+	if !strings.Contains(con.text(), "arbor: MCP server broken failed: starting /nonexistent/broken") {
+		t.Fatalf("the failed server should be reported:\n%s", con.text())
 	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "written over MCP\n" {
 		t.Fatalf("hello.txt = %q, %v", b, err)
