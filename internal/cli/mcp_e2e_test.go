@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -190,5 +191,70 @@ func TestStreamJSONMCPConfig(t *testing.T) {
 	stdin.Close()
 	if err := c.Wait(); err != nil {
 		t.Fatalf("arbor: %v", err)
+	}
+}
+
+// TestEnvelopeRealMCPServers: arbor headless (the envelope protocol) with
+// the npm servers from .mcp.json: the model's call of the filesystem
+// server's tool waits for the client's confirm, the file is written, and
+// status_response lists both servers connected.
+func TestEnvelopeRealMCPServers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mcpServers(t)
+	target := filepath.Join(e.workspace, "env.txt")
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "mcp__fs__write_file", Input: map[string]any{"path": target, "content": "via envelope\n"}}}},
+		llmtest.Turn{Text: "Written.", Expect: "Successfully wrote"},
+	)
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c, stdin, stdout := e.startPiped(t, "headless", "--model", model)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var confirmed, sawStatus bool
+	for sc.Scan() {
+		var env struct {
+			Type    string `json:"type"`
+			Payload struct {
+				RequestID   string `json:"request_id"`
+				ToolName    string `json:"tool_name"`
+				LastOutcome string `json:"last_outcome"`
+			} `json:"payload"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &env); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", sc.Text())
+		}
+		switch env.Type {
+		case "ready":
+			fmt.Fprintln(stdin, `{"type":"send","content":"write the file"}`)
+		case "confirm_request":
+			if env.Payload.ToolName != "mcp__fs__write_file" {
+				t.Fatalf("confirm_request %s", sc.Text())
+			}
+			confirmed = true
+			fmt.Fprintf(stdin, `{"type":"confirm","request_id":%q,"action":"allow"}`+"\n", env.Payload.RequestID)
+		case "idle":
+			if env.Payload.LastOutcome != "completed" {
+				t.Fatalf("idle %s", sc.Text())
+			}
+			fmt.Fprintln(stdin, `{"type":"status"}`)
+		case "status_response":
+			if !strings.Contains(sc.Text(), `"mcp_servers":[{"name":"everything","status":"connected","tools":`) ||
+				!strings.Contains(sc.Text(), `{"name":"fs","status":"connected","tools":`) {
+				t.Fatalf("status_response %s", sc.Text())
+			}
+			sawStatus = true
+			stdin.Close()
+		}
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if !confirmed || !sawStatus {
+		t.Fatalf("confirmed %v, status %v", confirmed, sawStatus)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "via envelope\n" {
+		t.Fatalf("env.txt = %q, %v", b, err)
 	}
 }
