@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/arbor-run/arbor/internal/mcpclient"
 )
@@ -32,8 +34,9 @@ func (a *App) MCP(ctx context.Context) *mcpclient.Manager {
 	return m
 }
 
-// MCPStatus reports the MCP servers without starting them: nil when no
-// session has used them yet.
+// MCPStatus reports the MCP servers without starting or waiting for
+// them: before the first session started them, each configured server is
+// pending.
 func (a *App) MCPStatus() []mcpclient.ServerStatus {
 	if a.root != nil {
 		return a.root.MCPStatus()
@@ -41,10 +44,20 @@ func (a *App) MCPStatus() []mcpclient.ServerStatus {
 	a.mu.Lock()
 	m := a.mcp
 	a.mu.Unlock()
-	if m == nil {
-		return nil
+	if m != nil {
+		return m.Status()
 	}
-	return m.Status()
+	servers := a.Config().MCPServers
+	out := make([]mcpclient.ServerStatus, 0, len(servers))
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		s := servers[name]
+		state := mcpclient.StatePending
+		if s.Disabled {
+			state = mcpclient.StateDisabled
+		}
+		out = append(out, mcpclient.ServerStatus{Name: name, Transport: s.Transport(), State: state, Source: s.Source})
+	}
+	return out
 }
 
 // MCPLogDir is where stdio MCP servers' stderr goes (mcp-<name>.log),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -305,6 +306,9 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	fs.BoolVar(&debug, "debug", false, "")
 	fs.StringVar(&debugFile, "debug-file", "", "")
 	fs.Bool("allow-dangerously-skip-permissions", false, "")
+	var mcpConfigs []string
+	fs.StringArrayVar(&mcpConfigs, "mcp-config", nil, "")
+	fs.BoolVar(&g.strictMCP, "strict-mcp-config", false, "")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
 		return ExitUsage
@@ -319,6 +323,17 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	if settingSources != "" {
 		fmt.Fprintf(s.Err, "arbor: --setting-sources %s: arbor does not read Claude Code's settings files; pass settingSources: [] or leave it out\n", settingSources)
 		return ExitUsage
+	}
+	for _, v := range mcpConfigs {
+		servers, err := config.ReadMCPConfig(v)
+		if err != nil {
+			fmt.Fprintln(s.Err, "arbor:", err)
+			return ExitUsage
+		}
+		if g.mcp == nil {
+			g.mcp = map[string]config.MCPServer{}
+		}
+		maps.Copy(g.mcp, servers)
 	}
 	g.stderr = s.Err
 	o.ClaudeCode = true

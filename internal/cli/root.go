@@ -54,12 +54,15 @@ type globals struct {
 	store     string
 	workspace string
 	stderr    io.Writer
+	// mcp holds stream-json's --mcp-config servers and --strict-mcp-config.
+	mcp       map[string]config.MCPServer
+	strictMCP bool
 }
 
 func (g *globals) open(ctx context.Context) (*app.App, error) {
 	a, err := app.Open(ctx, app.Options{
 		Workspace: g.workspace,
-		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode},
+		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, MCPServers: g.mcp, StrictMCP: g.strictMCP},
 	})
 	if err != nil {
 		return nil, classify(err)

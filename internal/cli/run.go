@@ -277,7 +277,9 @@ func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r st
 	}
 	term := &terminal{in: s.In, out: s.Err, yes: f.yes, interactive: isTerminal(s.In), runID: r.ID}
 	stopTerm := term.serve(ctx, a.Bus, a.Broker)
+	stopMCP := watchMCPFailures(a, s.Err)
 	return func() {
+		stopMCP()
 		stopTerm()
 		if plain != nil {
 			plain.Close()

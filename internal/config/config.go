@@ -127,6 +127,10 @@ type Headless struct {
 type Overrides struct {
 	Model, Store, Mode string
 	MaxTurns           int
+	// MCPServers are added over the files' (stream-json --mcp-config);
+	// StrictMCP keeps only them (--strict-mcp-config).
+	MCPServers map[string]MCPServer
+	StrictMCP  bool
 }
 
 // LoadOptions say where Load looks.
@@ -225,6 +229,10 @@ func Load(o LoadOptions) (*Config, error) {
 		c.MaxTurns = ov.MaxTurns
 		c.sources["max_turns"] = "flag --max-turns"
 	}
+	if ov.StrictMCP {
+		c.MCPServers = nil
+	}
+	c.addMCPServers(ov.MCPServers, "flag --mcp-config")
 
 	c.Model = strings.TrimSpace(c.Model)
 	c.Mode = strings.TrimSpace(c.Mode)

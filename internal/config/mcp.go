@@ -22,6 +22,11 @@ const (
 // ErrBadMCPServer: an MCP server entry cannot be used as written.
 var ErrBadMCPServer = errors.New("invalid MCP server")
 
+// ErrSDKMCPServer: an in-process server of a Claude Agent SDK program
+// (createSdkMcpServer, type "sdk"), which arbor does not run yet; refused
+// rather than ignored.
+var ErrSDKMCPServer = errors.New(`in-process SDK MCP servers (type "sdk", createSdkMcpServer) are not supported by arbor yet; use a stdio or http server`)
+
 // MCPServer is one external MCP server whose tools arbor's agents get.
 // Values may hold ${VAR} and ${VAR:-default}; they are expanded when the
 // server starts (Expand), so secrets stay in the environment.
@@ -184,6 +189,9 @@ func ParseMCPJSON(data []byte) (map[string]MCPServer, error) {
 		}
 	}
 	for _, name := range sortedKeys(doc.MCPServers) {
+		if strings.EqualFold(doc.MCPServers[name].Type, "sdk") {
+			return nil, fmt.Errorf("%w %q: %w", ErrBadMCPServer, name, ErrSDKMCPServer)
+		}
 		if err := checkMCPServer(name, doc.MCPServers[name]); err != nil {
 			return nil, err
 		}
@@ -212,6 +220,23 @@ func validMCPName(s string) bool {
 		}
 	}
 	return true
+}
+
+// ReadMCPConfig reads --mcp-config's value: a JSON document in Claude
+// Code's format, or the path of a file holding one.
+func ReadMCPConfig(v string) (map[string]MCPServer, error) {
+	data := []byte(v)
+	if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") {
+		var err error
+		if data, err = os.ReadFile(t); err != nil {
+			return nil, fmt.Errorf("--mcp-config: %w", err)
+		}
+	}
+	servers, err := ParseMCPJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("--mcp-config: %w", err)
+	}
+	return servers, nil
 }
 
 // readMCPJSON reads the project's .mcp.json; a missing file is no servers.

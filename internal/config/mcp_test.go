@@ -133,3 +133,31 @@ func TestParseMCPJSON(t *testing.T) {
 		t.Fatalf("http without url: %v", err)
 	}
 }
+
+func TestMCPConfigFlag(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	writeFile(t, b.projectFile(), "mcp_servers:\n  fromfile:\n    command: x\n")
+	path := writeFile(t, filepath.Join(b.home, "extra.json"), `{"mcpServers": {"b": {"type": "sse", "url": "http://h/sse"}}}`)
+	a, err := ReadMCPConfig(`{"mcpServers": {"a": {"command": "server-a"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := ReadMCPConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a["b"] = fb["b"]
+	c := b.mustLoad(t, Overrides{MCPServers: a})
+	equal(t, "merged", len(c.MCPServers), 3)
+	equal(t, "flag source", c.MCPServers["a"].Source, "flag --mcp-config")
+	c = b.mustLoad(t, Overrides{MCPServers: a, StrictMCP: true})
+	equal(t, "strict keeps the flag's only", len(c.MCPServers), 2)
+
+	if _, err := ReadMCPConfig(`{"mcpServers": {"inproc": {"type": "sdk", "name": "inproc"}}}`); !errors.Is(err, ErrSDKMCPServer) {
+		t.Fatalf("sdk server: %v", err)
+	}
+	if _, err := ReadMCPConfig(filepath.Join(b.home, "missing.json")); err == nil {
+		t.Fatal("a missing file must fail")
+	}
+}

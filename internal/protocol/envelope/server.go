@@ -398,7 +398,7 @@ func (s *server) subscribe(c subscribeCmd) error {
 func (s *server) status() {
 	s.ctl.mu.Lock()
 	defer s.ctl.mu.Unlock()
-	p := statusPayload{Workdir: s.workdirLocked()}
+	p := statusPayload{Workdir: s.workdirLocked(), MCPServers: s.mcpServers()}
 	s.ix.mu.Lock()
 	defer s.ix.mu.Unlock()
 	if len(s.ix.confirms) > 0 {

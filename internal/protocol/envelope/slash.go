@@ -28,6 +28,7 @@ const helpText = `Commands:
   /loop on|off       keep the agent working until it calls done
   /worktree [NAME]   move the session into git worktree NAME (new if omitted)
   /worktree off      move it back to the main checkout
+  /mcp               MCP servers, their status and tools
   /help              this list`
 
 // slash runs a slash command sent as a message. Commands that drive the
@@ -58,6 +59,8 @@ func (s *server) slash(text string) error {
 		}
 	case "/help":
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText}, nil)
+	case "/mcp":
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.mcpText()}, nil)
 	case "/stats":
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
 	case "/compact":

@@ -153,6 +153,9 @@ type statusPayload struct {
 	CurrentRole     string           `json:"current_role"`
 	UpdatedAt       time.Time        `json:"updated_at"`
 	RunningJobs     int              `json:"running_jobs"`
+	// MCPServers are the MCP servers agents use; absent when none is
+	// configured.
+	MCPServers []mcpServerStatus `json:"mcp_servers,omitempty"`
 }
 
 type activity struct {

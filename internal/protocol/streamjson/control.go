@@ -145,6 +145,8 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			return false
 		}
 		s.succeed(id, modeResponse{Mode: s.modeName()})
+	case "mcp_status":
+		s.succeed(id, mcpStatusResponse{MCPServers: s.mcpServers()})
 	case "reload_config":
 		s.submit("reload", func(context.Context) {
 			if err := s.app.Reload(); err != nil {

@@ -146,6 +146,9 @@ type initMessage struct {
 type mcpServer struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
+	// ServerInfo and Error are in mcp_status answers only.
+	ServerInfo *mcpServerInfo `json:"serverInfo,omitempty"`
+	Error      string         `json:"error,omitempty"`
 }
 
 type streamEvent struct {

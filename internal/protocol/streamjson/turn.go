@@ -181,7 +181,7 @@ func usageDelta(before, after llm.Usage) apiUsage {
 func (s *Server) initMessage(sessionID string) initMessage {
 	sess := s.current()
 	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
-		PermissionMode: s.modeName(), APIKeySource: "environment", MCPServers: []mcpServer{}, SlashCommands: []string{},
+		PermissionMode: s.modeName(), APIKeySource: "environment", MCPServers: s.initMCPServers(), SlashCommands: []string{},
 		OutputStyle: "default", UUID: newUUID()}
 	if sess != nil {
 		m.Model = s.modelName(sess.Model.Ref.Ref)
