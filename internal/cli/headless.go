@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -131,7 +132,8 @@ func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Option
 	return err
 }
 
-// latestSession is the most recent stored session, for --continue.
+// latestSession is the most recently used stored session (the last one
+// written to, not the last one created), for --continue.
 func latestSession(ctx context.Context, g *globals) (string, error) {
 	a, err := g.open(ctx)
 	if err != nil {
@@ -144,6 +146,7 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	slices.SortStableFunc(ss, func(a, b store.Session) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	for _, s := range ss {
 		if !s.OwnedByNode() {
 			return s.ID, nil
