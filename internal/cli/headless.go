@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -132,7 +133,8 @@ func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Option
 	return err
 }
 
-// latestSession is the most recent stored session, for --continue.
+// latestSession is the most recently used stored session (the last one
+// written to, not the last one created), for --continue.
 func latestSession(ctx context.Context, g *globals) (string, error) {
 	a, err := g.open(ctx)
 	if err != nil {
@@ -145,6 +147,7 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	slices.SortStableFunc(ss, func(a, b store.Session) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	for _, s := range ss {
 		if !s.OwnedByNode() {
 			return s.ID, nil

@@ -370,6 +370,7 @@ func TestHeadlessChordGateway(t *testing.T) {
 	t.Run("SubAgent", testChordSubAgent)
 	t.Run("CancelMidTurn", testChordCancel)
 	t.Run("NewThenIdle", testChordNew)
+	t.Run("ContinueLastUsed", testChordContinueLastUsed)
 }
 
 func testChordPlainReply(t *testing.T) {
@@ -420,7 +421,7 @@ func testChordAlwaysAllow(t *testing.T) {
 			g := startGateway(t, e, "--model", model)
 			g.send(map[string]any{"type": "send", "content": "run it"})
 			req := chord[chordConfirm](g, g.nextType("confirm_request"))
-			if req.ToolName != "shell" || req.RequestID == "" || len(req.NeedsApproval) != 1 || req.NeedsApproval[0] != "echo chord" ||
+			if req.ToolName != "shell" || req.RequestID == "" || req.AgentID != "" || len(req.NeedsApproval) != 1 || req.NeedsApproval[0] != "echo chord" ||
 				len(req.NeedsApprovalRules) != 1 || req.NeedsApprovalRules[0] == "" {
 				g.fatalf("confirm_request: %+v", req)
 			}
@@ -618,5 +619,36 @@ func testChordNew(t *testing.T) {
 	g.closeAndWait()
 	g.checkWire()
 	g.checkChordTypes()
+	m.check(g)
+}
+
+// testChordContinueLastUsed: -c continues the session used last, not the
+// one created last.
+func testChordContinueLastUsed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	m := &chordModel{replies: []gwReply{{"first", llmtest.Turn{Text: "One."}}, {"again", llmtest.Turn{Text: "Two."}}}}
+	model := chordServer(t, e, m)
+	g := startGateway(t, e, "--model", model)
+	used := g.ready.P.SessionID
+	g.send(map[string]any{"type": "send", "content": "first"})
+	g.chordIdleNext()
+	g.send(map[string]any{"type": "send", "content": "/new"})
+	newer := chord[chordStrings](g, g.nextType("session_switched")).SessionID
+	g.chordIdleNext()
+	g.send(map[string]any{"type": "send", "content": "/resume " + used})
+	if sw := chord[chordStrings](g, g.nextType("session_switched")); sw.SessionID != used {
+		g.fatalf("/resume switched to %q, want %q", sw.SessionID, used)
+	}
+	g.chordIdleNext()
+	g.send(map[string]any{"type": "send", "content": "again"})
+	g.chordIdleNext()
+	g.closeAndWait()
+	g.checkChordTypes()
+	c := startGateway(t, e, "-c", "--model", model)
+	if got := c.ready.P.SessionID; got != used || got == newer {
+		c.fatalf("-c continued %q, want the session used last %q (not the newer %q)", got, used, newer)
+	}
+	c.closeAndWait()
 	m.check(g)
 }

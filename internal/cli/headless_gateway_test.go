@@ -397,7 +397,7 @@ func testGatewaySession(t *testing.T) {
 	// 2. Turn one: write_file needs approval; the gateway allows it.
 	g.send(map[string]any{"type": "send", "content": gwPrompt1})
 	req := g.nextType("confirm_request")
-	if req.P.ToolName != "write_file" || req.P.AgentID != "main" || req.P.RequestID == "" || !strings.Contains(req.P.ArgsJSON, "notes.txt") {
+	if req.P.ToolName != "write_file" || req.P.AgentID != "" || req.P.RequestID == "" || !strings.Contains(req.P.ArgsJSON, "notes.txt") {
 		g.fatalf("confirm_request: %s", req.raw)
 	}
 	if _, err := os.Stat(filepath.Join(e.workspace, "notes.txt")); !errors.Is(err, os.ErrNotExist) {
@@ -502,7 +502,7 @@ func checkChild(g *gateway, turn []gwLine, task string, started gwLine) {
 				done = l
 			}
 		case "assistant_message":
-			if l.P.AgentID == started.P.AgentID && (l.P.TaskID != task || l.P.ParentAgentID != "main") {
+			if l.P.AgentID == started.P.AgentID && (l.P.TaskID != task || l.P.ParentAgentID != "") {
 				g.fatalf("the child's assistant_message is not routed to its task: %s", l.raw)
 			}
 			if l.P.AgentID == "" && l.P.Text == gwAnswer {
@@ -519,13 +519,13 @@ func checkChild(g *gateway, turn []gwLine, task string, started gwLine) {
 		g.fatalf("child events out of order: %v", idx)
 	}
 	s, n, d := started.P, notify.P, done.P
-	if s.TaskID != task || s.AgentID == "" || s.AgentID == "main" || s.ParentAgentID != "main" || s.ParentTaskID != "" || s.AgentType != "spawn" || s.Description != gwGoal {
+	if s.TaskID != task || s.AgentID == "" || s.ParentAgentID != "" || s.ParentTaskID != "" || s.AgentType != "spawn" || s.Description != gwGoal {
 		g.fatalf("agent_started: %s", started.raw)
 	}
-	if n.TaskID != task || n.AgentID != s.AgentID || n.ParentAgentID != "main" || n.TargetAgentID != "main" || n.Kind != "progress" || n.Message != gwProgress {
+	if n.TaskID != task || n.AgentID != s.AgentID || n.ParentAgentID != "" || n.TargetAgentID != "" || n.Kind != "progress" || n.Message != gwProgress {
 		g.fatalf("agent_notify: %s", notify.raw)
 	}
-	if d.TaskID != task || d.AgentID != s.AgentID || d.ParentAgentID != "main" || d.Summary != gwResult || d.State != "complete" {
+	if d.TaskID != task || d.AgentID != s.AgentID || d.ParentAgentID != "" || d.Summary != gwResult || d.State != "complete" {
 		g.fatalf("agent_done: %s", done.raw)
 	}
 	if got := lastMainText(turn); got != gwAnswer {

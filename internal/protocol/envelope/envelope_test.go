@@ -299,9 +299,10 @@ func TestLocalShell(t *testing.T) {
 	srv := llmtest.NewServer()
 	defer srv.Close()
 	b, _ := setup(t, srv)
-	// The command waits for a file the test creates after the cancel.
+	// The command waits for a file the test creates once a status was
+	// answered meanwhile.
 	b.Send(`{"type":"local_shell","command":"while [ ! -e go ]; do sleep 0.01; done; echo out; echo err >&2"}`)
-	b.Send(`{"type":"cancel"}`, `{"type":"status"}`)
+	b.Send(`{"type":"status"}`)
 	b.Next(typ("status_response"))
 	if err := os.WriteFile(filepath.Join(b.ws, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -309,6 +310,11 @@ func TestLocalShell(t *testing.T) {
 	r := b.Next(typ("local_shell_result"))
 	if r.P.Failed || r.P.Output != "out\nerr\n" {
 		t.Fatalf("result %s", r.raw)
+	}
+	// cancel stops a running command.
+	b.Send(`{"type":"local_shell","command":"sleep 600"}`, `{"type":"cancel"}`)
+	if r := b.Next(typ("local_shell_result")); !r.P.Failed || !strings.Contains(r.raw, `"error":"cancelled"`) {
+		t.Fatalf("cancelled command: %s", r.raw)
 	}
 	b.Send(`{"type":"local_shell","content":"head -c 70000 /dev/zero | tr '\\0' a; exit 3"}`)
 	r = b.Next(typ("local_shell_result"))

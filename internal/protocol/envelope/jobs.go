@@ -96,7 +96,7 @@ func (s *server) finishWork(res agent.Result, delivered bool) {
 		}
 	}
 	s.wire.rollback(mainAgent, outcome)
-	s.continueLoopLocked(outcome)
+	s.continueLoopLocked(&outcome)
 	c.queued--
 	if delivered && c.pending > 0 {
 		c.pending--
@@ -198,6 +198,35 @@ func (s *server) navigation(fresh bool, j func(ctx context.Context) error) job {
 			}
 		})
 	}
+}
+
+// submitWaiting submits a navigation j (named cmd, as the client wrote
+// it) like submit. Submitted behind running or queued work, it waits for
+// that work, and status says so meanwhile: phase "waiting_turn",
+// phase_detail cmd (see status), until it starts.
+func (s *server) submitWaiting(kind, cmd string, j job) error {
+	c := s.ctl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	behind := c.active || c.queued > 0
+	err := s.submit(kind, func(ctx context.Context) {
+		c.mu.Lock()
+		if behind && len(c.waiting) > 0 {
+			c.waiting = c.waiting[1:]
+		}
+		c.mu.Unlock()
+		j(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	if behind {
+		c.waiting = append(c.waiting, cmd)
+	}
+	// A state mutation whether it waits or not, so that the seqs that
+	// follow do not depend on whether the work before it had ended.
+	s.wire.mutate(func(*state) {})
+	return nil
 }
 
 // payIdleLocked sends the idle held back by a pending handoff once that

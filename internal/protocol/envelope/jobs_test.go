@@ -61,7 +61,7 @@ func TestBackgroundJobs(t *testing.T) {
 		}
 		res := b.Next(typ("background_result"))
 		want := "job_1 (`" + command + "`) ended with exit code 3:\njob says hi\n"
-		if res.P.Content != want || res.P.SessionID != ready.P.SessionID || res.P.TargetAgentID != "main" || res.P.MessageIndex != 0 {
+		if res.P.Content != want || res.P.SessionID != ready.P.SessionID || res.P.TargetAgentID != "" || res.P.MessageIndex != 0 {
 			t.Fatalf("background_result %s", res.raw)
 		}
 		msg := b.Next(typ("assistant_message"))

@@ -71,24 +71,26 @@ func (s *server) setLoop(on bool) {
 	s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: msg}, func(st *state) { st.loop = on })
 }
 
-// continueLoopLocked is called when a turn ends with outcome: while the
+// continueLoopLocked is called when a turn ends with *outcome: while the
 // loop is on it queues a continuation turn and reports true, or ends the
-// loop. ctl.mu must be held.
-func (s *server) continueLoopLocked(outcome string) bool {
+// loop; a loop ended by its bound makes *outcome "error" (the idle that
+// follows says so). ctl.mu must be held.
+func (s *server) continueLoopLocked(outcome *string) bool {
 	if !s.wire.get().loop {
 		return false
 	}
-	if outcome != "completed" {
-		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: the turn " + outcomeText(outcome)},
+	if *outcome != "completed" {
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: the turn " + outcomeText(*outcome)},
 			func(st *state) { st.loop = false })
 		return false
 	}
 	if s.ctl.continuations >= maxLoopContinuations {
 		msg := fmt.Sprintf("loop stopped after %d turns without done", maxLoopContinuations)
-		s.wire.push(evError, errorPayload{Message: msg}, func(st *state) {
+		s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: msg}, func(st *state) {
 			st.loop = false
 			st.lastError = msg
 		})
+		*outcome = "error"
 		return false
 	}
 	if !s.submitInternal("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, continuationText)) }) {

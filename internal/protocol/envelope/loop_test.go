@@ -62,7 +62,7 @@ func TestLoopContinuesUntilDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"call_id": "toolu_done1", "report": "all built", "reason": "goal met", "status": "completed",
-		"agent_id": "main", "mode": "normal"}
+		"agent_id": "", "mode": "normal"}
 	if !maps.Equal(p, want) || dc.Seq == 0 {
 		t.Fatalf("done_completion %s", dc.raw)
 	}
@@ -161,12 +161,16 @@ func TestLoopBound(t *testing.T) {
 	if n := strings.Count(strings.Join(ts, " "), "idle"); n != 1 {
 		t.Fatalf("%d idles in one loop: %v", n, ts)
 	}
+	// The loop failed: its idle says error, as does the status.
+	if idle := turn[len(turn)-1]; idle.Type != "idle" || idle.P.LastOutcome != "error" {
+		t.Fatalf("the bound's idle: %s", idle.raw)
+	}
 	if n := len(srv.Requests()); n != bound+1 {
 		t.Fatalf("%d model requests, want %d", n, bound+1)
 	}
 	b.Send(`{"type":"status"}`)
-	if st := b.Next(typ("status_response")); st.P.Busy {
-		t.Fatalf("busy after the bound: %s", st.raw)
+	if st := b.Next(typ("status_response")); st.P.Busy || st.P.LastOutcome != "error" {
+		t.Fatalf("status after the bound: %s", st.raw)
 	}
 	b.Close()
 	b.checkSeq()

@@ -126,7 +126,11 @@ func (w *wire) subscribe(subs map[string]bool, events []string) {
 // status writes a snapshot of the cached state with a fresh seq; p holds
 // what the other parts report (workdir, pending requests), jobs the
 // running_jobs count, recorded first when it changed unnoticed.
-func (w *wire) status(p statusPayload, jobs int) {
+//
+// waiting, when not "", is a navigation queued behind other work: the
+// snapshot is then busy with phase "waiting_turn" and the command in
+// phase_detail, whatever the work's own phase.
+func (w *wire) status(p statusPayload, jobs int, waiting string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if jobs != w.st.runningJobs {
@@ -134,6 +138,9 @@ func (w *wire) status(p statusPayload, jobs int) {
 	}
 	st := w.st
 	p.SessionID, p.Busy, p.Phase, p.PhaseDetail = st.sessionID, st.busy, st.phase, st.phaseDetail
+	if waiting != "" {
+		p.Busy, p.Phase, p.PhaseDetail = true, "waiting_turn", waiting
+	}
 	p.LastError, p.LastOutcome, p.CurrentRole, p.UpdatedAt, p.RunningJobs = st.lastError, st.lastOutcome, st.role, st.updatedAt, st.runningJobs
 	w.seq++
 	w.write(typeStatusResponse, w.seq, p)

@@ -2,6 +2,7 @@ package envelope_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -231,4 +232,35 @@ func TestClientNotReadingStallsNoAgent(t *testing.T) {
 	if idles != 1 || !strings.Contains(last, `"type":"idle"`) {
 		t.Fatalf("%d idles, last line %s", idles, last)
 	}
+}
+
+// TestNavigationWaitingShownInStatus: /new sent while a turn runs waits
+// for it, and status says so (phase waiting_turn, the command in
+// phase_detail) until it runs.
+func TestNavigationWaitingShownInStatus(t *testing.T) {
+	t.Parallel()
+	srv, arrived, release := heldServer(t, llmtest.Turn{Text: "first"})
+	b, ready := setup(t, srv)
+	b.Send(`{"type":"send","content":"start"}`)
+	waitClosed(t, arrived, "model request")
+	b.Send(`{"type":"send","content":"/new"}`, `{"type":"status"}`)
+	st := b.Next(typ("status_response"))
+	var p struct {
+		Phase       string `json:"phase"`
+		PhaseDetail string `json:"phase_detail"`
+	}
+	if err := json.Unmarshal(st.Payload, &p); err != nil || !st.P.Busy || p.Phase != "waiting_turn" || p.PhaseDetail != "/new" {
+		t.Fatalf("status while /new waits: %s (%v)", st.raw, err)
+	}
+	close(release)
+	if sw := b.Next(typ("session_switched")); sw.P.SessionID == ready.P.SessionID {
+		t.Fatalf("session_switched %s", sw.raw)
+	}
+	b.Next(typ("idle"))
+	b.Send(`{"type":"status"}`)
+	st = b.Next(typ("status_response"))
+	if err := json.Unmarshal(st.Payload, &p); err != nil || st.P.Busy || p.Phase != "" || p.PhaseDetail != "" {
+		t.Fatalf("status after /new ran: %s (%v)", st.raw, err)
+	}
+	b.Close()
 }

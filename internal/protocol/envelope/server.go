@@ -49,6 +49,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
@@ -109,6 +110,11 @@ type server struct {
 	wire   *wire
 
 	shells sync.WaitGroup
+	// shellStops cancel the running local_shell commands (by number);
+	// shellMu guards them and shellN, and is held with no other lock.
+	shellMu    sync.Mutex
+	shellStops map[int]context.CancelFunc
+	shellN     int
 	// closers are old sessions' Jobs being closed; hostClosers their trees
 	// (a run can be hosted once at a time: resuming waits for them).
 	closers, hostClosers sync.WaitGroup
@@ -156,6 +162,9 @@ type control struct {
 	active, jobCancelled, cancelNext bool
 	// idleOwed is the outcome of an idle held back by a pending handoff.
 	idleOwed string
+	// waiting lists the navigations (/new, /resume, /compact, /worktree)
+	// queued behind other work, oldest first, as the client wrote them.
+	waiting []string
 	// continuations counts the continuation turns of the running loop.
 	continuations int
 	// inbox is what waits for delivery to the main agent; delivering is
@@ -278,8 +287,15 @@ func (s *server) lineError(le *protocol.LineError) {
 	s.wire.fail(code, le.Error())
 }
 
-// handle dispatches one command.
+// handle dispatches one command. A line that is not valid UTF-8 is
+// refused whole (invalid_json): decoding would replace the bad bytes and
+// run a different command (a shell command, a message) than was sent.
 func (s *server) handle(ctx context.Context, line protocol.Line) {
+	if !utf8.Valid(line.Raw) {
+		fmt.Fprintf(s.diag, "arbor: envelope: line %d: invalid UTF-8\n", line.Number)
+		s.wire.fail(codeInvalidJSON, fmt.Sprintf("line %d: not valid UTF-8; the command was not run", line.Number))
+		return
+	}
 	var err error
 	switch line.Type {
 	case "subscribe":
@@ -408,7 +424,11 @@ func (s *server) status() {
 		p.PendingQuestion = s.ix.questions[0]
 	}
 	p.PendingHandoff = s.ix.handoff
-	s.wire.status(p, s.jobCountLocked())
+	var waiting string
+	if len(s.ctl.waiting) > 0 {
+		waiting = s.ctl.waiting[0]
+	}
+	s.wire.status(p, s.jobCountLocked(), waiting)
 }
 
 func (s *server) onTodos(todos []tool.Todo) {

@@ -17,8 +17,8 @@ const (
 )
 
 // localShell starts the command in the workspace; its result is pushed as
-// local_shell_result when it ends. It is not a turn: cancel does not stop
-// it, the end of input does.
+// local_shell_result when it ends. It is not a turn, but cancel stops it
+// (its result then says cancelled), as does the end of input.
 func (s *server) localShell(ctx context.Context, c localShellCmd) error {
 	if s.opts.NoLocalShell {
 		return fmt.Errorf("local_shell %w: arbor was started with --no-local-shell", errUnavailable)
@@ -30,10 +30,35 @@ func (s *server) localShell(ctx context.Context, c localShellCmd) error {
 	if strings.TrimSpace(command) == "" {
 		return fmt.Errorf("%w: command is empty", errBadCommand)
 	}
+	ctx, stop := context.WithCancel(ctx)
+	s.shellMu.Lock()
+	s.shellN++
+	id := s.shellN
+	if s.shellStops == nil {
+		s.shellStops = map[int]context.CancelFunc{}
+	}
+	s.shellStops[id] = stop
+	s.shellMu.Unlock()
 	s.shells.Go(func() {
+		defer func() {
+			s.shellMu.Lock()
+			delete(s.shellStops, id)
+			s.shellMu.Unlock()
+			stop()
+		}()
 		s.wire.push(evLocalShellResult, runShell(ctx, s.ws().Workspace, command), nil)
 	})
 	return nil
+}
+
+// stopShells cancels every running local_shell command. shellMu is held
+// with no other lock.
+func (s *server) stopShells() {
+	s.shellMu.Lock()
+	defer s.shellMu.Unlock()
+	for _, stop := range s.shellStops {
+		stop()
+	}
 }
 
 func runShell(ctx context.Context, dir, command string) localShellResult {

@@ -64,15 +64,15 @@ func (s *server) slash(text string) error {
 	case "/stats":
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
 	case "/compact":
-		return s.submit("compact", s.navigation(false, func(ctx context.Context) error { s.compactNow(ctx); return nil }))
+		return s.submitWaiting("compact", "/compact", s.navigation(false, func(ctx context.Context) error { s.compactNow(ctx); return nil }))
 	case "/new":
-		return s.submit("switch", s.navigation(true, func(ctx context.Context) error { return s.switchSession(ctx, "") }))
+		return s.submitWaiting("switch", "/new", s.navigation(true, func(ctx context.Context) error { return s.switchSession(ctx, "") }))
 	case "/resume":
 		if len(args) != 1 {
 			return fmt.Errorf("/resume without a session id %w", errTUIOnly)
 		}
 		id := args[0]
-		return s.submit("switch", s.navigation(true, func(ctx context.Context) error { return s.switchSession(ctx, id) }))
+		return s.submitWaiting("switch", "/resume "+id, s.navigation(true, func(ctx context.Context) error { return s.switchSession(ctx, id) }))
 	case "/worktree":
 		return s.worktreeSlash(args)
 	case "/export":

@@ -192,3 +192,39 @@ func TestSlashRejected(t *testing.T) {
 		t.Fatalf("%d model requests", n)
 	}
 }
+
+// TestSlashEscape: "//" sends a plain message that starts with "/".
+func TestSlashEscape(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "it lists hosts"})
+	defer srv.Close()
+	b, _ := setupFiles(t, srv, nil)
+	b.Send(sendText("//etc/hosts: what is it?"))
+	if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
+		t.Fatalf("idle: %s", idle.raw)
+	}
+	b.Close()
+	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].LastUserText() != "/etc/hosts: what is it?" {
+		t.Fatalf("model requests %+v", reqs)
+	}
+}
+
+// TestInvalidUTF8: a line with bytes that are not UTF-8 is refused with
+// invalid_json and not run (decoding would have run another command).
+func TestInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setupFiles(t, srv, nil)
+	b.Send("{\"type\":\"local_shell\",\"command\":\"echo \xff > bad\"}", `{"type":"status"}`)
+	if e := b.Next(typ("error")); e.P.Code != "invalid_json" || !strings.Contains(e.P.Message, "UTF-8") {
+		t.Fatalf("error: %s", e.raw)
+	}
+	b.Next(typ("status_response"))
+	b.Close()
+	for _, o := range b.All {
+		if o.Type == "local_shell_result" {
+			t.Fatalf("the command ran: %s", o.raw)
+		}
+	}
+}

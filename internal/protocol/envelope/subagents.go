@@ -59,9 +59,26 @@ type subAgents struct {
 	// id, for the whole process.
 	seq    int
 	former map[string]string
+	// lastError is each task's last error message pushed, so that a
+	// retried node failing alike does not push the same error twice.
+	lastError map[string]string
 }
 
-func newSubAgents() *subAgents { return &subAgents{former: map[string]string{}} }
+func newSubAgents() *subAgents {
+	return &subAgents{former: map[string]string{}, lastError: map[string]string{}}
+}
+
+// newError reports whether msg is not the error last pushed for task,
+// and records it.
+func (t *subAgents) newError(task, msg string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lastError[task] == msg {
+		return false
+	}
+	t.lastError[task] = msg
+	return true
+}
 
 // host returns the current tree.
 func (t *subAgents) host() *tree.Host {
@@ -96,7 +113,7 @@ func (t *subAgents) ofSession(id, mainSession string) *subAgent {
 }
 
 // parent names a node's parent as agent and task ids: the main agent's
-// are "main" and ""; a node whose agent is not running in this process
+// are both ""; a node whose agent is not running in this process
 // has a task id but no agent id.
 func (t *subAgents) parent(parent int64) (agentID, taskID string) {
 	t.mu.Lock()
@@ -392,7 +409,11 @@ func (s *server) stopTree() {
 	if h == nil {
 		return
 	}
-	if n := h.StopAll(); n > 0 {
+	// The toast goes out before the children stop: their ends may settle
+	// the tree and push the cancel's idle before StopAll returns, and the
+	// note belongs to the work that idle ends.
+	if n := s.agents.liveCount(); n > 0 {
 		s.wire.push(evToast, toast{AgentID: mainAgent, Level: "warn", Message: "stopped " + plural(n, "sub-agent")}, nil)
 	}
+	h.StopAll()
 }

@@ -127,7 +127,7 @@ func TestSubAgents(t *testing.T) {
 			t.Fatalf("confirm_request from %q, want #3's %q: %s", a.AgentID, three.AgentID, req.raw)
 		}
 		for _, a := range []agentEvent{two, three} {
-			if a.ParentAgentID != "main" || a.ParentTaskID != "" || a.AgentType != "spawn" || a.AgentID == "" {
+			if a.ParentAgentID != "" || a.ParentTaskID != "" || a.AgentType != "spawn" || a.AgentID == "" {
 				t.Fatalf("agent_started %+v", a)
 			}
 		}
@@ -158,7 +158,7 @@ func TestSubAgents(t *testing.T) {
 		if done[sess+".2"].Summary != "counted 2" || done[sess+".3"].Summary != "waited" || done[sess+".3"].State != "complete" {
 			t.Fatalf("agent_done before idle: %+v", done)
 		}
-		if notify.AgentID != two.AgentID || notify.TargetAgentID != "main" || notify.Message != "halfway" || notify.Kind != "progress" {
+		if notify.AgentID != two.AgentID || notify.TargetAgentID != "" || notify.Message != "halfway" || notify.Kind != "progress" {
 			t.Fatalf("agent_notify %+v", notify)
 		}
 		if lastText != "all results in" {
@@ -273,7 +273,7 @@ func TestSubAgents(t *testing.T) {
 		// The ask node's question and the main agent's reply come in either
 		// order (the node runs on the engine's goroutine).
 		q := b.NextAll(typ("question_request"), assistantText("asked"))[0]
-		if q.P.ToolName != "ask" || q.P.Question != "Which region?" || agentOf(t, q).AgentID != "main" {
+		if q.P.ToolName != "ask" || q.P.Question != "Which region?" || agentOf(t, q).AgentID != "" {
 			t.Fatalf("question_request of an ask node: %s", q.raw)
 		}
 		b.Send(`{"type":"status"}`)
@@ -317,10 +317,16 @@ func TestSubAgents(t *testing.T) {
 			t.Fatalf("idle after cancel %s", idle.raw)
 		}
 		b.Close()
-		toasts := 0
+		toasts, idled := 0, false
 		for _, o := range b.All {
+			if o.Type == "idle" && o.P.LastOutcome == "cancelled" {
+				idled = true
+			}
 			if o.Type == "toast" && strings.Contains(o.raw, `"stopped 1 sub-agent"`) && strings.Contains(o.raw, `"level":"warn"`) {
 				toasts++
+				if idled {
+					t.Fatalf("the toast came after the cancel's idle: %s", o.raw)
+				}
 			}
 		}
 		if toasts != 1 {

@@ -13,8 +13,10 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-// mainAgent is the agent_id of the session's one agent.
-const mainAgent = "main"
+// mainAgent is the agent_id of the session's main agent: "", as Chord
+// sends it (its delegation fields are empty); sub-agents have ids of
+// their own (agent-N).
+const mainAgent = ""
 
 // Closing reasons of questions, as question_resolved reports them.
 const (
@@ -26,13 +28,19 @@ const (
 )
 
 // send runs a slash command, or closes the pending interactions and
-// queues content as a turn.
+// queues content as a turn; content starting with "//" is a plain
+// message starting with "/".
 func (s *server) send(c sendCmd) error {
 	text := strings.TrimSpace(c.Content)
 	if text == "" {
 		return fmt.Errorf("%w: content is empty", errBadCommand)
 	}
-	if strings.HasPrefix(text, "/") {
+	if strings.HasPrefix(text, "//") {
+		// The escape of a message that starts with "/" (a path): "//"
+		// sends it with one "/" less, as a plain message.
+		i := strings.Index(c.Content, "//")
+		c.Content = c.Content[:i] + c.Content[i+1:]
+	} else if strings.HasPrefix(text, "/") {
 		if err := s.slash(text); err != nil {
 			return &slashError{err: err}
 		}
@@ -100,8 +108,8 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 	return res
 }
 
-// cancelWork answers the cancel command: it stops every sub-agent and the
-// running job, or the next job when work is queued but none runs yet. The
+// cancelWork answers the cancel command: it stops every sub-agent, every
+// running local_shell command and the running job, or the next job when work is queued but none runs yet. The
 // idle that ends the work it stopped reports cancelled; work queued behind
 // it runs and reports its own outcome.
 func (s *server) cancelWork() {
@@ -109,6 +117,7 @@ func (s *server) cancelWork() {
 	c.mu.Lock()
 	c.cancelled = s.wire.get().busy
 	c.mu.Unlock()
+	s.stopShells()
 	s.stopTree()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -200,7 +209,10 @@ func (s *server) translateSub(a *subAgent, e agent.Event) {
 	case *agent.InteractionResolved:
 		s.resolved(e)
 	case *agent.Error:
-		s.wire.push(evError, errorPayload{AgentID: a.agentID, Message: e.Message}, nil)
+		// A node the tree retries may fail alike: one error is enough.
+		if s.agents.newError(a.taskID, e.Message) {
+			s.wire.push(evError, errorPayload{AgentID: a.agentID, Message: e.Message}, nil)
+		}
 	}
 }
 

@@ -185,7 +185,7 @@ type assistantMessage struct {
 }
 
 // agentStarted: a sub-agent's runtime started. The main agent's children
-// have parent_agent_id "main" and an empty parent_task_id.
+// have empty parent_agent_id and parent_task_id.
 type agentStarted struct {
 	AgentID         string `json:"agent_id"`
 	PreviousAgentID string `json:"previous_agent_id,omitempty"`

@@ -48,13 +48,13 @@ func (s *server) worktreeSlash(args []string) error {
 	case len(args) > 1:
 		return fmt.Errorf("%w: usage: /worktree [NAME|off]", errBadCommand)
 	case len(args) == 1 && args[0] == "off":
-		return s.submit("worktree", s.navigation(false, func(ctx context.Context) error { s.switchWorktree(ctx, "", true); return nil }))
+		return s.submitWaiting("worktree", "/worktree off", s.navigation(false, func(ctx context.Context) error { s.switchWorktree(ctx, "", true); return nil }))
 	default:
 		name := ""
 		if len(args) == 1 {
 			name = args[0]
 		}
-		return s.submit("worktree", s.navigation(false, func(ctx context.Context) error { s.switchWorktree(ctx, name, false); return nil }))
+		return s.submitWaiting("worktree", "/worktree "+name, s.navigation(false, func(ctx context.Context) error { s.switchWorktree(ctx, name, false); return nil }))
 	}
 }
 
