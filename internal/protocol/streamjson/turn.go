@@ -281,6 +281,10 @@ func (s *Server) translate(e agent.Event) {
 		s.apiTime.Add(e.At.UnixNano() - s.stepStart.Load())
 		m := apiAssistant(e)
 		m.Model = s.modelName(m.Model)
+		if s.opts.ClaudeCode {
+			// As Claude Code writes them (TestClaudeCodeParity).
+			m.StopReason, m.StopSequence = json.RawMessage("null"), json.RawMessage("null")
+		}
 		// Held until the usage of its call, published next, is known.
 		s.mu.Lock()
 		s.pending = &messageLine{Type: "assistant", Message: m, SessionID: sid, UUID: newUUID()}
@@ -337,8 +341,7 @@ func apiAssistant(e *agent.AssistantMessage) apiMessage {
 	if m.ID == "" {
 		m.ID = "msg_" + strings.ReplaceAll(newUUID(), "-", "")
 	}
-	stop := string(e.StopReason)
-	m.StopReason = &stop
+	m.StopReason, _ = json.Marshal(string(e.StopReason))
 	for _, p := range e.Message.Parts {
 		switch p.Type {
 		case llm.PartText:
