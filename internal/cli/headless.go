@@ -272,7 +272,7 @@ func sdkMode(args []string) bool {
 
 // runSDK serves the Claude Agent SDK: it accepts the flags that SDK passes
 // to its CLI (both --k=v and --k v), honours the ones arbor has a meaning
-// for, and ignores the rest.
+// for, and refuses the rest with a usage error (never ignores them).
 func runSDK(ctx context.Context, args []string, s Streams) int {
 	fs := pflag.NewFlagSet("arbor", pflag.ContinueOnError)
 	fs.ParseErrorsAllowlist.UnknownFlags = true

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -82,6 +83,11 @@ func claudeCodeInput(arbor string, input json.RawMessage) json.RawMessage {
 	}
 	rename("file_path", "path")
 	switch arbor {
+	case "shell":
+		// Claude Code's Bash timeout is in milliseconds, arbor's in seconds.
+		if n, err := strconv.Atoi(string(m["timeout"])); err == nil && n > 0 {
+			m["timeout"] = json.RawMessage(strconv.Itoa((n + 999) / 1000))
+		}
 	case "grep":
 		rename("glob", "include")
 		rename("-i", "ignore_case")
@@ -103,6 +109,149 @@ func claudeCodeInput(arbor string, input json.RawMessage) json.RawMessage {
 	out, err := json.Marshal(m)
 	if err != nil {
 		return input
+	}
+	return out
+}
+
+// ClaudeCodeInput rewrites the arguments of a call made with Claude
+// Code's argument names and units to those of arbor's tool arbor.
+func ClaudeCodeInput(arbor string, input json.RawMessage) json.RawMessage {
+	return claudeCodeInput(arbor, input)
+}
+
+// ToClaudeCodeInput rewrites arguments in arbor's names for tool arbor to
+// Claude Code's, as a Claude Agent SDK client reads them (canUseTool's
+// input, a hook's tool_input).
+func ToClaudeCodeInput(arbor string, input json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) != nil {
+		return input
+	}
+	for from, to := range claudeCodeArgs[arbor] {
+		if v, ok := m[from]; ok {
+			m[to] = v
+			delete(m, from)
+		}
+	}
+	if arbor == "shell" {
+		if s, ok := m["timeout"]; ok {
+			if n, err := strconv.Atoi(string(s)); err == nil {
+				m["timeout"] = json.RawMessage(strconv.Itoa(n * 1000))
+			}
+		}
+	}
+	if arbor == "todo_write" {
+		var todos []map[string]json.RawMessage
+		if json.Unmarshal(m["todos"], &todos) == nil {
+			for _, td := range todos {
+				if v, ok := td["active_form"]; ok {
+					td["activeForm"] = v
+					delete(td, "active_form")
+				}
+			}
+			m["todos"], _ = json.Marshal(todos)
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return input
+	}
+	return out
+}
+
+// claudeCodeArgs are, by arbor tool, its argument names that Claude Code
+// names otherwise.
+var claudeCodeArgs = map[string]map[string]string{
+	"read_file":  {"path": "file_path"},
+	"write_file": {"path": "file_path"},
+	"edit":       {"path": "file_path"},
+	"grep":       {"include": "glob", "ignore_case": "-i"},
+	"todo_write": {"active_form": "activeForm"},
+}
+
+// AsClaudeCode presents t under Claude Code's tool name and argument
+// names (Bash, Read with file_path, …), for a model and a client that
+// expect Claude Code's tools; calls are rewritten to t's arguments. A tool
+// Claude Code has no counterpart for (or whose arguments differ beyond
+// names, ask_user) is returned unchanged.
+func AsClaudeCode(t Tool) Tool {
+	arbor := t.Info().Name
+	cc := ClaudeCodeName(arbor)
+	if cc == "" || arbor == "ask_user" {
+		return t
+	}
+	info := t.Info()
+	info.Name = cc
+	info.Schema = claudeCodeSchema(arbor, info.Schema)
+	return &claudeCodeTool{Tool: t, arbor: arbor, info: info}
+}
+
+type claudeCodeTool struct {
+	Tool
+	arbor string
+	info  Info
+}
+
+func (c *claudeCodeTool) Info() Info { return c.info }
+
+func (c *claudeCodeTool) Target(input json.RawMessage) (Target, error) {
+	return c.Tool.Target(claudeCodeInput(c.arbor, input))
+}
+
+func (c *claudeCodeTool) Run(ctx context.Context, call Call) Result {
+	call.Input = claudeCodeInput(c.arbor, call.Input)
+	return c.Tool.Run(ctx, call)
+}
+
+// claudeCodeSchema renames the properties (and required entries) of an
+// arbor tool's argument schema to Claude Code's names; TodoWrite's items
+// need no id (arbor numbers them), Bash's timeout is in milliseconds.
+func claudeCodeSchema(arbor string, schema json.RawMessage) json.RawMessage {
+	var root any
+	if json.Unmarshal(schema, &root) != nil {
+		return schema
+	}
+	renames := claudeCodeArgs[arbor]
+	var walk func(v any)
+	walk = func(v any) {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		if props, ok := obj["properties"].(map[string]any); ok {
+			for from, to := range renames {
+				if p, ok := props[from]; ok {
+					props[to] = p
+					delete(props, from)
+				}
+			}
+			if p, ok := props["timeout"].(map[string]any); ok && arbor == "shell" {
+				p["description"] = "Timeout in milliseconds (at most 600000)."
+			}
+			for _, p := range props {
+				walk(p)
+			}
+		}
+		if req, ok := obj["required"].([]any); ok {
+			out := req[:0]
+			for _, r := range req {
+				name, _ := r.(string)
+				if to, ok := renames[name]; ok {
+					name = to
+				}
+				if arbor == "todo_write" && name == "id" {
+					continue
+				}
+				out = append(out, name)
+			}
+			obj["required"] = out
+		}
+		walk(obj["items"])
+	}
+	walk(root)
+	out, err := json.Marshal(root)
+	if err != nil {
+		return schema
 	}
 	return out
 }

@@ -181,6 +181,9 @@ func (s *Server) switchModel(ctx context.Context, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if ref, err = s.resolveAlias(ref); err != nil {
+		return "", err
+	}
 	m, err := s.app.Model(ref)
 	if err != nil {
 		return "", err
@@ -222,18 +225,20 @@ func (s *Server) request(in agent.Interaction) {
 	}
 	s.mu.Unlock()
 	if ended {
-		s.unanswerable(in.ID, in.Kind)
+		s.unanswerable(in)
 		return
 	}
 	switch in.Kind {
 	case agent.KindApproval:
 		a := in.Approval
-		req := outRequest{Subtype: "can_use_tool", ToolName: a.Tool, ToolInput: a.Input, Input: a.Input, ToolUseID: a.CallID,
+		name, input := s.clientTool(a.Tool, a.Input)
+		req := outRequest{Subtype: "can_use_tool", ToolName: name, ToolInput: input, Input: input, ToolUseID: a.CallID,
 			Reason: a.Reason, DecisionReason: a.Reason}
 		if a.SuggestedRule != "" {
-			rv := ruleValue{ToolName: a.Tool}
+			rv := ruleValue{ToolName: name}
 			if r, err := permission.ParseRule(a.SuggestedRule, permission.Allow, permission.ScopeSession); err == nil {
-				rv = ruleValue{ToolName: r.Tool, RuleContent: r.Pattern}
+				rn, _ := s.clientTool(r.Tool, nil)
+				rv = ruleValue{ToolName: rn, RuleContent: r.Pattern}
 			}
 			req.PermissionSuggestions = []permissionUpdate{{Type: "addRules", Rules: []ruleValue{rv}, Behavior: "allow", Destination: "session"}}
 		}
@@ -306,6 +311,10 @@ func (s *Server) answer(resp controlResponseIn) {
 		}
 		if ap.Allow && len(a.UpdatedInput) > 0 && string(a.UpdatedInput) != "null" {
 			ap.UpdatedInput = a.UpdatedInput
+			if s.opts.ClaudeCode && asked != nil && asked.Approval != nil {
+				// The client edits the input in Claude Code's names.
+				ap.UpdatedInput = tool.ClaudeCodeInput(asked.Approval.Tool, a.UpdatedInput)
+			}
 		}
 		res.Approval = &ap
 		if !ap.Allow && asked != nil && asked.Approval != nil {
@@ -324,9 +333,25 @@ func (s *Server) answer(resp controlResponseIn) {
 	}
 }
 
+// clientTool is a tool's name and input as the client knows them: Claude
+// Code's under its argv (Bash, file_path), arbor's otherwise.
+func (s *Server) clientTool(name string, input json.RawMessage) (string, json.RawMessage) {
+	if !s.opts.ClaudeCode {
+		return name, input
+	}
+	cc := tool.ClaudeCodeName(name)
+	if cc == "" || name == "ask_user" {
+		return name, input
+	}
+	if input != nil {
+		input = tool.ToClaudeCodeInput(name, input)
+	}
+	return cc, input
+}
+
 // deny records a refused call for the turn's result.
 func (s *Server) deny(name string, call tool.Call) {
-	in := call.Input
+	name, in := s.clientTool(name, call.Input)
 	if len(in) == 0 {
 		in = json.RawMessage("{}")
 	}
@@ -358,26 +383,28 @@ func (s *Server) endInput() {
 	if len(asks) == 0 {
 		return
 	}
-	kinds := map[string]agent.InteractionKind{}
-	for _, in := range s.app.Broker.Pending() {
-		kinds[in.ID] = in.Kind
-	}
+	asked := map[string]bool{}
 	for _, iid := range asks {
-		if kind, ok := kinds[iid]; ok {
-			s.unanswerable(iid, kind)
+		asked[iid] = true
+	}
+	for _, in := range s.app.Broker.Pending() {
+		if asked[in.ID] {
+			s.unanswerable(in)
 		}
 	}
 }
 
 // unanswerable resolves an interaction the client cannot answer any more:
 // an approval is denied, a question declined.
-func (s *Server) unanswerable(iid string, kind agent.InteractionKind) {
+func (s *Server) unanswerable(in agent.Interaction) {
 	const why = "the client closed its input before answering"
 	res := agent.Response{Approval: &tool.Approval{Message: why}}
-	if kind == agent.KindQuestion {
+	if in.Kind == agent.KindQuestion {
 		res = agent.Response{Answer: &tool.Answer{Declined: true}}
+	} else if a := in.Approval; a != nil {
+		s.deny(a.Tool, tool.Call{ID: a.CallID, Input: a.Input})
 	}
-	if err := s.app.Broker.Resolve(iid, res); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
+	if err := s.app.Broker.Resolve(in.ID, res); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
 		fmt.Fprintf(s.diag, "arbor: stream-json: %v\n", err)
 	}
 }

@@ -200,13 +200,17 @@ type messageLine struct {
 }
 
 type apiMessage struct {
-	ID         string     `json:"id,omitempty"`
-	Type       string     `json:"type,omitempty"` // "message" for assistant messages
-	Role       string     `json:"role"`
-	Model      string     `json:"model,omitempty"`
-	Content    []apiBlock `json:"content"`
-	StopReason *string    `json:"stop_reason,omitempty"`
-	Usage      *apiUsage  `json:"usage,omitempty"`
+	ID      string     `json:"id,omitempty"`
+	Type    string     `json:"type,omitempty"` // "message" for assistant messages
+	Role    string     `json:"role"`
+	Model   string     `json:"model,omitempty"`
+	Content []apiBlock `json:"content"`
+	// StopReason is the raw stop_reason: a string, or null as Claude Code
+	// writes its assistant lines (before the stop reason is known);
+	// omitted when empty (user messages).
+	StopReason   json.RawMessage `json:"stop_reason,omitempty"`
+	StopSequence json.RawMessage `json:"stop_sequence,omitempty"`
+	Usage        *apiUsage       `json:"usage,omitempty"`
 }
 
 type apiBlock struct {

@@ -127,3 +127,41 @@ func (s *Server) fork(ctx context.Context, from string, o app.SessionOptions) (*
 	}
 	return s.app.ResumeSession(ctx, id, o)
 }
+
+// claudeAliases are Claude Code's model aliases.
+var claudeAliases = map[string]bool{"sonnet": true, "opus": true, "haiku": true}
+
+// resolveAlias turns Claude Code's model alias (sonnet, opus, haiku)
+// into a configured model: one of that exact name if the config has it,
+// else the newest-named configured model whose name contains the alias,
+// Anthropic's first. Other references are returned unchanged.
+func (s *Server) resolveAlias(ref string) (string, error) {
+	alias := strings.ToLower(strings.TrimSpace(ref))
+	if !claudeAliases[alias] {
+		return ref, nil
+	}
+	cfg := s.app.Config()
+	var best, bestProvider string
+	for name, p := range cfg.Providers {
+		for m := range p.Models {
+			if m == alias {
+				return name + "/" + m, nil
+			}
+			if !strings.Contains(strings.ToLower(m), alias) {
+				continue
+			}
+			anth, bestAnth := name == "anthropic", bestProvider == "anthropic"
+			switch {
+			case best == "", anth && !bestAnth:
+			case anth == bestAnth && name+"/"+m > bestProvider+"/"+best:
+			default:
+				continue
+			}
+			best, bestProvider = m, name
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("model alias %q: no configured model's name contains it; add one under providers.<name>.models in the config, or pass provider/model", ref)
+	}
+	return bestProvider + "/" + best, nil
+}

@@ -67,7 +67,7 @@ func TestSDK(t *testing.T) {
 	t.Run("tool", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(
-			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_sdk_1", Name: "write_file", Input: map[string]any{"path": "made.txt", "content": "x"}}}},
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_sdk_1", Name: "Write", Input: map[string]any{"file_path": "made.txt", "content": "x"}}}},
 			llmtest.Turn{Text: "Created."},
 		)
 		r := h.drive(t, "tool", srv, nil)
@@ -78,21 +78,21 @@ func TestSDK(t *testing.T) {
 			r.fatalf(t, "canUseTool was called %d times, want once", len(asked))
 		}
 		var in struct {
-			Path    string `json:"path"`
+			Path    string `json:"file_path"`
 			Content string `json:"content"`
 		}
 		if err := json.Unmarshal(asked[0].Input, &in); err != nil {
 			r.fatalf(t, "canUseTool input %s: %v", asked[0].Input, err)
 		}
-		if asked[0].ToolName != "write_file" || in.Path != "made.txt" || asked[0].ToolUseID != "toolu_sdk_1" {
-			r.fatalf(t, "canUseTool(%q, path %q, toolUseID %q); want write_file, made.txt, toolu_sdk_1", asked[0].ToolName, in.Path, asked[0].ToolUseID)
+		if asked[0].ToolName != "Write" || in.Path != "made.txt" || asked[0].ToolUseID != "toolu_sdk_1" {
+			r.fatalf(t, "canUseTool(%q, file_path %q, toolUseID %q); want Claude Code's Write, made.txt, toolu_sdk_1", asked[0].ToolName, in.Path, asked[0].ToolUseID)
 		}
 		got, err := os.ReadFile(filepath.Join(r.workspace, "made.txt"))
 		if err != nil || string(got) != "x" {
 			r.fatalf(t, "made.txt in the workspace = %q, %v; want %q", got, err, "x")
 		}
-		r.find(t, "an assistant message with the write_file tool_use", func(m sdkMessage) bool {
-			return m.Type == "assistant" && m.hasBlock(func(b sdkBlock) bool { return b.Type == "tool_use" && b.Name == "write_file" && b.ID == "toolu_sdk_1" })
+		r.find(t, "an assistant message with the Write tool_use", func(m sdkMessage) bool {
+			return m.Type == "assistant" && m.hasBlock(func(b sdkBlock) bool { return b.Type == "tool_use" && b.Name == "Write" && b.ID == "toolu_sdk_1" })
 		})
 		r.find(t, "a user message with a successful tool_result for toolu_sdk_1", func(m sdkMessage) bool {
 			return m.Type == "user" && m.hasBlock(func(b sdkBlock) bool { return b.Type == "tool_result" && b.ToolUseID == "toolu_sdk_1" && !b.IsError })

@@ -19,7 +19,7 @@ func TestSDKOptions(t *testing.T) {
 	h := setupSDK(t)
 
 	shellCall := func(id, cmd string) llmtest.Turn {
-		return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: id, Name: "shell", Input: map[string]any{"command": cmd}}}}
+		return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: id, Name: "Bash", Input: map[string]any{"command": cmd}}}}
 	}
 	noFile := func(r *sdkRun, t *testing.T, name string) {
 		t.Helper()
@@ -46,15 +46,15 @@ func TestSDKOptions(t *testing.T) {
 		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"tools": []string{"Read", "Grep"}}})
 		r.requireDone(t)
 		init := r.find(t, "system/init", func(m sdkMessage) bool { return m.Type == "system" && m.Subtype == "init" })
-		if strings.Join(init.Tools, ",") != "read_file,grep" {
-			r.fatalf(t, "init.tools = %q, want read_file, grep", init.Tools)
+		if strings.Join(init.Tools, ",") != "Read,Grep" {
+			r.fatalf(t, "init.tools = %q, want Read, Grep", init.Tools)
 		}
 		var offered []string
 		for _, ts := range srv.Requests()[0].Tools {
 			offered = append(offered, ts.Name)
 		}
-		if strings.Join(offered, ",") != "read_file,grep" {
-			r.fatalf(t, "the model was offered %q, want read_file, grep", offered)
+		if strings.Join(offered, ",") != "Read,Grep" {
+			r.fatalf(t, "the model was offered %q, want Read, Grep", offered)
 		}
 	})
 
@@ -113,8 +113,8 @@ func TestSDKOptions(t *testing.T) {
 			"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true}})
 		r.requireDone(t)
 		noFile(r, t, "ran.txt")
-		if hs := r.driverEvents("hook"); len(hs) != 1 || hs[0].ToolUseID != "toolu_h1" || hs[0].Message != "PreToolUse" {
-			r.fatalf(t, "hook calls %+v; want one PreToolUse for toolu_h1", hs)
+		if hs := r.driverEvents("hook"); len(hs) != 1 || hs[0].ToolUseID != "toolu_h1" || hs[0].Message != "PreToolUse" || hs[0].ToolName != "Bash" {
+			r.fatalf(t, "hook calls %+v; want one PreToolUse for Bash, toolu_h1", hs)
 		}
 		res := r.result(t)
 		if len(res.Denials) != 1 || res.Denials[0].ToolUseID != "toolu_h1" {
@@ -192,8 +192,8 @@ func TestSDKOptions(t *testing.T) {
 			llmtest.Turn{Text: "ran"})
 		r := h.driveOptions(t, srv, driverOptions{CanUseTool: "allow"})
 		r.requireDone(t)
-		if asked := r.driverEvents("can_use_tool"); len(asked) != 1 || asked[0].ToolUseID != "toolu_c1" {
-			r.fatalf(t, "canUseTool calls %+v; want one for toolu_c1", asked)
+		if asked := r.driverEvents("can_use_tool"); len(asked) != 1 || asked[0].ToolUseID != "toolu_c1" || asked[0].ToolName != "Bash" {
+			r.fatalf(t, "canUseTool calls %+v; want one for Bash, toolu_c1", asked)
 		}
 		if _, err := os.Stat(filepath.Join(r.workspace, "ran.txt")); err != nil {
 			r.fatalf(t, "the approved command did not run: %v", err)

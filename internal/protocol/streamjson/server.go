@@ -110,6 +110,10 @@ type Server struct {
 	initErr error
 	// denials are the calls refused in the running turn.
 	denials []permissionDenial
+	// calls counts the running turn's tool calls; failed are the errors
+	// of those that failed, by call id.
+	calls  int
+	failed map[string]string
 	// modelUsage adds up the running turn's model calls by model.
 	modelUsage map[string]modelUsage
 	// pending is an assistant line held until its usage is known (the
@@ -356,7 +360,11 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	if sess != nil {
 		return sess, nil
 	}
-	o := app.SessionOptions{Model: s.opts.Model, MaxTurns: s.opts.MaxTurns, Title: "stream-json",
+	model, err := s.resolveAlias(s.opts.Model)
+	if err != nil {
+		return nil, err
+	}
+	o := app.SessionOptions{Model: model, MaxTurns: s.opts.MaxTurns, Title: "stream-json",
 		System: joinNonEmpty("\n", s.opts.AppendSystemPrompt, in.appendSystem), SystemBase: in.systemBase}
 	if hostShell {
 		o.Tools = append(o.Tools, s.hostShellTool())
@@ -367,13 +375,22 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 			o.Only = append(o.Only, tool.FromClaudeCode(n))
 		}
 	}
-	if len(in.hooks) > 0 {
-		o.Wrap = s.wrapHooks
+	// Under Claude Code's argv the tools are Claude Code's (Bash, Read
+	// with file_path, …); hooks see them so, outside that presentation.
+	if s.opts.ClaudeCode || len(in.hooks) > 0 {
+		o.Wrap = func(t tool.Tool) tool.Tool {
+			if s.opts.ClaudeCode {
+				t = tool.AsClaudeCode(t)
+			}
+			if len(in.hooks) > 0 {
+				t = s.wrapHooks(t)
+			}
+			return t
+		}
 	}
 	if s.opts.MaxBudgetUSD > 0 {
 		o.Gate = s.budgetGate
 	}
-	var err error
 	switch {
 	case s.opts.Resume != "" && s.opts.ForkSession:
 		sess, err = s.fork(ctx, s.opts.Resume, o)
@@ -393,6 +410,9 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 		return nil, err
 	}
 	for _, n := range s.opts.Tools {
+		if _, ok := sess.Tools.Lookup(n); ok {
+			continue
+		}
 		if _, ok := sess.Tools.Lookup(tool.FromClaudeCode(n)); !ok {
 			return nil, fmt.Errorf("--tools names %q, which is no tool of arbor's (it has %s)", n, strings.Join(sess.Tools.Names(), ", "))
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -98,6 +99,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	s.apiTime.Store(0)
 	s.mu.Lock()
 	s.denials, s.modelUsage = nil, map[string]modelUsage{}
+	s.calls, s.failed = 0, map[string]string{}
 	s.mu.Unlock()
 	res := sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
 	res = s.stopHooks(ctx, sess, res)
@@ -119,6 +121,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
 		r.StopReason = "end_turn"
+		if errs := s.allCallsFailed(denials); errs != nil {
+			// Not a clean success: the result says what failed.
+			r.IsError, r.Errors = true, errs
+		}
 	case agent.OutcomeMaxTurns:
 		r.Subtype, r.IsError, r.Errors = "error_max_turns", true, []string{fmt.Sprintf("Reached maximum number of turns (%d)", res.Steps)}
 	case agent.OutcomeCancelled:
@@ -275,11 +281,23 @@ func (s *Server) translate(e agent.Event) {
 		s.apiTime.Add(e.At.UnixNano() - s.stepStart.Load())
 		m := apiAssistant(e)
 		m.Model = s.modelName(m.Model)
+		if s.opts.ClaudeCode {
+			// As Claude Code writes them (TestClaudeCodeParity).
+			m.StopReason, m.StopSequence = json.RawMessage("null"), json.RawMessage("null")
+		}
 		// Held until the usage of its call, published next, is known.
 		s.mu.Lock()
 		s.pending = &messageLine{Type: "assistant", Message: m, SessionID: sid, UUID: newUUID()}
 		s.mu.Unlock()
 	case *agent.ToolCallFinished:
+		s.mu.Lock()
+		if s.failed != nil {
+			s.calls++
+			if e.IsError {
+				s.failed[e.CallID] = e.Tool + ": " + clip(e.Result, 300)
+			}
+		}
+		s.mu.Unlock()
 		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
 			Content: []apiBlock{{Type: "tool_result", ToolUseID: e.CallID, Content: e.Result, IsError: e.IsError}}}})
 	}
@@ -323,8 +341,7 @@ func apiAssistant(e *agent.AssistantMessage) apiMessage {
 	if m.ID == "" {
 		m.ID = "msg_" + strings.ReplaceAll(newUUID(), "-", "")
 	}
-	stop := string(e.StopReason)
-	m.StopReason = &stop
+	m.StopReason, _ = json.Marshal(string(e.StopReason))
 	for _, p := range e.Message.Parts {
 		switch p.Type {
 		case llm.PartText:
@@ -339,3 +356,39 @@ func apiAssistant(e *agent.AssistantMessage) apiMessage {
 	}
 	return m
 }
+
+// allCallsFailed returns the errors of the running turn's tool calls when
+// it made some and every one failed (calls refused by the client or a
+// hook, listed in permission_denials, aside); nil otherwise.
+func (s *Server) allCallsFailed(denials []permissionDenial) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	denied := map[string]bool{}
+	for _, d := range denials {
+		denied[d.ToolUseID] = true
+	}
+	var errs []string
+	calls := s.calls
+	for id, e := range s.failed {
+		if denied[id] {
+			calls--
+			continue
+		}
+		errs = append(errs, "tool call failed: "+e)
+	}
+	if calls <= 0 || len(errs) != calls {
+		return nil
+	}
+	sort.Strings(errs)
+	return errs
+}
+
+// clip shortens s to at most n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+
