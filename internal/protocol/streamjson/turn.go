@@ -390,5 +390,3 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-
