@@ -23,6 +23,20 @@ func TestAskUser(t *testing.T) {
 		reqEqual(t, q.Question, "Which database?")
 		reqEqual(t, strings.Join(q.Options, "|"), "SQLite|PostgreSQL")
 		reqEqual(t, q.MultiSelect, false)
+		reqEqual(t, q.Header, "")
+		reqEqual(t, len(q.OptionDetails), 0)
+	})
+
+	t.Run("HeaderAndOptionDescriptions", func(t *testing.T) {
+		t.Parallel()
+		f := setupTools(t)
+		f.asker.answer = Answer{Text: "SQLite"}
+		reqOK(t, f.call("ask_user", askUserArgs{Question: "Which database?", Header: " Database ",
+			Options: []string{"SQLite", "PostgreSQL", "MySQL"}, OptionDescriptions: []string{"embedded", "a server"}}))
+		q := f.asker.asked[0]
+		reqEqual(t, q.Header, "Database")
+		// One detail per option, "" for the options the model left out.
+		reqEqual(t, strings.Join(q.OptionDetails, "|"), "embedded|a server|")
 	})
 
 	t.Run("Declined", func(t *testing.T) {
@@ -73,6 +87,7 @@ func TestAskUser(t *testing.T) {
 			{askUserArgs{Question: "Q?", MultiSelect: true}, "multi_select needs options"},
 			{askUserArgs{Question: "Q?", Options: []string{"a", ""}}, "option 2 is empty"},
 			{askUserArgs{Question: "Q?", Options: make([]string, askMaxOptions+1)}, "21 options; at most 20"},
+			{askUserArgs{Question: "Q?", Options: []string{"a"}, OptionDescriptions: []string{"x", "y"}}, "2 option_descriptions for 1 options"},
 		}
 		for _, tc := range cases {
 			reqContains(t, reqErr(t, f.call("ask_user", tc.args)), tc.want)

@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -327,4 +328,32 @@ func TestLocalShell(t *testing.T) {
 	}
 	b.Close()
 	b.checkSeq()
+}
+
+// TestQuestionHeaderAndDetails: ask_user's header and option descriptions
+// reach question_request as Chord sends them (option_details: one string
+// per option, "" where the model gave none).
+func TestQuestionHeaderAndDetails(t *testing.T) {
+	t.Parallel()
+	ask := llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "ask_user", Input: map[string]any{
+		"question": "Which color?", "header": "Colour", "options": []any{"red", "blue"},
+		"option_descriptions": []any{"warm"}}}}}
+	srv := llmtest.NewServer(ask, llmtest.Turn{Text: "ok", Expect: "red"})
+	defer srv.Close()
+	b, _ := setup(t, srv)
+	b.Send(`{"type":"send","content":"pick"}`)
+	q := b.Next(typ("question_request"))
+	var p struct {
+		Header        string   `json:"header"`
+		OptionDetails []string `json:"option_details"`
+	}
+	if err := json.Unmarshal(q.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Header != "Colour" || len(p.OptionDetails) != 2 || p.OptionDetails[0] != "warm" || p.OptionDetails[1] != "" {
+		t.Fatalf("question_request %s", q.raw)
+	}
+	b.Send(`{"type":"question","request_id":"` + q.P.RequestID + `","answers":["red"],"reason":"answered"}`)
+	b.Next(typ("idle"))
+	b.Close()
 }

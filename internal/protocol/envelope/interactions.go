@@ -53,10 +53,13 @@ func (s *server) requested(in agent.Interaction, agentID string) {
 		if q.AskNode != 0 {
 			name = "ask"
 		}
-		req := &questionRequest{RequestID: in.ID, AgentID: agentID, ToolName: name, Question: q.Question,
-			Options: q.Options, OptionDetails: []string{}, Multiple: q.MultiSelect}
+		req := &questionRequest{RequestID: in.ID, AgentID: agentID, ToolName: name, Header: q.Header,
+			Question: q.Question, Options: q.Options, OptionDetails: q.OptionDetails, Multiple: q.MultiSelect}
 		if req.Options == nil {
 			req.Options = []string{}
+		}
+		if req.OptionDetails == nil {
+			req.OptionDetails = []string{}
 		}
 		if !in.Deadline.IsZero() {
 			d := in.Deadline.UTC()
