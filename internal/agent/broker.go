@@ -154,11 +154,22 @@ func (b *Broker) wait(ctx context.Context, in Interaction, onTimeout Response) (
 		return <-p.done, nil // resolved in the same instant
 	case <-ctx.Done():
 		if b.withdraw(in.ID) {
-			b.bus.Publish(&InteractionResolved{Meta: Meta{SessionID: in.SessionID}, ID: in.ID, Kind: in.Kind, Resolution: "cancelled"})
+			b.bus.Publish(&InteractionResolved{Meta: Meta{SessionID: in.SessionID}, ID: in.ID, Kind: in.Kind, Resolution: endedBy(ctx)})
 			return Response{}, ctx.Err()
 		}
 		return <-p.done, nil
 	}
+}
+
+// endedBy names how ctx ended an interaction: "cancelled" when someone
+// stopped the work (a plain cancel, or a cause that is a context.Canceled,
+// such as a person stopping a tree node), "error" when it ended because
+// something failed (a time limit, a failed run: any other cause).
+func endedBy(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		return "cancelled"
+	}
+	return "error"
 }
 
 // withdraw removes id if it is still pending and reports whether it was.

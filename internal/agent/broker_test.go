@@ -89,4 +89,51 @@ func TestBroker(t *testing.T) {
 			t.Fatalf("late answer: %v", err)
 		}
 	})
+
+	t.Run("a failure ends a question with error, a stop cancels it", func(t *testing.T) {
+		t.Parallel()
+		stop := stopCause{}
+		for _, tc := range []struct {
+			name   string
+			cancel func(context.CancelCauseFunc)
+			want   string
+		}{
+			{"plain cancel", func(c context.CancelCauseFunc) { c(nil) }, "cancelled"},
+			{"a stop (a Canceled cause)", func(c context.CancelCauseFunc) { c(stop) }, "cancelled"},
+			{"a failure", func(c context.CancelCauseFunc) { c(errors.New("node timed out")) }, "error"},
+		} {
+			bus := agent.NewBus()
+			br := agent.NewBroker(bus)
+			reqs := requested(bus)
+			resolved := make(chan string, 1)
+			bus.Subscribe(func(e agent.Event) {
+				if r, ok := e.(*agent.InteractionResolved); ok {
+					resolved <- r.Resolution
+				}
+			})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := br.For("s").Ask(ctx, tool.Question{Question: "?"})
+				done <- err
+			}()
+			<-reqs
+			tc.cancel(cancel)
+			<-done
+			select {
+			case got := <-resolved:
+				if got != tc.want {
+					t.Fatalf("%s: resolution %q, want %q", tc.name, got, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: no InteractionResolved", tc.name)
+			}
+		}
+	})
 }
+
+// stopCause is a cause that is a context.Canceled, as the tree's stops are.
+type stopCause struct{}
+
+func (stopCause) Error() string        { return "node stopped" }
+func (stopCause) Is(target error) bool { return target == context.Canceled }

@@ -139,7 +139,8 @@ type InteractionResolved struct {
 	Meta
 	ID   string          `json:"id"`
 	Kind InteractionKind `json:"kind"`
-	// Resolution says how: "answered", "timeout", "cancelled".
+	// Resolution says how: "answered", "timeout", "cancelled" (someone
+	// stopped the work), "error" (it ended because something failed).
 	Resolution string   `json:"resolution"`
 	Response   Response `json:"response"`
 }

@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -8,8 +9,19 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-var errPaused = errors.New("node paused")
-var errStopped = errors.New("node stopped")
+// The causes of stops someone asked for are cancellations (errors.Is them
+// to context.Canceled); any other cause ends a node's work as a failure.
+var (
+	errPaused  error = stopCause("node paused")
+	errStopped error = stopCause("node stopped")
+)
+
+// stopCause is the cause of a deliberate stop: it is a context.Canceled,
+// so a question open when it came is reported cancelled, not failed.
+type stopCause string
+
+func (e stopCause) Error() string        { return string(e) }
+func (e stopCause) Is(target error) bool { return target == context.Canceled }
 
 // control applies op to target on behalf of caller, which must be a
 // strict ancestor of target.

@@ -2,7 +2,6 @@ package tree
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -65,7 +64,7 @@ type run struct {
 	finished bool
 }
 
-var errInterrupted = errors.New("run interrupted")
+var errInterrupted error = stopCause("run interrupted")
 
 func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	meta, err := e.o.Store.GetRun(ctx, id)

@@ -88,6 +88,8 @@ func (s *server) resolved(e *agent.InteractionResolved) {
 			reason = reasonNoResponse
 		case e.Resolution == "cancelled":
 			reason = reasonCancelled
+		case e.Resolution == "error":
+			reason = reasonError
 		case e.Response.Answer != nil && e.Response.Answer.Declined:
 			reason = reasonDeclined
 		default:

@@ -25,6 +25,7 @@ const (
 	reasonSuperseded = "superseded"
 	reasonNoResponse = "no_response"
 	reasonCancelled  = "cancelled"
+	reasonError      = "error"
 )
 
 // send runs a slash command, or closes the pending interactions and
