@@ -23,16 +23,20 @@ import (
 const RunnerClaudeCode = "claude-code"
 
 // ErrNoClaude: the Claude Code CLI was not found.
-var ErrNoClaude = errors.New("the Claude Code CLI (claude) was not found: put it on PATH or set ARBOR_CLAUDE")
+var ErrNoClaude = errors.New("the Claude Code CLI (claude) was not found: put it on PATH, or set ARBOR_CLAUDE or config claude_path")
 
 // runners are the external node runners of this app's engines.
 func (a *App) runners() map[string]tree.Runner {
 	return map[string]tree.Runner{RunnerClaudeCode: &claudeRunner{app: a}}
 }
 
-// claudePath is the claude executable: env ARBOR_CLAUDE, else claude on PATH.
-func claudePath() (string, error) {
+// claudePath is the claude executable: env ARBOR_CLAUDE, else config
+// claude_path, else claude on PATH.
+func (a *App) claudePath() (string, error) {
 	if p := os.Getenv("ARBOR_CLAUDE"); p != "" {
+		return p, nil
+	}
+	if p := a.Config().ClaudePath; p != "" {
 		return p, nil
 	}
 	p, err := exec.LookPath("claude")
@@ -52,7 +56,7 @@ type claudeRunner struct{ app *App }
 func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.Result {
 	a, spec := c.app, t.Spec
 	fail := func(err error) agent.Result { return agent.Result{Outcome: agent.OutcomeFailed, Err: err} }
-	path, err := claudePath()
+	path, err := a.claudePath()
 	if err != nil {
 		return fail(err)
 	}

@@ -1,10 +1,13 @@
 package cli_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
@@ -128,4 +131,79 @@ func lastTexts(reqs []llmtest.Request) []string {
 		out[i] = r.LastUserText()
 	}
 	return out
+}
+
+// TestClaudeCodeNodeStopEndsItsProcess stops a node run by Claude Code
+// while its Bash call runs: arbor interrupts Claude Code and ends its
+// process group, so the command it started is gone too, #2 ends
+// cancelled, and the run finishes.
+func TestClaudeCodeNodeStopEndsItsProcess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+		switch {
+		case hasTool(req, "mcp__arbor__complete"): // Claude Code as #2
+			if treetest.Turns(req) == 0 {
+				return treetest.Calls(treetest.Call("Bash", map[string]any{
+					"command": "echo $$ > sleep.pid; exec sleep 300", "description": "wait", "timeout": 600000}))
+			}
+			return llmtest.Turn{Text: "interrupted"}
+		case treetest.NodeOf(req) == 1:
+			switch treetest.Turns(req) {
+			case 0:
+				return treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "Wait forever", "prompt": "Sleep.", "runner": "claude-code"}))
+			case 1: // wait (in the root's own shell) until #2's command runs
+				return treetest.Calls(treetest.Call("shell", map[string]any{
+					"command": "while ! grep -q . sleep.pid 2>/dev/null; do sleep 0.1; done", "timeout": 600}))
+			case 2:
+				return treetest.Calls(treetest.Call("stop", map[string]any{"id": "#2"}))
+			case 3:
+				return treetest.Complete("draft")
+			default:
+				return treetest.Complete("ROOT: " + firstLineOf(req.LastUserText(), "error: "))
+			}
+		}
+		return llmtest.Turn{Text: "ok"}
+	})
+	t.Cleanup(srv.Close)
+	model := claudeEnv(t, e, srv.URL)
+
+	o := e.run("run", "--yes", "--model", model, "Stop a Claude Code node")
+	if o.code != 0 {
+		t.Fatalf("run: %d\nstdout: %s\nstderr: %s", o.code, o.stdout, o.stderr)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(o.stdout), "ROOT: ") || !strings.Contains(o.stdout, "stop") {
+		t.Fatalf("stdout %q\nstderr: %s", o.stdout, o.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(e.workspace, "sleep.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run has ended, so the stop has been carried out: the sleep
+	// Claude Code started must be gone (a zombie is reaped by init).
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the command Claude Code started (pid %d) still runs after the stop: %v", pid, err)
+	}
+	m := runLine.FindStringSubmatch(o.stderr)
+	if m == nil {
+		t.Fatalf("no run id in stderr:\n%s", o.stderr)
+	}
+	tr := e.run("tree", m[1])
+	if !strings.Contains(tr.stdout, "#2 [cancelled] spawn: Wait forever (runner: claude-code)") {
+		t.Fatalf("arbor tree: %+v", tr)
+	}
+}
+
+// firstLineOf returns the rest of the first line of text starting with prefix.
+func firstLineOf(text, prefix string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return strings.TrimPrefix(l, prefix)
+		}
+	}
+	return ""
 }
