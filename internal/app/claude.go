@@ -33,7 +33,7 @@ func (a *App) runners() map[string]tree.Runner {
 // claudePath is the claude executable: env ARBOR_CLAUDE, else config
 // claude_path, else claude on PATH.
 func (a *App) claudePath() (string, error) {
-	if p := os.Getenv("ARBOR_CLAUDE"); p != "" {
+	if p := a.getenv("ARBOR_CLAUDE"); p != "" {
 		return p, nil
 	}
 	if p := a.Config().ClaudePath; p != "" {
