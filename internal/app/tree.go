@@ -45,7 +45,7 @@ func (a *App) EngineWith(o EngineOptions) (*tree.Engine, Model, error) {
 	}
 	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: o.MaxTurns}
 	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker,
-		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }})
+		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }, Runners: a.runners(), DefaultRunner: a.Config().NodeRunner})
 	return e, m, nil
 }
 
@@ -96,7 +96,7 @@ func (a *App) HostEngine(ref func() string) *tree.Engine {
 			choices = append(choices, c...)
 		}
 	}
-	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker, Models: choices,
+	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker, Models: choices, Runners: a.runners(), DefaultRunner: a.Config().NodeRunner,
 		Priced: func(m string) bool {
 			if m == "" {
 				m = ref()

@@ -58,9 +58,15 @@ type Config struct {
 	// NodeModels are the models a tree's nodes may choose for their
 	// children (spawn and fork take one of these names): name → ref.
 	NodeModels map[string]string `yaml:"node_models"`
-	Compaction Compaction        `yaml:"compaction"`
-	Retry      Retry             `yaml:"retry"`
-	Headless   Headless          `yaml:"headless"`
+	// NodeRunner runs the tree nodes whose spawn or fork names no runner:
+	// "arbor" (arbor's own agent loop, also for "") or "claude-code".
+	NodeRunner string `yaml:"node_runner"`
+	// ClaudePath is the Claude Code executable of the claude-code runner
+	// (env ARBOR_CLAUDE wins; "" = claude on PATH).
+	ClaudePath string     `yaml:"claude_path"`
+	Compaction Compaction `yaml:"compaction"`
+	Retry      Retry      `yaml:"retry"`
+	Headless   Headless   `yaml:"headless"`
 	// MCPServers are the external MCP servers whose tools every agent
 	// gets, by name: from the user file, the project's .mcp.json (Claude
 	// Code's format) and the project file, later ones replacing an entry

@@ -23,6 +23,9 @@ type fileConfig struct {
 	Mode     *string `yaml:"mode"`
 	Store    *string `yaml:"store"`
 	MaxTurns *int    `yaml:"max_turns"`
+	// NodeRunner and ClaudePath: see Config.
+	NodeRunner *string `yaml:"node_runner"`
+	ClaudePath *string `yaml:"claude_path"`
 	// The interaction timeouts, as Go durations ("10m").
 	QuestionTimeout *time.Duration          `yaml:"question_timeout"`
 	ApprovalTimeout *time.Duration          `yaml:"approval_timeout"`
@@ -209,6 +212,8 @@ func (c *Config) apply(fc *fileConfig, src string) {
 	set(c, &c.Mode, fc.Mode, "mode", src)
 	set(c, &c.Store, fc.Store, "store", src)
 	set(c, &c.MaxTurns, fc.MaxTurns, "max_turns", src)
+	set(c, &c.NodeRunner, fc.NodeRunner, "node_runner", src)
+	set(c, &c.ClaudePath, fc.ClaudePath, "claude_path", src)
 	set(c, &c.QuestionTimeout, fc.QuestionTimeout, "question_timeout", src)
 	set(c, &c.ApprovalTimeout, fc.ApprovalTimeout, "approval_timeout", src)
 	set(c, &c.Compaction.Threshold, fc.Compaction.Threshold, "compaction.threshold", src)

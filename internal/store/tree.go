@@ -70,6 +70,9 @@ type Node struct {
 	// Model is the provider/name the node's agent runs on; "" for the
 	// run's model.
 	Model string `json:"model,omitempty"`
+	// Runner is the external agent that runs the node ("claude-code");
+	// "" for arbor's own agent loop.
+	Runner string `json:"runner,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

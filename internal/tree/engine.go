@@ -119,6 +119,11 @@ type Options struct {
 	// the run's) is known, so that a budget_usd on it can be enforced.
 	// Nil: every price is taken as known.
 	Priced func(ref string) bool
+	// Runners are the external agents nodes may be run by, by name
+	// ("claude-code"), besides arbor's own loop ("arbor"). DefaultRunner
+	// runs the children that name none ("" or "arbor": arbor's own).
+	Runners       map[string]Runner
+	DefaultRunner string
 }
 
 // ModelChoice is a model nodes may choose for their children.

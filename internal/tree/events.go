@@ -46,6 +46,9 @@ type NodeView struct {
 	SessionID string    `json:"session_id,omitempty"`
 	// Model is the node's model (provider/name); "" for the run's.
 	Model string `json:"model,omitempty"`
+	// Runner is the external agent that runs the node ("claude-code");
+	// "" for arbor's own.
+	Runner string `json:"runner,omitempty"`
 }
 
 // NodeChanged is published after every committed transition of a node,

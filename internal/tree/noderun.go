@@ -20,6 +20,10 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	n := *r.nodes[id]
 	ag := r.agents[id]
 	r.mu.Unlock()
+	if n.Runner != "" {
+		r.runExternal(ctx, id, n)
+		return
+	}
 	if n.SessionID == "" { // activated by an older arbor
 		n.SessionID = sessionID(r.id, id)
 	}

@@ -179,6 +179,9 @@ func Render(nodes []store.Node) string {
 		if n.Model != "" {
 			fmt.Fprintf(&b, " (model: %s)", n.Model)
 		}
+		if n.Runner != "" {
+			fmt.Fprintf(&b, " (runner: %s)", n.Runner)
+		}
 		if len(n.BlockedBy) > 0 && !n.State.Terminal() {
 			fmt.Fprintf(&b, " (blocked_by: %s)", ids(n.BlockedBy))
 		}

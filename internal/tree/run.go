@@ -265,6 +265,6 @@ func view(n store.Node) NodeView {
 	return NodeView{
 		ID: n.ID, ParentID: n.ParentID, Kind: n.Kind, Spawn: n.Spawn, Goal: n.Goal, State: n.State,
 		BlockedBy: slices.Clone(n.BlockedBy), Result: n.Result, Error: n.Error, Question: n.Question,
-		Options: slices.Clone(n.Options), SessionID: n.SessionID, Model: n.Model,
+		Options: slices.Clone(n.Options), SessionID: n.SessionID, Model: n.Model, Runner: n.Runner,
 	}
 }

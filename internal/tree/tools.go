@@ -65,6 +65,7 @@ type spawnArgs struct {
 	BudgetUSD    float64   `json:"budget_usd,omitempty" jsonschema:"minimum=0,description=Dollars the child and everything it spawns may spend (default: no limit of its own)"`
 	MaxTokens    int64     `json:"max_tokens,omitempty" jsonschema:"minimum=0,description=Tokens the child and everything it spawns may use (default: no limit of its own)"`
 	Model        string    `json:"model,omitempty" jsonschema:"description=The model the child runs on: one of the names this tool's description lists (default: your own model)"`
+	Runner       string    `json:"runner,omitempty" jsonschema:"enum=arbor,enum=claude-code,description=The agent that runs the child: arbor's own (arbor) or the Claude Code CLI (claude-code) (default: as configured)"`
 }
 
 type askArgs struct {
@@ -109,9 +110,13 @@ func (r *run) tools(caller int64) []tool.Tool {
 					return tool.Errorf("model: the price of %s is unknown, and the child would spend under a budget in dollars; choose a model with a price", model)
 				}
 			}
+			runner, err := r.childRunner(a.Runner)
+			if err != nil {
+				return tool.Errorf("%v", err)
+			}
 			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
 				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID,
-				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens, Model: model})
+				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens, Model: model, Runner: runner})
 		}
 	}
 	// tool.Idempotent marks the tools the agent runs again after a crash
@@ -392,6 +397,9 @@ func (r *run) readNode(id int64) tool.Result {
 	fmt.Fprintf(&b, " [%s]\nparent: #%d\ngoal: %s\n", n.State, n.ParentID, n.Goal)
 	if n.Model != "" {
 		fmt.Fprintf(&b, "model: %s\n", n.Model)
+	}
+	if n.Runner != "" {
+		fmt.Fprintf(&b, "runner: %s\n", n.Runner)
 	}
 	if n.Prompt != "" {
 		fmt.Fprintf(&b, "prompt: %s\n", n.Prompt)

@@ -20,7 +20,7 @@ var nodeFields = []string{
 	"context_query", "question", "options", "default_answer", "state", "result",
 	"error", "draft", "has_draft", "context", "session_id", "attempts",
 	"synthesized", "notice", "call_id", "started_at", "ended_at", "budget_usd", "max_tokens",
-	"model",
+	"model", "runner",
 }
 
 var (
@@ -131,7 +131,7 @@ func nodeArgs(n store.Node, now time.Time) ([]any, error) {
 		n.ContextQuery, n.Question, options, n.Default, n.State, n.Result,
 		n.Error, n.Draft, boolInt(n.HasDraft), n.Context, n.SessionID, n.Attempts,
 		n.Synthesized, n.Notice, n.CallID, started, ended, n.BudgetUSD, n.MaxTokens,
-		n.Model,
+		n.Model, n.Runner,
 		now.UnixNano(),
 	}, nil
 }
@@ -192,7 +192,7 @@ func scanNode(sc scanner) (store.Node, error) {
 		&n.ContextQuery, &n.Question, &options, &n.Default, &n.State, &n.Result,
 		&n.Error, &n.Draft, &hasDraft, &n.Context, &n.SessionID, &n.Attempts,
 		&n.Synthesized, &n.Notice, &n.CallID, &started, &ended, &n.BudgetUSD, &n.MaxTokens,
-		&n.Model,
+		&n.Model, &n.Runner,
 		&updated)
 	if err != nil {
 		return store.Node{}, err

@@ -51,7 +51,7 @@ func TestTreeSchemaRefusesStrayRows(t *testing.T) {
 	b := setup(t)
 	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1"}))
 	insert := `INSERT INTO nodes (` + nodeColumns + `) VALUES
-		(?, ?, 0, 0, ?, '', '', '', 'null', '', '', '', 'null', '', '', '', '', '', ?, '', '', 0, 0, '', '', NULL, NULL, 0, 0, '', 0)`
+		(?, ?, 0, 0, ?, '', '', '', 'null', '', '', '', 'null', '', '', '', '', '', ?, '', '', 0, 0, '', '', NULL, NULL, 0, 0, '', '', 0)`
 	for _, tc := range []struct {
 		name     string
 		run      string

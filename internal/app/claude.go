@@ -1,0 +1,177 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/runner/claudecode"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+// RunnerClaudeCode names the Claude Code CLI as a node runner.
+const RunnerClaudeCode = "claude-code"
+
+// ErrNoClaude: the Claude Code CLI was not found.
+var ErrNoClaude = errors.New("the Claude Code CLI (claude) was not found: put it on PATH, or set ARBOR_CLAUDE or config claude_path")
+
+// runners are the external node runners of this app's engines.
+func (a *App) runners() map[string]tree.Runner {
+	return map[string]tree.Runner{RunnerClaudeCode: &claudeRunner{app: a}}
+}
+
+// claudePath is the claude executable: env ARBOR_CLAUDE, else config
+// claude_path, else claude on PATH.
+func (a *App) claudePath() (string, error) {
+	if p := a.getenv("ARBOR_CLAUDE"); p != "" {
+		return p, nil
+	}
+	if p := a.Config().ClaudePath; p != "" {
+		return p, nil
+	}
+	p, err := exec.LookPath("claude")
+	if err != nil {
+		return "", ErrNoClaude
+	}
+	return p, nil
+}
+
+// claudeRunner runs node turns in the Claude Code CLI (see package
+// claudecode): its tree tools are arbor mcp --node, its permission
+// prompts are decided by the app's permission engine and put to the
+// person through the node session's broker, its result's usage and cost
+// are charged to the node, and its texts are kept as the node's session.
+type claudeRunner struct{ app *App }
+
+func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.Result {
+	a, spec := c.app, t.Spec
+	fail := func(err error) agent.Result { return agent.Result{Outcome: agent.OutcomeFailed, Err: err} }
+	path, err := a.claudePath()
+	if err != nil {
+		return fail(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(fmt.Errorf("find arbor's executable for the node's MCP server: %w", err))
+	}
+	if err := c.session(ctx, spec); err != nil {
+		return fail(err)
+	}
+	record := func(m llm.Message) {
+		_, _ = a.Store.AppendMessages(context.WithoutCancel(ctx), spec.SessionID, m)
+	}
+	record(llm.UserText(t.Message))
+	broker := a.Broker.For(spec.SessionID)
+	o := claudecode.Options{
+		Path: path, Dir: a.Workspace, Env: os.Environ(),
+		MCPCommand: exe,
+		MCPArgs: []string{"mcp", "--store", a.Config().DBPath(), "-C", a.Workspace,
+			"--run", spec.RunID, "--node", strconv.FormatInt(spec.NodeID, 10)},
+		Model: c.model(spec),
+		Permit: func(ctx context.Context, name, id string, input json.RawMessage) (bool, string) {
+			g := tool.Guard(&claudeTool{name: name}, a.Permissions, broker)
+			res := g.Run(ctx, tool.Call{ID: id, Input: input})
+			return !res.IsError, res.Content
+		},
+		OnEvent: func(e claudecode.Event) {
+			if e.Kind == "assistant" {
+				record(llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart(e.Text)}})
+			}
+		},
+	}
+	res, err := claudecode.Run(ctx, o, claudecode.Turn{SessionKey: spec.SessionID, Resume: t.Resume, Message: t.Message})
+	if res.Usage != (llm.Usage{}) || res.CostUSD > 0 {
+		if spec.Charge != nil {
+			spec.Charge(res.Usage, res.CostUSD)
+		}
+		_ = a.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
+			SessionID: spec.SessionID, Model: RunnerClaudeCode, Usage: res.Usage,
+			CostUSD: res.CostUSD, CostKnown: true, At: time.Now().UTC(),
+		})
+	}
+	switch {
+	case ctx.Err() != nil:
+		return agent.Result{Outcome: agent.OutcomeCancelled, Err: err}
+	case err != nil:
+		return fail(err)
+	case res.IsError:
+		return fail(fmt.Errorf("claude code: %s", res.Text))
+	}
+	return agent.Result{Outcome: agent.OutcomeCompleted, Text: res.Text}
+}
+
+// session makes sure the node's session (its transcript) exists.
+func (c *claudeRunner) session(ctx context.Context, spec tree.AgentSpec) error {
+	_, err := c.app.Store.GetSession(ctx, spec.SessionID)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return c.app.Store.CreateSession(ctx, store.Session{
+		ID: spec.SessionID, Title: spec.Title, Model: RunnerClaudeCode, Workspace: c.app.Workspace,
+		RunID: spec.RunID, NodeID: spec.NodeID,
+	})
+}
+
+// model is the --model of the node's Claude Code: the name of the node's
+// (or run's) model when it is an Anthropic one, else Claude Code's own.
+func (c *claudeRunner) model(spec tree.AgentSpec) string {
+	m, err := c.app.Model(spec.Model)
+	if err != nil || m.Ref.Type != "anthropic" {
+		return ""
+	}
+	return m.Ref.Name
+}
+
+// claudeTool stands for one of Claude Code's tools in arbor's permission
+// check: its kind and target are read from the call's input.
+type claudeTool struct{ name string }
+
+func (t *claudeTool) Info() tool.Info {
+	k := tool.KindExecute
+	switch {
+	case strings.HasPrefix(t.name, "mcp__arbor__"):
+		k = tool.KindInteract // the node's own tree tools, as in-process
+	}
+	switch t.name {
+	case "Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite", "NotebookRead":
+		k = tool.KindRead
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+		k = tool.KindWrite
+	}
+	return tool.Info{Name: t.name, Kind: k}
+}
+
+func (t *claudeTool) Target(in json.RawMessage) (tool.Target, error) {
+	var a struct {
+		Command      string `json:"command"`
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+		Path         string `json:"path"`
+	}
+	_ = json.Unmarshal(in, &a)
+	var tg tool.Target
+	if t.name == "Bash" {
+		tg.Command = a.Command
+	}
+	for _, p := range []string{a.FilePath, a.NotebookPath, a.Path} {
+		if p != "" {
+			tg.Paths = append(tg.Paths, p)
+		}
+	}
+	return tg, nil
+}
+
+// Run is reached only when the call is allowed: Claude Code runs it.
+func (t *claudeTool) Run(context.Context, tool.Call) tool.Result {
+	return tool.Result{Content: "allowed"}
+}
