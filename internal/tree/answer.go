@@ -19,6 +19,11 @@ func (e *Engine) Answer(ctx context.Context, runID string, id int64, text string
 	if v, ok := e.live.Load(runID); ok {
 		return v.(*run).answer(id, text)
 	}
+	unlock := e.runLock(runID) // not while this engine opens the run
+	defer unlock()
+	if v, ok := e.live.Load(runID); ok {
+		return v.(*run).answer(id, text)
+	}
 	l, err := e.acquire(ctx, runID, "")
 	if err != nil {
 		return fmt.Errorf("answer #%d: %w", id, err)

@@ -140,6 +140,21 @@ type Engine struct {
 	// stored only once fully set up (lease held, ctx set), since Answer
 	// reads it from other goroutines.
 	live sync.Map
+	// opening holds a *sync.Mutex per run id (see runLock).
+	opening sync.Map
+}
+
+// runLock serializes the opening of run id (DriveWith, from its lease to
+// its live entry) with what this engine writes to the run while it does
+// not drive it (Answer): an answer given while the run is being opened
+// then waits and goes to the live run, instead of taking the lease from
+// under the opening (which would fail) or writing a node the opening
+// already read (which would be lost).
+func (e *Engine) runLock(id string) (unlock func()) {
+	v, _ := e.opening.LoadOrStore(id, &sync.Mutex{})
+	mu := v.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // New returns an engine.
@@ -225,6 +240,13 @@ type DriveOptions struct {
 
 // DriveWith is Drive with options.
 func (e *Engine) DriveWith(ctx context.Context, id string, o DriveOptions) (store.Run, error) {
+	unlock := e.runLock(id)
+	opened := false
+	defer func() {
+		if !opened {
+			unlock()
+		}
+	}()
 	if _, busy := e.live.Load(id); busy {
 		return store.Run{}, fmt.Errorf("drive run %s: %w", id, ErrRunActive)
 	}
@@ -251,6 +273,8 @@ func (e *Engine) DriveWith(ctx context.Context, id string, o DriveOptions) (stor
 		return store.Run{}, fmt.Errorf("drive run %s: %w", id, ErrRunActive)
 	}
 	defer e.live.Delete(id)
+	opened = true
+	unlock()
 	if o.Serve != nil {
 		defer o.Serve()()
 	}

@@ -177,6 +177,69 @@ func TestAnswerWhileDriveStarts(t *testing.T) {
 	}
 }
 
+// TestAnswerRacesDriveOpening answers an ask node while the same engine
+// opens the run (a resume from the web view, then an answer): whichever
+// comes first, the drive must not fail on the answer's lease and the
+// answer must not be lost to a node the opening already read.
+func TestAnswerRacesDriveOpening(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, setupOpts{respond: func(llmtest.Request) llmtest.Turn {
+		return llmtest.Turn{Text: "never seen", Fault: &llmtest.Fault{Kind: llmtest.FaultStall}}
+	}})
+	for i := range 40 {
+		id := fmt.Sprintf("open-race-%d", i)
+		if _, err := b.engine.Create(b.ctx, tree.RunOptions{ID: id, Goal: "g"}); err != nil {
+			t.Fatal(err)
+		}
+		ask := store.Node{RunID: id, ID: 2, ParentID: 1, Kind: tree.KindAsk, Goal: "q", Question: "q?", State: tree.StatePending}
+		if err := b.app.Store.Commit(b.ctx, nil, ask); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(b.ctx)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		answered := make(chan error, 1)
+		wg.Go(func() {
+			<-start
+			answered <- b.engine.Answer(b.ctx, id, 2, "yes")
+		})
+		driven := make(chan error, 1)
+		wg.Go(func() {
+			<-start
+			_, err := b.engine.Drive(ctx, id)
+			driven <- err
+		})
+		close(start)
+		if err := <-answered; err != nil {
+			t.Fatalf("run %s: Answer = %v", id, err)
+		}
+		// The answer is in: the run (driven, or about to be) has the ask
+		// complete; wait until the live run shows it, then stop driving.
+		for {
+			n, err := b.app.Store.GetNode(b.ctx, id, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.State == tree.StateComplete && tree.IsLive(b.engine, id) {
+				break
+			}
+			select {
+			case err := <-driven:
+				t.Fatalf("run %s: Drive ended early: %v", id, err)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		cancel()
+		wg.Wait()
+		if err := <-driven; err != nil {
+			t.Fatalf("run %s: Drive = %v", id, err)
+		}
+		if n, err := b.app.Store.GetNode(b.ctx, id, 2); err != nil || n.State != tree.StateComplete || n.Result != "yes" {
+			t.Fatalf("run %s: ask %s %q, %v", id, n.State, n.Result, err)
+		}
+	}
+}
+
 // TestAnswerWhileHostOpens answers an ask node of a hosted run the moment
 // Host publishes it, before Start: nothing else orders the two goroutines,
 // so -race reports any field of the run Host sets after publishing it.
