@@ -146,10 +146,7 @@ func TestAnswerWhileDriveStarts(t *testing.T) {
 		if _, err := b.engine.Create(b.ctx, tree.RunOptions{ID: id, Goal: "g"}); err != nil {
 			t.Fatal(err)
 		}
-		ask := store.Node{RunID: id, ID: 2, ParentID: 1, Kind: tree.KindAsk, Goal: "q", Question: "q?", State: tree.StatePending}
-		if err := b.app.Store.Commit(b.ctx, nil, ask); err != nil {
-			t.Fatal(err)
-		}
+		addAsk(t, b, id)
 		ctx, cancel := context.WithCancel(b.ctx)
 		var wg sync.WaitGroup
 		answered := make(chan error, 1)
@@ -191,10 +188,7 @@ func TestAnswerRacesDriveOpening(t *testing.T) {
 		if _, err := b.engine.Create(b.ctx, tree.RunOptions{ID: id, Goal: "g"}); err != nil {
 			t.Fatal(err)
 		}
-		ask := store.Node{RunID: id, ID: 2, ParentID: 1, Kind: tree.KindAsk, Goal: "q", Question: "q?", State: tree.StatePending}
-		if err := b.app.Store.Commit(b.ctx, nil, ask); err != nil {
-			t.Fatal(err)
-		}
+		addAsk(t, b, id)
 		ctx, cancel := context.WithCancel(b.ctx)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -253,10 +247,7 @@ func TestAnswerWhileHostOpens(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.Close()
-		ask := store.Node{RunID: id, ID: 2, ParentID: 1, Kind: tree.KindAsk, Goal: "q", Question: "q?", State: tree.StatePending}
-		if err := b.app.Store.Commit(b.ctx, nil, ask); err != nil {
-			t.Fatal(err)
-		}
+		addAsk(t, b, id)
 		answered := make(chan error, 1)
 		go func() {
 			for !tree.IsLive(b.engine, id) {
@@ -274,5 +265,14 @@ func TestAnswerWhileHostOpens(t *testing.T) {
 		if n, err := b.app.Store.GetNode(b.ctx, id, 2); err != nil || n.State != tree.StateComplete || n.Result != "yes" {
 			t.Fatalf("run %s: ask %s %q, %v", id, n.State, n.Result, err)
 		}
+	}
+}
+
+// addAsk stores a pending ask node #2 under run id's root.
+func addAsk(t *testing.T, b *bundle, id string) {
+	t.Helper()
+	ask := store.Node{RunID: id, ID: 2, ParentID: 1, Kind: tree.KindAsk, Goal: "q", Question: "q?", State: tree.StatePending}
+	if err := b.app.Store.Commit(b.ctx, nil, ask); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -47,20 +47,12 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	var res agent.Result
 	switch {
 	case len(ag.History()) == 0: // the first turn (perhaps again, after a crash)
-		if n.ContextQuery != "" || len(n.BlockedBy) > 0 || n.Spawn == "fork" {
-			text, err := r.startContext(ctx, &n)
-			if err != nil {
-				r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
-				return
-			}
-			r.mu.Lock()
-			if r.nodes[id].State == StateActive {
-				r.setLocked(id, "", func(m *store.Node) { m.Context = text })
-			}
-			r.unlock()
-			n.Context = text
+		prompt, err := r.firstPrompt(ctx, id, n)
+		if err != nil {
+			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+			return
 		}
-		res = ag.Send(ctx, llm.UserText(r.initialPrompt(n)))
+		res = ag.Send(ctx, llm.UserText(prompt))
 	case n.Notice != "" && !delivered(ag.History(), n.Notice):
 		res = ag.Send(ctx, llm.UserText(n.Notice))
 	case n.HasDraft:
@@ -71,6 +63,26 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		res = agent.Result{Outcome: agent.OutcomeCompleted, Text: lastText(ag.History())}
 	}
 	r.endTurn(ctx, id, res)
+}
+
+// firstPrompt is node id's first message: its prompt with the context it
+// starts from (results of its dependencies, a fork's history, a
+// context_query's distillation), which is prepared now and stored on the
+// node.
+func (r *run) firstPrompt(ctx context.Context, id int64, n store.Node) (string, error) {
+	if n.ContextQuery != "" || len(n.BlockedBy) > 0 || n.Spawn == "fork" {
+		text, err := r.startContext(ctx, &n)
+		if err != nil {
+			return "", err
+		}
+		r.mu.Lock()
+		if r.nodes[id].State == StateActive {
+			r.setLocked(id, "", func(m *store.Node) { m.Context = text })
+		}
+		r.unlock()
+		n.Context = text
+	}
+	return r.initialPrompt(n), nil
 }
 
 // delivered reports whether notice is already the conversation's last user

@@ -95,20 +95,12 @@ func (r *run) runExternal(ctx context.Context, id int64, n store.Node) {
 	case n.Notice != "":
 		t.Message, t.Resume = n.Notice, true
 	default:
-		if n.ContextQuery != "" || len(n.BlockedBy) > 0 || n.Spawn == "fork" {
-			text, err := r.startContext(ctx, &n)
-			if err != nil {
-				r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
-				return
-			}
-			r.mu.Lock()
-			if r.nodes[id].State == StateActive {
-				r.setLocked(id, "", func(m *store.Node) { m.Context = text })
-			}
-			r.unlock()
-			n.Context = text
+		prompt, err := r.firstPrompt(ctx, id, n)
+		if err != nil {
+			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+			return
 		}
-		t.Message = r.initialPrompt(n)
+		t.Message = prompt
 		r.mu.Lock()
 		v := view(*r.nodes[id])
 		r.mu.Unlock()
