@@ -19,6 +19,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
 )
 
 // These tests build the arbor binary and run it as a user would, against
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 		panic("build arbor: " + err.Error())
 	}
 	code := m.Run()
+	pgtest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -256,11 +258,16 @@ func TestUsageErrors(t *testing.T) {
 	if o := e.run("run", "--mode", "sideways", "--model", "anthropic/x", "hi"); o.code != 2 || !strings.Contains(o.stderr, "mode") {
 		t.Fatalf("bad mode: exit %d %s", o.code, o.stderr)
 	}
-	for _, store := range []string{"postgres://arbor@127.0.0.1:1/arbor", "postgresql://x/y"} {
+	// Nothing listens on port 1: the store cannot be opened, and the error
+	// names the database without its password.
+	for _, store := range []string{"postgres://arbor:hunter2@127.0.0.1:1/arbor", "postgresql://arbor@127.0.0.1:1/y"} {
 		o := e.run("runs", "--store", store)
-		if o.code != 2 || !strings.Contains(o.stderr, "PostgreSQL store not available yet") {
-			t.Fatalf("runs --store %s: exit %d, stderr %q; want 2 and the store refused", store, o.code, o.stderr)
+		if o.code != 1 || !strings.Contains(o.stderr, "open postgres store") || strings.Contains(o.stderr, "hunter2") {
+			t.Fatalf("runs --store %s: exit %d, stderr %q; want 1 and the connection refused", store, o.code, o.stderr)
 		}
+	}
+	if o := e.run("runs", "--store", "mysql://db/arbor"); o.code != 2 || !strings.Contains(o.stderr, "unsupported database") {
+		t.Fatalf("runs --store mysql://…: exit %d, stderr %q; want 2", o.code, o.stderr)
 	}
 	if o := e.run("--bogus"); o.code != 2 {
 		t.Fatalf("unknown flag: exit %d", o.code)

@@ -43,10 +43,17 @@ var (
 	adminErr  error
 )
 
-// Main runs the package's tests and then stops the server they started,
-// if any. Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
+// Main runs the package's tests, stops the server they started (if any)
+// and exits. Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the throwaway server, if a test started one. A TestMain that
+// does more than Main calls it after m.Run.
+func Stop() {
 	if admin != nil {
 		admin.Close()
 	}
@@ -55,7 +62,6 @@ func Main(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "pgtest: stop the test server: %v\n", err)
 		}
 	}
-	os.Exit(code)
 }
 
 // ServerDSN returns the DSN of the server tests use, starting the
