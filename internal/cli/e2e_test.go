@@ -285,7 +285,20 @@ func TestUsageErrors(t *testing.T) {
 // model is told the tool was interrupted.
 func TestKillDuringToolThenResume(t *testing.T) {
 	t.Parallel()
+	killDuringToolThenResume(t, newEnv(t))
+}
+
+// TestKillDuringToolThenResumeOnPostgres is the same crash and resume
+// with the run, its lease and the intents in PostgreSQL.
+func TestKillDuringToolThenResumeOnPostgres(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
+	e.vars = append(e.vars, "ARBOR_STORE="+pgtest.DSN(t))
+	killDuringToolThenResume(t, e)
+}
+
+func killDuringToolThenResume(t *testing.T, e *env) {
+	t.Helper()
 	fifo := filepath.Join(e.home, "started")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
