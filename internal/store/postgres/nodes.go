@@ -78,7 +78,7 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 		args []any
 	}
 	writes := make([]write, len(nodes))
-	var runs []string
+	var runs []string // of nodes, when not run's
 	for i, n := range nodes {
 		a, err := nodeArgs(n, now)
 		if err != nil {
@@ -103,12 +103,16 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 				return err
 			}
 		}
-		if len(writes) == 0 {
-			return nil
-		}
 		var batch pgx.Batch
 		for _, w := range writes {
 			batch.Queue(upsertNode, w.args...)
+		}
+		// Delivered at commit, to every listener (see feed.go).
+		if run != nil {
+			batch.Queue(notifyRun, run.ID)
+		}
+		for _, id := range runs {
+			batch.Queue(notifyRun, id)
 		}
 		return tx.SendBatch(ctx, &batch).Close()
 	})

@@ -40,6 +40,7 @@ import (
 // processes may share the schema.
 type Store struct {
 	pool *pgxpool.Pool
+	feed feed // RunChanges' listener
 
 	closeOnce sync.Once
 }
@@ -80,9 +81,13 @@ func redact(dsn string) string {
 	return u.Redacted()
 }
 
-// Close closes the pool. It is safe to call more than once.
+// Close stops the change feed and closes the pool. It is safe to call
+// more than once.
 func (s *Store) Close() error {
-	s.closeOnce.Do(s.pool.Close)
+	s.closeOnce.Do(func() {
+		s.stopFeed()
+		s.pool.Close()
+	})
 	return nil
 }
 

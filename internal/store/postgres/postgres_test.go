@@ -197,3 +197,40 @@ func TestOpenRefusesSchemaThatDoesNotExist(t *testing.T) {
 		t.Fatalf("Open error = %v, want one saying there is no schema", err)
 	}
 }
+
+// TestRunChangesAcrossStores: a commit through one store (another
+// process) wakes the subscriber of that run on another store, and only
+// that run's; the channel closes with the subscriber's context.
+func TestRunChangesAcrossStores(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := openAt(t, b.dsn)
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1"}))
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r2"}))
+	ctx, cancel := context.WithCancel(b.ctx)
+	r1, err := b.st.RunChanges(ctx, "r1")
+	must(t, err)
+	r2, err := b.st.RunChanges(ctx, "r2")
+	must(t, err)
+
+	must(t, other.Commit(b.ctx, nil, store.Node{RunID: "r1", ID: 1, Kind: store.KindGoal, State: store.StateActive}))
+	<-r1
+	// A failed commit notifies nobody; a commit of r2 wakes r2 only.
+	run2, err := other.GetRun(b.ctx, "r2")
+	must(t, err)
+	if err := other.Commit(b.ctx, &store.Run{ID: "r1", Status: "sleeping"}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("invalid commit: %v", err)
+	}
+	must(t, other.Commit(b.ctx, &run2))
+	<-r2
+	select {
+	case <-r1:
+		t.Fatal("r1 woken by commits that did not write it")
+	default:
+	}
+	cancel()
+	for range r1 {
+	}
+	for range r2 {
+	}
+}
