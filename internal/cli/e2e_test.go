@@ -420,7 +420,24 @@ func TestTreeDemoScript(t *testing.T) {
 // default) as a gateway would: ready first, then send, events, idle.
 func TestHeadlessEnvelope(t *testing.T) {
 	t.Parallel()
+	headlessEnvelope(t, newEnv(t))
+}
+
+// TestHeadlessEnvelopeOnPostgres is the same session stored in
+// PostgreSQL; sessions show reads it back from another process.
+func TestHeadlessEnvelopeOnPostgres(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
+	e.vars = append(e.vars, "ARBOR_STORE="+pgtest.DSN(t))
+	headlessEnvelope(t, e)
+	o := e.run("sessions", "list")
+	if o.code != 0 || !strings.Contains(o.stdout, "anthropic/claude-test") {
+		t.Fatalf("sessions list on PostgreSQL: %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+}
+
+func headlessEnvelope(t *testing.T, e *env) {
+	t.Helper()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "The project is small."})
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
