@@ -234,3 +234,81 @@ func TestRunChangesAcrossStores(t *testing.T) {
 	for range r2 {
 	}
 }
+
+// TestCompleteRunIsFinalAcrossStores races commits that complete a run
+// against commits that mark it failed, from two stores (two processes):
+// the completion lands, every late commit is ErrConflict, and none fails
+// otherwise (no deadlock or serialization error leaks out).
+func TestCompleteRunIsFinalAcrossStores(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := openAt(t, b.dsn)
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", MaxParallel: 1}))
+	base, err := b.st.GetRun(b.ctx, "r1")
+	must(t, err)
+	const racers, rounds = 6, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, racers*rounds)
+	for i := range racers {
+		wg.Go(func() {
+			st := []*Store{b.st, other}[i%2]
+			for round := range rounds {
+				r := base
+				r.Status = store.RunFailed
+				if i == 0 && round == rounds/2 {
+					r.Status, r.Result = store.RunComplete, "done"
+				}
+				node := store.Node{RunID: "r1", ID: int64(i + 1), Kind: store.KindTask, Attempts: round}
+				if err := st.Commit(b.ctx, &r, node); err != nil && !(errors.Is(err, store.ErrConflict) && r.Status != store.RunComplete) {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("commit: %v", err)
+	}
+	got, err := b.st.GetRun(b.ctx, "r1")
+	must(t, err)
+	if got.Status != store.RunComplete || got.Result != "done" {
+		t.Fatalf("run after the race: %s %q, want complete", got.Status, got.Result)
+	}
+}
+
+// TestOneFinisherAcrossStores: of many finishers of one intent on two
+// stores, exactly one stores its result; the others get ErrConflict.
+func TestOneFinisherAcrossStores(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := openAt(t, b.dsn)
+	must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+	must(t, b.st.StartIntent(b.ctx, store.Intent{SessionID: "s1", CallID: "c1", Tool: "shell"}))
+	const finishers = 8
+	results := make([]error, finishers)
+	var wg sync.WaitGroup
+	for i := range finishers {
+		wg.Go(func() {
+			st := []*Store{b.st, other}[i%2]
+			results[i] = st.FinishIntent(b.ctx, "s1", "c1", string(rune('a'+i)), false)
+		})
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range results {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("finishers %d and %d both won", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, store.ErrConflict):
+			t.Fatalf("finisher %d: %v", i, err)
+		}
+	}
+	ins, err := b.st.Intents(b.ctx, "s1")
+	must(t, err)
+	if won < 0 || len(ins) != 1 || ins[0].Result != string(rune('a'+won)) {
+		t.Fatalf("winner %d, intents %+v", won, ins)
+	}
+}
