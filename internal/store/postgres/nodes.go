@@ -78,14 +78,17 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 		args []any
 	}
 	writes := make([]write, len(nodes))
-	var runs []string // of nodes, when not run's
+	runs := []string{} // every run the commit writes
+	if run != nil {
+		runs = append(runs, run.ID)
+	}
 	for i, n := range nodes {
 		a, err := nodeArgs(n, now)
 		if err != nil {
 			return fmt.Errorf("%s: node %d (#%d of the commit): %w", what, n.ID, i+1, err)
 		}
 		writes[i] = write{key: store.Node{RunID: n.RunID, ID: n.ID}, args: a}
-		if (run == nil || n.RunID != run.ID) && !slices.Contains(runs, n.RunID) {
+		if !slices.Contains(runs, n.RunID) {
 			runs = append(runs, n.RunID)
 		}
 	}
@@ -93,33 +96,65 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 		return cmp.Or(strings.Compare(a.key.RunID, b.key.RunID), cmp.Compare(a.key.ID, b.key.ID))
 	})
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if run != nil {
-			if err := updateRun(ctx, tx, run, now.UnixNano()); err != nil {
-				return err
-			}
-		}
-		if len(runs) > 0 {
-			if err := requireRuns(ctx, tx, runs); err != nil {
-				return err
-			}
-		}
+		// One pipelined batch: which runs exist, the run row, the node
+		// upserts, the notifications (delivered at commit, see feed.go).
+		// The results are read in order; on any failure the transaction
+		// rolls back, the statements after it included. A new batch per
+		// attempt: a batch is bound to the connection it was sent on.
 		var batch pgx.Batch
+		batch.Queue(existingRuns, runs)
+		if run != nil {
+			batch.Queue(updateRunSQL, updateRunArgs(run, now.UnixNano())...)
+		}
 		for _, w := range writes {
 			batch.Queue(upsertNode, w.args...)
-		}
-		// Delivered at commit, to every listener (see feed.go).
-		if run != nil {
-			batch.Queue(notifyRun, run.ID)
 		}
 		for _, id := range runs {
 			batch.Queue(notifyRun, id)
 		}
-		return tx.SendBatch(ctx, &batch).Close()
+		br := tx.SendBatch(ctx, &batch)
+		err := readCommit(br, run, runs)
+		return errors.Join(err, closeUnlessFailed(br, err))
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// readCommit reads the first results of a Commit's batch: ErrNotFound
+// for a missing run, ErrConflict when the run row did not change (it is
+// complete).
+func readCommit(br pgx.BatchResults, run *store.Run, runs []string) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	if err := missingRun(rows, runs); err != nil {
+		return err
+	}
+	if run == nil {
+		return nil
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("run %s is complete, refusing to mark it %s: %w", run.ID, run.Status, store.ErrConflict)
+	}
+	return nil
+}
+
+// closeUnlessFailed closes br, returning its error (a later statement's)
+// only when the results read so far were fine: after a failure the rest
+// of the batch fails for the same reason and would only repeat it.
+func closeUnlessFailed(br pgx.BatchResults, failed error) error {
+	err := br.Close()
+	if failed != nil {
+		return nil
+	}
+	return err
 }
 
 // nodeArgs validates n and returns the values of nodeColumns for it.

@@ -69,30 +69,24 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]store.Run, error) {
 	return out, nil
 }
 
-// updateRun replaces every column of the run row but id and created_at
-// inside tx and advances updated_at to now (strictly, like a session's).
-// ErrNotFound when the run does not exist; ErrConflict when it is complete
-// and r would change its status: a complete run stays complete. A
-// concurrent commit that completes the run holds the row until it commits,
-// and the condition is then re-checked on the complete row.
-func updateRun(ctx context.Context, tx pgx.Tx, r *store.Run, now int64) error {
-	tag, err := tx.Exec(ctx, `UPDATE runs SET goal = $1, status = $2, model = $3,
-		workspace = $4, mode = $5, budget_usd = $6, max_tokens = $7, max_parallel = $8,
-		node_timeout_ms = $9, result = $10, error = $11, `+touch(12)+`
-		WHERE id = $13 AND (status <> 'complete' OR $2 = 'complete')`,
-		r.Goal, string(r.Status), r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens, r.MaxParallel,
-		r.NodeTimeout, r.Result, r.Error, now, r.ID)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		if err := requireRuns(ctx, tx, []string{r.ID}); err != nil {
-			return err
-		}
-		return fmt.Errorf("run %s is complete, refusing to mark it %s: %w", r.ID, r.Status, store.ErrConflict)
-	}
-	return nil
+// updateRunSQL replaces every column of the run row but id and created_at
+// and advances updated_at to now (strictly, like a session's). It matches
+// no row when the run is complete and the new status is not: a complete
+// run stays complete. A concurrent commit that completes the run holds the
+// row until it commits, and the condition is then re-checked on the
+// complete row.
+const updateRunSQL = `UPDATE runs SET goal = $1, status = $2, model = $3,
+	workspace = $4, mode = $5, budget_usd = $6, max_tokens = $7, max_parallel = $8,
+	node_timeout_ms = $9, result = $10, error = $11, ` + "updated_at = CASE WHEN updated_at < $12 THEN $12 ELSE updated_at + 1 END" + `
+	WHERE id = $13 AND (status <> 'complete' OR $2 = 'complete')`
+
+func updateRunArgs(r *store.Run, now int64) []any {
+	return []any{r.Goal, string(r.Status), r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens, r.MaxParallel,
+		r.NodeTimeout, r.Result, r.Error, now, r.ID}
 }
+
+// existingRuns selects which of the ids ($1) are runs.
+const existingRuns = `SELECT id FROM runs WHERE id = ANY($1)`
 
 // querier is a transaction or the pool.
 type querier interface {
@@ -102,10 +96,16 @@ type querier interface {
 // requireRuns returns ErrNotFound, naming the first missing one, unless
 // every run of ids exists.
 func requireRuns(ctx context.Context, q querier, ids []string) error {
-	rows, err := q.Query(ctx, `SELECT id FROM runs WHERE id = ANY($1)`, ids)
+	rows, err := q.Query(ctx, existingRuns, ids)
 	if err != nil {
 		return err
 	}
+	return missingRun(rows, ids)
+}
+
+// missingRun reads the result of existingRuns: ErrNotFound naming the
+// first of ids that is not a run.
+func missingRun(rows pgx.Rows, ids []string) error {
 	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return err
