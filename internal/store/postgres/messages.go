@@ -96,7 +96,13 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	n := u.Usage
 	var last int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `UPDATE sessions SET
+		// One pipelined batch. The session update numbers the messages
+		// (last_seq) and holds the row's lock until commit, so appends to
+		// one session serialize; each insert reads the seq back from the
+		// row this transaction just updated. A new batch per attempt: a
+		// batch is bound to the connection it was sent on.
+		var batch pgx.Batch
+		batch.Queue(`UPDATE sessions SET
 			last_seq = last_seq + $1,
 			input_tokens = input_tokens + $2,
 			output_tokens = output_tokens + $3,
@@ -108,18 +114,11 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			`+touch(9)+`
 			WHERE id = $10 RETURNING last_seq`,
 			len(st.Messages), n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
-			u.CostUSD, costKnown, string(st.Status), ts, st.SessionID).Scan(&last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("no such session: %w", store.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		var batch pgx.Batch
-		first := last - int64(len(st.Messages)) + 1
+			u.CostUSD, costKnown, string(st.Status), ts, st.SessionID)
 		for i, m := range st.Messages {
-			batch.Queue(`INSERT INTO messages (session_id, seq, role, body, created_at) VALUES ($1, $2, $3, $4, $5)`,
-				st.SessionID, first+int64(i), string(m.Role), bodies[i], ts)
+			batch.Queue(`INSERT INTO messages (session_id, seq, role, body, created_at)
+				VALUES ($1, (SELECT last_seq FROM sessions WHERE id = $1) - $2, $3, $4, $5)`,
+				st.SessionID, len(st.Messages)-1-i, string(m.Role), bodies[i], ts)
 		}
 		if st.Usage != nil {
 			batch.Queue(`INSERT INTO usage
@@ -129,10 +128,12 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 				u.SessionID, u.Model, n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
 				u.CostUSD, u.CostKnown, usageAt)
 		}
-		if batch.Len() == 0 {
-			return nil
+		br := tx.SendBatch(ctx, &batch)
+		err := br.QueryRow().Scan(&last)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = fmt.Errorf("no such session: %w", store.ErrNotFound)
 		}
-		return tx.SendBatch(ctx, &batch).Close()
+		return errors.Join(err, closeUnlessFailed(br, err))
 	})
 	return last, err
 }
