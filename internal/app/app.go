@@ -23,12 +23,9 @@ import (
 	"github.com/arbor-run/arbor/internal/mcpclient"
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/store/sqlite"
 )
-
-// ErrStoreUnavailable: the configured store is a database arbor cannot
-// open yet (a postgres:// URL).
-var ErrStoreUnavailable = errors.New("PostgreSQL store not available yet")
 
 // Options open an App.
 type Options struct {
@@ -97,10 +94,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.StoreURL() != "" {
-		return nil, &config.ValidationError{Field: "store", Reason: ErrStoreUnavailable.Error() + ": use a SQLite file path, or leave store unset for the default file", Err: ErrStoreUnavailable}
-	}
-	st, err := sqlite.Open(ctx, cfg.DBPath())
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -114,6 +108,24 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	a.onClose(func() { _ = st.Close() })
 	a.setTimeouts(cfg)
 	return a, nil
+}
+
+// openStore opens the dialect cfg names: PostgreSQL for a postgres:// URL,
+// else the SQLite file.
+func openStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
+	if u := cfg.StoreURL(); u != "" {
+		return postgres.Open(ctx, u)
+	}
+	return sqlite.Open(ctx, cfg.DBPath())
+}
+
+// StoreArg is the --store value that opens this App's store in another
+// arbor process: the database URL, or the SQLite file.
+func (a *App) StoreArg() string {
+	if u := a.Config().StoreURL(); u != "" {
+		return u
+	}
+	return a.Config().DBPath()
 }
 
 // Config returns the current configuration. The value is never changed:

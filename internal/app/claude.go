@@ -75,7 +75,7 @@ func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.R
 	o := claudecode.Options{
 		Path: path, Dir: a.Workspace, Env: os.Environ(),
 		MCPCommand: exe,
-		MCPArgs: []string{"mcp", "--store", a.Config().DBPath(), "-C", a.Workspace,
+		MCPArgs: []string{"mcp", "--store", a.StoreArg(), "-C", a.Workspace,
 			"--run", spec.RunID, "--node", strconv.FormatInt(spec.NodeID, 10)},
 		Model: c.model(spec),
 		Permit: func(ctx context.Context, name, id string, input json.RawMessage) (bool, string) {

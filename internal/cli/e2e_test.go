@@ -19,6 +19,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
 )
 
 // These tests build the arbor binary and run it as a user would, against
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 		panic("build arbor: " + err.Error())
 	}
 	code := m.Run()
+	pgtest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -256,11 +258,16 @@ func TestUsageErrors(t *testing.T) {
 	if o := e.run("run", "--mode", "sideways", "--model", "anthropic/x", "hi"); o.code != 2 || !strings.Contains(o.stderr, "mode") {
 		t.Fatalf("bad mode: exit %d %s", o.code, o.stderr)
 	}
-	for _, store := range []string{"postgres://arbor@127.0.0.1:1/arbor", "postgresql://x/y"} {
+	// Nothing listens on port 1: the store cannot be opened, and the error
+	// names the database without its password.
+	for _, store := range []string{"postgres://arbor:hunter2@127.0.0.1:1/arbor", "postgresql://arbor@127.0.0.1:1/y"} {
 		o := e.run("runs", "--store", store)
-		if o.code != 2 || !strings.Contains(o.stderr, "PostgreSQL store not available yet") {
-			t.Fatalf("runs --store %s: exit %d, stderr %q; want 2 and the store refused", store, o.code, o.stderr)
+		if o.code != 1 || !strings.Contains(o.stderr, "open postgres store") || strings.Contains(o.stderr, "hunter2") {
+			t.Fatalf("runs --store %s: exit %d, stderr %q; want 1 and the connection refused", store, o.code, o.stderr)
 		}
+	}
+	if o := e.run("runs", "--store", "mysql://db/arbor"); o.code != 2 || !strings.Contains(o.stderr, "unsupported database") {
+		t.Fatalf("runs --store mysql://…: exit %d, stderr %q; want 2", o.code, o.stderr)
 	}
 	if o := e.run("--bogus"); o.code != 2 {
 		t.Fatalf("unknown flag: exit %d", o.code)
@@ -278,7 +285,20 @@ func TestUsageErrors(t *testing.T) {
 // model is told the tool was interrupted.
 func TestKillDuringToolThenResume(t *testing.T) {
 	t.Parallel()
+	killDuringToolThenResume(t, newEnv(t))
+}
+
+// TestKillDuringToolThenResumeOnPostgres is the same crash and resume
+// with the run, its lease and the intents in PostgreSQL.
+func TestKillDuringToolThenResumeOnPostgres(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
+	e.vars = append(e.vars, "ARBOR_STORE="+pgtest.DSN(t))
+	killDuringToolThenResume(t, e)
+}
+
+func killDuringToolThenResume(t *testing.T, e *env) {
+	t.Helper()
 	fifo := filepath.Join(e.home, "started")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -400,7 +420,24 @@ func TestTreeDemoScript(t *testing.T) {
 // default) as a gateway would: ready first, then send, events, idle.
 func TestHeadlessEnvelope(t *testing.T) {
 	t.Parallel()
+	headlessEnvelope(t, newEnv(t))
+}
+
+// TestHeadlessEnvelopeOnPostgres is the same session stored in
+// PostgreSQL; sessions show reads it back from another process.
+func TestHeadlessEnvelopeOnPostgres(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
+	e.vars = append(e.vars, "ARBOR_STORE="+pgtest.DSN(t))
+	headlessEnvelope(t, e)
+	o := e.run("sessions", "list")
+	if o.code != 0 || !strings.Contains(o.stdout, "anthropic/claude-test") {
+		t.Fatalf("sessions list on PostgreSQL: %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+}
+
+func headlessEnvelope(t *testing.T, e *env) {
+	t.Helper()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "The project is small."})
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)

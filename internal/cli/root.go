@@ -140,7 +140,7 @@ can be listed, inspected and continued.`,
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.model, "model", "m", "", "model as provider/name (anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3) or script:FILE")
 	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit or trust")
-	pf.StringVar(&g.store, "store", "", "database file (default $XDG_STATE_HOME/arbor/arbor.db; env ARBOR_STORE)")
+	pf.StringVar(&g.store, "store", "", "database: a SQLite file (default $XDG_STATE_HOME/arbor/arbor.db) or a postgres:// URL; env ARBOR_STORE")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
 	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s))
 	root.AddCommand(newMCPCmd(g, s))

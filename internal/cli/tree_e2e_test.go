@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
@@ -24,7 +26,23 @@ type treeShown struct {
 // the root's synthesis goes to stdout.
 func TestTreeRunWithAnswerFromAnotherShell(t *testing.T) {
 	t.Parallel()
+	treeRunWithAnswer(t, newEnv(t))
+}
+
+// TestTreeRunWithAnswerOnPostgres is the same run with every process on
+// one PostgreSQL store (ARBOR_STORE), the answer's too.
+func TestTreeRunWithAnswerOnPostgres(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
+	e.vars = append(e.vars, "ARBOR_STORE="+pgtest.DSN(t))
+	treeRunWithAnswer(t, e)
+	if o := e.run("runs", "--store", filepath.Join(e.home, "other.db")); o.code != 0 || strings.Contains(o.stdout, "complete") {
+		t.Fatalf("runs on a SQLite file: %d\n%s", o.code, o.stdout)
+	}
+}
+
+func treeRunWithAnswer(t *testing.T, e *env) {
+	t.Helper()
 	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
 		1: {
 			treetest.Calls(

@@ -17,6 +17,7 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 	"github.com/arbor-run/arbor/internal/web"
 )
@@ -26,6 +27,9 @@ var (
 	calls    = treetest.Calls
 	complete = treetest.Complete
 )
+
+// TestMain stops the throwaway PostgreSQL the postgres tests started.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type bundle struct {
 	t      testing.TB
@@ -45,9 +49,10 @@ type setupOpts struct {
 	token    string
 	queueLen int
 	respond  func(llmtest.Request) llmtest.Turn
+	store    string // ARBOR_STORE of the app and otherProcess; "" = a SQLite file
 }
 
-// setup opens an app on a fresh SQLite file with the scripted model
+// setup opens an app on a fresh SQLite file (or o.store) with the scripted model
 // server answering from s, and serves it over real HTTP.
 func setup(t testing.TB, s treetest.Script, opts ...setupOpts) *bundle {
 	t.Helper()
@@ -72,6 +77,9 @@ func setup(t testing.TB, s treetest.Script, opts ...setupOpts) *bundle {
 	env := map[string]string{
 		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
 		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
+	}
+	if o.store != "" {
+		env["ARBOR_STORE"] = o.store
 	}
 	a, err := app.Open(context.Background(), app.Options{
 		Workspace: ws, Getenv: func(k string) string { return env[k] },

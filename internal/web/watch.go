@@ -11,36 +11,54 @@ import (
 
 // Runs another process drives.
 //
-// Their events are on that process's bus, not this one's, and the store
-// has no change feed yet. So while a stream watches such a run, one
-// watcher per run (shared by its streams) reads the run's nodes every
-// watchInterval and sends a node frame for each node whose state or
-// update time changed, and a run frame when the run ends. It sends
-// nothing while this process drives the run (the bus does), and stops
-// with its last stream.
+// Their events are on that process's bus, not this one's. So while a
+// stream watches such a run, one watcher per run (shared by its streams)
+// reads the run's nodes and sends a node frame for each node whose state
+// or update time changed, and a run frame when the run ends. It reads them
+// when the store's change feed says the run changed (the postgres dialect:
+// LISTEN/NOTIFY, so no polling), or every watchInterval on a store without
+// one (SQLite). It sends nothing while this process drives the run (the
+// bus does), and stops with its last stream.
 
 const watchInterval = time.Second
+
+// changeFeed is a store that tells when a run changed in any process.
+type changeFeed interface {
+	// RunChanges wakes its channel after each commit that wrote the run
+	// and closes it when ctx ends; wake-ups coalesce.
+	RunChanges(ctx context.Context, runID string) (<-chan struct{}, error)
+}
 
 type watcher struct {
 	clients int
 	stop    chan struct{}
+	// ready is closed once the watcher subscribed to the store's change
+	// feed and read the run the first time: every later change is sent.
+	ready chan struct{}
 }
 
 // watch follows run in the store while the returned unwatch is not
-// called.
+// called. It returns once the watcher knows the run as stored, so a
+// client that reads the run after its stream opened misses no change.
 func (h *hub) watch(run string) (unwatch func()) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return func() {}
 	}
 	w := h.watchers[run]
 	if w == nil {
-		w = &watcher{stop: make(chan struct{})}
+		w = &watcher{stop: make(chan struct{}), ready: make(chan struct{})}
 		h.watchers[run] = w
-		h.watching.Go(func() { h.follow(run, w.stop) })
+		h.watching.Go(func() { h.follow(run, w.stop, w.ready) })
 	}
 	w.clients++
+	h.mu.Unlock()
+	select {
+	case <-w.ready:
+	case <-w.stop:
+	case <-h.done:
+	}
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -56,10 +74,20 @@ type seen struct {
 	updated time.Time
 }
 
-func (h *hub) follow(run string, stop <-chan struct{}) {
-	tick := time.NewTicker(watchInterval)
-	defer tick.Stop()
-	ctx := context.Background()
+func (h *hub) follow(run string, stop <-chan struct{}, ready chan<- struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Exactly one of changed and tick is non-nil.
+	var changed <-chan struct{}
+	if f, ok := h.st.(changeFeed); ok {
+		changed, _ = f.RunChanges(ctx, run) // on an error, poll
+	}
+	var tick <-chan time.Time
+	if changed == nil {
+		t := time.NewTicker(watchInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	var prev map[int64]seen // nil: not read yet, or driven here meanwhile
 	var status store.RunStatus
 	for {
@@ -75,12 +103,17 @@ func (h *hub) follow(run string, stop <-chan struct{}) {
 			}
 			status = r.Status
 		}
+		if ready != nil {
+			close(ready)
+			ready = nil
+		}
 		select {
 		case <-stop:
 			return
 		case <-h.done:
 			return
-		case <-tick.C:
+		case <-tick:
+		case <-changed:
 		}
 	}
 }

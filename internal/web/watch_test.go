@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
 	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
@@ -17,13 +18,26 @@ import (
 // naming its owner: only the lease holder changes a run.
 func TestRunOfAnotherProcessIsFollowed(t *testing.T) {
 	t.Parallel()
+	followRunOfAnotherProcess(t, setupOpts{})
+}
+
+// TestRunOfAnotherProcessIsFollowedOnPostgres: the same on PostgreSQL,
+// where the watcher does not poll: every frame of the other process's run
+// reaches the stream through LISTEN/NOTIFY.
+func TestRunOfAnotherProcessIsFollowedOnPostgres(t *testing.T) {
+	t.Parallel()
+	followRunOfAnotherProcess(t, setupOpts{store: pgtest.DSN(t)})
+}
+
+func followRunOfAnotherProcess(t *testing.T, o setupOpts) {
+	t.Helper()
 	b := setup(t, treetest.Script{
 		1: {
 			calls(call("ask", map[string]any{"question": "Which region?"})),
 			complete("draft"),
 			complete("deploy to eu"),
 		},
-	})
+	}, o)
 	other := b.otherProcess()
 	e, _, err := other.Engine("", 0)
 	if err != nil {

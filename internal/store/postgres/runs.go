@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_tokens,
+	max_parallel, node_timeout_ms, result, error, created_at, updated_at`
+
+// CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
+// CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
+// ErrInvalid when r is malformed.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	if r.Status == "" {
+		r.Status = store.RunRunning
+	}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	now := time.Now()
+	created, err := nanos(r.CreatedAt, now)
+	if err != nil {
+		return fmt.Errorf("create run %s: created_at: %w", r.ID, err)
+	}
+	updated, err := nanos(r.UpdatedAt, now)
+	if err != nil {
+		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		return insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
+			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated)
+	})
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetRun returns the run with id, ErrNotFound if there is none.
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs by creation time, newest first (ties by id,
+// descending); limit <= 0 means all.
+func (s *Store) ListRuns(ctx context.Context, limit int) ([]store.Run, error) {
+	out, err := listNewest(ctx, s, `SELECT `+runColumns+` FROM runs ORDER BY created_at DESC, id DESC`, limit, scanRun)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// updateRunSQL replaces every column of the run row but id and created_at
+// and advances updated_at to now (strictly, like a session's). It matches
+// no row when the run is complete and the new status is not: a complete
+// run stays complete. A concurrent commit that completes the run holds the
+// row until it commits, and the condition is then re-checked on the
+// complete row.
+const updateRunSQL = `UPDATE runs SET goal = $1, status = $2, model = $3,
+	workspace = $4, mode = $5, budget_usd = $6, max_tokens = $7, max_parallel = $8,
+	node_timeout_ms = $9, result = $10, error = $11, ` + "updated_at = CASE WHEN updated_at < $12 THEN $12 ELSE updated_at + 1 END" + `
+	WHERE id = $13 AND (status <> 'complete' OR $2 = 'complete')`
+
+func updateRunArgs(r *store.Run, now int64) []any {
+	return []any{r.Goal, string(r.Status), r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens, r.MaxParallel,
+		r.NodeTimeout, r.Result, r.Error, now, r.ID}
+}
+
+// existingRuns selects which of the ids ($1) are runs.
+const existingRuns = `SELECT id FROM runs WHERE id = ANY($1)`
+
+// querier is a transaction or the pool.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// requireRuns returns ErrNotFound, naming the first missing one, unless
+// every run of ids exists.
+func requireRuns(ctx context.Context, q querier, ids []string) error {
+	rows, err := q.Query(ctx, existingRuns, ids)
+	if err != nil {
+		return err
+	}
+	return missingRun(rows, ids)
+}
+
+// missingRun reads the result of existingRuns: ErrNotFound naming the
+// first of ids that is not a run.
+func missingRun(rows pgx.Rows, ids []string) error {
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !slices.Contains(found, id) {
+			return fmt.Errorf("no such run %s: %w", id, store.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+func scanRun(row pgx.Row) (store.Run, error) {
+	var (
+		r                store.Run
+		created, updated int64
+	)
+	err := row.Scan(&r.ID, &r.Goal, &r.Status, &r.Model, &r.Workspace, &r.Mode, &r.BudgetUSD,
+		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.CreatedAt = fromNanos(created)
+	r.UpdatedAt = fromNanos(updated)
+	return r, nil
+}

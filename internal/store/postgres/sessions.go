@@ -1,0 +1,123 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+const sessionColumns = `id, title, model, workspace, status, created_at, updated_at,
+	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_known,
+	run_id, node_id`
+
+// CreateSession inserts s. An empty Status becomes store.SessionActive, a
+// zero CreatedAt becomes now and a zero UpdatedAt becomes CreatedAt. The
+// usage totals always start at zero with a known cost: they belong to
+// AddUsage. ErrConflict when the id is taken.
+func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
+	if err := sess.Validate(); err != nil {
+		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	if sess.Status == "" {
+		sess.Status = store.SessionActive
+	}
+	created, err := nanos(sess.CreatedAt, time.Now())
+	if err != nil {
+		return fmt.Errorf("create session %s: created_at: %w", sess.ID, err)
+	}
+	updated, err := nanos(sess.UpdatedAt, fromNanos(created))
+	if err != nil {
+		return fmt.Errorf("create session %s: updated_at: %w", sess.ID, err)
+	}
+	var runID *string
+	var nodeID *int64
+	if sess.NodeID != 0 {
+		runID, nodeID = &sess.RunID, &sess.NodeID
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
+			(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (id) DO NOTHING`,
+			sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated, runID, nodeID)
+	})
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// GetSession returns the session with id, ErrNotFound if there is none.
+func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("get session %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("get session %s: %w", id, err)
+	}
+	return sess, nil
+}
+
+// ListSessions returns sessions by creation time, newest first (ties by id,
+// descending); limit <= 0 means all.
+func (s *Store) ListSessions(ctx context.Context, limit int) ([]store.Session, error) {
+	out, err := listNewest(ctx, s, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at DESC, id DESC`, limit, scanSession)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// SetSessionStatus changes the status of session id; ErrInvalid for a status
+// outside the store.Session* set, ErrNotFound for an unknown session.
+func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.SessionStatus) error {
+	if !status.Valid() {
+		return fmt.Errorf("set status of session %s: %w: unknown session status %q", id, store.ErrInvalid, status)
+	}
+	if _, err := s.saveStep(ctx, store.Step{SessionID: id, Status: status}); err != nil {
+		return fmt.Errorf("set status of session %s: %w", id, err)
+	}
+	return nil
+}
+
+// touchSession advances the session's updated_at inside tx; ErrNotFound
+// when the session does not exist.
+func touchSession(ctx context.Context, tx pgx.Tx, id string) error {
+	tag, err := tx.Exec(ctx, `UPDATE sessions SET `+touch(1)+` WHERE id = $2`, time.Now().UnixNano(), id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("no such session: %w", store.ErrNotFound)
+	}
+	return nil
+}
+
+func scanSession(row pgx.Row) (store.Session, error) {
+	var (
+		sess             store.Session
+		created, updated int64
+		runID            *string
+		nodeID           *int64
+	)
+	err := row.Scan(&sess.ID, &sess.Title, &sess.Model, &sess.Workspace, &sess.Status,
+		&created, &updated,
+		&sess.Usage.InputTokens, &sess.Usage.OutputTokens,
+		&sess.Usage.CacheReadTokens, &sess.Usage.CacheWriteTokens,
+		&sess.CostUSD, &sess.CostKnown, &runID, &nodeID)
+	if err != nil {
+		return store.Session{}, err
+	}
+	if runID != nil && nodeID != nil {
+		sess.RunID, sess.NodeID = *runID, *nodeID
+	}
+	sess.CreatedAt = fromNanos(created)
+	sess.UpdatedAt = fromNanos(updated)
+	return sess, nil
+}
