@@ -1,6 +1,8 @@
 // Package mcpclient connects arbor to external MCP servers (stdio,
-// streamable HTTP and SSE, through the official Go SDK) and offers their
-// tools to every agent as a tool.Source, named mcp__<server>__<tool>.
+// streamable HTTP and SSE, through the official Go SDK, and the in-process
+// servers of a Claude Agent SDK client over a transport its front end
+// supplies) and offers their tools to every agent as a tool.Source, named
+// mcp__<server>__<tool>.
 //
 // Invariants:
 //   - a Manager starts each server once per process, all concurrently,
