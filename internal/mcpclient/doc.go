@@ -16,5 +16,8 @@
 //     (tool.RunInGroup) and is killed whole on Stop; its stderr goes to a
 //     log file, never to arbor's stdout or stderr;
 //   - the tools offered keep their order and version between changes, so
-//     provider prompt caches stay warm.
+//     provider prompt caches stay warm;
+//   - Update (a config reload) stops only the servers whose entries were
+//     removed or changed and starts only the changed and added ones; the
+//     manager's mu guards the list of servers, never held across I/O.
 package mcpclient
