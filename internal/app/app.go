@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/mcpclient"
@@ -51,12 +53,14 @@ type App struct {
 	overrides config.Overrides
 	env       map[string]string // values set with SetEnv; guarded by mu
 
-	mu      sync.Mutex // guards closers, models, mcp, mcpObservers
+	mu      sync.Mutex // guards closers, models, mcp, mcpObservers, mcpSDK, overrides
 	closers []func()
 	models  map[string]Model // by resolved ref
 	// mcp runs the MCP servers, from the first session on (see MCP).
 	mcp          *mcpclient.Manager
 	mcpObservers []func()
+	// mcpSDK reaches a client's in-process servers (SetMCPSDK).
+	mcpSDK func(server string) mcp.Transport
 	// root is the App a view made by In belongs to; nil for an opened one.
 	root *App
 }
@@ -155,9 +159,10 @@ func (a *App) In(dir string) (*App, error) {
 	a.mu.Lock()
 	env := maps.Clone(a.env)
 	a.mu.Unlock()
+	ov := root.currentOverrides()
 	v := &App{Workspace: ws, Store: a.Store, Bus: a.Bus, Broker: a.Broker, getenv: a.getenv,
-		overrides: a.overrides, env: env, models: map[string]Model{}, root: root}
-	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: a.overrides, Getenv: v.lookupEnv})
+		overrides: ov, env: env, models: map[string]Model{}, root: root}
+	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: ov, Getenv: v.lookupEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -240,10 +245,11 @@ func (a *App) AnswerSocket(id string) string {
 
 // Reload reads the configuration files and environment again (flags keep
 // their values): later sessions and model switches use the new providers,
-// prices and pools, and the permission mode follows the new config. It must
-// not run while a session is being created.
+// prices and pools, the permission mode follows the new config, and the
+// MCP servers whose entries changed restart (see reloadMCP). It must not
+// run while a session is being created.
 func (a *App) Reload() error {
-	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: a.overrides, Getenv: a.lookupEnv})
+	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: a.currentOverrides(), Getenv: a.lookupEnv})
 	if err != nil {
 		return err
 	}
@@ -257,7 +263,16 @@ func (a *App) Reload() error {
 	a.mu.Unlock()
 	a.Permissions.SetMode(mode)
 	a.setTimeouts(cfg)
+	a.reloadMCP(cfg)
 	return nil
+}
+
+// currentOverrides are the flags' values and the servers AddMCPServers
+// added.
+func (a *App) currentOverrides() config.Overrides {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.overrides
 }
 
 // SetEnv sets an environment value for this process's configuration only

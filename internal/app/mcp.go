@@ -2,10 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"path/filepath"
 	"slices"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/mcpclient"
 )
 
@@ -25,6 +29,7 @@ func (a *App) MCP(ctx context.Context) *mcpclient.Manager {
 			Servers: cfg.MCPServers, Workspace: a.Workspace, Getenv: a.lookupEnv,
 			LogDir:   a.MCPLogDir(),
 			OnChange: a.mcpChanged,
+			SDK:      a.mcpSDK,
 		})
 		a.mcp = m
 		a.closers = append(a.closers, m.Stop)
@@ -85,4 +90,75 @@ func (a *App) mcpChanged() {
 	for _, fn := range obs {
 		fn()
 	}
+}
+
+// ErrMCPStarted: servers can no longer be added, as the first session
+// started them.
+var ErrMCPStarted = errors.New("the MCP servers have started already")
+
+// SetMCPSDK sets how in-process servers (type sdk) are reached: over the
+// channel of the client program that runs them (stream-json's
+// mcp_message). It must be called before the first session.
+func (a *App) SetMCPSDK(dial func(server string) mcp.Transport) {
+	if a.root != nil {
+		a.root.SetMCPSDK(dial)
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mcpSDK = dial
+}
+
+// AddMCPServers adds servers over the configured ones, as --mcp-config
+// does (a client's in-process servers, named in its initialize request);
+// Reload keeps them. It fails with ErrMCPStarted once a session started
+// the servers.
+func (a *App) AddMCPServers(servers map[string]config.MCPServer) error {
+	if a.root != nil {
+		return a.root.AddMCPServers(servers)
+	}
+	a.mu.Lock()
+	started := a.mcp != nil
+	ov := a.overrides
+	a.mu.Unlock()
+	if started {
+		return ErrMCPStarted
+	}
+	ov.MCPServers = maps.Clone(ov.MCPServers)
+	if ov.MCPServers == nil {
+		ov.MCPServers = map[string]config.MCPServer{}
+	}
+	maps.Copy(ov.MCPServers, servers)
+	// Not under mu: loading reads the environment through lookupEnv.
+	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: ov, Getenv: a.lookupEnv})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mcp != nil {
+		return ErrMCPStarted
+	}
+	a.overrides = ov
+	a.config.Store(cfg)
+	return nil
+}
+
+// reloadMCP applies cfg's MCP servers once they run: removed and changed
+// ones stop, changed and added ones start, and it waits (each within its
+// start timeout) until the new ones have connected or failed; the others
+// are not touched.
+func (a *App) reloadMCP(cfg *config.Config) {
+	root := a
+	if a.root != nil {
+		root = a.root
+	}
+	root.mu.Lock()
+	m := root.mcp
+	root.mu.Unlock()
+	if m == nil {
+		return // they start with the first session, as configured then
+	}
+	m.Update(cfg.MCPServers)
+	_ = m.Ready(context.Background())
 }

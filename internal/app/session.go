@@ -158,16 +158,15 @@ func (a *App) session(ctx context.Context, id string, m Model, o SessionOptions)
 	}
 	reg := tool.NewRegistry(tools...)
 	// The MCP servers' tools, guarded like the others; the registry takes
-	// them again when a server's list changes.
-	if len(a.Config().MCPServers) > 0 {
-		reg.AddSource(a.MCP(ctx), func(t tool.Tool) tool.Tool {
-			t = tool.Guard(t, a.Permissions, broker)
-			if o.Wrap != nil {
-				t = o.Wrap(t)
-			}
-			return t
-		})
-	}
+	// them again when a server's list changes, or a reload changes the
+	// servers (so the source is there even while none is configured).
+	reg.AddSource(a.MCP(ctx), func(t tool.Tool) tool.Tool {
+		t = tool.Guard(t, a.Permissions, broker)
+		if o.Wrap != nil {
+			t = o.Wrap(t)
+		}
+		return t
+	})
 	maxTurns := o.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = a.Config().MaxTurns

@@ -171,7 +171,7 @@ func TestStreamJSONMCPConfig(t *testing.T) {
 	send(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}`)
 	send(`{"type":"user","message":{"role":"user","content":"add 2 and 40"}}`)
 	_, initLine := next(func(m map[string]any, _ string) bool { return m["type"] == "system" && m["subtype"] == "init" })
-	if !strings.Contains(initLine, `"mcp_servers":[{"name":"everything","status":"connected"}]`) || !strings.Contains(initLine, `"mcp__everything__get-sum"`) {
+	if !strings.Contains(initLine, `"mcp_servers":[{"name":"everything","status":"connected","source":"dynamic"}]`) || !strings.Contains(initLine, `"mcp__everything__get-sum"`) {
 		t.Fatalf("init: %s", initLine)
 	}
 	req, raw := next(func(m map[string]any, _ string) bool { return m["type"] == "control_request" })

@@ -7,6 +7,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/mcpclient"
+	"github.com/arbor-run/arbor/internal/tui"
 )
 
 // watchMCPFailures prints a line to w when an MCP server fails (once per
@@ -31,6 +32,35 @@ func watchMCPFailures(a *app.App, w io.Writer) (stop func()) {
 			}
 		}
 	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}
+}
+
+// showMCPFailures keeps the live view's list of failed MCP servers
+// current until the returned stop is called.
+func showMCPFailures(a *app.App, live *tui.Live) (stop func()) {
+	var (
+		mu      sync.Mutex // guards stopped
+		stopped bool
+	)
+	update := func() {
+		var failed []tui.MCPFailure
+		for _, s := range a.MCPStatus() {
+			if s.State == mcpclient.StateFailed {
+				failed = append(failed, tui.MCPFailure{Name: s.Name, Error: s.Error})
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			live.SetMCPFailures(failed)
+		}
+	}
+	a.OnMCPChange(update)
+	update()
 	return func() {
 		mu.Lock()
 		stopped = true

@@ -259,6 +259,7 @@ func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r st
 	if !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err) {
 		live := tui.NewLive(tui.LiveOptions{RunID: r.ID, In: s.In, Out: s.Err, Resolver: a.Broker, Title: title(r.Goal), OnInterrupt: cancel})
 		sub := a.Bus.Subscribe(live.Handle)
+		stopMCP := showMCPFailures(a, live)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -266,9 +267,9 @@ func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r st
 		}()
 		if f.yes {
 			stopYes := (&terminal{yes: true, approvalsOnly: true, runID: r.ID, out: s.Err}).serve(ctx, a.Bus, a.Broker)
-			return func() { stopYes(); sub.Close(); live.Quit(); <-done }
+			return func() { stopYes(); stopMCP(); sub.Close(); live.Quit(); <-done }
 		}
-		return func() { sub.Close(); live.Quit(); <-done }
+		return func() { stopMCP(); sub.Close(); live.Quit(); <-done }
 	}
 	fmt.Fprintf(s.Err, "arbor: run %s, model %s\n", r.ID, r.Model)
 	var plain *agent.Subscription

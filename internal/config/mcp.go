@@ -17,22 +17,21 @@ const (
 	MCPStdio = "stdio"
 	MCPHTTP  = "http" // streamable HTTP
 	MCPSSE   = "sse"  // the older HTTP+SSE transport
+	// MCPSDK is an in-process server of a Claude Agent SDK program
+	// (createSdkMcpServer): its JSON-RPC travels over the stream-json
+	// control channel of the client that declared it.
+	MCPSDK = "sdk"
 )
 
 // ErrBadMCPServer: an MCP server entry cannot be used as written.
 var ErrBadMCPServer = errors.New("invalid MCP server")
 
-// ErrSDKMCPServer: an in-process server of a Claude Agent SDK program
-// (createSdkMcpServer, type "sdk"), which arbor does not run yet; refused
-// rather than ignored.
-var ErrSDKMCPServer = errors.New(`in-process SDK MCP servers (type "sdk", createSdkMcpServer) are not supported by arbor yet; use a stdio or http server`)
-
 // MCPServer is one external MCP server whose tools arbor's agents get.
 // Values may hold ${VAR} and ${VAR:-default}; they are expanded when the
 // server starts (Expand), so secrets stay in the environment.
 type MCPServer struct {
-	// Type is stdio, http or sse; "" means stdio when Command is set and
-	// http when URL is.
+	// Type is stdio, http, sse or sdk; "" means stdio when Command is set
+	// and http when URL is.
 	Type string `yaml:"type" json:"type,omitempty"`
 	// Command, Args, Env and Cwd start a stdio server. Env adds to
 	// arbor's environment; Cwd defaults to the workspace.
@@ -75,8 +74,10 @@ func (s MCPServer) check() error {
 		if strings.TrimSpace(s.URL) == "" {
 			return fmt.Errorf("an %s server needs a url", s.Transport())
 		}
+	case MCPSDK:
+		// Nothing to start: the client that declared it runs it.
 	default:
-		return fmt.Errorf("unknown type %q: use stdio, http or sse", s.Type)
+		return fmt.Errorf("unknown type %q: use stdio, http, sse or sdk", s.Type)
 	}
 	return nil
 }
@@ -175,6 +176,9 @@ func (c *Config) MCPJSONFile() string {
 // {"mcpServers": {"name": {"type", "command", "args", "env", "url",
 // "headers"}}}. A bare map of servers (without "mcpServers") is accepted
 // too. Keys arbor does not use are ignored, as other tools add their own.
+// An entry of type sdk ({"type": "sdk", "name": …}, how Claude Agent SDK
+// programs pass their in-process servers) is kept: the stream-json client
+// runs it.
 func ParseMCPJSON(data []byte) (map[string]MCPServer, error) {
 	var doc struct {
 		MCPServers map[string]MCPServer `json:"mcpServers"`
@@ -189,9 +193,6 @@ func ParseMCPJSON(data []byte) (map[string]MCPServer, error) {
 		}
 	}
 	for _, name := range sortedKeys(doc.MCPServers) {
-		if strings.EqualFold(doc.MCPServers[name].Type, "sdk") {
-			return nil, fmt.Errorf("%w %q: %w", ErrBadMCPServer, name, ErrSDKMCPServer)
-		}
 		if err := checkMCPServer(name, doc.MCPServers[name]); err != nil {
 			return nil, err
 		}
@@ -255,16 +256,19 @@ func readMCPJSON(path string) (map[string]MCPServer, error) {
 	return servers, nil
 }
 
-// addMCPServers merges servers from src: an entry replaces the lower
-// layer's entry of the same name whole.
+// addMCPServers merges servers from src (unless an entry names its own
+// source): an entry replaces the lower layer's entry of the same name
+// whole.
 func (c *Config) addMCPServers(servers map[string]MCPServer, src string) {
 	for name, s := range servers {
 		if c.MCPServers == nil {
 			c.MCPServers = map[string]MCPServer{}
 		}
-		s.Source = src
+		if s.Source == "" {
+			s.Source = src
+		}
 		c.MCPServers[name] = s
-		c.sources["mcp_servers."+name] = src
+		c.sources["mcp_servers."+name] = s.Source
 	}
 }
 

@@ -154,9 +154,11 @@ func TestMCPConfigFlag(t *testing.T) {
 	c = b.mustLoad(t, Overrides{MCPServers: a, StrictMCP: true})
 	equal(t, "strict keeps the flag's only", len(c.MCPServers), 2)
 
-	if _, err := ReadMCPConfig(`{"mcpServers": {"inproc": {"type": "sdk", "name": "inproc"}}}`); !errors.Is(err, ErrSDKMCPServer) {
+	sdk, err := ReadMCPConfig(`{"mcpServers": {"inproc": {"type": "sdk", "name": "inproc"}}}`)
+	if err != nil {
 		t.Fatalf("sdk server: %v", err)
 	}
+	equal(t, "sdk transport", sdk["inproc"].Transport(), MCPSDK)
 	if _, err := ReadMCPConfig(filepath.Join(b.home, "missing.json")); err == nil {
 		t.Fatal("a missing file must fail")
 	}

@@ -1,6 +1,8 @@
 // Package mcpclient connects arbor to external MCP servers (stdio,
-// streamable HTTP and SSE, through the official Go SDK) and offers their
-// tools to every agent as a tool.Source, named mcp__<server>__<tool>.
+// streamable HTTP and SSE, through the official Go SDK, and the in-process
+// servers of a Claude Agent SDK client over a transport its front end
+// supplies) and offers their tools to every agent as a tool.Source, named
+// mcp__<server>__<tool>.
 //
 // Invariants:
 //   - a Manager starts each server once per process, all concurrently,
@@ -14,5 +16,8 @@
 //     (tool.RunInGroup) and is killed whole on Stop; its stderr goes to a
 //     log file, never to arbor's stdout or stderr;
 //   - the tools offered keep their order and version between changes, so
-//     provider prompt caches stay warm.
+//     provider prompt caches stay warm;
+//   - Update (a config reload) stops only the servers whose entries were
+//     removed or changed and starts only the changed and added ones; the
+//     manager's mu guards the list of servers, never held across I/O.
 package mcpclient

@@ -2,12 +2,15 @@ package mcpclient
 
 import (
 	"context"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -46,19 +49,27 @@ type Options struct {
 	// OnChange, when set, is called after a server's state or tools
 	// changed (a status view refreshes). It must not block.
 	OnChange func()
+	// SDK connects to an in-process server (type sdk) of the client
+	// program that declared it, over that client's channel (stream-json's
+	// mcp_message); nil = such servers fail with ErrNoSDKClient.
+	SDK func(server string) mcp.Transport
 }
 
 // Manager runs the configured MCP servers and offers their tools. It is a
 // tool.Source; its methods are safe for concurrent use.
 type Manager struct {
 	opts    Options
-	servers []*server // sorted by name
 	version atomic.Uint64
 
 	startOnce sync.Once
 	stopOnce  sync.Once
-	cancel    context.CancelFunc
 	wg        sync.WaitGroup // the servers' run goroutines
+
+	mu      sync.Mutex // guards the fields below
+	servers []*server  // sorted by name
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopped bool
 }
 
 // New returns a Manager for o.Servers; Start starts them.
@@ -79,12 +90,7 @@ func New(o Options) *Manager {
 		o.Backoff = defaultBackoff
 	}
 	m := &Manager{opts: o}
-	names := make([]string, 0, len(o.Servers))
-	for name := range o.Servers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(o.Servers)) {
 		m.servers = append(m.servers, newServer(m, name, o.Servers[name]))
 	}
 	return m
@@ -103,15 +109,82 @@ func defaultBackoff(n int) time.Duration {
 // as Stop does.
 func (m *Manager) Start(ctx context.Context) {
 	m.startOnce.Do(func() {
-		ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
 		for _, s := range m.servers {
-			m.wg.Add(1)
-			go func() {
-				defer m.wg.Done()
-				s.run(ctx)
-			}()
+			m.launch(s)
 		}
 	})
+}
+
+// launch starts s's goroutine; m.mu is held.
+func (m *Manager) launch(s *server) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	s.cancel = cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(s.done)
+		s.run(ctx)
+	}()
+}
+
+// Update applies a new configuration of the servers (a config reload): a
+// server whose entry was removed or changed is stopped, a changed or
+// added one starts, and the others go on untouched (their connections,
+// processes and tools stay). It returns once the stopped servers are
+// down; Ready waits for the new ones. After Stop it does nothing.
+func (m *Manager) Update(servers map[string]config.MCPServer) {
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return
+	}
+	old := map[string]*server{}
+	for _, s := range m.servers {
+		old[s.name] = s
+	}
+	var next, added []*server
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if s, ok := old[name]; ok && sameEntry(s.spec, servers[name]) {
+			next = append(next, s)
+			delete(old, name)
+			continue
+		}
+		s := newServer(m, name, servers[name])
+		next, added = append(next, s), append(added, s)
+	}
+	m.servers = next
+	if m.ctx != nil {
+		for _, s := range added {
+			m.launch(s)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range old {
+		if s.cancel != nil {
+			s.cancel()
+			<-s.done
+		}
+	}
+	if len(old) > 0 || len(added) > 0 {
+		m.changed()
+	}
+}
+
+// sameEntry reports whether two entries start the same server (the file
+// that declares it does not matter).
+func sameEntry(a, b config.MCPServer) bool {
+	a.Source, b.Source = "", ""
+	return reflect.DeepEqual(a, b)
+}
+
+// list is the servers now configured.
+func (m *Manager) list() []*server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.servers
 }
 
 // Ready waits until every server has connected or failed (each within its
@@ -119,7 +192,7 @@ func (m *Manager) Start(ctx context.Context) {
 // called.
 func (m *Manager) Ready(ctx context.Context) error {
 	m.Start(ctx)
-	for _, s := range m.servers {
+	for _, s := range m.list() {
 		select {
 		case <-s.settled:
 		case <-ctx.Done():
@@ -135,8 +208,12 @@ func (m *Manager) Ready(ctx context.Context) error {
 func (m *Manager) Stop() {
 	m.startOnce.Do(func() {}) // a later Start starts nothing
 	m.stopOnce.Do(func() {
-		if m.cancel != nil {
-			m.cancel()
+		m.mu.Lock()
+		m.stopped = true
+		cancel := m.cancel
+		m.mu.Unlock()
+		if cancel != nil {
+			cancel()
 		}
 		m.wg.Wait()
 	})
@@ -147,7 +224,7 @@ func (m *Manager) Stop() {
 func (m *Manager) Tools() (uint64, []tool.Tool) {
 	v := m.version.Load()
 	var out []tool.Tool
-	for _, s := range m.servers {
+	for _, s := range m.list() {
 		out = append(out, s.currentTools()...)
 	}
 	return v, out
@@ -168,8 +245,9 @@ func (m *Manager) notify() {
 
 // Status reports every server, sorted by name.
 func (m *Manager) Status() []ServerStatus {
-	out := make([]ServerStatus, len(m.servers))
-	for i, s := range m.servers {
+	servers := m.list()
+	out := make([]ServerStatus, len(servers))
+	for i, s := range servers {
 		out[i] = s.status()
 	}
 	return out
@@ -177,8 +255,9 @@ func (m *Manager) Status() []ServerStatus {
 
 // Names returns the configured servers' names, sorted.
 func (m *Manager) Names() []string {
-	out := make([]string, len(m.servers))
-	for i, s := range m.servers {
+	servers := m.list()
+	out := make([]string, len(servers))
+	for i, s := range servers {
 		out[i] = s.name
 	}
 	return slices.Clip(out)

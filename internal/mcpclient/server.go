@@ -18,8 +18,16 @@ import (
 // restarting after a crash, or failed).
 var ErrNotConnected = errors.New("MCP server not connected")
 
+// ErrNoSDKClient: an in-process server (type sdk) was configured where no
+// Claude Agent SDK program is connected to run it.
+var ErrNoSDKClient = errors.New(`an in-process server (type "sdk") runs in the Claude Agent SDK program that declares it; only a stream-json client can provide it`)
+
 // clientVersion is what arbor tells servers it is.
 var clientInfo = &mcp.Implementation{Name: "arbor", Version: "1"}
+
+// sdkProtocolVersion is the MCP version arbor asks an in-process server
+// of a Claude Agent SDK client for, as Claude Code does.
+const sdkProtocolVersion = "2025-11-25"
 
 // stableAfter is how long a connection must last for the restart count to
 // start over.
@@ -32,6 +40,10 @@ type server struct {
 	name string
 	spec config.MCPServer
 
+	// cancel ends run (the manager's, guarded by its mu); done is closed
+	// when run returned.
+	cancel context.CancelFunc
+	done   chan struct{}
 	// settled is closed once the first start attempt ended.
 	settled     chan struct{}
 	settleOnce  sync.Once
@@ -48,7 +60,7 @@ type server struct {
 }
 
 func newServer(m *Manager, name string, spec config.MCPServer) *server {
-	s := &server{m: m, name: name, spec: spec, settled: make(chan struct{}),
+	s := &server{m: m, name: name, spec: spec, settled: make(chan struct{}), done: make(chan struct{}),
 		listChanged: make(chan struct{}, 1), state: StatePending}
 	if spec.Disabled {
 		s.state = StateDisabled
@@ -135,6 +147,7 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 	var (
 		transport mcp.Transport
 		stop      = func() {}
+		sopts     *mcp.ClientSessionOptions
 	)
 	switch spec.Transport() {
 	case config.MCPStdio:
@@ -147,6 +160,14 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: headerClient(spec.Headers)}
 	case config.MCPSSE:
 		transport = &mcp.SSEClientTransport{Endpoint: spec.URL, HTTPClient: headerClient(spec.Headers)}
+	case config.MCPSDK:
+		if s.m.opts.SDK == nil {
+			return nil, ErrNoSDKClient
+		}
+		transport = s.m.opts.SDK(s.name)
+		// The initialize handshake, as Claude Code starts it with these
+		// servers (the SDK's servers know no server/discover).
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: sdkProtocolVersion}
 	default:
 		return nil, fmt.Errorf("unknown transport %q", spec.Transport())
 	}
@@ -158,7 +179,7 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 			}
 		},
 	})
-	cs, err := client.Connect(sctx, transport, nil)
+	cs, err := client.Connect(sctx, transport, sopts)
 	if err == nil {
 		var tools []*mcp.Tool
 		if tools, err = listTools(sctx, cs); err == nil {

@@ -41,7 +41,8 @@
 // goal cut to the width, then blocked-by for pending nodes, a spinner and
 // the elapsed time for running nodes, tokens and cost. A completed node's
 // result (a failed node's error) follows dimmed on its own line. A totals
-// line and the oldest pending interaction close the view: approvals take
+// line, a line per failed MCP server (SetMCPFailures) and the oldest
+// pending interaction close the view: approvals take
 // y / n / a (always, remembered for the session); questions take a number
 // (an option), text, or Enter on an empty input (the question's default,
 // or a decline when it has none); Esc declines a question. Ctrl-C calls

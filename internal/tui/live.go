@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
@@ -34,9 +35,13 @@ type LiveOptions struct {
 type Live struct {
 	opts LiveOptions
 
-	mu    sync.Mutex // guards queue, quit
+	mu    sync.Mutex // guards queue, quit, mcp, mcpChanged
 	queue []agent.Event
 	quit  bool
+	// mcp is the latest list of failed MCP servers, not yet shown when
+	// mcpChanged.
+	mcp        []MCPFailure
+	mcpChanged bool
 	// wake has room for one signal: "the queue or quit changed".
 	wake chan struct{}
 }
@@ -61,6 +66,20 @@ func (l *Live) Handle(e agent.Event) {
 	l.signal()
 }
 
+// MCPFailure is an MCP server that failed: its tools are not available.
+type MCPFailure struct {
+	Name, Error string
+}
+
+// SetMCPFailures replaces the failed MCP servers the view shows (none
+// when fs is empty). Like Handle, it returns at once.
+func (l *Live) SetMCPFailures(fs []MCPFailure) {
+	l.mu.Lock()
+	l.mcp, l.mcpChanged = slices.Clone(fs), true
+	l.mu.Unlock()
+	l.signal()
+}
+
 // Quit ends Run after the events handled so far are shown. It is safe to
 // call at any time and more than once.
 func (l *Live) Quit() {
@@ -77,13 +96,16 @@ func (l *Live) signal() {
 	}
 }
 
-// take empties the queue.
-func (l *Live) take() ([]agent.Event, bool) {
+// take empties the queue; mcp is the failed servers' list when it changed
+// since the last take.
+func (l *Live) take() (batch []agent.Event, mcp *mcpMsg, quit bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	batch := l.queue
-	l.queue = nil
-	return batch, l.quit
+	batch, l.queue = l.queue, nil
+	if l.mcpChanged {
+		mcp, l.mcpChanged = &mcpMsg{failed: l.mcp}, false
+	}
+	return batch, mcp, l.quit
 }
 
 // Run shows the view until Quit is called or ctx ends, then draws the final
@@ -137,7 +159,10 @@ func (l *Live) pump(ctx context.Context, p *tea.Program, done <-chan struct{}) {
 			continue
 		case <-l.wake:
 		}
-		batch, quit := l.take()
+		batch, mcp, quit := l.take()
+		if mcp != nil {
+			p.Send(*mcp)
+		}
 		if len(batch) > 0 {
 			p.Send(eventsMsg(batch))
 		}

@@ -125,6 +125,22 @@ func TestLive(t *testing.T) {
 		}
 	})
 
+	t.Run("shows failed MCP servers", func(t *testing.T) {
+		t.Parallel()
+		b := setupLive(t, context.Background(), "MCP server github failed")
+		b.live.SetMCPFailures([]MCPFailure{{Name: "github", Error: "did not start within 30s (start_timeout)"}})
+		b.run(context.Background())
+		<-b.out.seen
+		b.live.SetMCPFailures(nil) // it came back after a reload
+		b.live.Quit()
+		if err := <-b.ran; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if s := b.out.text(); !strings.Contains(s, "MCP server github failed: did not start within 30s (start_timeout) (its tools are not available)") {
+			t.Fatalf("output lacks the failure:\n%s", s)
+		}
+	})
+
 	t.Run("quit before run", func(t *testing.T) {
 		t.Parallel()
 		b := setupLive(t, context.Background(), "arbor")
@@ -154,7 +170,7 @@ func TestLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		sub.Flush()
-		batch, _ := l.take()
+		batch, _, _ := l.take()
 		if len(batch) < 10002 {
 			t.Fatalf("%d events queued", len(batch))
 		}

@@ -21,6 +21,8 @@ type (
 	tickMsg time.Time
 	// interruptMsg is Ctrl-C however it arrived.
 	interruptMsg struct{}
+	// mcpMsg is the list of failed MCP servers.
+	mcpMsg struct{ failed []MCPFailure }
 	// resolvedMsg reports the outcome of a Resolver call.
 	resolvedMsg struct {
 		id  string
@@ -48,6 +50,8 @@ type model struct {
 	// notice is a one-line message to the user (a failed answer).
 	notice      string
 	interrupted bool
+	// mcpFailed are the MCP servers that failed, by name.
+	mcpFailed []MCPFailure
 }
 
 func newModel(o LiveOptions) *model {
@@ -82,6 +86,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.asking() {
 			m.input = append(m.input, []rune(msg.Content)...)
 		}
+	case mcpMsg:
+		m.mcpFailed = msg.failed
 	case resolvedMsg:
 		if msg.err != nil {
 			m.notice = "could not answer " + msg.id + ": " + msg.err.Error()

@@ -175,3 +175,21 @@ func TestRender(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPFailures: each failed MCP server has a line under the totals
+// until a later list no longer names it.
+func TestMCPFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.update(mcpMsg{failed: []MCPFailure{{Name: "github", Error: "environment variable GITHUB_TOKEN is not set"}, {Name: "fs", Error: "gave up after 5 restarts"}}})
+	s := b.screen(120)
+	lineWith(t, s, "✗ MCP server github failed: environment variable GITHUB_TOKEN is not set (its tools are not available)")
+	lineWith(t, s, "✗ MCP server fs failed: gave up after 5 restarts")
+	if tot, gh := strings.Index(s, "tokens "), strings.Index(s, "MCP server github"); tot < 0 || gh < tot {
+		t.Fatalf("the failures are not under the totals:\n%s", s)
+	}
+	b.update(mcpMsg{failed: []MCPFailure{{Name: "fs", Error: "gave up after 5 restarts"}}})
+	if s := b.screen(120); strings.Contains(s, "github") || !strings.Contains(s, "MCP server fs failed") {
+		t.Fatalf("after github recovered:\n%s", s)
+	}
+}

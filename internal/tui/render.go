@@ -180,6 +180,9 @@ func (m *model) footer(width int) []string {
 	case m.interrupted:
 		lines = append(lines, styleYellow.Render("cancelling… (Ctrl-C)"))
 	}
+	for _, f := range m.mcpFailed {
+		lines = append(lines, styleRed.Render("✗ MCP server "+f.Name+" failed: "+firstLine(f.Error, width)+" (its tools are not available)"))
+	}
 	if m.notice != "" {
 		lines = append(lines, styleRed.Render("! "+m.notice))
 	}

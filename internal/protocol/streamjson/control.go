@@ -75,7 +75,11 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 	refused := func(err error) { s.fail(id, err) }
 	switch p := req.Request; p.Subtype {
 	case "initialize":
-		if err := s.applyInitialize(p); err != nil {
+		err := s.applyInitialize(p)
+		if err == nil {
+			err = s.declareSDKServers(p.SDKMCPServers, p.SDKMCPServerManifests)
+		}
+		if err != nil {
 			// The Claude Agent SDK goes on after an initialize error, so
 			// every turn fails with it too: nothing asked for is ignored.
 			s.mu.Lock()
@@ -147,6 +151,8 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		s.succeed(id, modeResponse{Mode: s.modeName()})
 	case "mcp_status":
 		s.succeed(id, mcpStatusResponse{MCPServers: s.mcpServers()})
+	case "mcp_message":
+		s.mcpMessage(id, p)
 	case "reload_config":
 		s.submit("reload", func(context.Context) {
 			if err := s.app.Reload(); err != nil {
@@ -273,7 +279,8 @@ func (s *Server) answer(resp controlResponseIn) {
 		}
 		return
 	}
-	if s.hostResult(r.RequestID, r.Response, r.Error) || s.hookAnswer(r.RequestID, r.Response, r.Subtype, r.Error) {
+	if s.hostResult(r.RequestID, r.Response, r.Error) || s.hookAnswer(r.RequestID, r.Response, r.Subtype, r.Error) ||
+		s.mcpAnswer(r.RequestID, r.Subtype, r.Response, r.Error) {
 		return
 	}
 	s.mu.Lock()
@@ -375,6 +382,7 @@ func joinAnswers(xs []string) string {
 // can no longer answer, and those asked from now on, so a turn that waits
 // for one finishes when the input ends instead of waiting for ever.
 func (s *Server) endInput() {
+	s.endSDKServers()
 	s.mu.Lock()
 	s.inputEnded = true
 	asks := s.asks

@@ -29,7 +29,7 @@ func TestMCPServers(t *testing.T) {
 
 	b.Send(`{"type":"control_request","request_id":"s-1","request":{"subtype":"mcp_status"}}`)
 	st := b.Next(typ("control_response", "success"))
-	if got := string(st.Response.Response); got != `{"mcpServers":[{"name":"test","status":"pending"}]}` {
+	if got := string(st.Response.Response); got != `{"mcpServers":[{"name":"test","status":"pending","transport":"http","source":"project"}]}` {
 		t.Fatalf("mcp_status before a session = %s", got)
 	}
 
@@ -48,12 +48,12 @@ func TestMCPServers(t *testing.T) {
 			init = o.raw
 		}
 	}
-	mustContain(t, init, `"mcp_servers":[{"name":"test","status":"connected"}]`)
+	mustContain(t, init, `"mcp_servers":[{"name":"test","status":"connected","source":"project"}]`)
 	mustContain(t, init, `"mcp__test__echo"`)
 
 	b.Send(`{"type":"control_request","request_id":"s-2","request":{"subtype":"mcp_status"}}`)
 	st = b.Next(func(o out) bool { return o.Type == "control_response" && o.Response.RequestID == "s-2" })
-	if got := string(st.Response.Response); !strings.Contains(got, `{"name":"test","status":"connected","serverInfo":{"name":"testsrv","version":"0.1"}}`) {
+	if got := string(st.Response.Response); !strings.Contains(got, `{"name":"test","status":"connected","serverInfo":{"name":"testsrv","version":"0.1"},"transport":"http","source":"project","tools":[{"name":"crash"},{"name":"echo"}`) {
 		t.Fatalf("mcp_status = %s", got)
 	}
 }

@@ -62,6 +62,13 @@ type controlPayload struct {
 	SystemPrompt       json.RawMessage          `json:"systemPrompt,omitempty"`
 	AppendSystemPrompt string                   `json:"appendSystemPrompt,omitempty"`
 	Hooks              map[string][]hookMatcher `json:"hooks,omitempty"`
+	// initialize (Claude Agent SDK): the client's in-process MCP servers,
+	// and what each answered to initialize and tools/list (see mcp.go)
+	SDKMCPServers         []string               `json:"sdkMcpServers,omitempty"`
+	SDKMCPServerManifests map[string]sdkManifest `json:"sdkMcpServerManifests,omitempty"`
+	// mcp_message: a JSON-RPC message of an in-process MCP server
+	ServerName string          `json:"server_name,omitempty"`
+	Message    json.RawMessage `json:"message,omitempty"`
 }
 
 // clientCapabilities are what a client declares in initialize.
@@ -146,9 +153,15 @@ type initMessage struct {
 type mcpServer struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
-	// ServerInfo and Error are in mcp_status answers only.
+	// ServerInfo, Error, Transport and Tools are in mcp_status answers
+	// only.
 	ServerInfo *mcpServerInfo `json:"serverInfo,omitempty"`
 	Error      string         `json:"error,omitempty"`
+	Transport  string         `json:"transport,omitempty"`
+	// Source is where the server was declared, in Claude Code's words:
+	// sdk, dynamic (--mcp-config), project or user.
+	Source string        `json:"source,omitempty"`
+	Tools  []mcpToolInfo `json:"tools,omitempty"`
 }
 
 type streamEvent struct {

@@ -170,6 +170,8 @@ func TestSDK(t *testing.T) {
 type sdkHarness struct {
 	bin       string
 	driverDir string
+	// script is the driver run in driverDir; "" = drive.mjs.
+	script string
 }
 
 func setupSDK(t *testing.T) *sdkHarness {
@@ -224,6 +226,9 @@ type driverOptions struct {
 	// RecordHooks adds, for each event named, a hook that records its
 	// call and lets everything go on.
 	RecordHooks []string `json:"recordHooks,omitempty"`
+	// NoManifests makes mcp.mjs's SDK send no manifests of its
+	// in-process servers, so they are handshaken over mcp_message.
+	NoManifests bool `json:"noManifests,omitempty"`
 }
 
 // sdkRun is what one driver run printed.
@@ -288,7 +293,11 @@ func (h *sdkHarness) run(t *testing.T, scenario string, srv *llmtest.Server, goA
 
 	ctx, cancel := context.WithTimeout(context.Background(), sdkDriverTimeout)
 	defer cancel()
-	c := exec.CommandContext(ctx, "node", "drive.mjs", scenario)
+	script := h.script
+	if script == "" {
+		script = "drive.mjs"
+	}
+	c := exec.CommandContext(ctx, "node", script, scenario)
 	c.Dir = h.driverDir
 	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ARBOR_SDK_E2E=" + string(cfg)}
 	// node and the arbor it spawns share a process group, so a timeout
@@ -322,7 +331,7 @@ func (h *sdkHarness) run(t *testing.T, scenario string, srv *llmtest.Server, goA
 
 	r := &sdkRun{workspace: ws, stdout: stdout.String(), stderr: stderr.String(), waitErr: waitErr}
 	if ctx.Err() != nil {
-		r.fatalf(t, "node drive.mjs %s did not finish within %v", scenario, sdkDriverTimeout)
+		r.fatalf(t, "node %s %s did not finish within %v", script, scenario, sdkDriverTimeout)
 	}
 	r.parse(t)
 	return r

@@ -91,6 +91,8 @@ type Server struct {
 	singlePrompt bool
 	// shells holds the commands the client runs for the host shell tool.
 	shells hostShells
+	// sdk routes the messages of the client's in-process MCP servers.
+	sdk sdkServers
 
 	mu sync.Mutex // guards the fields below
 	// sess is set once, by a runner job; others only read it.
@@ -150,6 +152,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
 	s.out = protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: stream-json: write: %v\n", err) })
+	a.SetMCPSDK(s.sdkTransport)
 	// After the subscription: its last lines are written too. Once
 	// signalled, a client that stopped reading gets a grace period only.
 	defer s.out.CloseAfter(ctx)
