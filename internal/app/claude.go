@@ -90,15 +90,7 @@ func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.R
 		},
 	}
 	res, err := claudecode.Run(ctx, o, claudecode.Turn{SessionKey: spec.SessionID, Resume: t.Resume, Message: t.Message})
-	if res.Usage != (llm.Usage{}) || res.CostUSD > 0 {
-		if spec.Charge != nil {
-			spec.Charge(res.Usage, res.CostUSD)
-		}
-		_ = a.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
-			SessionID: spec.SessionID, Model: RunnerClaudeCode, Usage: res.Usage,
-			CostUSD: res.CostUSD, CostKnown: true, At: time.Now().UTC(),
-		})
-	}
+	c.charge(context.WithoutCancel(ctx), spec, res)
 	switch {
 	case ctx.Err() != nil:
 		return agent.Result{Outcome: agent.OutcomeCancelled, Err: err}
@@ -108,6 +100,31 @@ func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.R
 		return fail(fmt.Errorf("claude code: %s", res.Text))
 	}
 	return agent.Result{Outcome: agent.OutcomeCompleted, Text: res.Text}
+}
+
+// charge charges the turn's spend (an interrupted turn's too: its result
+// reports what it used) to the node's budgets, records it on the node's
+// session and tells the bus, as an agent's model call does.
+func (c *claudeRunner) charge(ctx context.Context, spec tree.AgentSpec, res claudecode.Result) {
+	if res.Usage == (llm.Usage{}) && res.CostUSD == 0 {
+		return
+	}
+	if spec.Charge != nil {
+		spec.Charge(res.Usage, res.CostUSD)
+	}
+	a := c.app
+	if err := a.Store.AddUsage(ctx, store.UsageRecord{
+		SessionID: spec.SessionID, Model: RunnerClaudeCode, Usage: res.Usage,
+		CostUSD: res.CostUSD, CostKnown: true, At: time.Now().UTC(),
+	}); err != nil {
+		return
+	}
+	s, err := a.Store.GetSession(ctx, spec.SessionID)
+	if err != nil {
+		return
+	}
+	a.Bus.Publish(&agent.UsageUpdated{Meta: agent.Meta{SessionID: spec.SessionID}, Model: RunnerClaudeCode,
+		Call: res.Usage, CallCost: res.CostUSD, Total: s.Usage, TotalCost: s.CostUSD, CostKnown: true})
 }
 
 // session makes sure the node's session (its transcript) exists.
