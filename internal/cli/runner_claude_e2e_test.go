@@ -428,3 +428,61 @@ func firstText(req llmtest.Request) string {
 	}
 	return req.Messages[0].Text()
 }
+
+// TestClaudeCodeSpendCountsAgainstTheRunBudget: what Claude Code used as
+// #2 counts against the run's --max-tokens. The root's own calls stay far
+// below it; #2's turn crosses it, so the root's synthesis never starts
+// and the run ends with its budget spent, saying how many tokens it used.
+func TestClaudeCodeSpendCountsAgainstTheRunBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	served := &servedSpend{}
+	var mu sync.Mutex
+	var rootTokens int64
+	var synthesized bool
+	srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+		switch {
+		case hasTool(req, "mcp__arbor__complete"): // Claude Code as #2
+			if treetest.Turns(req) == 0 {
+				return served.serve(req, treetest.Calls(treetest.Call("mcp__arbor__complete", map[string]any{"result": "spent a lot"})))
+			}
+			return served.serve(req, llmtest.Turn{Text: "Done."})
+		case treetest.NodeOf(req) == 1:
+			mu.Lock()
+			defer mu.Unlock()
+			rootTokens += 11
+			var turn llmtest.Turn
+			switch treetest.Turns(req) {
+			case 0:
+				turn = treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "Spend", "prompt": "Spend tokens.", "runner": "claude-code"}))
+			case 1:
+				turn = treetest.Complete("draft")
+			default:
+				synthesized = true
+				turn = treetest.Complete("ROOT: the budget was not enforced")
+			}
+			turn.Usage = llmtest.Usage{Input: 10, Output: 1}
+			return turn
+		}
+		return served.serve(req, llmtest.Turn{Text: "ok"})
+	})
+	t.Cleanup(srv.Close)
+	model := claudeEnv(t, e, srv.URL)
+
+	o := e.run("run", "--yes", "--max-tokens", "2000", "--model", model, "Spend through Claude Code")
+	mu.Lock()
+	defer mu.Unlock()
+	served.mu.Lock()
+	used := rootTokens + served.tokens
+	served.mu.Unlock()
+	if o.code != 1 || synthesized || !strings.Contains(o.stderr, fmt.Sprintf("used %d of 2000 tokens", used)) {
+		t.Fatalf("run: %d (want 1, the budget spent; %d tokens used, synthesized %v)\nstdout: %s\nstderr: %s", o.code, used, synthesized, o.stdout, o.stderr)
+	}
+	tj := e.run("tree", "--json", runID(t, o.stderr))
+	var shown struct {
+		Run store.Run `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(tj.stdout), &shown); err != nil || shown.Run.Status != store.RunBudget {
+		t.Fatalf("tree --json: %v\n%s", err, tj.stdout)
+	}
+}
