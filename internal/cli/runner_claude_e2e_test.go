@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -485,4 +487,93 @@ func TestClaudeCodeSpendCountsAgainstTheRunBudget(t *testing.T) {
 	if err := json.Unmarshal([]byte(tj.stdout), &shown); err != nil || shown.Run.Status != store.RunBudget {
 		t.Fatalf("tree --json: %v\n%s", err, tj.stdout)
 	}
+}
+
+// TestClaudeCodeNodeContinuesAfterArborResume interrupts arbor run
+// (Ctrl-C) while Claude Code runs #2's first turn (its Bash command), then
+// continues the run with arbor resume: #2's Claude Code session, already
+// begun, is resumed (Claude Code refuses to begin a session id twice) and
+// told what happened, and #2 completes. Both turns are charged.
+func TestClaudeCodeNodeContinuesAfterArborResume(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	served := &servedSpend{}
+	// #2's Bash command writes to the fifo once it runs: Claude Code has
+	// then taken in its first response whole (and will report its usage).
+	fifo := filepath.Join(e.workspace, "running")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var continued llmtest.Request
+	srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+		switch {
+		case hasTool(req, "mcp__arbor__complete"): // Claude Code as #2
+			switch last := req.LastUserText(); {
+			case strings.Contains(last, "has now resumed it"):
+				mu.Lock()
+				continued = req
+				mu.Unlock()
+				return served.serve(req, treetest.Calls(treetest.Call("mcp__arbor__complete", map[string]any{"result": "finished after arbor resume"})))
+			case treetest.Turns(req) == 0:
+				return served.serve(req, treetest.Calls(treetest.Call("Bash", map[string]any{
+					"command": "echo run > running; exec sleep 300", "description": "wait", "timeout": 600000})))
+			}
+			return served.serve(req, llmtest.Turn{Text: "Done."})
+		case treetest.NodeOf(req) == 1:
+			switch treetest.Turns(req) {
+			case 0:
+				return treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "Outlive arbor", "prompt": "Work through a restart.", "runner": "claude-code"}))
+			case 1:
+				return treetest.Complete("draft")
+			default:
+				_, res, _ := strings.Cut(req.LastUserText(), "(complete) Outlive arbor\n")
+				res, _, _ = strings.Cut(res, "\n")
+				return treetest.Complete("ROOT: " + res)
+			}
+		}
+		return served.serve(req, llmtest.Turn{Text: "ok"})
+	})
+	t.Cleanup(srv.Close)
+	model := claudeEnv(t, e, srv.URL)
+
+	c := e.cmd(context.Background(), "run", "--yes", "--model", model, "Continue a Claude Code node after a restart")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	running := make(chan struct{})
+	go func() {
+		_, _ = os.ReadFile(fifo) // returns once a writer has come and gone
+		close(running)
+	}()
+	select {
+	case <-running: // #2's command runs
+	case err := <-exited:
+		if f, ferr := os.OpenFile(fifo, os.O_WRONLY, 0); ferr == nil {
+			f.Close() // let the reader go
+		}
+		t.Fatalf("arbor run ended before #2's command ran: %v\n%s", err, errb.String())
+	}
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; c.ProcessState.ExitCode() != 130 {
+		t.Fatalf("arbor run after Ctrl-C: %v\n%s", err, errb.String())
+	}
+	id := runID(t, errb.String())
+	o := e.run("resume", id)
+	if o.code != 0 || strings.TrimSpace(o.stdout) != "ROOT: finished after arbor resume" {
+		t.Fatalf("resume: %d %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	mu.Lock()
+	req := continued
+	mu.Unlock()
+	if len(req.Messages) == 0 || !strings.Contains(req.Messages[0].Text(), "Work through a restart.") {
+		t.Fatalf("the continued turn did not resume #2's Claude Code session: first message %q", firstText(req))
+	}
+	served.check(t, e.show(id+".2").Session, "")
 }

@@ -57,7 +57,8 @@ type Options struct {
 	// Permit decides a can_use_tool request: allow, or deny with a
 	// message for the model. It must return when ctx is done.
 	Permit func(ctx context.Context, toolName, toolUseID string, input json.RawMessage) (allow bool, message string)
-	// OnEvent is told every assistant text and the result (transcript).
+	// OnEvent is told when the session has begun, every assistant text
+	// and the result (transcript).
 	OnEvent func(Event)
 	// Grace is how long an interrupted CLI may take to exit before its
 	// process group is killed (default 5s).
@@ -66,7 +67,7 @@ type Options struct {
 
 // Event is a transcript entry of the turn.
 type Event struct {
-	Kind string // "assistant" (a text block) or "result"
+	Kind string // "init" (the CLI has begun the session), "assistant" (a text block) or "result"
 	Text string
 }
 
@@ -299,6 +300,10 @@ func Run(ctx context.Context, o Options, t Turn) (Result, error) {
 			continue
 		}
 		switch m.Type {
+		case "system":
+			if m.Subtype == "init" && o.OnEvent != nil {
+				o.OnEvent(Event{Kind: "init"})
+			}
 		case "assistant":
 			for _, c := range m.Message.Content {
 				if c.Type == "text" && c.Text != "" && o.OnEvent != nil {
