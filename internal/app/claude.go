@@ -67,10 +67,22 @@ func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.R
 	if err := c.session(ctx, spec); err != nil {
 		return fail(err)
 	}
+	// A first turn may find its Claude Code session begun: an earlier
+	// arbor process started the turn and was stopped (Ctrl-C, a crash).
+	// Claude Code refuses to begin a session twice, so it is resumed and
+	// told what happened; the node's prompt is in it already.
+	if !t.Resume {
+		begun, err := c.begun(ctx, spec.SessionID)
+		if err != nil {
+			return fail(err)
+		}
+		if begun {
+			t.Resume, t.Message = true, continueText
+		}
+	}
 	record := func(m llm.Message) {
 		_, _ = a.Store.AppendMessages(context.WithoutCancel(ctx), spec.SessionID, m)
 	}
-	record(llm.UserText(t.Message))
 	broker := a.Broker.For(spec.SessionID)
 	o := claudecode.Options{
 		Path: path, Dir: a.Workspace, Env: os.Environ(),
@@ -84,21 +96,16 @@ func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.R
 			return !res.IsError, res.Content
 		},
 		OnEvent: func(e claudecode.Event) {
-			if e.Kind == "assistant" {
+			switch e.Kind {
+			case "init": // the turn's message is in the session now (see begun)
+				record(llm.UserText(t.Message))
+			case "assistant":
 				record(llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart(e.Text)}})
 			}
 		},
 	}
 	res, err := claudecode.Run(ctx, o, claudecode.Turn{SessionKey: spec.SessionID, Resume: t.Resume, Message: t.Message})
-	if res.Usage != (llm.Usage{}) || res.CostUSD > 0 {
-		if spec.Charge != nil {
-			spec.Charge(res.Usage, res.CostUSD)
-		}
-		_ = a.Store.AddUsage(context.WithoutCancel(ctx), store.UsageRecord{
-			SessionID: spec.SessionID, Model: RunnerClaudeCode, Usage: res.Usage,
-			CostUSD: res.CostUSD, CostKnown: true, At: time.Now().UTC(),
-		})
-	}
+	c.charge(context.WithoutCancel(ctx), spec, res)
 	switch {
 	case ctx.Err() != nil:
 		return agent.Result{Outcome: agent.OutcomeCancelled, Err: err}
@@ -108,6 +115,46 @@ func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.R
 		return fail(fmt.Errorf("claude code: %s", res.Text))
 	}
 	return agent.Result{Outcome: agent.OutcomeCompleted, Text: res.Text}
+}
+
+// charge charges the turn's spend (an interrupted turn's too: its result
+// reports what it used) to the node's budgets, records it on the node's
+// session and tells the bus, as an agent's model call does.
+func (c *claudeRunner) charge(ctx context.Context, spec tree.AgentSpec, res claudecode.Result) {
+	if res.Usage == (llm.Usage{}) && res.CostUSD == 0 {
+		return
+	}
+	if spec.Charge != nil {
+		spec.Charge(res.Usage, res.CostUSD)
+	}
+	a := c.app
+	if err := a.Store.AddUsage(ctx, store.UsageRecord{
+		SessionID: spec.SessionID, Model: RunnerClaudeCode, Usage: res.Usage,
+		CostUSD: res.CostUSD, CostKnown: true, At: time.Now().UTC(),
+	}); err != nil {
+		return
+	}
+	s, err := a.Store.GetSession(ctx, spec.SessionID)
+	if err != nil {
+		return
+	}
+	a.Bus.Publish(&agent.UsageUpdated{Meta: agent.Meta{SessionID: spec.SessionID}, Model: RunnerClaudeCode,
+		Call: res.Usage, CallCost: res.CostUSD, Total: s.Usage, TotalCost: s.CostUSD, CostKnown: true})
+}
+
+// continueText is the message of a turn that continues a Claude Code
+// session an earlier arbor process left unfinished.
+const continueText = "arbor was stopped while you worked on this task, and has now resumed it. Continue your task."
+
+// begun reports whether Claude Code has begun the node's session: the
+// transcript holds a turn's message only once Claude Code has started
+// the session (its init).
+func (c *claudeRunner) begun(ctx context.Context, session string) (bool, error) {
+	ms, err := c.app.Store.Messages(ctx, session, 0)
+	if err != nil {
+		return false, fmt.Errorf("read the transcript of %s: %w", session, err)
+	}
+	return len(ms) > 0, nil
 }
 
 // session makes sure the node's session (its transcript) exists.

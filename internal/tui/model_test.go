@@ -19,10 +19,10 @@ func growTree(b *bundle) {
 		changed(0, "", tree.NodeView{ID: 1, Kind: tree.KindGoal, Goal: "Compare REST and GraphQL", State: tree.StatePending}),
 		changed(1, tree.StatePending, tree.NodeView{ID: 1, Kind: tree.KindGoal, Goal: "Compare REST and GraphQL", State: tree.StateActive, SessionID: "s1"}),
 		changed(2, "", tree.NodeView{ID: 2, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Research GraphQL trade-offs", State: tree.StatePending}),
-		changed(2, "", tree.NodeView{ID: 3, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Measure REST latency", State: tree.StatePending}),
+		changed(2, "", tree.NodeView{ID: 3, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Measure REST latency", State: tree.StatePending, Runner: "claude-code"}),
 		changed(2, "", tree.NodeView{ID: 4, ParentID: 1, Kind: tree.KindTask, Spawn: "fork", Goal: "Comparative analysis", State: tree.StatePending, BlockedBy: []int64{2, 3}}),
 		changed(3, tree.StatePending, tree.NodeView{ID: 2, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Research GraphQL trade-offs", State: tree.StateActive, SessionID: "s2"}),
-		changed(4, tree.StatePending, tree.NodeView{ID: 3, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Measure REST latency", State: tree.StateActive, SessionID: "s3"}),
+		changed(4, tree.StatePending, tree.NodeView{ID: 3, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Measure REST latency", State: tree.StateActive, SessionID: "s3", Runner: "claude-code"}),
 		changed(4, tree.StateActive, tree.NodeView{ID: 1, Kind: tree.KindGoal, Goal: "Compare REST and GraphQL", State: tree.StateWaiting, SessionID: "s1"}),
 		usage(5, "s1", 1000, 200, 0.01, true),
 		usage(6, "s2", 400, 100, 0.005, true),
@@ -51,14 +51,14 @@ func TestRender(t *testing.T) {
 			t.Fatalf("root line %q", root)
 		}
 		done := lineWith(t, s, "#2 ")
-		if !strings.HasPrefix(done, "  ✓ #2 task(spawn) Research GraphQL trade-offs") || !strings.Contains(done, "1.0k tok $0.0100") {
+		if !strings.HasPrefix(done, "  ✓ #2 task(spawn) Research GraphQL trade-offs") || !strings.Contains(done, "1.0k tok $0.0100") || strings.Contains(done, "runner") {
 			t.Fatalf("complete line %q", done)
 		}
 		if l := lineWith(t, s, "GraphQL cuts round trips"); !strings.HasPrefix(l, "    └ GraphQL cuts round trips") || strings.Contains(s, "caching is harder") {
 			t.Fatalf("result line %q", l)
 		}
 		run := lineWith(t, s, "#3 ")
-		if !strings.HasPrefix(run, "  ● #3 task(spawn) Measure REST latency") || !strings.Contains(run, spinner[1]+" 1m01s") {
+		if !strings.HasPrefix(run, "  ● #3 task(spawn) Measure REST latency") || !strings.Contains(run, spinner[1]+" 1m01s") || !strings.Contains(run, "runner: claude-code") {
 			t.Fatalf("running line %q", run)
 		}
 		if l := lineWith(t, s, "→ shell"); !strings.HasPrefix(l, "    → shell hey -n 100") {

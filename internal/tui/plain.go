@@ -72,6 +72,9 @@ func transitionLine(e *tree.NodeChanged) string {
 	if e.From == "" && n.Model != "" {
 		b.WriteString(" model=" + n.Model)
 	}
+	if e.From == "" && n.Runner != "" {
+		b.WriteString(" runner=" + n.Runner)
+	}
 	if e.From == "" {
 		return b.String()
 	}

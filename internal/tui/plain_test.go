@@ -14,7 +14,7 @@ func TestPlain(t *testing.T) {
 
 	long := strings.Repeat("x", 150)
 	root := tree.NodeView{ID: 1, Kind: tree.KindGoal, Goal: "Compare REST and GraphQL\nwith details", State: tree.StatePending}
-	research := tree.NodeView{ID: 2, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Research GraphQL trade-offs", State: tree.StatePending}
+	research := tree.NodeView{ID: 2, ParentID: 1, Kind: tree.KindTask, Spawn: "spawn", Goal: "Research GraphQL trade-offs", State: tree.StatePending, Runner: "claude-code"}
 	compare := tree.NodeView{ID: 3, ParentID: 1, Kind: tree.KindTask, Spawn: "fork", Goal: "Comparative analysis", State: tree.StatePending, BlockedBy: []int64{2, 4}, Model: "openai/gpt-5-mini"}
 	ask := tree.NodeView{ID: 4, ParentID: 1, Kind: tree.KindAsk, Question: "Which clients matter?", State: tree.StatePending}
 
@@ -47,7 +47,7 @@ func TestPlain(t *testing.T) {
 		"#1 + pending goal Compare REST and GraphQL",
 		"#1 pending → active  goal Compare REST and GraphQL",
 		"#1 → spawn Research GraphQL trade-offs",
-		"#2 + pending task(spawn) Research GraphQL trade-offs",
+		"#2 + pending task(spawn) Research GraphQL trade-offs runner=claude-code",
 		"#3 + pending task(fork) Comparative analysis blocked_by=#2,#4 model=openai/gpt-5-mini",
 		"#4 + pending ask Which clients matter?",
 		"#2 pending → active  task(spawn) Research GraphQL trade-offs",

@@ -139,6 +139,9 @@ func (m *model) nodeLine(n *nodeState, indent string, width int) string {
 	if v.Model != "" {
 		right = append(right, styleDim.Render(v.Model))
 	}
+	if v.Runner != "" {
+		right = append(right, styleDim.Render("runner: "+v.Runner))
+	}
 	if u := m.tr.usageOf(n); u.usage.Total() > 0 {
 		right = append(right, styleDim.Render(tokens(u.usage.Total())+" tok "+cost(u.cost, !u.costUnknown)))
 	}

@@ -275,7 +275,7 @@ func (s *server) treeEvent(e agent.Event) bool {
 		s.ctl.ranSinceIdle = true
 		parentAgent, parentTask := s.agents.parent(a.parent)
 		s.wire.push(evAgentStarted, agentStarted{AgentID: a.agentID, PreviousAgentID: prev, TaskID: a.taskID,
-			AgentType: a.agentType, Description: e.Node.Goal, ParentAgentID: parentAgent, ParentTaskID: parentTask, Model: e.Node.Model},
+			AgentType: a.agentType, Description: e.Node.Goal, ParentAgentID: parentAgent, ParentTaskID: parentTask, Model: e.Node.Model, Runner: e.Node.Runner},
 			func(st *state) { st.busy = true })
 	case *tree.NodeChanged:
 		s.ctl.mu.Lock() // adopt runs under it: the tree cannot change meanwhile

@@ -27,6 +27,7 @@ type agentEvent struct {
 	Message         string `json:"message"`
 	Summary         string `json:"summary"`
 	State           string `json:"state"`
+	Runner          string `json:"runner"`
 }
 
 // assistantText matches the assistant_message with text.
@@ -181,6 +182,26 @@ func TestSubAgents(t *testing.T) {
 				t.Fatalf("a second idle after quiescence: %s", o.raw)
 			}
 		}
+	})
+
+	t.Run("AgentStartedNamesTheRunner", func(t *testing.T) {
+		t.Parallel()
+		m := &treeModel{main: []llmtest.Turn{
+			treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "outsourced", "prompt": "do it", "runner": "claude-code"})),
+			{Text: "delegated"}, {Text: "noted"},
+		}}
+		srv := llmtest.NewServerFunc(m.respond)
+		defer srv.Close()
+		// The runner's CLI is missing here, so the node fails once started.
+		b, _ := setupFiles(t, srv, map[string]string{".arbor/config.yaml": "claude_path: ./no-claude-here\n"})
+		b.Send(`{"type":"send","content":"delegate"}`)
+		started := agentOf(t, b.Next(typ("agent_started")))
+		done := agentOf(t, b.Next(typ("agent_done")))
+		if started.Runner != "claude-code" || started.Description != "outsourced" || done.TaskID != started.TaskID || done.State != "failed" {
+			t.Fatalf("agent_started %+v, agent_done %+v", started, done)
+		}
+		b.Next(typ("idle"))
+		b.Close()
 	})
 
 	t.Run("ChildrenFollowModelSwitches", func(t *testing.T) {

@@ -194,7 +194,8 @@ type agentStarted struct {
 	Description     string `json:"description"`
 	ParentAgentID   string `json:"parent_agent_id"`
 	ParentTaskID    string `json:"parent_task_id"`
-	Model           string `json:"model,omitempty"` // the sub-agent's model when it chose one (provider/name)
+	Model           string `json:"model,omitempty"`  // the sub-agent's model when it chose one (provider/name)
+	Runner          string `json:"runner,omitempty"` // the external agent that runs it ("claude-code"); absent for arbor's own
 }
 
 // agentNotify: a sub-agent's progress note to its parent (the target).

@@ -11,8 +11,13 @@
 // and the node's tree tools are arbor's, forwarded to the run's owner. The
 // turn's message is the first (and only) user message; the CLI's result
 // message ends the turn, after which stdin is closed and the CLI exits.
-// When the turn's context is done, an interrupt control request is sent,
-// and the process group is ended after a grace period.
+// When the turn's context is done, an interrupt control request is sent;
+// the result that ends the interrupted turn is waited for (within a grace
+// period), and then the process group is ended.
+//
+// A result's spend is the turn's own: the CLI's per-model usage since its
+// last result. Its total_cost_usd is not, on a resumed session: it counts
+// the turns of earlier processes too.
 package claudecode
 
 import (
@@ -52,7 +57,8 @@ type Options struct {
 	// Permit decides a can_use_tool request: allow, or deny with a
 	// message for the model. It must return when ctx is done.
 	Permit func(ctx context.Context, toolName, toolUseID string, input json.RawMessage) (allow bool, message string)
-	// OnEvent is told every assistant text and the result (transcript).
+	// OnEvent is told when the session has begun, every assistant text
+	// and the result (transcript).
 	OnEvent func(Event)
 	// Grace is how long an interrupted CLI may take to exit before its
 	// process group is killed (default 5s).
@@ -61,7 +67,7 @@ type Options struct {
 
 // Event is a transcript entry of the turn.
 type Event struct {
-	Kind string // "assistant" (a text block) or "result"
+	Kind string // "init" (the CLI has begun the session), "assistant" (a text block) or "result"
 	Text string
 }
 
@@ -174,6 +180,37 @@ type inMessage struct {
 		CacheRead    int64 `json:"cache_read_input_tokens"`
 		CacheWrite   int64 `json:"cache_creation_input_tokens"`
 	} `json:"usage"`
+	// SinceLast is what each model used since the process's previous
+	// result: with one turn per process, this turn's spend, side calls
+	// included. total_cost_usd is not: on --resume it counts the whole
+	// session, earlier turns too.
+	SinceLast map[string]modelUsage `json:"model_usage_since_last_result"`
+}
+
+type modelUsage struct {
+	InputTokens  int64   `json:"inputTokens"`
+	OutputTokens int64   `json:"outputTokens"`
+	CacheRead    int64   `json:"cacheReadInputTokens"`
+	CacheWrite   int64   `json:"cacheCreationInputTokens"`
+	CostUSD      float64 `json:"costUSD"`
+}
+
+// spend is the turn's usage and cost as a result message reports them:
+// the per-model usage since the last result when the CLI sends it, else
+// the result's usage and total cost (right for a first turn only).
+func (m *inMessage) spend() (llm.Usage, float64) {
+	if m.SinceLast == nil {
+		return llm.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens,
+			CacheReadTokens: m.Usage.CacheRead, CacheWriteTokens: m.Usage.CacheWrite}, m.TotalCostUSD
+	}
+	var u llm.Usage
+	var cost float64
+	for _, mu := range m.SinceLast {
+		u = u.Add(llm.Usage{InputTokens: mu.InputTokens, OutputTokens: mu.OutputTokens,
+			CacheReadTokens: mu.CacheRead, CacheWriteTokens: mu.CacheWrite})
+		cost += mu.CostUSD
+	}
+	return u, cost
 }
 
 type canUseTool struct {
@@ -217,12 +254,14 @@ func Run(ctx context.Context, o Options, t Turn) (Result, error) {
 		return Result{}, fmt.Errorf("send the turn's message to claude code: %w", err)
 	}
 
-	// On ctx done: interrupt, then end the process group after the grace.
+	// On ctx done: interrupt; the interrupted turn ends with a result
+	// that reports what it spent, which is waited for within the grace.
+	// Then the process group is ended: SIGTERM, SIGKILL after the grace.
 	grace := o.Grace
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
-	exited := make(chan struct{})
+	exited, gotResult := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		select {
@@ -232,6 +271,14 @@ func Run(ctx context.Context, o Options, t Turn) (Result, error) {
 		}
 		_ = w.send(controlRequest{Type: "control_request", RequestID: "arbor-interrupt",
 			Request: map[string]string{"subtype": "interrupt"}})
+		bound := time.NewTimer(grace)
+		defer bound.Stop()
+		select {
+		case <-exited:
+			return
+		case <-gotResult:
+		case <-bound.C:
+		}
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -253,6 +300,10 @@ func Run(ctx context.Context, o Options, t Turn) (Result, error) {
 			continue
 		}
 		switch m.Type {
+		case "system":
+			if m.Subtype == "init" && o.OnEvent != nil {
+				o.OnEvent(Event{Kind: "init"})
+			}
 		case "assistant":
 			for _, c := range m.Message.Content {
 				if c.Type == "text" && c.Text != "" && o.OnEvent != nil {
@@ -284,9 +335,14 @@ func Run(ctx context.Context, o Options, t Turn) (Result, error) {
 				_ = w.send(controlResponse{Type: "control_response", Response: responseBody{Subtype: "success", RequestID: id, Response: rep}})
 			})
 		case "result":
-			res = Result{Text: m.Result, IsError: m.IsError, CostUSD: m.TotalCostUSD, SessionID: m.SessionID,
-				Usage: llm.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens,
-					CacheReadTokens: m.Usage.CacheRead, CacheWriteTokens: m.Usage.CacheWrite}}
+			// Spends add up: each is what was used since the previous
+			// result (an interrupt's result may follow the turn's own).
+			u, cost := m.spend()
+			res = Result{Text: m.Result, IsError: m.IsError, SessionID: m.SessionID,
+				Usage: res.Usage.Add(u), CostUSD: res.CostUSD + cost}
+			if !got {
+				close(gotResult)
+			}
 			got = true
 			if o.OnEvent != nil {
 				o.OnEvent(Event{Kind: "result", Text: m.Result})

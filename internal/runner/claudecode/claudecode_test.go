@@ -1,10 +1,14 @@
 package claudecode
 
 import (
+	"encoding/json"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm"
 )
 
 // TestArgs: a first turn starts the node's session, a later one resumes
@@ -37,5 +41,44 @@ func TestArgs(t *testing.T) {
 	}
 	if slices.Contains(later, "--session-id") || slices.Contains(first, "--resume") {
 		t.Fatalf("first %q later %q", first, later)
+	}
+}
+
+// TestResultSpend: a result's spend is the turn's own. The second result
+// is what Claude Code 2.1 printed for a turn resumed with --resume (1000
+// input and 100 output tokens served, $0.0045 at its price):
+// total_cost_usd counts the first turn too, model_usage_since_last_result
+// does not. A result without the per-model field falls back to usage and
+// total_cost_usd.
+func TestResultSpend(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, line string
+		want       llm.Usage
+		cost       float64
+	}{
+		{"resumed", `{"type":"result","subtype":"success","is_error":false,"result":"hello resume","total_cost_usd":0.009000000000000001,` +
+			`"usage":{"input_tokens":1000,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":100},` +
+			`"modelUsage":{"claude-sonnet-4-5":{"inputTokens":2000,"outputTokens":200,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.009000000000000001}},` +
+			`"model_usage_since_last_result":{"claude-sonnet-4-5":{"inputTokens":1000,"outputTokens":100,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0045000000000000005}}}`,
+			llm.Usage{InputTokens: 1000, OutputTokens: 100}, 0.0045},
+		{"side calls of another model", `{"type":"result","total_cost_usd":1,"usage":{"input_tokens":1000,"output_tokens":100},` +
+			`"model_usage_since_last_result":{"claude-sonnet-4-5":{"inputTokens":1000,"outputTokens":100,"cacheReadInputTokens":50,"costUSD":0.004},` +
+			`"claude-haiku-4-5":{"inputTokens":20,"outputTokens":5,"cacheCreationInputTokens":7,"costUSD":0.0001}}}`,
+			llm.Usage{InputTokens: 1020, OutputTokens: 105, CacheReadTokens: 50, CacheWriteTokens: 7}, 0.0041},
+		{"older result", `{"type":"result","total_cost_usd":0.002,"usage":{"input_tokens":300,"output_tokens":20,"cache_read_input_tokens":4,"cache_creation_input_tokens":5}}`,
+			llm.Usage{InputTokens: 300, OutputTokens: 20, CacheReadTokens: 4, CacheWriteTokens: 5}, 0.002},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var m inMessage
+			if err := json.Unmarshal([]byte(c.line), &m); err != nil {
+				t.Fatal(err)
+			}
+			u, cost := m.spend()
+			if u != c.want || math.Abs(cost-c.cost) > 1e-12 {
+				t.Fatalf("spend %+v $%v, want %+v $%v", u, cost, c.want, c.cost)
+			}
+		})
 	}
 }
