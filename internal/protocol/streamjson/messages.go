@@ -62,6 +62,13 @@ type controlPayload struct {
 	SystemPrompt       json.RawMessage          `json:"systemPrompt,omitempty"`
 	AppendSystemPrompt string                   `json:"appendSystemPrompt,omitempty"`
 	Hooks              map[string][]hookMatcher `json:"hooks,omitempty"`
+	// initialize (Claude Agent SDK, with --await-initialize): launch
+	// fields, see LaunchInit
+	DisallowedTools []string        `json:"disallowedTools,omitempty"`
+	MCPServers      json.RawMessage `json:"mcpServers,omitempty"`
+	// unsupported are the initialize fields with a value that arbor does
+	// not act on (see initializeFields).
+	unsupported []string
 }
 
 // clientCapabilities are what a client declares in initialize.
@@ -223,7 +230,9 @@ type apiBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
-	IsError   bool            `json:"is_error,omitempty"`
+	// IsError is set on tool results, false included, as Claude Code
+	// writes them.
+	IsError *bool `json:"is_error,omitempty"`
 }
 
 type apiUsage struct {
