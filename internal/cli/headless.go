@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -339,6 +340,12 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 			mcpConfigs = append(mcpConfigs, `{"mcpServers":`+string(li.Request.MCPServers)+`}`)
 			o.LaunchInit.MCPServers = true
 		}
+	}
+	if os.Getenv("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING") == "true" {
+		// The SDK's enableFileCheckpointing: arbor keeps no checkpoints for
+		// rewindFiles() to go back to.
+		fmt.Fprintln(s.Err, "arbor: enableFileCheckpointing (CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING): arbor keeps no file checkpoints, so refused rather than ignored")
+		return ExitUsage
 	}
 	if ppt != "" && ppt != "stdio" {
 		// Approvals come over stdio (canUseTool); an MCP approval tool

@@ -29,6 +29,19 @@ func TestSDKInitializeOptions(t *testing.T) {
 		}
 	})
 
+	t.Run("enableFileCheckpointing-refused", func(t *testing.T) {
+		t.Parallel()
+		// The SDK sets an environment variable for it, not a flag.
+		srv := llmtest.NewServer(llmtest.Turn{Text: "never"})
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"enableFileCheckpointing": true}})
+		if end := r.end(t); end.Driver != "error" || !strings.Contains(end.Message, "enableFileCheckpointing") {
+			r.fatalf(t, "driver ended with %s %q; want the query's error naming enableFileCheckpointing", end.Driver, end.Message)
+		}
+		if n := len(srv.Requests()); n != 0 {
+			r.fatalf(t, "model requests = %d, want 0", n)
+		}
+	})
+
 	t.Run("disallowedTools-initialize", func(t *testing.T) {
 		t.Parallel()
 		// disallowedToolsDelivery 'initialize': --await-initialize, the
