@@ -25,7 +25,8 @@ type LaunchInit struct {
 // initializeFields are the initialize request's fields arbor acts on;
 // any other that carries a value (the SDK's agents, planModeInstructions,
 // title, skills, promptSuggestions, jsonSchema, in-process MCP servers, …)
-// refuses the request, so that nothing a client asked for is ignored.
+// refuses the request under Claude Code's argv, so that nothing a client
+// asked for is ignored (see unsupportedFields).
 var initializeFields = map[string]bool{
 	"subtype": true, "capabilities": true, "systemPrompt": true, "appendSystemPrompt": true, "hooks": true,
 	"disallowedTools": true, "mcpServers": true,
@@ -64,6 +65,21 @@ func hasValue(v json.RawMessage) bool {
 	return true
 }
 
+// unsupportedFields refuses, under Claude Code's argv, an initialize
+// request with fields arbor does not act on: they are the Claude Agent
+// SDK's options. A cosh client's extra fields (the spec defines none but
+// capabilities) are noted on the diagnostics stream, as unknown input is.
+func (s *Server) unsupportedFields(p controlPayload) error {
+	if len(p.unsupported) == 0 {
+		return nil
+	}
+	if !s.opts.ClaudeCode {
+		fmt.Fprintf(s.diag, "arbor: stream-json: initialize: fields %s not used\n", strings.Join(p.unsupported, ", "))
+		return nil
+	}
+	return fmt.Errorf("initialize: %s not supported by arbor, so refused rather than ignored", strings.Join(p.unsupported, ", "))
+}
+
 // initApplied is what an initialize answer reports about the launch
 // fields the request carried (nil: it carried none).
 type initApplied struct {
@@ -78,9 +94,6 @@ type initApplied struct {
 func (s *Server) launchFields(p controlPayload) (initApplied, error) {
 	var a initApplied
 	yes := true
-	if len(p.unsupported) > 0 {
-		return a, fmt.Errorf("initialize: %s not supported by arbor, so refused rather than ignored", strings.Join(p.unsupported, ", "))
-	}
 	first := !s.initialized
 	if p.DisallowedTools != nil {
 		switch {

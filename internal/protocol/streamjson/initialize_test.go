@@ -11,10 +11,11 @@ import (
 )
 
 // TestInitializeFields: an initialize request's disallowedTools are deny
-// rules and its answer confirms them (disallowed_tools_applied); fields
-// arbor does not act on (the SDK's agents, title, …) refuse the request
-// and every turn, never ignored; mcpServers are refused unless the CLI
-// took them at launch.
+// rules and its answer confirms them (disallowed_tools_applied); under
+// Claude Code's argv, fields arbor does not act on (the SDK's agents,
+// title, …) refuse the request and every turn, never ignored; mcpServers
+// are refused unless the CLI took them at launch. A cosh client's extra
+// field is noted on stderr.
 func TestInitializeFields(t *testing.T) {
 	t.Parallel()
 
@@ -43,6 +44,21 @@ func TestInitializeFields(t *testing.T) {
 		}
 		b.Next(typ("result", ""))
 		b.Close()
+	})
+
+	t.Run("cosh-extra-field", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "hello"})
+		defer srv.Close()
+		b := setup(t, srv, setupOpts{})
+		b.Send(`{"type":"control_request","request_id":"i1","request":{"subtype":"initialize","client":"a-shell"}}`)
+		b.Next(typ("control_response", "success"))
+		b.Send(user("hi"))
+		if r := b.Next(typ("result", "")); r.IsError || r.Result != "hello" {
+			t.Fatalf("result %s; want the turn run", r.raw)
+		}
+		b.Close()
+		mustContain(t, b.Diag.String(), "client")
 	})
 
 	for name, req := range map[string]string{

@@ -58,6 +58,9 @@ func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 	if err != nil {
 		return initApplied{}, err
 	}
+	if err := s.unsupportedFields(p); err != nil {
+		return initApplied{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	asks := base != "" || extra != "" || p.AppendSystemPrompt != "" || len(hooks) > 0
