@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -312,6 +313,9 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	var mcpConfigs []string
 	fs.StringArrayVar(&mcpConfigs, "mcp-config", nil, "")
 	fs.BoolVar(&g.strictMCP, "strict-mcp-config", false, "")
+	var awaitInit bool
+	fs.BoolVar(&awaitInit, "await-initialize", false, "")
+	fs.String("initialize-fields", "", "") // which fields the SDK sent there; all are read (awaitInitialize)
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
 		return ExitUsage
@@ -321,6 +325,32 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	// asked for (see docs/headless-stream-json.md, SDK options).
 	if bad := unsupportedFlags(fs, args); len(bad) > 0 {
 		fmt.Fprintf(s.Err, "arbor: not supported by arbor, so refused rather than ignored: %s\n", strings.Join(bad, ", "))
+		return ExitUsage
+	}
+	if awaitInit {
+		li, in, err := awaitInitialize(s.In)
+		if err != nil {
+			fmt.Fprintln(s.Err, "arbor:", err)
+			return ExitFailure // as Claude Code exits
+		}
+		s.In = in
+		disallowed = strings.Join(append(splitList(disallowed), li.Request.DisallowedTools...), ",")
+		o.LaunchInit.DisallowedTools = li.Request.DisallowedTools != nil
+		if hasJSONValue(li.Request.MCPServers) {
+			mcpConfigs = append(mcpConfigs, `{"mcpServers":`+string(li.Request.MCPServers)+`}`)
+			o.LaunchInit.MCPServers = true
+		}
+	}
+	if os.Getenv("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING") == "true" {
+		// The SDK's enableFileCheckpointing: arbor keeps no checkpoints for
+		// rewindFiles() to go back to.
+		fmt.Fprintln(s.Err, "arbor: enableFileCheckpointing (CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING): arbor keeps no file checkpoints, so refused rather than ignored")
+		return ExitUsage
+	}
+	if ppt != "" && ppt != "stdio" {
+		// Approvals come over stdio (canUseTool); an MCP approval tool
+		// (permissionPromptToolName) would be silently bypassed.
+		fmt.Fprintf(s.Err, "arbor: --permission-prompt-tool %s: arbor asks for approvals over stdio only (canUseTool), so refused rather than ignored\n", ppt)
 		return ExitUsage
 	}
 	if settingSources != "" {

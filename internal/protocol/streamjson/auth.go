@@ -2,9 +2,11 @@ package streamjson
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/config"
 )
@@ -83,4 +85,33 @@ func (s *Server) applyAuth(a authReply) error {
 		}
 	}
 	return s.app.Reload()
+}
+
+// loginFailure answers, as Claude Code does, a turn of a Claude Agent
+// SDK client that cannot be authenticated (it cannot answer
+// auth_required): system/init, an assistant message of the
+// "<synthetic>" model saying what to set, and a result that is an error
+// with that text, which the SDK throws as the query's error.
+func (s *Server) loginFailure(err error, start time.Time) {
+	id := s.sessionID()
+	if id == "" {
+		id = s.opts.SessionID
+	}
+	if id == "" {
+		id = newUUID()
+	}
+	m := s.initMessage(id)
+	m.APIKeySource = "none"
+	m.Model = s.modelName(s.opts.Model)
+	if m.Model == "" {
+		m.Model = s.modelName(s.app.Config().Model)
+	}
+	s.write(m)
+	text := err.Error()
+	s.write(messageLine{Type: "assistant", SessionID: id, UUID: newUUID(), Message: apiMessage{
+		ID: newUUID(), Type: "message", Role: "assistant", Model: "<synthetic>", Content: []apiBlock{{Type: "text", Text: text}},
+		StopReason: json.RawMessage(`"stop_sequence"`), StopSequence: json.RawMessage(`""`), Usage: &apiUsage{}}})
+	s.write(resultMessage{Type: "result", Subtype: "success", IsError: true, Result: text, StopReason: "stop_sequence",
+		Errors: []string{text}, SessionID: id, DurationMS: time.Since(start).Milliseconds(), NumTurns: 1,
+		PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 }

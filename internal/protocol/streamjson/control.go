@@ -32,6 +32,10 @@ type initializeResponse struct {
 	Models                []modelInfo  `json:"models"`
 	Account               accountInfo  `json:"account"`
 	PID                   int          `json:"pid"`
+	// Whether the launch fields the request carried were taken (absent
+	// when it carried none), as Claude Code answers.
+	DisallowedToolsApplied *bool `json:"disallowed_tools_applied,omitempty"`
+	MCPServersApplied      *bool `json:"mcp_servers_applied,omitempty"`
 }
 
 type modelInfo struct {
@@ -67,6 +71,10 @@ func (s *Server) fail(id string, err error) {
 // errInterrupted is the cause an interrupt cancels the running job with.
 var errInterrupted = errors.New("interrupted by the client")
 
+// errDeniedInterrupt is the cause when a can_use_tool denial with
+// interrupt ends the turn.
+var errDeniedInterrupt = fmt.Errorf("%w: a tool call was denied with interrupt", errInterrupted)
+
 // control answers a client's control request; it reports shutdown. It runs
 // on the reader: requests that use the session are queued as runner jobs,
 // which answer when they run; the others are answered at once.
@@ -75,7 +83,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 	refused := func(err error) { s.fail(id, err) }
 	switch p := req.Request; p.Subtype {
 	case "initialize":
-		err := s.applyInitialize(p)
+		applied, err := s.applyInitialize(p)
 		if err == nil {
 			err = s.declareSDKServers(p.SDKMCPServers, p.SDKMCPServerManifests)
 		}
@@ -96,6 +104,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			Capabilities: capabilities{CanUseTool: true, HostExecutedShell: true},
 			Commands:     []string{}, Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
 			Models: s.models(), Account: accountInfo{APIKeySource: s.keySource()}, PID: os.Getpid(),
+			DisallowedToolsApplied: applied.DisallowedTools, MCPServersApplied: applied.MCPServers,
 		})
 		// The session's init line follows when the runner gets to it; a
 		// refused one is not missed, as every turn sends it again. Claude
@@ -335,7 +344,7 @@ func (s *Server) answer(resp controlResponseIn) {
 		var a approvalReply
 		if json.Unmarshal(r.Response, &a) == nil && a.Interrupt {
 			// Claude Code ends the turn on a denial with interrupt.
-			s.runner.Cancel(errInterrupted)
+			s.runner.Cancel(errDeniedInterrupt)
 		}
 	}
 }

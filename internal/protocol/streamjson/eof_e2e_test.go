@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,20 +30,59 @@ func TestBinaryEOFWithPendingRequest(t *testing.T) {
 		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_e1", Name: "Bash", Input: map[string]any{"command": "echo x > ran.txt"}}}},
 		llmtest.Turn{Text: "gave up"},
 	)
-	defer srv.Close()
 	home := t.TempDir()
-	ws := filepath.Join(home, "ws")
+	var result map[string]any
+	for _, l := range rawEOF(t, bin, home, srv, nil) {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["type"] == "result" {
+			result = m
+		}
+	}
+	if result == nil {
+		t.Fatal("no result line")
+	}
+	denials, _ := result["permission_denials"].([]any)
+	if result["result"] != "gave up" || len(denials) != 1 {
+		t.Fatalf("result %v; want the turn finished with the unanswered call listed as denied", result)
+	}
+	if _, err := os.Stat(filepath.Join(home, "workspace", "ran.txt")); !os.IsNotExist(err) {
+		t.Fatal("the unanswered call ran")
+	}
+}
+
+// rawEOF runs bin (arbor or the real Claude Code CLI) in home/workspace
+// under the SDK's argv without the SDK: it writes one user message and
+// closes stdin when the first can_use_tool request arrives, without
+// answering it. It returns the lines bin wrote and fails the test unless
+// bin exits 0. env changes the environment ("" removes).
+func rawEOF(t *testing.T, bin, home string, srv *llmtest.Server, env map[string]string) []string {
+	t.Helper()
+	defer srv.Close()
+	ws := filepath.Join(home, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	vars := map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"),
+		"XDG_STATE_HOME": filepath.Join(home, "state"), "ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
+		"ARBOR_MODEL": sdkModel}
+	for k, v := range env {
+		if v == "" {
+			delete(vars, k)
+		} else {
+			vars[k] = v
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
 	defer cancel()
-	c := exec.CommandContext(ctx, bin, "--output-format", "stream-json", "--input-format", "stream-json", "--verbose",
-		"--permission-prompt-tool", "stdio", "--permission-mode", "default")
+	c := exec.CommandContext(ctx, bin, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+		"--permission-prompt-tool=stdio", "--permission-mode", "default")
 	c.Dir = ws
-	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"XDG_STATE_HOME=" + filepath.Join(home, "state"), "ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=test-key-123",
-		"ARBOR_MODEL=" + sdkModel}
+	for k, v := range vars {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 10 * time.Second
 	stdin, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +99,9 @@ func TestBinaryEOFWithPendingRequest(t *testing.T) {
 	_, _ = io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"run it"},"parent_tool_use_id":null,"session_id":""}`+"\n")
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-	var result map[string]any
+	var lines []string
 	for sc.Scan() {
+		lines = append(lines, sc.Text())
 		var m map[string]any
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
 			continue
@@ -68,21 +109,10 @@ func TestBinaryEOFWithPendingRequest(t *testing.T) {
 		if req, _ := m["request"].(map[string]any); m["type"] == "control_request" && req["subtype"] == "can_use_tool" {
 			stdin.Close() // the client goes away without answering
 		}
-		if m["type"] == "result" {
-			result = m
-		}
 	}
+	stdin.Close()
 	if err := c.Wait(); err != nil || ctx.Err() != nil {
-		t.Fatalf("arbor exited with %v (hang guard: %v); stderr:\n%s", err, ctx.Err(), stderr.String())
+		t.Fatalf("%s exited with %v (hang guard: %v); stdout:\n%s\nstderr:\n%s", filepath.Base(bin), err, ctx.Err(), strings.Join(lines, "\n"), stderr.String())
 	}
-	if result == nil {
-		t.Fatalf("no result line; stderr:\n%s", stderr.String())
-	}
-	denials, _ := result["permission_denials"].([]any)
-	if result["result"] != "gave up" || len(denials) != 1 {
-		t.Fatalf("result %v; want the turn finished with the unanswered call listed as denied", result)
-	}
-	if _, err := os.Stat(filepath.Join(ws, "ran.txt")); !os.IsNotExist(err) {
-		t.Fatal("the unanswered call ran")
-	}
+	return lines
 }

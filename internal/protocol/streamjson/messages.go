@@ -69,6 +69,13 @@ type controlPayload struct {
 	// mcp_message: a JSON-RPC message of an in-process MCP server
 	ServerName string          `json:"server_name,omitempty"`
 	Message    json.RawMessage `json:"message,omitempty"`
+	// initialize (Claude Agent SDK, with --await-initialize): launch
+	// fields, see LaunchInit
+	DisallowedTools []string        `json:"disallowedTools,omitempty"`
+	MCPServers      json.RawMessage `json:"mcpServers,omitempty"`
+	// unsupported are the initialize fields with a value that arbor does
+	// not act on (see initializeFields).
+	unsupported []string
 }
 
 // clientCapabilities are what a client declares in initialize.
@@ -236,7 +243,9 @@ type apiBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
-	IsError   bool            `json:"is_error,omitempty"`
+	// IsError is set on tool results, false included, as Claude Code
+	// writes them.
+	IsError *bool `json:"is_error,omitempty"`
 }
 
 type apiUsage struct {

@@ -49,23 +49,31 @@ func parseSystemPrompt(raw json.RawMessage) (base, appendText string, err error)
 // applyInitialize takes the settings of an initialize request; it fails
 // when they can no longer apply (the session exists) or are not supported,
 // so that nothing the client asked for is silently dropped.
-func (s *Server) applyInitialize(p controlPayload) error {
+func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 	base, extra, err := parseSystemPrompt(p.SystemPrompt)
 	if err != nil {
-		return err
+		return initApplied{}, err
 	}
 	hooks, err := parseHooks(p.Hooks)
 	if err != nil {
-		return err
+		return initApplied{}, err
+	}
+	if err := s.unsupportedFields(p); err != nil {
+		return initApplied{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	asks := base != "" || extra != "" || p.AppendSystemPrompt != "" || len(hooks) > 0
 	if s.sess != nil && asks {
-		return errors.New("initialize: the session already exists, so its system prompt and hooks can no longer be set")
+		return initApplied{}, errors.New("initialize: the session already exists, so its system prompt and hooks can no longer be set")
 	}
+	applied, err := s.launchFields(p)
+	if err != nil {
+		return initApplied{}, err
+	}
+	s.initialized = true
 	s.init = initSettings{systemBase: base, appendSystem: joinNonEmpty("\n", extra, p.AppendSystemPrompt), hooks: hooks}
-	return nil
+	return applied, nil
 }
 
 func joinNonEmpty(sep string, xs ...string) string {

@@ -147,9 +147,11 @@ func TestSDK(t *testing.T) {
 		// Without a base URL, arbor would call the real API, which needs a key.
 		r := h.driveEnv(t, "plain", srv, nil, map[string]string{"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": ""})
 
+		// As Claude Code's "Not logged in": an error result of subtype
+		// success whose text says what to set.
 		res := r.result(t)
-		if res.Subtype != "error_during_execution" || !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "ANTHROPIC_API_KEY") {
-			r.fatalf(t, "result = {subtype:%q is_error:%v errors:%q}; want an error naming ANTHROPIC_API_KEY", res.Subtype, res.IsError, res.Errors)
+		if res.Subtype != "success" || !res.IsError || !strings.Contains(res.Result, "ANTHROPIC_API_KEY") {
+			r.fatalf(t, "result = {subtype:%q is_error:%v result:%q}; want an error naming ANTHROPIC_API_KEY", res.Subtype, res.IsError, res.Result)
 		}
 		if end := r.end(t); end.Driver != "done" && !strings.Contains(end.Message, "ANTHROPIC_API_KEY") {
 			r.fatalf(t, "driver ended with %s %q; want done or the error result", end.Driver, end.Message)
@@ -233,6 +235,7 @@ type driverOptions struct {
 
 // sdkRun is what one driver run printed.
 type sdkRun struct {
+	home      string
 	workspace string
 	messages  []sdkMessage  // what query() yielded, in order
 	events    []driverEvent // the driver's own records, in order
@@ -264,8 +267,14 @@ func (h *sdkHarness) driveEnv(t *testing.T, scenario string, srv *llmtest.Server
 
 func (h *sdkHarness) run(t *testing.T, scenario string, srv *llmtest.Server, goAhead func(), env map[string]string, o driverOptions) *sdkRun {
 	t.Helper()
+	return h.runIn(t, t.TempDir(), scenario, srv, goAhead, env, o)
+}
+
+// runIn is run in the given home, whose workspace is home/workspace:
+// runs that share a home share the CLI's stored sessions.
+func (h *sdkHarness) runIn(t *testing.T, home, scenario string, srv *llmtest.Server, goAhead func(), env map[string]string, o driverOptions) *sdkRun {
+	t.Helper()
 	t.Cleanup(srv.Close)
-	home := t.TempDir()
 	ws := filepath.Join(home, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -329,7 +338,7 @@ func (h *sdkHarness) run(t *testing.T, scenario string, srv *llmtest.Server, goA
 	srv.Close() // releases goAhead when the driver ended before the model was asked
 	<-signalled
 
-	r := &sdkRun{workspace: ws, stdout: stdout.String(), stderr: stderr.String(), waitErr: waitErr}
+	r := &sdkRun{home: home, workspace: ws, stdout: stdout.String(), stderr: stderr.String(), waitErr: waitErr}
 	if ctx.Err() != nil {
 		r.fatalf(t, "node %s %s did not finish within %v", script, scenario, sdkDriverTimeout)
 	}
@@ -362,7 +371,12 @@ func (r *sdkRun) parse(t *testing.T) {
 		}
 		var m sdkMessage
 		if err := json.Unmarshal(line, &m); err != nil {
-			r.fatalf(t, "SDK message %s: %v", line, err)
+			// A message of another shape (the real CLI's
+			// system/permission_denied has a string message): its kind.
+			m = sdkMessage{}
+			if err := json.Unmarshal(line, &probe2{&m.Type, &m.Subtype}); err != nil {
+				r.fatalf(t, "SDK message %s: %v", line, err)
+			}
 		}
 		r.messages = append(r.messages, m)
 	}
@@ -427,6 +441,12 @@ func (r *sdkRun) result(t *testing.T) sdkMessage {
 		r.fatalf(t, "the last SDK message is not a result")
 	}
 	return r.messages[len(r.messages)-1]
+}
+
+// probe2 decodes a message's type and subtype only.
+type probe2 struct {
+	Type    *string `json:"type"`
+	Subtype *string `json:"subtype"`
 }
 
 // sdkMessage holds the fields of the SDK messages the test looks at.

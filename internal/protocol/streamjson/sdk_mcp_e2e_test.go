@@ -205,3 +205,29 @@ func (r *recorder) mcpMethods(t *testing.T, server string) []string {
 	}
 	return out
 }
+
+// firstOf returns the first message of type typ (and subtype, when not "").
+func firstOf(ms []map[string]any, typ, subtype string) map[string]any {
+	for _, m := range ms {
+		if m["type"] == typ && (subtype == "" || m["subtype"] == subtype) {
+			return m
+		}
+	}
+	return nil
+}
+
+// rawMessages are the SDK messages of a run as JSON objects.
+func (r *sdkRun) rawMessages(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m["driver"] != nil {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}

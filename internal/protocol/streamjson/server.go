@@ -67,7 +67,14 @@ type Options struct {
 	// MaxBudgetUSD, when > 0, stops the session's model calls once its
 	// cost reaches it; the turn ends with error_max_budget_usd.
 	MaxBudgetUSD float64
+	// LaunchInit is what the CLI took from the client's first line, the
+	// initialize request, at launch (--await-initialize).
+	LaunchInit LaunchInit
 }
+
+// ErrErrorResult is Serve's error under Claude Code's argv when the last
+// turn's result was an error (the CLI then exits with status 1).
+var ErrErrorResult = errors.New("the last turn ended with an error result")
 
 // Server is one stream-json session over one pair of streams.
 type Server struct {
@@ -107,6 +114,8 @@ type Server struct {
 	// init holds what the client's initialize asked for (system prompt,
 	// hooks); it is read when the session is created.
 	init initSettings
+	// initialized is set by the first initialize that was not refused.
+	initialized bool
 	// initErr is why the client's initialize was refused; turns fail
 	// with it.
 	initErr error
@@ -116,7 +125,9 @@ type Server struct {
 	// of those that failed, by call id.
 	calls  int
 	failed map[string]string
-	// modelUsage adds up the running turn's model calls by model.
+	// lastStop is the stop reason of the running turn's last model call.
+	lastStop string
+	// modelUsage adds up the session's model calls by model.
 	modelUsage map[string]modelUsage
 	// pending is an assistant line held until its usage is known (the
 	// subscriber's; written at the next event or at the end of the turn).
@@ -135,6 +146,8 @@ type Server struct {
 	// (from each step's start to its assistant message), in nanoseconds.
 	stepStart atomic.Int64
 	apiTime   atomic.Int64
+	// lastFailed is whether the last result written was an error.
+	lastFailed atomic.Bool
 }
 
 type userTurn struct {
@@ -147,10 +160,17 @@ type userTurn struct {
 // Serve runs the protocol until in ends (after finishing queued turns),
 // a shutdown request arrives, or ctx is cancelled (queued work is then
 // dropped and the running job cancelled).
-func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
+func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) (err error) {
 	limit := a.Config().Headless.QueueLimit
 	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
+	defer func() {
+		// Claude Code exits with status 1 after an error result, which
+		// the Claude Agent SDK turns into the query's error.
+		if err == nil && o.ClaudeCode && s.lastFailed.Load() {
+			err = ErrErrorResult
+		}
+	}()
 	s.out = protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: stream-json: write: %v\n", err) })
 	a.SetMCPSDK(s.sdkTransport)
 	// After the subscription: its last lines are written too. Once
@@ -166,7 +186,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	if o.Prompt != "" {
 		return s.single(ctx, in, stop)
 	}
-	err := s.read(ctx, in, stop)
+	err = s.read(ctx, in, stop)
 	close(s.inputDone)
 	s.endInput()
 	if ctx.Err() != nil {
@@ -277,6 +297,9 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 }
 
 func (s *Server) write(v any) {
+	if r, ok := v.(resultMessage); ok {
+		s.lastFailed.Store(r.IsError)
+	}
 	if err := s.out.Put(v); err != nil {
 		fmt.Fprintf(s.diag, "arbor: stream-json: write: %v\n", err)
 	}

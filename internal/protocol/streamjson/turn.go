@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -80,6 +81,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			sess, err = s.session(ctx)
 		}
 	}
+	if err != nil && s.opts.ClaudeCode && needsAuth(err) {
+		s.loginFailure(err, start)
+		return
+	}
 	if err != nil {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: s.sessionID(), DurationMS: time.Since(start).Milliseconds(),
@@ -98,7 +103,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	before, _, _ := sess.Agent.Usage()
 	s.apiTime.Store(0)
 	s.mu.Lock()
-	s.denials, s.modelUsage = nil, map[string]modelUsage{}
+	s.denials, s.lastStop = nil, ""
+	if s.modelUsage == nil {
+		s.modelUsage = map[string]modelUsage{}
+	}
 	s.calls, s.failed = 0, map[string]string{}
 	s.mu.Unlock()
 	res := sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
@@ -109,8 +117,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	after, cost, _ := sess.Agent.Usage()
 	s.mu.Lock()
 	denials := append([]permissionDenial{}, s.denials...)
-	mu := s.modelUsage
-	s.modelUsage = map[string]modelUsage{}
+	// As Claude Code's, modelUsage adds up the session's turns (in this
+	// process).
+	mu := make(map[string]modelUsage, len(s.modelUsage))
+	maps.Copy(mu, s.modelUsage)
+	lastStop := s.lastStop
 	s.mu.Unlock()
 	u := usageDelta(before, after)
 	r := resultMessage{
@@ -122,8 +133,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	case agent.OutcomeCompleted:
 		r.StopReason = "end_turn"
 		if errs := s.allCallsFailed(denials); errs != nil {
-			// Not a clean success: the result says what failed.
-			r.IsError, r.Errors = true, errs
+			// Not a clean success: the result says what failed. Claude
+			// Code's result is not an error then (the model saw the
+			// failures and answered), so under its argv only errors
+			// says so: is_error would make the SDK throw.
+			r.IsError, r.Errors = !s.opts.ClaudeCode, errs
 		}
 	case agent.OutcomeMaxTurns:
 		r.Subtype, r.IsError, r.Errors = "error_max_turns", true, []string{fmt.Sprintf("Reached maximum number of turns (%d)", res.Steps)}
@@ -138,9 +152,13 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			break
 		}
 		// As Claude Code does, the transcript the client sees says so.
+		note := "[Request interrupted by user]"
+		if errors.Is(context.Cause(ctx), errDeniedInterrupt) {
+			note = "[Request interrupted by user for tool use]"
+		}
 		s.write(messageLine{Type: "user", SessionID: sess.ID, UUID: newUUID(), Message: apiMessage{Role: "user",
-			Content: []apiBlock{{Type: "text", Text: "[Request interrupted by user]"}}}})
-		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"[Request interrupted by user]"}
+			Content: []apiBlock{{Type: "text", Text: note}}}})
+		r.Subtype, r.IsError, r.Errors, r.StopReason = "error_during_execution", true, []string{note}, lastStop
 	default:
 		msg := string(res.Outcome)
 		if res.Err != nil {
@@ -282,11 +300,12 @@ func (s *Server) translate(e agent.Event) {
 		m := apiAssistant(e)
 		m.Model = s.modelName(m.Model)
 		if s.opts.ClaudeCode {
-			// As Claude Code writes them (TestClaudeCodeParity).
+			// As Claude Code writes them (TestClaudeCodeGoldens).
 			m.StopReason, m.StopSequence = json.RawMessage("null"), json.RawMessage("null")
 		}
 		// Held until the usage of its call, published next, is known.
 		s.mu.Lock()
+		s.lastStop = string(e.StopReason)
 		s.pending = &messageLine{Type: "assistant", Message: m, SessionID: sid, UUID: newUUID()}
 		s.mu.Unlock()
 	case *agent.ToolCallFinished:
@@ -299,7 +318,7 @@ func (s *Server) translate(e agent.Event) {
 		}
 		s.mu.Unlock()
 		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
-			Content: []apiBlock{{Type: "tool_result", ToolUseID: e.CallID, Content: e.Result, IsError: e.IsError}}}})
+			Content: []apiBlock{{Type: "tool_result", ToolUseID: e.CallID, Content: e.Result, IsError: &e.IsError}}}})
 	}
 }
 
