@@ -5,19 +5,29 @@ import (
 	"slices"
 	"time"
 
+	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
 // Runs another process drives.
 //
-// Their events are on that process's bus, not this one's, and the store
-// has no change feed yet. So while a stream watches such a run, one
-// watcher per run (shared by its streams) reads the run's nodes every
-// watchInterval and sends a node frame for each node whose state or
-// update time changed, and a run frame when the run ends. It sends
-// nothing while this process drives the run (the bus does), and stops
-// with its last stream.
+// Their events are on that process's bus, not this one's. While a stream
+// watches such a run, one watcher per run (shared by its streams)
+// subscribes to the run's events on its owner's socket (the lease names
+// it; package owner) and turns them into frames as the bus's are. Each
+// time a subscription starts, the run's streams get a resync frame, so
+// their clients reread the run once: that is the catch-up for whatever
+// changed before, or between two owners. The owner never waits for the
+// watcher (it drops a watcher that stops reading, which then subscribes
+// again).
+//
+// Where there is no socket to subscribe to (a headless session's hosted
+// run, an owner on another machine, a run nobody drives) the watcher
+// falls back to reading the run's nodes every watchInterval and sending a
+// node frame for each node whose state or update time changed, and a run
+// frame when the run ends. It sends nothing while this process drives
+// the run (the bus does), and stops with its last stream.
 
 const watchInterval = time.Second
 
@@ -26,8 +36,7 @@ type watcher struct {
 	stop    chan struct{}
 }
 
-// watch follows run in the store while the returned unwatch is not
-// called.
+// watch follows run while the returned unwatch is not called.
 func (h *hub) watch(run string) (unwatch func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -57,32 +66,94 @@ type seen struct {
 }
 
 func (h *hub) follow(run string, stop <-chan struct{}) {
-	tick := time.NewTicker(watchInterval)
-	defer tick.Stop()
-	ctx := context.Background()
-	var prev map[int64]seen // nil: not read yet, or driven here meanwhile
-	var status store.RunStatus
-	for {
-		local := h.steer != nil && h.steer.Drives(run)
-		if local {
-			prev = nil
-		} else if r, err := h.st.GetRun(ctx, run); err == nil {
-			if nodes, err := h.st.Nodes(ctx, run); err == nil {
-				prev = h.diff(run, prev, nodes)
-			}
-			if status != "" && r.Status != status && r.Status.Terminal() {
-				h.emit(h.bus.Seq(), "run", run, RunFrame{RunID: run, Outcome: r.Status, Result: r.Result, Error: r.Error})
-			}
-			status = r.Status
-		}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		defer cancel()
 		select {
 		case <-stop:
-			return
 		case <-h.done:
+		case <-ctx.Done():
+		}
+	}()
+	tick := time.NewTicker(watchInterval)
+	defer tick.Stop()
+	var prev map[int64]seen // nil: not read yet, or followed otherwise meanwhile
+	var status store.RunStatus
+	for {
+		switch socket, ok := h.ownerSocket(ctx, run); {
+		case h.steer != nil && h.steer.Drives(run):
+			prev = nil
+		case ok && h.subscribe(ctx, run, socket):
+			prev, status = nil, ""
+		default:
+			prev, status = h.poll(ctx, run, prev, status)
+		}
+		select {
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// ownerSocket is the socket of the live process driving run, if its
+// lease names one.
+func (h *hub) ownerSocket(ctx context.Context, run string) (string, bool) {
+	l, err := h.st.GetLease(ctx, store.RunLeaseKey(run))
+	if err != nil || l.Dead(time.Now()) || l.Addr == "" {
+		return "", false
+	}
+	return l.Addr, true
+}
+
+// subscribe follows run through its owner's socket until the owner ends
+// the stream or ctx ends; false when no subscription could start.
+func (h *hub) subscribe(ctx context.Context, run, socket string) bool {
+	started := false
+	_ = owner.Client{Socket: socket}.Subscribe(ctx,
+		func(uint64) {
+			started = true
+			h.resync(run)
+		},
+		func(e owner.Event) {
+			h.translate(h.bus.Seq(), e.Value(), route{run: run, node: e.Node})
+		})
+	return started
+}
+
+// resync makes every stream of run send a resync frame (its client then
+// rereads the run) before the frames queued after this call.
+func (h *hub) resync(run string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		if c.run == run {
+			c.mu.Lock()
+			c.lagged = true
+			c.mu.Unlock()
+			select {
+			case c.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// poll reads run's nodes once and sends a frame for each node changed
+// since prev, and a run frame when the run ended since status.
+func (h *hub) poll(ctx context.Context, run string, prev map[int64]seen, status store.RunStatus) (map[int64]seen, store.RunStatus) {
+	r, err := h.st.GetRun(ctx, run)
+	if err != nil {
+		return prev, status
+	}
+	if nodes, err := h.st.Nodes(ctx, run); err == nil {
+		prev = h.diff(run, prev, nodes)
+	}
+	if status != "" && r.Status != status && r.Status.Terminal() {
+		h.emit(h.bus.Seq(), "run", run, RunFrame{RunID: run, Outcome: r.Status, Result: r.Result, Error: r.Error})
+	}
+	return prev, r.Status
 }
 
 // diff sends a frame for each node changed since prev (nothing on the
