@@ -42,6 +42,17 @@ type waiting struct {
 	how  *agent.InteractionResolved // set before gone is closed
 }
 
+// what names the interaction in a line: the tool asking, or the question.
+func (w *waiting) what() string {
+	if w.in.Approval != nil {
+		return w.in.Approval.Tool
+	}
+	if w.in.Question != nil {
+		return brief([]byte(strconv.Quote(w.in.Question.Question)))
+	}
+	return string(w.in.Kind)
+}
+
 // serve answers every interaction published on bus through broker until
 // the returned stop function is called.
 func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Broker) (stop func()) {
@@ -98,7 +109,7 @@ func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Brok
 				select {
 				case <-w.gone:
 					if w.how.Resolution == "answered" {
-						fmt.Fprintf(t.out, "\n  answered elsewhere: %s\n", resolvedAs(w.how.Response))
+						fmt.Fprintf(t.out, "\n  %s: answered elsewhere (%s)\n", w.what(), resolvedAs(w.how.Response))
 					}
 					continue
 				default:
