@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,7 +46,13 @@ type bundle struct {
 // approval) with its owner socket served, and subscribes to its events.
 func setup(t *testing.T, s treetest.Script) *bundle {
 	t.Helper()
-	srv := llmtest.NewServerFunc(treetest.Responder(s))
+	return setupWith(t, treetest.Responder(s), 0)
+}
+
+// setupWith is setup with a responder and the socket's write timeout.
+func setupWith(t *testing.T, respond func(llmtest.Request) llmtest.Turn, writeTimeout time.Duration) *bundle {
+	t.Helper()
+	srv := llmtest.NewServerFunc(respond)
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")
@@ -77,7 +84,7 @@ func setup(t *testing.T, s treetest.Script) *bundle {
 	live := make(chan struct{})
 	go func() {
 		fin, err := e.DriveWith(context.Background(), r.ID, tree.DriveOptions{Addr: b.socket, Serve: func() func() {
-			stop := owner.Serve(context.Background(), owner.Options{Path: b.socket, RunID: r.ID, Engine: e, Bus: a.Bus, Diag: os.Stderr})
+			stop := owner.Serve(context.Background(), owner.Options{Path: b.socket, RunID: r.ID, Engine: e, Bus: a.Bus, Diag: os.Stderr, WriteTimeout: writeTimeout})
 			close(live)
 			return stop
 		}})
@@ -117,7 +124,12 @@ func (b *bundle) next(t *testing.T, what string, match func(owner.Event) bool) o
 			b.seen = append(b.seen, e)
 			i--
 		case <-time.After(30 * time.Second): // hang guard
-			t.Fatalf("no %s streamed", what)
+			last := ""
+			if len(b.seen) > 0 {
+				j, _ := json.Marshal(b.seen[len(b.seen)-1])
+				last = string(j)
+			}
+			t.Fatalf("no %s streamed (%d events; the last %.300s)", what, len(b.seen), last)
 		}
 	}
 }
@@ -269,4 +281,51 @@ func TestSteerThroughSocket(t *testing.T) {
 			t.Fatalf("after the run: %v", err)
 		}
 	})
+}
+
+// TestStalledSubscriberIsDropped: a subscriber that stops reading while a
+// 500-node run streams far more than the socket buffers neither slows the
+// run nor the other subscriber: the owner drops it, the run completes,
+// and the subscriber that reads gets every event to the run's end.
+func TestStalledSubscriberIsDropped(t *testing.T) {
+	t.Parallel()
+	const children = 500
+	spawns := make([]llmtest.ToolCall, children)
+	for i := range spawns {
+		spawns[i] = call("spawn", map[string]any{"goal": fmt.Sprintf("child %d", i), "prompt": "Say ok."})
+	}
+	respond := treetest.Responder(treetest.Script{1: {calls(spawns...), complete("draft"), complete("all done")}})
+	children1 := func(req llmtest.Request) llmtest.Turn {
+		if treetest.NodeOf(req) != 1 {
+			return complete("ok")
+		}
+		return respond(req)
+	}
+	b := setupWith(t, children1, 5*time.Second) // long for the reader, short for the test
+	stalled, err := net.Dial("unix", b.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	if _, err := stalled.Write([]byte(`{"v":1,"kind":"subscribe"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	// b's own subscriber reads on; this one reads nothing until the end.
+	b.next(t, "run end", func(e owner.Event) bool { return e.RunFinished != nil })
+	if fin := <-b.done; fin.Status != store.RunComplete {
+		t.Fatalf("run %s %s", fin.Status, fin.Error)
+	}
+	sc := bufio.NewScanner(stalled)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	lines, ended := 0, false
+	for sc.Scan() {
+		lines++
+		var e owner.Event
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.RunFinished != nil {
+			ended = true
+		}
+	}
+	if ended || lines < 2 {
+		t.Fatalf("the stalled subscriber got %d lines (run end: %v): it should have been dropped midway", lines, ended)
+	}
 }

@@ -31,6 +31,9 @@ type Options struct {
 	Bus    *agent.Bus
 	// Diag gets a line when the socket cannot be served.
 	Diag io.Writer
+	// WriteTimeout drops a subscriber that takes no bytes for this long
+	// (default WriteTimeout).
+	WriteTimeout time.Duration
 }
 
 // Serve listens on o.Path for requests about run o.RunID until stop is
@@ -55,6 +58,9 @@ func Serve(ctx context.Context, o Options) (stop func()) {
 	// Close must not unlink the path blindly: it may be a later owner's.
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	mine, statErr := os.Stat(o.Path)
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = WriteTimeout
+	}
 	s := &server{o: o, ctx: ctx, quit: make(chan struct{})}
 	s.wg.Go(func() {
 		for {
@@ -184,7 +190,7 @@ func (s *server) subscribe(conn net.Conn) {
 		if !ok {
 			return
 		}
-		_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
+		_ = conn.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
 		if err := enc.Encode(line); err != nil {
 			failed = true
 			close(gone)
