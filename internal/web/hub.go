@@ -164,13 +164,7 @@ func (h *hub) send(f frame) {
 		select {
 		case c.ch <- f:
 		default:
-			c.mu.Lock()
-			c.lagged = true
-			c.mu.Unlock()
-			select {
-			case c.kick <- struct{}{}:
-			default:
-			}
+			c.markLagged()
 		}
 	}
 }

@@ -32,12 +32,18 @@ import (
 const watchInterval = time.Second
 
 type watcher struct {
-	clients int
-	stop    chan struct{}
+	clients    int
+	stop       chan struct{}
+	subscribed bool // guarded by hub.mu: a subscription is streaming
 }
 
-// watch follows run while the returned unwatch is not called.
-func (h *hub) watch(run string) (unwatch func()) {
+// watch follows c's run while the returned unwatch is not called. A
+// client that joins a subscription already streaming gets a resync, as
+// those there when it started did: its events since the client read the
+// run were not in the frames it got (their sequence numbers are this
+// process's, so hello cannot tell).
+func (h *hub) watch(c *client) (unwatch func()) {
+	run := c.run
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -47,7 +53,10 @@ func (h *hub) watch(run string) (unwatch func()) {
 	if w == nil {
 		w = &watcher{stop: make(chan struct{})}
 		h.watchers[run] = w
-		h.watching.Go(func() { h.follow(run, w.stop) })
+		h.watching.Go(func() { h.follow(run, w) })
+	}
+	if w.subscribed {
+		c.markLagged()
 	}
 	w.clients++
 	return func() {
@@ -65,13 +74,13 @@ type seen struct {
 	updated time.Time
 }
 
-func (h *hub) follow(run string, stop <-chan struct{}) {
+func (h *hub) follow(run string, w *watcher) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		defer cancel()
 		select {
-		case <-stop:
+		case <-w.stop:
 		case <-h.done:
 		case <-ctx.Done():
 		}
@@ -84,7 +93,7 @@ func (h *hub) follow(run string, stop <-chan struct{}) {
 		switch socket, ok := h.ownerSocket(ctx, run); {
 		case h.steer != nil && h.steer.Drives(run):
 			prev = nil
-		case ok && h.subscribe(ctx, run, socket):
+		case ok && h.subscribe(ctx, w, run, socket):
 			prev, status = nil, ""
 		default:
 			prev, status = h.poll(ctx, run, prev, status)
@@ -109,11 +118,19 @@ func (h *hub) ownerSocket(ctx context.Context, run string) (string, bool) {
 
 // subscribe follows run through its owner's socket until the owner ends
 // the stream or ctx ends; false when no subscription could start.
-func (h *hub) subscribe(ctx context.Context, run, socket string) bool {
+func (h *hub) subscribe(ctx context.Context, w *watcher, run, socket string) bool {
 	started := false
+	defer func() {
+		h.mu.Lock()
+		w.subscribed = false
+		h.mu.Unlock()
+	}()
 	_ = owner.Client{Socket: socket}.Subscribe(ctx,
 		func(uint64) {
 			started = true
+			h.mu.Lock()
+			w.subscribed = true
+			h.mu.Unlock()
 			h.resync(run)
 		},
 		func(e owner.Event) {
@@ -129,14 +146,19 @@ func (h *hub) resync(run string) {
 	defer h.mu.Unlock()
 	for c := range h.clients {
 		if c.run == run {
-			c.mu.Lock()
-			c.lagged = true
-			c.mu.Unlock()
-			select {
-			case c.kick <- struct{}{}:
-			default:
-			}
+			c.markLagged()
 		}
+	}
+}
+
+// markLagged makes c's stream send a resync before its next frame.
+func (c *client) markLagged() {
+	c.mu.Lock()
+	c.lagged = true
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
 	}
 }
 

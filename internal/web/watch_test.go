@@ -167,6 +167,10 @@ func TestRunOfAnotherProcessIsSteered(t *testing.T) {
 	}
 	// Activity reaches the stream only from the owner's events.
 	s.until(t, "tool frame", func(f sseFrame) bool { return f.Event == "tool_done" && strings.Contains(f.Data, "ask_user") })
+	// A stream that joins the streaming subscription is told to read the
+	// run once: what happened before it joined came in no frame of its.
+	late := b.stream(r.ID)
+	late.until(t, "resync", func(f sseFrame) bool { return f.Event == "resync" })
 
 	question("second question")
 	var done2 web.Done
