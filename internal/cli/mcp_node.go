@@ -3,10 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
+	"errors"
 
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -51,38 +51,15 @@ func (f *forwarded) Run(ctx context.Context, c tool.Call) tool.Result {
 	if addr == "" {
 		addr = f.a.AnswerSocket(f.run)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", addr)
-	if err != nil {
+	content, isError, err := owner.Client{Socket: addr}.Tool(ctx, f.node, f.info.Name, c.Input)
+	var refused *owner.RemoteError
+	switch {
+	case errors.As(err, &refused):
+		return tool.Errorf("%s", refused.Message)
+	case errors.Is(err, owner.ErrUnreachable):
 		return tool.Errorf("the process driving run %s (pid %d on %s) cannot be reached: %v", f.run, l.PID, l.Host, err)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if err := json.NewEncoder(conn).Encode(answerRequest{Node: f.node, Tool: f.info.Name, Args: c.Input}); err != nil {
-		return tool.Errorf("send %s to the process driving run %s: %v", f.info.Name, f.run, err)
-	}
-	var rep answerReply
-	if err := json.NewDecoder(conn).Decode(&rep); err != nil {
+	case err != nil:
 		return tool.Errorf("the process driving run %s did not answer %s: %v", f.run, f.info.Name, err)
 	}
-	if rep.Error != "" {
-		return tool.Errorf("%s", rep.Error)
-	}
-	return tool.Result{Content: rep.Content, IsError: rep.IsError}
-}
-
-// runNodeTool runs a forwarded tool call in the owner of the run.
-func runNodeTool(ctx context.Context, e *tree.Engine, runID string, req answerRequest) answerReply {
-	ts, err := e.NodeTools(runID, req.Node)
-	if err != nil {
-		return answerReply{Error: err.Error()}
-	}
-	for _, t := range ts {
-		if t.Info().Name == req.Tool {
-			res := t.Run(ctx, tool.Call{Input: req.Args})
-			return answerReply{OK: true, Content: res.Content, IsError: res.IsError}
-		}
-	}
-	return answerReply{Error: fmt.Sprintf("node #%d has no tool %q", req.Node, req.Tool)}
+	return tool.Result{Content: content, IsError: isError}
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arbor-run/arbor/internal/store"
-	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/web"
 )
 
@@ -57,19 +55,7 @@ func serve(ctx context.Context, g *globals, s Streams, addr, token string) error
 	if err != nil {
 		return &exitError{code: ExitFailure, err: fmt.Errorf("listen: %w", err)}
 	}
-	d := web.NewDriver(web.DriverOptions{
-		App: a,
-		Answers: func(ctx context.Context, e *tree.Engine, runID string) func() {
-			return serveAnswers(ctx, a, e, runID, s.Err)
-		},
-		Forward: func(runID string, id int64, text string) (bool, error) {
-			socket := a.AnswerSocket(runID)
-			if l, err := a.Store.GetLease(context.Background(), store.RunLeaseKey(runID)); err == nil && l.Addr != "" {
-				socket = l.Addr
-			}
-			return sendAnswer(socket, answerRequest{Node: id, Answer: text})
-		},
-	})
+	d := web.NewDriver(web.DriverOptions{App: a, Serve: true, Diag: s.Err})
 	srv := web.New(web.Options{Store: a.Store, Bus: a.Bus, Interactions: a.Broker, Steer: d, Token: token})
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	link := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/"}

@@ -16,7 +16,9 @@ import (
 // terminal answers interactions: approvals and questions. With yes it
 // approves every call; when in is not a terminal it denies approvals and
 // declines the agents' own questions, saying why, and leaves the questions
-// of ask nodes pending for 'arbor answer'.
+// of ask nodes pending for 'arbor answer'. An interaction resolved
+// elsewhere (the web view, arbor answer) while it waits or is prompted
+// for is dropped from the terminal, which says how it was resolved.
 type terminal struct {
 	in          io.Reader
 	out         io.Writer
@@ -26,11 +28,30 @@ type terminal struct {
 	approvalsOnly bool
 	runID         string
 
-	once   sync.Once
-	reader *bufio.Reader
+	once  sync.Once
+	lines chan string // the terminal's lines, read on a goroutine of their own; closed at EOF
 }
 
 const noTerminal = "approval is required but stdin is not a terminal: rerun with --yes, choose --mode auto-edit or trust, or add an allow rule"
+
+// waiting is an interaction the terminal has to answer; gone is closed
+// when it was resolved elsewhere.
+type waiting struct {
+	in   agent.Interaction
+	gone chan struct{}
+	how  *agent.InteractionResolved // set before gone is closed
+}
+
+// what names the interaction in a line: the tool asking, or the question.
+func (w *waiting) what() string {
+	if w.in.Approval != nil {
+		return w.in.Approval.Tool
+	}
+	if w.in.Question != nil {
+		return brief([]byte(strconv.Quote(w.in.Question.Question)))
+	}
+	return string(w.in.Kind)
+}
 
 // serve answers every interaction published on bus through broker until
 // the returned stop function is called.
@@ -39,18 +60,28 @@ func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Brok
 	// the queue has no bound, so no number of pending interactions blocks
 	// the subscription or the agents.
 	var (
-		mu      sync.Mutex
-		pending []agent.Interaction
+		mu      sync.Mutex // guards pending and open
+		pending []*waiting
+		open    = map[string]*waiting{}
 	)
 	wake := make(chan struct{}, 1)
 	sub := bus.Subscribe(func(e agent.Event) {
-		if r, ok := e.(*agent.InteractionRequested); ok {
-			mu.Lock()
-			pending = append(pending, r.Interaction)
-			mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch r := e.(type) {
+		case *agent.InteractionRequested:
+			w := &waiting{in: r.Interaction, gone: make(chan struct{})}
+			open[w.in.ID] = w
+			pending = append(pending, w)
 			select {
 			case wake <- struct{}{}:
 			default:
+			}
+		case *agent.InteractionResolved:
+			if w, ok := open[r.ID]; ok {
+				delete(open, r.ID)
+				w.how = r
+				close(w.gone)
 			}
 		}
 	})
@@ -67,17 +98,29 @@ func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Brok
 			batch := pending
 			pending = nil
 			mu.Unlock()
-			for _, in := range batch {
+			for _, w := range batch {
 				if ctx.Err() != nil {
 					return
 				}
-				if t.approvalsOnly && in.Kind != agent.KindApproval {
+				if t.approvalsOnly && w.in.Kind != agent.KindApproval {
 					continue
 				}
-				if resp, ok := t.answer(in); ok {
-					// A stale id (the call was cancelled meanwhile) is fine to ignore.
-					_ = broker.Resolve(in.ID, resp)
+				resp, ok := t.answer(w)
+				select {
+				case <-w.gone:
+					if w.how.Resolution == "answered" {
+						fmt.Fprintf(t.out, "\n  %s: answered elsewhere (%s)\n", w.what(), resolvedAs(w.how.Response))
+					}
+					continue
+				default:
 				}
+				if ok {
+					// A stale id (the call was cancelled meanwhile) is fine to ignore.
+					_ = broker.Resolve(w.in.ID, resp)
+				}
+				mu.Lock()
+				delete(open, w.in.ID)
+				mu.Unlock()
 			}
 		}
 	})
@@ -92,32 +135,73 @@ func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Brok
 	}
 }
 
-func (t *terminal) answer(in agent.Interaction) (agent.Response, bool) {
+// resolvedAs says how an interaction was resolved, for the terminal.
+func resolvedAs(r agent.Response) string {
+	switch {
+	case r.Approval != nil && r.Approval.Allow && r.Approval.RememberScope != "":
+		return "allowed for the " + r.Approval.RememberScope
+	case r.Approval != nil && r.Approval.Allow:
+		return "allowed once"
+	case r.Approval != nil:
+		return "denied"
+	case r.Answer != nil && r.Answer.Declined:
+		return "declined"
+	case r.Answer != nil:
+		return fmt.Sprintf("answered %q", r.Answer.Text)
+	}
+	return "resolved"
+}
+
+func (t *terminal) answer(w *waiting) (agent.Response, bool) {
+	select {
+	case <-w.gone:
+		return agent.Response{}, false // resolved before its turn came
+	default:
+	}
+	line := func() (string, bool) { return t.line(w.gone) }
+	in := w.in
 	switch in.Kind {
 	case agent.KindApproval:
-		ap := t.approve(*in.Approval)
+		ap := t.approve(*in.Approval, line)
 		return agent.Response{Approval: &ap}, true
 	case agent.KindQuestion:
 		if in.Question.AskNode != 0 {
-			ans, ok := t.answerAskNode(*in.Question)
+			ans, ok := t.answerAskNode(*in.Question, line)
 			return agent.Response{Answer: &ans}, ok
 		}
-		ans := t.ask(*in.Question)
+		ans := t.ask(*in.Question, line)
 		return agent.Response{Answer: &ans}, true
 	}
 	return agent.Response{}, false
 }
 
-func (t *terminal) line() (string, bool) {
-	t.once.Do(func() { t.reader = bufio.NewReader(t.in) })
-	s, err := t.reader.ReadString('\n')
-	if err != nil && s == "" {
+// line returns the terminal's next line, or false at EOF or once gone is
+// closed (the prompt was answered elsewhere; the next line goes to the
+// next prompt).
+func (t *terminal) line(gone <-chan struct{}) (string, bool) {
+	t.once.Do(func() {
+		t.lines = make(chan string)
+		go func() {
+			defer close(t.lines)
+			r := bufio.NewReader(t.in)
+			for {
+				s, err := r.ReadString('\n')
+				if err != nil && s == "" {
+					return
+				}
+				t.lines <- strings.TrimSpace(s)
+			}
+		}()
+	})
+	select {
+	case s, ok := <-t.lines:
+		return s, ok
+	case <-gone:
 		return "", false
 	}
-	return strings.TrimSpace(s), true
 }
 
-func (t *terminal) approve(r tool.ApprovalRequest) tool.Approval {
+func (t *terminal) approve(r tool.ApprovalRequest, line func() (string, bool)) tool.Approval {
 	if t.yes {
 		return tool.Approval{Allow: true}
 	}
@@ -125,7 +209,7 @@ func (t *terminal) approve(r tool.ApprovalRequest) tool.Approval {
 		fmt.Fprintf(t.out, "! %s %s denied: %s\n", r.Tool, brief(r.Input), noTerminal)
 		return tool.Approval{Message: noTerminal}
 	}
-	return promptApproval(t.out, t.line, r)
+	return promptApproval(t.out, line, r)
 }
 
 // promptApproval asks on the terminal until it gets y, n or a.
@@ -161,21 +245,21 @@ func promptApproval(out io.Writer, line func() (string, bool), r tool.ApprovalRe
 	}
 }
 
-func (t *terminal) answerAskNode(q tool.Question) (tool.Answer, bool) {
+func (t *terminal) answerAskNode(q tool.Question, line func() (string, bool)) (tool.Answer, bool) {
 	node := fmt.Sprintf("#%d", q.AskNode)
 	if !t.interactive {
 		fmt.Fprintf(t.out, "? %s asks: %s\n  answer with: arbor answer %s '%s' \"…\"\n", node, q.Question, t.runID, node)
 		return tool.Answer{}, false
 	}
-	return promptQuestion(t.out, t.line, q), true
+	return promptQuestion(t.out, line, q), true
 }
 
-func (t *terminal) ask(q tool.Question) tool.Answer {
+func (t *terminal) ask(q tool.Question, line func() (string, bool)) tool.Answer {
 	if !t.interactive {
 		fmt.Fprintf(t.out, "! question not answered (stdin is not a terminal): %s\n", q.Question)
 		return tool.Answer{Declined: true}
 	}
-	return promptQuestion(t.out, t.line, q)
+	return promptQuestion(t.out, line, q)
 }
 
 // promptQuestion shows a question with numbered options; a number picks an

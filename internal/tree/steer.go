@@ -35,8 +35,9 @@ func (e *Engine) Driving(runID string) bool {
 // Control applies op to node id of run runID, which this engine must be
 // driving (else ErrNotDriven): stop cancels the node's subtree, pause
 // pauses it, resume puts a paused subtree back to pending. It returns the
-// node's state after the change. Errors wrap ErrUnknownNode, ErrBadState
-// or ErrNotDriven.
+// node's state after the change. Once a person paused a node, the run's
+// paused nodes wait for a person even when nothing else runs. Errors wrap
+// ErrUnknownNode, ErrBadState or ErrNotDriven.
 func (e *Engine) Control(runID string, id int64, op Op) (NodeState, error) {
 	v, ok := e.live.Load(runID)
 	if !ok {
@@ -54,6 +55,11 @@ func (e *Engine) Control(runID string, id int64, op Op) (NodeState, error) {
 		err = r.stopLocked(id)
 	case OpPause:
 		err = r.pauseLocked(id)
+		// A person paused it: from now on paused nodes wait for a person
+		// to resume or stop them, even when nothing else runs, as in a
+		// run driven with DriveOptions.Steered (arbor run steered from
+		// the web view through its owner socket).
+		r.steered = r.steered || err == nil
 	case OpResume:
 		err = r.resumeLocked(id)
 	default:

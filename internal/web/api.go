@@ -170,7 +170,7 @@ func (s *Server) apiControl(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no action %q: want answer, stop, pause or resume", op))
 		return
 	}
-	st, err := s.o.Steer.Control(r.PathValue("id"), id, op)
+	st, err := s.o.Steer.Control(r.Context(), r.PathValue("id"), id, op)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -208,7 +208,13 @@ func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("give allow (true or false) for an approval, or answer for a question"))
 		return
 	}
-	if err := s.o.Interactions.Resolve(r.PathValue("iid"), resp); err != nil {
+	var err error
+	if run := r.PathValue("id"); run != "" && s.o.Steer != nil {
+		err = s.o.Steer.Resolve(r.Context(), run, r.PathValue("iid"), resp)
+	} else {
+		err = s.o.Interactions.Resolve(r.PathValue("iid"), resp)
+	}
+	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 )
@@ -17,18 +20,18 @@ type DriverOptions struct {
 	App *app.App
 	// MaxParallel is the agents a started run runs at once (default 8).
 	MaxParallel int
-	// Answers, when set, serves the answer socket of a run this process
-	// drives, so `arbor answer` reaches it (the CLI's serveAnswers); it is
-	// called once the run's lease is held and its stop when driving ends.
-	Answers func(ctx context.Context, e *tree.Engine, runID string) (stop func())
-	// Forward, when set, hands an answer to the process driving runID
-	// over the socket its lease names; sent is false when none listens.
-	Forward func(runID string, id int64, text string) (sent bool, err error)
+	// Serve serves the owner socket of each run this process drives (see
+	// package owner), so `arbor answer` and other servers reach it; Diag
+	// gets a line when a socket cannot be served.
+	Serve bool
+	Diag  io.Writer
 }
 
 // Driver is the Steerer of `arbor serve`: it drives the runs it starts or
 // resumes in this process, under their leases, like `arbor run` and
-// `arbor resume`, and answers asks like `arbor answer`.
+// `arbor resume`, and answers asks like `arbor answer`. A run that another
+// process drives is steered through that owner's socket (package owner),
+// whose engine makes every check an in-process caller's would.
 type Driver struct {
 	o DriverOptions
 
@@ -127,15 +130,15 @@ func (d *Driver) drive(ctx context.Context, e *tree.Engine, id string) error {
 			d.mu.Unlock()
 		}()
 		addr := ""
-		if d.o.Answers != nil {
+		if d.o.Serve {
 			addr = d.o.App.AnswerSocket(id)
 		}
 		_, err := e.DriveWith(d.ctx, id, tree.DriveOptions{Addr: addr, Steered: true, Serve: func() func() {
 			started <- nil
-			if d.o.Answers == nil {
+			if !d.o.Serve {
 				return func() {}
 			}
-			return d.o.Answers(d.ctx, e, id)
+			return owner.Serve(d.ctx, owner.Options{Path: addr, RunID: id, Engine: e, Bus: d.o.App.Bus, Diag: d.o.Diag})
 		}})
 		if err != nil {
 			select {
@@ -169,14 +172,14 @@ func (d *Driver) launch(id string, e *tree.Engine, drive func()) error {
 }
 
 // Answer answers ask node id: through this process's engine when it
-// drives the run, else to the process that does (Forward), else in the
-// store under the run's lease, as `arbor answer` does.
+// drives the run, else through the socket of the process that does, else
+// in the store under the run's lease, as `arbor answer` does.
 func (d *Driver) Answer(ctx context.Context, runID string, id int64, text string) error {
 	if e := d.engine(runID); e != nil {
 		return e.Answer(ctx, runID, id, text)
 	}
-	if d.o.Forward != nil {
-		if sent, err := d.o.Forward(runID, id, text); sent {
+	if c, _, ok := d.owner(ctx, runID); ok {
+		if err := c.Answer(ctx, id, text); !errors.Is(err, owner.ErrUnreachable) {
 			return err
 		}
 	}
@@ -185,16 +188,71 @@ func (d *Driver) Answer(ctx context.Context, runID string, id int64, text string
 	return e.Answer(ctx, runID, id, text)
 }
 
-// Control stops, pauses or resumes a node of a run this process drives.
-// Another process's run is refused naming its owner: only the owner of a
-// run's lease changes it.
-func (d *Driver) Control(runID string, id int64, op tree.Op) (tree.NodeState, error) {
+// Control stops, pauses or resumes a node: through this process's engine
+// when it drives the run, else through the socket of the process that
+// does. A run nobody drives, or whose owner cannot be reached from here,
+// is refused naming its owner: only the owner of a run's lease changes
+// it.
+func (d *Driver) Control(ctx context.Context, runID string, id int64, op tree.Op) (tree.NodeState, error) {
 	if e := d.engine(runID); e != nil {
 		return e.Control(runID, id, op)
 	}
-	l, err := d.o.App.Store.GetLease(context.Background(), store.RunLeaseKey(runID))
-	if err == nil && !l.Dead(time.Now()) {
-		return "", fmt.Errorf("%w: run %s is driven by pid %d on %s; %s it there", tree.ErrNotDriven, runID, l.PID, l.Host, op)
+	c, l, ok := d.owner(ctx, runID)
+	if !ok {
+		return "", fmt.Errorf("%w: resume run %s here first", tree.ErrNotDriven, runID)
 	}
-	return "", fmt.Errorf("%w: resume run %s here first", tree.ErrNotDriven, runID)
+	st, err := c.Control(ctx, id, op)
+	if errors.Is(err, owner.ErrUnreachable) {
+		return "", fmt.Errorf("%w: run %s is driven by pid %d on %s, whose socket cannot be reached from here; %s it there", tree.ErrNotDriven, runID, l.PID, l.Host, op)
+	}
+	return st, err
+}
+
+// Pending lists the run's pending approvals and questions, from this
+// process's engine or from the run's owner; none when nobody drives it
+// or its owner cannot be reached.
+func (d *Driver) Pending(ctx context.Context, runID string) ([]agent.Interaction, error) {
+	if e := d.engine(runID); e != nil {
+		return e.Pending(runID)
+	}
+	if c, _, ok := d.owner(ctx, runID); ok {
+		p, err := c.Pending(ctx)
+		if errors.Is(err, owner.ErrUnreachable) || errors.Is(err, tree.ErrNotDriven) {
+			return nil, nil
+		}
+		return p, err
+	}
+	return nil, nil
+}
+
+// Resolve resolves pending interaction iid of the run, where the run is
+// driven.
+func (d *Driver) Resolve(ctx context.Context, runID, iid string, r agent.Response) error {
+	if e := d.engine(runID); e != nil {
+		return e.Resolve(runID, iid, r)
+	}
+	c, l, ok := d.owner(ctx, runID)
+	if !ok {
+		return fmt.Errorf("resolve %q: run %s is not being driven: %w", iid, runID, agent.ErrUnknownInteraction)
+	}
+	err := c.Resolve(ctx, iid, r)
+	if errors.Is(err, owner.ErrUnreachable) {
+		return fmt.Errorf("%w: run %s is driven by pid %d on %s, whose socket cannot be reached from here", tree.ErrNotDriven, runID, l.PID, l.Host)
+	}
+	return err
+}
+
+// owner is a client of the live process driving run runID (per its
+// lease), false when none does.
+func (d *Driver) owner(ctx context.Context, runID string) (owner.Client, store.Lease, bool) {
+	a := d.o.App
+	l, err := a.Store.GetLease(ctx, store.RunLeaseKey(runID))
+	if err != nil || l.Dead(time.Now()) {
+		return owner.Client{}, store.Lease{}, false
+	}
+	socket := l.Addr
+	if socket == "" {
+		socket = a.AnswerSocket(runID)
+	}
+	return owner.Client{Socket: socket}, l, true
 }

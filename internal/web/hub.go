@@ -164,13 +164,7 @@ func (h *hub) send(f frame) {
 		select {
 		case c.ch <- f:
 		default:
-			c.mu.Lock()
-			c.lagged = true
-			c.mu.Unlock()
-			select {
-			case c.kick <- struct{}{}:
-			default:
-			}
+			c.markLagged()
 		}
 	}
 }
@@ -190,50 +184,57 @@ func (h *hub) handle(ev agent.Event) {
 	h.mu.Unlock()
 	// Routes are learned even with no client, so a client that joins
 	// later gets the frames of sessions already running.
+	var rt route
 	switch e := ev.(type) {
 	case *tree.NodeChanged:
 		if e.Node.SessionID != "" {
 			h.sessions[e.Node.SessionID] = route{e.RunID, e.Node.ID}
 		}
-		if n > 0 {
-			h.emit(e.Seq, "node", e.RunID, NodeFrame{RunID: e.RunID, From: e.From, Node: e.Node, Reason: e.Reason})
-		}
-		return
+		rt = route{e.RunID, e.Node.ID}
 	case *tree.AgentStarted:
 		h.sessions[e.Node.SessionID] = route{e.RunID, e.Node.ID}
 		return
+	case *tree.RunFinished:
+		rt = route{run: e.RunID}
 	}
 	if n == 0 {
 		return
 	}
 	m := agent.MetaOf(ev)
+	if rt.run == "" {
+		rt = h.route(m.SessionID)
+	}
+	h.translate(m.Seq, ev, rt)
+}
+
+// translate sends the frame of event ev of run and node rt, numbered seq.
+// Events of runs this process drives come from the bus; those of runs
+// another process drives from its owner socket (remote).
+func (h *hub) translate(seq uint64, ev agent.Event, rt route) {
 	switch e := ev.(type) {
+	case *tree.NodeChanged:
+		h.emit(seq, "node", e.RunID, NodeFrame{RunID: e.RunID, From: e.From, Node: e.Node, Reason: e.Reason})
 	case *tree.RunFinished:
-		h.emit(e.Seq, "run", e.RunID, RunFrame{RunID: e.RunID, Outcome: e.Outcome, Result: e.Result, Error: e.Error})
+		h.emit(seq, "run", e.RunID, RunFrame{RunID: e.RunID, Outcome: e.Outcome, Result: e.Result, Error: e.Error})
 	case *agent.InteractionRequested:
-		rt := h.route(m.SessionID)
 		in := e.Interaction
-		h.emit(e.Seq, "interaction", rt.run, InteractionFrame{RunID: rt.run, Node: rt.node, Interaction: &in, ID: in.ID})
+		h.emit(seq, "interaction", rt.run, InteractionFrame{RunID: rt.run, Node: rt.node, Interaction: &in, ID: in.ID})
 	case *agent.InteractionResolved:
-		rt := h.route(m.SessionID)
-		h.emit(e.Seq, "resolved", rt.run, InteractionFrame{RunID: rt.run, Node: rt.node, ID: e.ID, Resolution: e.Resolution})
+		h.emit(seq, "resolved", rt.run, InteractionFrame{RunID: rt.run, Node: rt.node, ID: e.ID, Resolution: e.Resolution})
+	}
+	if rt.node == 0 {
+		return
+	}
+	switch e := ev.(type) {
 	case *agent.ToolCallStarted:
-		if rt := h.route(m.SessionID); rt.node != 0 {
-			h.emitActivity(e.Seq, "tool", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool})
-		}
+		h.emitActivity(seq, "tool", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool})
 	case *agent.ToolCallFinished:
-		if rt := h.route(m.SessionID); rt.node != 0 {
-			h.emitActivity(e.Seq, "tool_done", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
-		}
+		h.emitActivity(seq, "tool_done", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
 	case *agent.AssistantMessage:
-		if rt := h.route(m.SessionID); rt.node != 0 {
-			h.emitActivity(e.Seq, "message", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, TextSize: len(e.Message.Text())})
-		}
+		h.emitActivity(seq, "message", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, TextSize: len(e.Message.Text())})
 	case *agent.UsageUpdated:
-		if rt := h.route(m.SessionID); rt.node != 0 {
-			u := e.Total
-			h.emitActivity(e.Seq, "usage", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, Usage: &u, CostUSD: e.TotalCost})
-		}
+		u := e.Total
+		h.emitActivity(seq, "usage", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, Usage: &u, CostUSD: e.TotalCost})
 	}
 }
 

@@ -28,12 +28,14 @@ type NewRun struct {
 }
 
 // Steerer changes runs the way the command line does; Driver implements
-// it with the engine, the run lease and the answer socket. (Five methods:
-// the four actions of the page, and Drives, which says whose events the
-// bus carries.)
+// it with the engine, the run lease and the owner socket. (Seven methods:
+// the six actions of the page, and Drives, which says whose events the
+// bus carries; each action is one engine call, in whichever process
+// drives the run.)
 // Its errors wrap tree.ErrNotDriven, tree.ErrBadState,
-// tree.ErrUnknownNode, store.ErrNotFound or a *store.LeaseHeldError, which
-// the API maps to status codes.
+// tree.ErrUnknownNode, agent.ErrUnknownInteraction,
+// agent.ErrWrongResponse, store.ErrNotFound or a *store.LeaseHeldError,
+// which the API maps to status codes.
 type Steerer interface {
 	// Start creates a run and drives it in this process; it returns the
 	// run's id once the run is stored.
@@ -42,16 +44,22 @@ type Steerer interface {
 	Resume(ctx context.Context, runID string) error
 	// Answer answers ask node id, as `arbor answer` does.
 	Answer(ctx context.Context, runID string, id int64, text string) error
-	// Control stops, pauses or resumes node id of a run this process
-	// drives.
-	Control(runID string, id int64, op tree.Op) (tree.NodeState, error)
+	// Control stops, pauses or resumes node id, in the process that
+	// drives the run.
+	Control(ctx context.Context, runID string, id int64, op tree.Op) (tree.NodeState, error)
+	// Pending lists the run's pending approvals and questions, and
+	// Resolve resolves one, in the process that drives the run.
+	Pending(ctx context.Context, runID string) ([]agent.Interaction, error)
+	Resolve(ctx context.Context, runID, iid string, r agent.Response) error
 	// Drives reports whether this process drives run runID now, so its
-	// changes come on the bus (else the server follows it in the store).
+	// changes come on the bus (else the server follows it through its
+	// owner's socket, or in the store).
 	Drives(runID string) bool
 }
 
-// Interactions are the pending approvals and questions of this process;
-// *agent.Broker implements it.
+// Interactions are the pending approvals and questions of this process
+// (POST /api/interactions/{iid}, and the run pages when there is no
+// Steerer); *agent.Broker implements it.
 type Interactions interface {
 	Pending() []agent.Interaction
 	Resolve(id string, r agent.Response) error
@@ -120,6 +128,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/runs/{id}/nodes/{node}", s.apiNode)
 	s.mux.HandleFunc("POST /api/runs/{id}/nodes/{node}/answer", s.apiAnswer)
 	s.mux.HandleFunc("POST /api/runs/{id}/nodes/{node}/{op}", s.apiControl)
+	s.mux.HandleFunc("POST /api/runs/{id}/interactions/{iid}", s.apiResolve)
 	s.mux.HandleFunc("POST /api/interactions/{iid}", s.apiResolve)
 }
 

@@ -19,6 +19,11 @@ const (
 	keepAlive = 15 * time.Second
 	// batchBytes bounds one write of queued frames.
 	batchBytes = 64 << 10
+	// flushEvery is the least time between two writes of a stream: frames
+	// that come sooner wait for the next write, so a busy run costs each
+	// client one write and flush per interval instead of one per frame
+	// (the page shows them a few milliseconds later).
+	flushEvery = 25 * time.Millisecond
 )
 
 // apiEvents streams a run's frames ("/api/runs/-/events": every run's).
@@ -52,7 +57,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.hub.leave(c)
 	if run != "" {
-		defer s.hub.watch(run)()
+		defer s.hub.watch(c)()
 	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -79,7 +84,10 @@ func (s *Server) pump(done <-chan struct{}, c *client, write func([]byte) bool) 
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	hold := time.NewTimer(flushEvery)
+	defer hold.Stop()
 	var buf []byte
+	var last time.Time // of the last write of frames
 	for {
 		// A lag is handled before the frames queued after it, so the
 		// client rereads the run before it applies newer frames.
@@ -101,9 +109,28 @@ func (s *Server) pump(done <-chan struct{}, c *client, write func([]byte) bool) 
 			}
 		case <-c.kick:
 		case f := <-c.ch:
-			// Frames queued behind it go out in the same write: a
-			// burst costs one write and flush, not one per frame.
+			// Frames queued behind it, and those that come until
+			// flushEvery after the last write, go out in the same write:
+			// a burst costs one write and flush, not one per frame. The
+			// queue is drained meanwhile, so holding never makes it lag.
 			buf = append(buf[:0], f.data...)
+			if wait := time.Until(last.Add(flushEvery)); wait > 0 {
+				hold.Reset(wait)
+			collect:
+				for len(buf) < batchBytes {
+					select {
+					case f := <-c.ch:
+						buf = append(buf, f.data...)
+					case <-hold.C:
+						break collect
+					case <-done:
+						return
+					case <-s.hub.done:
+						return
+					}
+				}
+				hold.Stop()
+			}
 			for more := true; more && len(buf) < batchBytes; {
 				select {
 				case f := <-c.ch:
@@ -115,6 +142,7 @@ func (s *Server) pump(done <-chan struct{}, c *client, write func([]byte) bool) 
 			if !write(buf) {
 				return
 			}
+			last = time.Now()
 		}
 	}
 }

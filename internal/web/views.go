@@ -161,7 +161,11 @@ func (s *Server) runDetail(ctx context.Context, id string) (RunDetail, error) {
 			sessions[n.SessionID] = true
 		}
 	}
-	for _, in := range s.o.Interactions.Pending() {
+	pending, err := s.pending(ctx, id)
+	if err != nil {
+		return RunDetail{}, err
+	}
+	for _, in := range pending {
 		if in.SessionID == id || sessions[in.SessionID] {
 			d.Pending = append(d.Pending, in)
 		}
@@ -184,10 +188,23 @@ func (s *Server) nodeDetail(ctx context.Context, runID string, id int64) (NodeDe
 			return NodeDetail{}, err
 		}
 	}
-	for _, in := range s.o.Interactions.Pending() {
+	pending, err := s.pending(ctx, runID)
+	if err != nil {
+		return NodeDetail{}, err
+	}
+	for _, in := range pending {
 		if n.SessionID != "" && in.SessionID == n.SessionID {
 			d.Pending = append(d.Pending, in)
 		}
 	}
 	return d, nil
+}
+
+// pending are the interactions waiting in the process that drives run
+// id (this one's without a Steerer).
+func (s *Server) pending(ctx context.Context, id string) ([]agent.Interaction, error) {
+	if s.o.Steer != nil {
+		return s.o.Steer.Pending(ctx, id)
+	}
+	return s.o.Interactions.Pending(), nil
 }

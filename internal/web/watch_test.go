@@ -2,14 +2,17 @@ package web_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
 	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
+	"github.com/arbor-run/arbor/internal/web"
 )
 
 // TestRunOfAnotherProcessIsFollowed: a run that another process drives
@@ -121,4 +124,85 @@ func TestResumeInterruptedRun(t *testing.T) {
 	}
 	b.mustDo("POST", "/api/runs/"+r.ID+"/nodes/2/answer", map[string]any{"answer": "us"}, nil)
 	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" && strings.Contains(f.Data, "deploy to us") })
+}
+
+// TestRunOfAnotherProcessIsSteered: a run that another process drives
+// with its owner socket served (as arbor run does) is followed through a
+// subscription to its events — agent activity and interactions too,
+// which the store does not show — and steered through the socket: its
+// question answered, a node paused and resumed; refusals keep their
+// status codes.
+func TestRunOfAnotherProcessIsSteered(t *testing.T) {
+	t.Parallel()
+	b := setup(t, treetest.Script{
+		1: {calls(call("spawn", map[string]any{"goal": "child", "prompt": "p"})), complete("draft"), complete("final")},
+		2: {
+			calls(call("ask_user", map[string]any{"question": "first question"})),
+			calls(call("ask_user", map[string]any{"question": "second question"})),
+			complete("child done"),
+		},
+	})
+	other := b.otherProcess()
+	e, _, err := other.Engine("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Create(context.Background(), tree.RunOptions{ID: "steered-run", Goal: "ask twice", Workspace: b.ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := other.AnswerSocket(r.ID)
+	done := make(chan store.Run, 1)
+	go func() {
+		fin, _ := e.DriveWith(context.Background(), r.ID, tree.DriveOptions{Addr: socket, Serve: func() func() {
+			return owner.Serve(context.Background(), owner.Options{Path: socket, RunID: r.ID, Engine: e, Bus: other.Bus, Diag: io.Discard})
+		}})
+		done <- fin
+	}()
+	s := b.streamQuery(r.ID, "activity=all")
+	question := func(text string) string {
+		t.Helper()
+		for {
+			for _, in := range b.run(r.ID).Pending {
+				if in.Question != nil && in.Question.Question == text {
+					return in.ID
+				}
+			}
+			s.until(t, "interaction", func(f sseFrame) bool { return f.Event == "interaction" && strings.Contains(f.Data, text) })
+		}
+	}
+	iid := question("first question")
+	if code := b.do("POST", "/api/runs/"+r.ID+"/interactions/"+iid, web.Resolution{Allow: ptr(true)}, nil); code != http.StatusBadRequest {
+		t.Fatalf("an approval for a question: %d", code)
+	}
+	b.mustDo("POST", "/api/runs/"+r.ID+"/interactions/"+iid, web.Resolution{Answer: "go"}, nil)
+	if code := b.do("POST", "/api/runs/"+r.ID+"/interactions/"+iid, web.Resolution{Answer: "go"}, nil); code != http.StatusConflict {
+		t.Fatalf("answering twice: %d", code)
+	}
+	// Activity reaches the stream only from the owner's events.
+	s.until(t, "tool frame", func(f sseFrame) bool { return f.Event == "tool_done" && strings.Contains(f.Data, "ask_user") })
+	// A stream that joins the streaming subscription is told to read the
+	// run once: what happened before it joined came in no frame of its.
+	late := b.stream(r.ID)
+	late.until(t, "resync", func(f sseFrame) bool { return f.Event == "resync" })
+
+	question("second question")
+	var done2 web.Done
+	b.mustDo("POST", "/api/runs/"+r.ID+"/nodes/2/pause", map[string]any{}, &done2)
+	if done2.State != "paused" {
+		t.Fatalf("pause: %+v", done2)
+	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/2/pause", map[string]any{}, nil); code != http.StatusConflict {
+		t.Fatalf("pausing twice: %d", code)
+	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/9/stop", map[string]any{}, nil); code != http.StatusNotFound {
+		t.Fatalf("unknown node: %d", code)
+	}
+	s.until(t, "#2 paused", func(f sseFrame) bool { return nodeFrame(f, 2, "paused") })
+	b.mustDo("POST", "/api/runs/"+r.ID+"/nodes/2/resume", map[string]any{}, nil)
+	s.until(t, "#2 complete", func(f sseFrame) bool { return nodeFrame(f, 2, "complete") })
+	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" && strings.Contains(f.Data, "final") })
+	if fin := <-done; fin.Status != store.RunComplete {
+		t.Fatalf("run %+v", fin)
+	}
 }
