@@ -2,6 +2,7 @@ package tree
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -57,6 +58,18 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		res = ag.Send(ctx, llm.UserText(n.Notice))
 	case n.HasDraft:
 		res = agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
+	case recoverDraft(ag.History()) != nil:
+		// complete ran and its result was stored, but the process stopped
+		// before the turn's end wrote the draft (tools.go, complete).
+		d := recoverDraft(ag.History())
+		r.mu.Lock()
+		if m := r.nodes[id]; m.State == StateActive || m.State == StateSynthesizing {
+			c := *m
+			c.Draft, c.HasDraft = *d, true
+			r.nodes[id] = &c
+		}
+		r.mu.Unlock()
+		res = agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
 	case ag.NeedsContinue():
 		res = ag.Continue(ctx)
 	default:
@@ -83,6 +96,29 @@ func (r *run) firstPrompt(ctx context.Context, id int64, n store.Node) (string, 
 		n.Context = text
 	}
 	return r.initialPrompt(n), nil
+}
+
+// recoverDraft returns the result passed to complete when the transcript
+// ends with that call's successful result (the turn it ended was not
+// written to the node yet), else nil.
+func recoverDraft(h []llm.Message) *string {
+	if len(h) < 2 || h[len(h)-1].Role != llm.RoleUser || h[len(h)-2].Role != llm.RoleAssistant {
+		return nil
+	}
+	ok := map[string]bool{}
+	for _, p := range h[len(h)-1].Parts {
+		if p.Type == llm.PartToolResult && p.ToolResult != nil && !p.ToolResult.IsError {
+			ok[p.ToolResult.CallID] = true
+		}
+	}
+	var draft *string
+	for _, c := range h[len(h)-2].ToolCalls() {
+		var a completeArgs
+		if c.Name == "complete" && ok[c.ID] && json.Unmarshal(c.Input, &a) == nil {
+			draft = &a.Result
+		}
+	}
+	return draft
 }
 
 // delivered reports whether notice is already the conversation's last user

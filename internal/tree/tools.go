@@ -349,7 +349,19 @@ func (r *run) complete(caller int64, result string) tool.Result {
 	if err := checkReturns(n.Returns, result, r.meta.Workspace); err != nil {
 		return tool.Errorf("result rejected: %v", err)
 	}
-	r.setLocked(caller, "", func(m *store.Node) { m.Draft, m.HasDraft = result, true })
+	if n.Runner != "" {
+		// An external runner keeps no transcript of arbor's: the draft
+		// must be durable before the runner hears it was recorded.
+		r.setLocked(caller, "", func(m *store.Node) { m.Draft, m.HasDraft = result, true })
+	} else {
+		// The draft is written with the transition that ends the turn
+		// (endTurn), one commit instead of two. Until then the transcript
+		// holds it: a crash in between leaves this call and its result
+		// stored, and runAgent takes the draft from there (draftIn).
+		d := *n
+		d.Draft, d.HasDraft = result, true
+		r.nodes[caller] = &d
+	}
 	msg := "Result recorded."
 	if !r.childrenDoneLocked(caller) {
 		msg = "Draft recorded. You will be woken with your children's results when they have all ended."
