@@ -104,6 +104,11 @@ type Config struct {
 	// as it is recorded, before the next Gate; it settles what the Gate
 	// reserved (the tree's budgets use it).
 	Charge func(call llm.Usage, cost float64)
+	// Create, when set, is the session record not stored yet: it is
+	// created with the agent's first write, in the same transaction (a
+	// tree node's session and its first message are one commit). See
+	// EnsureStored.
+	Create *store.Session
 	// Secrets are values (API keys, tokens) that must never reach the
 	// transcript, the model or events: tool output containing one is stored
 	// and shown with the value replaced by [REDACTED].
@@ -164,6 +169,8 @@ type Agent struct {
 	// first write), so that a status already written with a step's
 	// messages is not written again.
 	status store.SessionStatus
+	// create is Config.Create until the write that stored it.
+	create *store.Session
 }
 
 // New returns an agent for cfg with an empty context; call Load to resume a
@@ -183,7 +190,17 @@ func New(cfg Config) *Agent {
 		cfg.ModelRef = cfg.Model
 	}
 	m := modelState{provider: cfg.Provider, name: cfg.Model, ref: cfg.ModelRef, price: cfg.Price, window: cfg.ContextWindow}
-	return &Agent{cfg: cfg, model: m, system: cfg.System, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}}
+	return &Agent{cfg: cfg, model: m, system: cfg.System, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}, create: cfg.Create}
+}
+
+// EnsureStored writes the session record of Config.Create now, if the
+// agent has not stored it yet; writes other than the loop's own (a
+// distillation's usage) need the session first.
+func (a *Agent) EnsureStored(ctx context.Context) error {
+	if a.create == nil {
+		return nil
+	}
+	return a.save(ctx, store.Step{})
 }
 
 // SessionID returns the agent's session.
@@ -540,10 +557,12 @@ func (a *Agent) append(ctx context.Context, msgs ...llm.Message) error {
 // messages to the context.
 func (a *Agent) save(ctx context.Context, st store.Step) error {
 	st.SessionID = a.cfg.SessionID
+	st.Create = a.create
 	last, err := a.cfg.Store.SaveStep(ctx, st)
 	if err != nil {
 		return fmt.Errorf("store messages: %w", err)
 	}
+	a.create = nil
 	if st.Status != "" {
 		a.status = st.Status
 	}

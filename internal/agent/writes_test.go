@@ -26,6 +26,9 @@ func (w *writeLog) add(kind string) {
 
 func (w *writeLog) SaveStep(ctx context.Context, st store.Step) (int64, error) {
 	kind := "step"
+	if st.Create != nil {
+		kind = "create+" + kind
+	}
 	if st.Usage != nil {
 		kind += "+usage"
 	}
@@ -109,5 +112,45 @@ func TestTurnWrites(t *testing.T) {
 				t.Errorf("second turn writes %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestSessionCreatedWithTheFirstStep: an agent whose session is not
+// stored yet (Config.Create) stores it with its first message, in the same
+// transaction, and writes the rest of the turn as usual.
+func TestSessionCreatedWithTheFirstStep(t *testing.T) {
+	b := setup(t, text("hi"))
+	log := &writeLog{Store: b.store}
+	cfg := b.cfg
+	cfg.Store = log
+	cfg.SessionID = "new"
+	cfg.Create = &store.Session{ID: "new", Title: "made with its first step", Model: "test/model"}
+	a := agent.New(cfg)
+	if r := a.Send(b.ctx, llm.UserText("go")); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	if want := []string{"create+step+active", "step+usage+idle"}; !slices.Equal(log.writes, want) {
+		t.Errorf("writes %q, want %q", log.writes, want)
+	}
+	s, err := b.store.GetSession(b.ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Title != "made with its first step" || s.Status != store.SessionIdle || s.Usage.OutputTokens == 0 {
+		t.Errorf("session %+v", s)
+	}
+	// EnsureStored has nothing left to write.
+	if err := a.EnsureStored(b.ctx); err != nil || len(log.writes) != 2 {
+		t.Errorf("EnsureStored: %v, writes %q", err, log.writes)
+	}
+
+	// An agent that must write before its first step stores it then.
+	cfg.SessionID = "early"
+	cfg.Create = &store.Session{ID: "early", Model: "test/model"}
+	if err := agent.New(cfg).EnsureStored(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.GetSession(b.ctx, "early"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -123,6 +123,8 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 	}
 	s, err := n.app.ResumeSession(ctx, spec.SessionID, o)
 	if errors.Is(err, store.ErrNotFound) { // the node's first turn
+		// Stored with the first step, which follows at once.
+		o.Deferred = true
 		s, err = n.app.CreateSession(ctx, spec.SessionID, o)
 	}
 	if err != nil {

@@ -72,7 +72,8 @@ type AgentSpec struct {
 // Agents builds node agents and distils context; internal/app implements it.
 type Agents interface {
 	// NewAgent returns the agent of spec's session: loaded when the
-	// session exists (a resumed node), created otherwise.
+	// session exists (a resumed node), created otherwise (it may store
+	// the session with its first step: agent.Config.Create).
 	NewAgent(ctx context.Context, spec AgentSpec) (*agent.Agent, error)
 	// Distill asks the node's model to reduce text to what query asks
 	// for: one model call, passed through spec.Gate before it starts,

@@ -48,6 +48,13 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	var res agent.Result
 	switch {
 	case len(ag.History()) == 0: // the first turn (perhaps again, after a crash)
+		if n.ContextQuery != "" {
+			// The distillation records its usage on the session.
+			if err := ag.EnsureStored(ctx); err != nil {
+				r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+				return
+			}
+		}
 		prompt, err := r.firstPrompt(ctx, id, n)
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
