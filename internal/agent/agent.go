@@ -104,6 +104,12 @@ type Config struct {
 	// as it is recorded, before the next Gate; it settles what the Gate
 	// reserved (the tree's budgets use it).
 	Charge func(call llm.Usage, cost float64)
+	// Flush, when set, is called before the results of a step's tools
+	// are stored: tools that leave their own writes for later (the tree's
+	// spawns, committed together) make them durable then, so the
+	// transcript never records an effect the store does not have. An
+	// error fails the turn; the results are not stored.
+	Flush func(ctx context.Context) error
 	// Create, when set, is the session record not stored yet: it is
 	// created with the agent's first write, in the same transaction (a
 	// tree node's session and its first message are one commit). See

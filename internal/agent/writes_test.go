@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -152,5 +154,39 @@ func TestSessionCreatedWithTheFirstStep(t *testing.T) {
 	}
 	if _, err := b.store.GetSession(b.ctx, "early"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFlushBeforeToolResults: Config.Flush runs after a step's tools and
+// before their results are stored; when it fails, the turn fails and the
+// results are not stored (the transcript never claims an effect the store
+// lost).
+func TestFlushBeforeToolResults(t *testing.T) {
+	b := setup(t, calls(call("c1", "echo", `{"text":"x"}`)), text("ok"))
+	log := &writeLog{Store: b.store}
+	cfg := b.cfg
+	cfg.Store = log
+	cfg.Flush = func(context.Context) error { log.add("flush"); return nil }
+	if r := agent.New(cfg).Send(b.ctx, llm.UserText("go")); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	want := []string{"step+active", "step+usage", "intent", "result", "flush", "step", "step+usage+idle"}
+	if !slices.Equal(log.writes, want) {
+		t.Errorf("writes %q, want %q", log.writes, want)
+	}
+
+	b = setup(t, calls(call("c1", "echo", `{"text":"x"}`)), text("ok"))
+	cfg = b.cfg
+	cfg.Flush = func(context.Context) error { return errors.New("disk full") }
+	r := agent.New(cfg).Send(b.ctx, llm.UserText("go"))
+	if r.Outcome != agent.OutcomeFailed || r.Err == nil || !strings.Contains(r.Err.Error(), "disk full") {
+		t.Fatalf("result %+v, want failed with the flush's error", r)
+	}
+	recs, err := b.store.Messages(b.ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recs); n != 2 {
+		t.Fatalf("%d messages stored, want 2 (the prompt and the call, no results)", n)
 	}
 }

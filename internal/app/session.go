@@ -40,6 +40,9 @@ type SessionOptions struct {
 	// a conversation.
 	RunID  string
 	NodeID int64
+	// Flush is called before a step's tool results are stored
+	// (agent.Config.Flush; a tree node's spawns).
+	Flush func(ctx context.Context) error
 	// Deferred makes CreateSession store nothing: the session is created
 	// with the agent's first step, in the same transaction (a tree
 	// node's, whose first step follows at once; agent.Config.Create).
@@ -197,7 +200,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
-		Create: create,
+		Create: create, Flush: o.Flush,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},

@@ -119,7 +119,7 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 	o := SessionOptions{
 		Model: n.modelOf(spec), MaxTurns: n.maxTurns, Title: spec.Title,
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate, Charge: spec.Charge,
-		RunID: spec.RunID, NodeID: spec.NodeID,
+		RunID: spec.RunID, NodeID: spec.NodeID, Flush: spec.Flush,
 	}
 	s, err := n.app.ResumeSession(ctx, spec.SessionID, o)
 	if errors.Is(err, store.ErrNotFound) { // the node's first turn

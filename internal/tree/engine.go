@@ -67,6 +67,10 @@ type AgentSpec struct {
 	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost (the budgets).
 	Charge func(call llm.Usage, cost float64)
+	// Flush, when set, must be called before the agent stores the results
+	// of a step's tools (agent.Config.Flush): the nodes its tree tools
+	// created are committed then, all in one transaction.
+	Flush func(ctx context.Context) error
 }
 
 // Agents builds node agents and distils context; internal/app implements it.

@@ -33,7 +33,8 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
 			RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
 			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
-			Tools: r.tools(id), Gate: r.gateFor(id), Charge: r.chargeFor(id),
+			Tools: r.toolsFor(id, true), Gate: r.gateFor(id), Charge: r.chargeFor(id),
+			Flush: r.flushFor(id),
 		})
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})

@@ -57,6 +57,11 @@ type run struct {
 	// (see finishBudgetLocked).
 	budgetErr error
 	pending   []agent.Event // events to publish after unlock
+	// unsaved are nodes created by a deferring agent's tools (toolsFor)
+	// and not committed yet, in creation order: every write of the run
+	// takes them along (commitLocked, flushLocked, closeLocked), and
+	// their events are published then.
+	unsaved []change
 	// steered: a person may resume paused nodes (DriveOptions.Steered);
 	// set before the run is published in Engine.live.
 	steered  bool
@@ -179,6 +184,8 @@ func (r *run) commitLocked(changes []change) {
 		return
 	}
 	now := r.e.o.Now().UTC()
+	created := r.unsaved
+	changes = append(created[:len(created):len(created)], changes...)
 	nodes := make([]store.Node, len(changes))
 	for i, c := range changes {
 		c.node.UpdatedAt = now
@@ -199,14 +206,46 @@ func (r *run) commitLocked(changes []change) {
 	if meta != nil {
 		r.saved = *meta
 	}
+	r.unsaved = nil
 	for i, c := range changes {
 		n := nodes[i]
 		if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
 			r.ended = true
 		}
-		r.nodes[n.ID] = &n
+		if i >= len(created) { // a created node may have changed since
+			r.nodes[n.ID] = &n
+		}
 		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
 	}
+}
+
+// flushFor is node id's agent's flush (agent.Config.Flush): the nodes its
+// tools created are committed before its tool results are stored.
+func (r *run) flushFor(id int64) func(ctx context.Context) error {
+	return func(context.Context) error {
+		r.mu.Lock()
+		defer r.unlock()
+		if len(r.unsaved) == 0 || r.finished {
+			return nil
+		}
+		r.commitLocked(nil)
+		if r.finished && !r.leaseLost() {
+			return fmt.Errorf("#%d: the nodes it created could not be stored: %s", id, r.meta.Error)
+		}
+		return nil
+	}
+}
+
+// unsavedNodesLocked returns the nodes of unsaved, to be written by a
+// commit of the run row alone, and queues their events.
+func (r *run) unsavedNodesLocked() []store.Node {
+	nodes := make([]store.Node, len(r.unsaved))
+	for i, c := range r.unsaved {
+		nodes[i] = c.node
+		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(c.node), Reason: c.reason})
+	}
+	r.unsaved = nil
+	return nodes
 }
 
 // addLocked adds a node new to this run's order (ids arrive ascending).
@@ -255,7 +294,7 @@ func (r *run) failRunLocked(err error) {
 	}
 	meta := r.meta
 	if !r.leaseLost() {
-		_ = r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta)
+		_ = r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta, r.unsavedNodesLocked()...)
 	}
 	r.pending = append(r.pending, &RunFinished{RunID: r.id, Outcome: r.meta.Status, Error: r.meta.Error})
 	close(r.done)
