@@ -3,9 +3,11 @@
 // blocked_by, and hand results up for synthesis.
 //
 // Invariants (see docs/tree.md for the state diagram and the policies):
-//   - every transition is one store Commit, then one NodeChanged event per
-//     changed node; a node in a terminal state never changes again, so a
-//     late agent exit cannot overwrite stop, pause or failure;
+//   - every transition is written by one store Commit (a few may share
+//     one: a turn's end and the activations it leads to, the nodes one
+//     agent step creates), then one NodeChanged event per change; a
+//     node in a terminal state never changes again, so a late agent exit
+//     cannot overwrite stop, pause or failure;
 //   - a node that has children is complete only after a synthesis turn
 //     that saw all of them; synthesis runs once per set of children;
 //   - dependents start only on complete results; a failed or cancelled

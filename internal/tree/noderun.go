@@ -159,6 +159,10 @@ func (r *run) endTurn(ctx context.Context, id int64, res agent.Result) {
 	r.release(id) // a call that failed or was cancelled never settled
 	r.mu.Lock()
 	defer r.unlock()
+	// The turn's end and what it starts (dependents' activations, a
+	// synthesis) are one commit.
+	r.batching = true
+	defer r.endBatchLocked()
 	delete(r.running, id)
 	n := r.nodes[id]
 	if r.finished || (n.State != StateActive && n.State != StateSynthesizing) {

@@ -62,6 +62,12 @@ type run struct {
 	// takes them along (commitLocked, flushLocked, closeLocked), and
 	// their events are published then.
 	unsaved []change
+	// batching, set while endTurn applies a turn's end and schedules what
+	// follows, makes commitLocked apply changes to memory and add them to
+	// unsaved: the node's transition and the activations it leads to are
+	// then one commit (endBatchLocked), before the launched agents can
+	// take mu and start.
+	batching bool
 	// steered: a person may resume paused nodes (DriveOptions.Steered);
 	// set before the run is published in Engine.live.
 	steered  bool
@@ -183,6 +189,17 @@ func (r *run) commitLocked(changes []change) {
 		r.abandonLocked()
 		return
 	}
+	if r.batching {
+		for _, c := range changes {
+			n := c.node
+			if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
+				r.ended = true
+			}
+			r.nodes[n.ID] = &n
+			r.unsaved = append(r.unsaved, c)
+		}
+		return
+	}
 	now := r.e.o.Now().UTC()
 	created := r.unsaved
 	changes = append(created[:len(created):len(created)], changes...)
@@ -216,6 +233,17 @@ func (r *run) commitLocked(changes []change) {
 			r.nodes[n.ID] = &n
 		}
 		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
+	}
+}
+
+// endBatchLocked ends a batch (see batching) with one commit of what it
+// changed, if anything.
+func (r *run) endBatchLocked() {
+	r.batching = false
+	cur, prev := r.meta, r.saved
+	cur.UpdatedAt, prev.UpdatedAt = time.Time{}, time.Time{}
+	if !r.finished && (len(r.unsaved) > 0 || cur != prev) {
+		r.commitLocked(nil)
 	}
 }
 
