@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -188,5 +189,52 @@ func TestFlushBeforeToolResults(t *testing.T) {
 	}
 	if n := len(recs); n != 2 {
 		t.Fatalf("%d messages stored, want 2 (the prompt and the call, no results)", n)
+	}
+}
+
+// TestResendableMessageStoredWithTheAnswer: with Config.Resendable, Send's
+// message is stored with the answer of the call it starts, in one
+// transaction: a tree node's first turn is one commit with its session. A
+// failed call stores nothing; the message stays in the context and is
+// stored with the next answer.
+func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
+	b := setup(t, fakeTurn{err: errors.New("bad gateway")}, text("hi"), text("again"))
+	log := &writeLog{Store: b.store}
+	cfg := b.cfg
+	cfg.Store = log
+	cfg.SessionID = "node"
+	cfg.Create = &store.Session{ID: "node", Model: "test/model"}
+	cfg.Resendable = true
+	a := agent.New(cfg)
+	if r := a.Send(b.ctx, llm.UserText("first")); r.Outcome != agent.OutcomeFailed {
+		t.Fatalf("outcome %s, want failed", r.Outcome)
+	}
+	if _, err := b.store.GetSession(b.ctx, "node"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a failed first call stored the session: %v", err)
+	}
+	log.writes = nil
+	if r := a.Continue(b.ctx); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	if r := a.Send(b.ctx, llm.UserText("second")); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	if want := []string{"create+step+usage+idle", "step+usage+idle"}; !slices.Equal(log.writes, want) {
+		t.Errorf("writes %q, want %q", log.writes, want)
+	}
+	recs, err := b.store.Messages(b.ctx, "node", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%d:%s:%s", r.Seq, r.Message.Role, r.Message.Text()))
+	}
+	if want := []string{"1:user:first", "2:assistant:hi", "3:user:second", "4:assistant:again"}; !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+	// A reload sees what was stored, and the agent goes on from there.
+	if err := a.Load(b.ctx); err != nil || len(a.History()) != 4 {
+		t.Fatalf("load: %v, %d messages", err, len(a.History()))
 	}
 }

@@ -43,6 +43,10 @@ type SessionOptions struct {
 	// Flush is called before a step's tool results are stored
 	// (agent.Config.Flush; a tree node's spawns).
 	Flush func(ctx context.Context) error
+	// Resendable: every message the agent is sent can be made again
+	// after a crash (a tree node's), so it is stored with the answer of
+	// the call it starts (agent.Config.Resendable).
+	Resendable bool
 	// Deferred makes CreateSession store nothing: the session is created
 	// with the agent's first step, in the same transaction (a tree
 	// node's, whose first step follows at once; agent.Config.Create).
@@ -200,7 +204,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
-		Create: create, Flush: o.Flush,
+		Create: create, Flush: o.Flush, Resendable: o.Resendable,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},

@@ -213,7 +213,7 @@ func (a *benchAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent
 	ag := agent.New(agent.Config{Create: create,
 		SessionID: spec.SessionID, Model: "instant", ModelRef: "bench/instant", Provider: a.model,
 		Tools: tool.NewRegistry(spec.Tools...), Store: a.store, Bus: a.bus, System: spec.System,
-		Gate: spec.Gate, Flush: spec.Flush, LoopLimit: -1, Compaction: agent.CompactionPolicy{Disabled: true},
+		Gate: spec.Gate, Flush: spec.Flush, Resendable: true, LoopLimit: -1, Compaction: agent.CompactionPolicy{Disabled: true},
 	})
 	if resume {
 		if err := ag.Load(ctx); err != nil {

@@ -79,7 +79,9 @@ type AgentSpec struct {
 type Agents interface {
 	// NewAgent returns the agent of spec's session: loaded when the
 	// session exists (a resumed node), created otherwise (it may store
-	// the session with its first step: agent.Config.Create).
+	// the session with its first step: agent.Config.Create). The node's
+	// messages may be stored with the answers they get
+	// (agent.Config.Resendable): runAgent sends them again after a crash.
 	NewAgent(ctx context.Context, spec AgentSpec) (*agent.Agent, error)
 	// Distill asks the node's model to reduce text to what query asks
 	// for: one model call, passed through spec.Gate before it starts,
