@@ -123,7 +123,13 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 		// runAgent makes a node's prompt and notices again after a crash.
 		Resendable: true,
 	}
-	s, err := n.app.ResumeSession(ctx, spec.SessionID, o)
+	var (
+		s   *Session
+		err error = store.ErrNotFound
+	)
+	if !spec.Fresh {
+		s, err = n.app.ResumeSession(ctx, spec.SessionID, o)
+	}
 	if errors.Is(err, store.ErrNotFound) { // the node's first turn
 		// Stored with the first step, which follows at once.
 		o.Deferred = true

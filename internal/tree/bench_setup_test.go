@@ -200,7 +200,10 @@ type benchAgents struct {
 }
 
 func (a *benchAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
-	_, err := a.store.GetSession(ctx, spec.SessionID)
+	err := store.ErrNotFound
+	if !spec.Fresh {
+		_, err = a.store.GetSession(ctx, spec.SessionID)
+	}
 	resume := err == nil
 	var create *store.Session
 	if errors.Is(err, store.ErrNotFound) {

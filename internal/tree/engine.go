@@ -69,6 +69,9 @@ type AgentSpec struct {
 	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost (the budgets).
 	Charge func(call llm.Usage, cost float64)
+	// Fresh says the session cannot exist yet (this process assigned its
+	// id when it activated the node): NewAgent need not look it up.
+	Fresh bool
 	// Flush, when set, must be called before the agent stores the results
 	// of a step's tools (agent.Config.Flush): the nodes its tree tools
 	// created are committed then, all in one transaction.

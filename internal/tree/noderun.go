@@ -20,6 +20,8 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	r.mu.Lock()
 	n := *r.nodes[id]
 	ag := r.agents[id]
+	fresh := r.fresh[id]
+	delete(r.fresh, id)
 	r.mu.Unlock()
 	if n.Runner != "" {
 		r.runExternal(ctx, id, n)
@@ -34,7 +36,7 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 			RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
 			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
 			Tools: r.toolsFor(id, true), Gate: r.gateFor(id), Charge: r.chargeFor(id),
-			Flush: r.flushFor(id),
+			Flush: r.flushFor(id), Fresh: fresh,
 		})
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
@@ -97,8 +99,15 @@ func (r *run) firstPrompt(ctx context.Context, id int64, n store.Node) (string, 
 			return "", err
 		}
 		r.mu.Lock()
-		if r.nodes[id].State == StateActive {
-			r.setLocked(id, "", func(m *store.Node) { m.Context = text })
+		if m := *r.nodes[id]; m.State == StateActive {
+			m.Context = text
+			if n.ContextQuery == "" {
+				// Made again the same from the stored results after a
+				// crash: it goes with the run's next commit.
+				r.stageLocked([]change{{node: m, from: m.State}})
+			} else {
+				r.commitLocked([]change{{node: m, from: m.State}})
+			}
 		}
 		r.unlock()
 		n.Context = text

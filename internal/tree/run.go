@@ -44,8 +44,11 @@ type run struct {
 	// ended is set when a commit moved a node to failed or cancelled or
 	// stored a pending node with dependencies (which may have ended
 	// already): the only changes that give propagateLocked work.
-	ended    bool
-	agents   map[int64]*agent.Agent // node agents built in this process
+	ended  bool
+	agents map[int64]*agent.Agent // node agents built in this process
+	// fresh holds the nodes whose session id their activation in this
+	// process assigned: their session cannot exist yet (AgentSpec.Fresh).
+	fresh    map[int64]bool
 	nodes    map[int64]*store.Node
 	children map[int64][]int64
 	running  map[int64]context.CancelCauseFunc
@@ -89,7 +92,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	r := &run{
 		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
 		running: map[int64]context.CancelCauseFunc{}, done: make(chan struct{}),
-		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{},
+		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{}, fresh: map[int64]bool{},
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
 		reserved: map[int64]spend{}, resv: map[int64]spend{}, settled: make(chan struct{}),
 		notes: map[int64][]string{},
@@ -190,14 +193,7 @@ func (r *run) commitLocked(changes []change) {
 		return
 	}
 	if r.batching {
-		for _, c := range changes {
-			n := c.node
-			if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
-				r.ended = true
-			}
-			r.nodes[n.ID] = &n
-			r.unsaved = append(r.unsaved, c)
-		}
+		r.stageLocked(changes)
 		return
 	}
 	now := r.e.o.Now().UTC()
@@ -233,6 +229,19 @@ func (r *run) commitLocked(changes []change) {
 			r.nodes[n.ID] = &n
 		}
 		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
+	}
+}
+
+// stageLocked applies changes to memory and leaves them for the run's
+// next commit (unsaved).
+func (r *run) stageLocked(changes []change) {
+	for _, c := range changes {
+		n := c.node
+		if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
+			r.ended = true
+		}
+		r.nodes[n.ID] = &n
+		r.unsaved = append(r.unsaved, c)
 	}
 }
 

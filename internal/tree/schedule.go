@@ -59,6 +59,7 @@ func (r *run) scheduleLocked() {
 				m.State, m.StartedAt = StateActive, r.nowPtr()
 				if m.SessionID == "" {
 					m.SessionID = sessionID(r.id, id)
+					r.fresh[id] = true
 				}
 			})
 			r.launchLocked(id, r.runAgent)
