@@ -104,6 +104,23 @@ type Config struct {
 	// as it is recorded, before the next Gate; it settles what the Gate
 	// reserved (the tree's budgets use it).
 	Charge func(call llm.Usage, cost float64)
+	// Flush, when set, is called before the results of a step's tools
+	// are stored: tools that leave their own writes for later (the tree's
+	// spawns, committed together) make them durable then, so the
+	// transcript never records an effect the store does not have. An
+	// error fails the turn; the results are not stored.
+	Flush func(ctx context.Context) error
+	// Resendable says every message Send is given can be made again
+	// after a crash (a tree node's prompt and notices, from its node): it
+	// is stored with the answer of the model call it starts, in one
+	// transaction, instead of before the call. A crash during the call
+	// loses it, and the node sends it again.
+	Resendable bool
+	// Create, when set, is the session record not stored yet: it is
+	// created with the agent's first write, in the same transaction (a
+	// tree node's session and its first message are one commit). See
+	// EnsureStored.
+	Create *store.Session
 	// Secrets are values (API keys, tokens) that must never reach the
 	// transcript, the model or events: tool output containing one is stored
 	// and shown with the value replaced by [REDACTED].
@@ -164,6 +181,11 @@ type Agent struct {
 	// first write), so that a status already written with a step's
 	// messages is not written again.
 	status store.SessionStatus
+	// create is Config.Create until the write that stored it.
+	create *store.Session
+	// held is set while the last entry of history is a message of Send
+	// not stored yet (Config.Resendable); the next write stores it first.
+	held bool
 }
 
 // New returns an agent for cfg with an empty context; call Load to resume a
@@ -183,7 +205,17 @@ func New(cfg Config) *Agent {
 		cfg.ModelRef = cfg.Model
 	}
 	m := modelState{provider: cfg.Provider, name: cfg.Model, ref: cfg.ModelRef, price: cfg.Price, window: cfg.ContextWindow}
-	return &Agent{cfg: cfg, model: m, system: cfg.System, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}}
+	return &Agent{cfg: cfg, model: m, system: cfg.System, costKnown: true, loop: loopDetector{limit: cfg.LoopLimit}, callIDs: map[string]bool{}, create: cfg.Create}
+}
+
+// EnsureStored writes the session record of Config.Create now, if the
+// agent has not stored it yet; writes other than the loop's own (a
+// distillation's usage) need the session first.
+func (a *Agent) EnsureStored(ctx context.Context) error {
+	if a.create == nil {
+		return nil
+	}
+	return a.save(ctx, store.Step{})
 }
 
 // SessionID returns the agent's session.
@@ -244,7 +276,10 @@ func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
 	if _, err := a.settle(ctx); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
-	if err := a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive}); err != nil {
+	if a.cfg.Resendable && !a.held {
+		a.history = append(a.history, entry{msg: msg})
+		a.held = true
+	} else if err := a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive}); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
 	return a.finish(ctx, a.run(ctx))
@@ -301,7 +336,9 @@ func (a *Agent) finish(ctx context.Context, r Result) Result {
 }
 
 func (a *Agent) run(ctx context.Context) Result {
-	a.setStatus(ctx, store.SessionActive)
+	if !a.held { // a held message is stored with the active status
+		a.setStatus(ctx, store.SessionActive)
+	}
 	a.loop.reset()
 	var last string
 	for step := 1; ; step++ {
@@ -540,15 +577,27 @@ func (a *Agent) append(ctx context.Context, msgs ...llm.Message) error {
 // messages to the context.
 func (a *Agent) save(ctx context.Context, st store.Step) error {
 	st.SessionID = a.cfg.SessionID
+	st.Create = a.create
+	msgs := st.Messages
+	if a.held {
+		st.Messages = append([]llm.Message{a.history[len(a.history)-1].msg}, msgs...)
+		if st.Status == "" {
+			st.Status = store.SessionActive
+		}
+	}
 	last, err := a.cfg.Store.SaveStep(ctx, st)
 	if err != nil {
 		return fmt.Errorf("store messages: %w", err)
 	}
+	a.create = nil
 	if st.Status != "" {
 		a.status = st.Status
 	}
-	msgs := st.Messages
 	first := last - int64(len(msgs)) + 1
+	if a.held {
+		a.history[len(a.history)-1].seq = first - 1
+		a.held = false
+	}
 	for i, m := range msgs {
 		a.history = append(a.history, entry{seq: first + int64(i), msg: m})
 		for _, c := range m.ToolCalls() {

@@ -37,6 +37,7 @@ func (a *Agent) Load(ctx context.Context) error {
 		return fmt.Errorf("load session %s: %w", sid, err)
 	}
 	a.history = a.history[:0]
+	a.held = false
 	for _, in := range intents {
 		a.callIDs[in.CallID] = true
 	}

@@ -80,6 +80,11 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 	if endTurn && !stop && ctx.Err() == nil {
 		status = store.SessionIdle
 	}
+	if a.cfg.Flush != nil {
+		if err := a.cfg.Flush(persist); err != nil {
+			return false, false, fmt.Errorf("store the effects of the tools: %w", err)
+		}
+	}
 	if err := a.save(persist, store.Step{Messages: []llm.Message{{Role: llm.RoleUser, Parts: results}}, Status: status}); err != nil {
 		return false, false, err
 	}

@@ -2,7 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -26,6 +29,9 @@ func (w *writeLog) add(kind string) {
 
 func (w *writeLog) SaveStep(ctx context.Context, st store.Step) (int64, error) {
 	kind := "step"
+	if st.Create != nil {
+		kind = "create+" + kind
+	}
 	if st.Usage != nil {
 		kind += "+usage"
 	}
@@ -109,5 +115,126 @@ func TestTurnWrites(t *testing.T) {
 				t.Errorf("second turn writes %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestSessionCreatedWithTheFirstStep: an agent whose session is not
+// stored yet (Config.Create) stores it with its first message, in the same
+// transaction, and writes the rest of the turn as usual.
+func TestSessionCreatedWithTheFirstStep(t *testing.T) {
+	b := setup(t, text("hi"))
+	log := &writeLog{Store: b.store}
+	cfg := b.cfg
+	cfg.Store = log
+	cfg.SessionID = "new"
+	cfg.Create = &store.Session{ID: "new", Title: "made with its first step", Model: "test/model"}
+	a := agent.New(cfg)
+	if r := a.Send(b.ctx, llm.UserText("go")); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	if want := []string{"create+step+active", "step+usage+idle"}; !slices.Equal(log.writes, want) {
+		t.Errorf("writes %q, want %q", log.writes, want)
+	}
+	s, err := b.store.GetSession(b.ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Title != "made with its first step" || s.Status != store.SessionIdle || s.Usage.OutputTokens == 0 {
+		t.Errorf("session %+v", s)
+	}
+	// EnsureStored has nothing left to write.
+	if err := a.EnsureStored(b.ctx); err != nil || len(log.writes) != 2 {
+		t.Errorf("EnsureStored: %v, writes %q", err, log.writes)
+	}
+
+	// An agent that must write before its first step stores it then.
+	cfg.SessionID = "early"
+	cfg.Create = &store.Session{ID: "early", Model: "test/model"}
+	if err := agent.New(cfg).EnsureStored(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.GetSession(b.ctx, "early"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFlushBeforeToolResults: Config.Flush runs after a step's tools and
+// before their results are stored; when it fails, the turn fails and the
+// results are not stored (the transcript never claims an effect the store
+// lost).
+func TestFlushBeforeToolResults(t *testing.T) {
+	b := setup(t, calls(call("c1", "echo", `{"text":"x"}`)), text("ok"))
+	log := &writeLog{Store: b.store}
+	cfg := b.cfg
+	cfg.Store = log
+	cfg.Flush = func(context.Context) error { log.add("flush"); return nil }
+	if r := agent.New(cfg).Send(b.ctx, llm.UserText("go")); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	want := []string{"step+active", "step+usage", "intent", "result", "flush", "step", "step+usage+idle"}
+	if !slices.Equal(log.writes, want) {
+		t.Errorf("writes %q, want %q", log.writes, want)
+	}
+
+	b = setup(t, calls(call("c1", "echo", `{"text":"x"}`)), text("ok"))
+	cfg = b.cfg
+	cfg.Flush = func(context.Context) error { return errors.New("disk full") }
+	r := agent.New(cfg).Send(b.ctx, llm.UserText("go"))
+	if r.Outcome != agent.OutcomeFailed || r.Err == nil || !strings.Contains(r.Err.Error(), "disk full") {
+		t.Fatalf("result %+v, want failed with the flush's error", r)
+	}
+	recs, err := b.store.Messages(b.ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recs); n != 2 {
+		t.Fatalf("%d messages stored, want 2 (the prompt and the call, no results)", n)
+	}
+}
+
+// TestResendableMessageStoredWithTheAnswer: with Config.Resendable, Send's
+// message is stored with the answer of the call it starts, in one
+// transaction: a tree node's first turn is one commit with its session. A
+// failed call stores nothing; the message stays in the context and is
+// stored with the next answer.
+func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
+	b := setup(t, fakeTurn{err: errors.New("bad gateway")}, text("hi"), text("again"))
+	log := &writeLog{Store: b.store}
+	cfg := b.cfg
+	cfg.Store = log
+	cfg.SessionID = "node"
+	cfg.Create = &store.Session{ID: "node", Model: "test/model"}
+	cfg.Resendable = true
+	a := agent.New(cfg)
+	if r := a.Send(b.ctx, llm.UserText("first")); r.Outcome != agent.OutcomeFailed {
+		t.Fatalf("outcome %s, want failed", r.Outcome)
+	}
+	if _, err := b.store.GetSession(b.ctx, "node"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a failed first call stored the session: %v", err)
+	}
+	log.writes = nil
+	if r := a.Continue(b.ctx); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	if r := a.Send(b.ctx, llm.UserText("second")); r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	if want := []string{"create+step+usage+idle", "step+usage+idle"}; !slices.Equal(log.writes, want) {
+		t.Errorf("writes %q, want %q", log.writes, want)
+	}
+	recs, err := b.store.Messages(b.ctx, "node", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%d:%s:%s", r.Seq, r.Message.Role, r.Message.Text()))
+	}
+	if want := []string{"1:user:first", "2:assistant:hi", "3:user:second", "4:assistant:again"}; !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+	// A reload sees what was stored, and the agent goes on from there.
+	if err := a.Load(b.ctx); err != nil || len(a.History()) != 4 {
+		t.Fatalf("load: %v, %d messages", err, len(a.History()))
 	}
 }

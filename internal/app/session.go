@@ -40,6 +40,17 @@ type SessionOptions struct {
 	// a conversation.
 	RunID  string
 	NodeID int64
+	// Flush is called before a step's tool results are stored
+	// (agent.Config.Flush; a tree node's spawns).
+	Flush func(ctx context.Context) error
+	// Resendable: every message the agent is sent can be made again
+	// after a crash (a tree node's), so it is stored with the answer of
+	// the call it starts (agent.Config.Resendable).
+	Resendable bool
+	// Deferred makes CreateSession store nothing: the session is created
+	// with the agent's first step, in the same transaction (a tree
+	// node's, whose first step follows at once; agent.Config.Create).
+	Deferred bool
 	// Jobs, when set, lets shell run commands in the background
 	// (run_in_background) and adds job_kill; nil refuses background
 	// commands. The caller owns it and closes it when the session ends.
@@ -82,12 +93,15 @@ func (a *App) CreateSession(ctx context.Context, id string, o SessionOptions) (*
 		return nil, err
 	}
 	now := time.Now().UTC()
-	err = a.Store.CreateSession(ctx, store.Session{
+	rec := store.Session{
 		ID: id, Title: o.Title, Model: m.Ref.Ref, Workspace: a.Workspace,
 		Status: store.SessionIdle, CreatedAt: now, UpdatedAt: now, CostKnown: true,
 		RunID: o.RunID, NodeID: o.NodeID,
-	})
-	if err != nil {
+	}
+	if o.Deferred {
+		return a.sessionWith(ctx, id, m, o, &rec), nil
+	}
+	if err := a.Store.CreateSession(ctx, rec); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
 	return a.session(ctx, id, m, o), nil
@@ -120,6 +134,12 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 }
 
 func (a *App) session(ctx context.Context, id string, m Model, o SessionOptions) *Session {
+	return a.sessionWith(ctx, id, m, o, nil)
+}
+
+// sessionWith is session for an agent that creates its session record
+// with its first step when create is set.
+func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOptions, create *store.Session) *Session {
 	todos := tool.NewTodoList(o.OnTodos)
 	broker := a.Broker.For(id)
 	bo := tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos}
@@ -183,6 +203,7 @@ func (a *App) session(ctx context.Context, id string, m Model, o SessionOptions)
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
+		Create: create, Flush: o.Flush, Resendable: o.Resendable,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},

@@ -119,10 +119,20 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 	o := SessionOptions{
 		Model: n.modelOf(spec), MaxTurns: n.maxTurns, Title: spec.Title,
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate, Charge: spec.Charge,
-		RunID: spec.RunID, NodeID: spec.NodeID,
+		RunID: spec.RunID, NodeID: spec.NodeID, Flush: spec.Flush,
+		// runAgent makes a node's prompt and notices again after a crash.
+		Resendable: true,
 	}
-	s, err := n.app.ResumeSession(ctx, spec.SessionID, o)
+	var (
+		s   *Session
+		err error = store.ErrNotFound
+	)
+	if !spec.Fresh {
+		s, err = n.app.ResumeSession(ctx, spec.SessionID, o)
+	}
 	if errors.Is(err, store.ErrNotFound) { // the node's first turn
+		// Stored with the first step, which follows at once.
+		o.Deferred = true
 		s, err = n.app.CreateSession(ctx, spec.SessionID, o)
 	}
 	if err != nil {

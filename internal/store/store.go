@@ -89,7 +89,12 @@ type UsageRecord struct {
 // one transaction, so a step costs one commit instead of three.
 type Step struct {
 	SessionID string
-	Messages  []llm.Message
+	// Create, when set, is a session to create first, in the same
+	// transaction, as CreateSession creates it (ErrConflict when its id
+	// is taken, ErrInvalid when it is not valid or not SessionID): a tree
+	// node's session is stored with its first message, not on its own.
+	Create   *Session
+	Messages []llm.Message
 	// Usage, when set, is recorded as AddUsage records it; its SessionID
 	// may be left empty (it is the step's).
 	Usage *UsageRecord

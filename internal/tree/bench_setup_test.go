@@ -200,18 +200,23 @@ type benchAgents struct {
 }
 
 func (a *benchAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
-	_, err := a.store.GetSession(ctx, spec.SessionID)
+	err := store.ErrNotFound
+	if !spec.Fresh {
+		_, err = a.store.GetSession(ctx, spec.SessionID)
+	}
 	resume := err == nil
+	var create *store.Session
 	if errors.Is(err, store.ErrNotFound) {
-		err = a.store.CreateSession(ctx, store.Session{ID: spec.SessionID, Title: spec.Title, Model: "bench/instant"})
+		// As the app does: stored with the first step.
+		create, err = &store.Session{ID: spec.SessionID, Title: spec.Title, Model: "bench/instant", RunID: spec.RunID, NodeID: spec.NodeID}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	ag := agent.New(agent.Config{
+	ag := agent.New(agent.Config{Create: create,
 		SessionID: spec.SessionID, Model: "instant", ModelRef: "bench/instant", Provider: a.model,
 		Tools: tool.NewRegistry(spec.Tools...), Store: a.store, Bus: a.bus, System: spec.System,
-		Gate: spec.Gate, LoopLimit: -1, Compaction: agent.CompactionPolicy{Disabled: true},
+		Gate: spec.Gate, Flush: spec.Flush, Resendable: true, LoopLimit: -1, Compaction: agent.CompactionPolicy{Disabled: true},
 	})
 	if resume {
 		if err := ag.Load(ctx); err != nil {

@@ -3,9 +3,11 @@
 // blocked_by, and hand results up for synthesis.
 //
 // Invariants (see docs/tree.md for the state diagram and the policies):
-//   - every transition is one store Commit, then one NodeChanged event per
-//     changed node; a node in a terminal state never changes again, so a
-//     late agent exit cannot overwrite stop, pause or failure;
+//   - every transition is written by one store Commit (a few may share
+//     one: a turn's end and the activations it leads to, the nodes one
+//     agent step creates), then one NodeChanged event per change; a
+//     node in a terminal state never changes again, so a late agent exit
+//     cannot overwrite stop, pause or failure;
 //   - a node that has children is complete only after a synthesis turn
 //     that saw all of them; synthesis runs once per set of children;
 //   - dependents start only on complete results; a failed or cancelled
@@ -67,12 +69,22 @@ type AgentSpec struct {
 	Gate func(ctx context.Context, est llm.Usage, estCost float64) error
 	// Charge is told each model call's usage and cost (the budgets).
 	Charge func(call llm.Usage, cost float64)
+	// Fresh says the session cannot exist yet (this process assigned its
+	// id when it activated the node): NewAgent need not look it up.
+	Fresh bool
+	// Flush, when set, must be called before the agent stores the results
+	// of a step's tools (agent.Config.Flush): the nodes its tree tools
+	// created are committed then, all in one transaction.
+	Flush func(ctx context.Context) error
 }
 
 // Agents builds node agents and distils context; internal/app implements it.
 type Agents interface {
 	// NewAgent returns the agent of spec's session: loaded when the
-	// session exists (a resumed node), created otherwise.
+	// session exists (a resumed node), created otherwise (it may store
+	// the session with its first step: agent.Config.Create). The node's
+	// messages may be stored with the answers they get
+	// (agent.Config.Resendable): runAgent sends them again after a crash.
 	NewAgent(ctx context.Context, spec AgentSpec) (*agent.Agent, error)
 	// Distill asks the node's model to reduce text to what query asks
 	// for: one model call, passed through spec.Gate before it starts,

@@ -2,6 +2,7 @@ package tree
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,6 +20,8 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	r.mu.Lock()
 	n := *r.nodes[id]
 	ag := r.agents[id]
+	fresh := r.fresh[id]
+	delete(r.fresh, id)
 	r.mu.Unlock()
 	if n.Runner != "" {
 		r.runExternal(ctx, id, n)
@@ -32,7 +35,8 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
 			RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
 			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
-			Tools: r.tools(id), Gate: r.gateFor(id), Charge: r.chargeFor(id),
+			Tools: r.toolsFor(id, true), Gate: r.gateFor(id), Charge: r.chargeFor(id),
+			Flush: r.flushFor(id), Fresh: fresh,
 		})
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
@@ -47,6 +51,13 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	var res agent.Result
 	switch {
 	case len(ag.History()) == 0: // the first turn (perhaps again, after a crash)
+		if n.ContextQuery != "" {
+			// The distillation records its usage on the session.
+			if err := ag.EnsureStored(ctx); err != nil {
+				r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
+				return
+			}
+		}
 		prompt, err := r.firstPrompt(ctx, id, n)
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
@@ -56,6 +67,18 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	case n.Notice != "" && !delivered(ag.History(), n.Notice):
 		res = ag.Send(ctx, llm.UserText(n.Notice))
 	case n.HasDraft:
+		res = agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
+	case recoverDraft(ag.History()) != nil:
+		// complete ran and its result was stored, but the process stopped
+		// before the turn's end wrote the draft (tools.go, complete).
+		d := recoverDraft(ag.History())
+		r.mu.Lock()
+		if m := r.nodes[id]; m.State == StateActive || m.State == StateSynthesizing {
+			c := *m
+			c.Draft, c.HasDraft = *d, true
+			r.nodes[id] = &c
+		}
+		r.mu.Unlock()
 		res = agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
 	case ag.NeedsContinue():
 		res = ag.Continue(ctx)
@@ -76,13 +99,43 @@ func (r *run) firstPrompt(ctx context.Context, id int64, n store.Node) (string, 
 			return "", err
 		}
 		r.mu.Lock()
-		if r.nodes[id].State == StateActive {
-			r.setLocked(id, "", func(m *store.Node) { m.Context = text })
+		if m := *r.nodes[id]; m.State == StateActive {
+			m.Context = text
+			if n.ContextQuery == "" {
+				// Made again the same from the stored results after a
+				// crash: it goes with the run's next commit.
+				r.stageLocked([]change{{node: m, from: m.State}})
+			} else {
+				r.commitLocked([]change{{node: m, from: m.State}})
+			}
 		}
 		r.unlock()
 		n.Context = text
 	}
 	return r.initialPrompt(n), nil
+}
+
+// recoverDraft returns the result passed to complete when the transcript
+// ends with that call's successful result (the turn it ended was not
+// written to the node yet), else nil.
+func recoverDraft(h []llm.Message) *string {
+	if len(h) < 2 || h[len(h)-1].Role != llm.RoleUser || h[len(h)-2].Role != llm.RoleAssistant {
+		return nil
+	}
+	ok := map[string]bool{}
+	for _, p := range h[len(h)-1].Parts {
+		if p.Type == llm.PartToolResult && p.ToolResult != nil && !p.ToolResult.IsError {
+			ok[p.ToolResult.CallID] = true
+		}
+	}
+	var draft *string
+	for _, c := range h[len(h)-2].ToolCalls() {
+		var a completeArgs
+		if c.Name == "complete" && ok[c.ID] && json.Unmarshal(c.Input, &a) == nil {
+			draft = &a.Result
+		}
+	}
+	return draft
 }
 
 // delivered reports whether notice is already the conversation's last user
@@ -115,6 +168,10 @@ func (r *run) endTurn(ctx context.Context, id int64, res agent.Result) {
 	r.release(id) // a call that failed or was cancelled never settled
 	r.mu.Lock()
 	defer r.unlock()
+	// The turn's end and what it starts (dependents' activations, a
+	// synthesis) are one commit.
+	r.batching = true
+	defer r.endBatchLocked()
 	delete(r.running, id)
 	n := r.nodes[id]
 	if r.finished || (n.State != StateActive && n.State != StateSynthesizing) {

@@ -44,8 +44,11 @@ type run struct {
 	// ended is set when a commit moved a node to failed or cancelled or
 	// stored a pending node with dependencies (which may have ended
 	// already): the only changes that give propagateLocked work.
-	ended    bool
-	agents   map[int64]*agent.Agent // node agents built in this process
+	ended  bool
+	agents map[int64]*agent.Agent // node agents built in this process
+	// fresh holds the nodes whose session id their activation in this
+	// process assigned: their session cannot exist yet (AgentSpec.Fresh).
+	fresh    map[int64]bool
 	nodes    map[int64]*store.Node
 	children map[int64][]int64
 	running  map[int64]context.CancelCauseFunc
@@ -57,6 +60,17 @@ type run struct {
 	// (see finishBudgetLocked).
 	budgetErr error
 	pending   []agent.Event // events to publish after unlock
+	// unsaved are nodes created by a deferring agent's tools (toolsFor)
+	// and not committed yet, in creation order: every write of the run
+	// takes them along (commitLocked, flushLocked, closeLocked), and
+	// their events are published then.
+	unsaved []change
+	// batching, set while endTurn applies a turn's end and schedules what
+	// follows, makes commitLocked apply changes to memory and add them to
+	// unsaved: the node's transition and the activations it leads to are
+	// then one commit (endBatchLocked), before the launched agents can
+	// take mu and start.
+	batching bool
 	// steered: a person may resume paused nodes (DriveOptions.Steered);
 	// set before the run is published in Engine.live.
 	steered  bool
@@ -78,7 +92,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	r := &run{
 		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
 		running: map[int64]context.CancelCauseFunc{}, done: make(chan struct{}),
-		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{},
+		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{}, fresh: map[int64]bool{},
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
 		reserved: map[int64]spend{}, resv: map[int64]spend{}, settled: make(chan struct{}),
 		notes: map[int64][]string{},
@@ -178,7 +192,13 @@ func (r *run) commitLocked(changes []change) {
 		r.abandonLocked()
 		return
 	}
+	if r.batching {
+		r.stageLocked(changes)
+		return
+	}
 	now := r.e.o.Now().UTC()
+	created := r.unsaved
+	changes = append(created[:len(created):len(created)], changes...)
 	nodes := make([]store.Node, len(changes))
 	for i, c := range changes {
 		c.node.UpdatedAt = now
@@ -199,14 +219,70 @@ func (r *run) commitLocked(changes []change) {
 	if meta != nil {
 		r.saved = *meta
 	}
+	r.unsaved = nil
 	for i, c := range changes {
 		n := nodes[i]
 		if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
 			r.ended = true
 		}
-		r.nodes[n.ID] = &n
+		if i >= len(created) { // a created node may have changed since
+			r.nodes[n.ID] = &n
+		}
 		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
 	}
+}
+
+// stageLocked applies changes to memory and leaves them for the run's
+// next commit (unsaved).
+func (r *run) stageLocked(changes []change) {
+	for _, c := range changes {
+		n := c.node
+		if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
+			r.ended = true
+		}
+		r.nodes[n.ID] = &n
+		r.unsaved = append(r.unsaved, c)
+	}
+}
+
+// endBatchLocked ends a batch (see batching) with one commit of what it
+// changed, if anything.
+func (r *run) endBatchLocked() {
+	r.batching = false
+	cur, prev := r.meta, r.saved
+	cur.UpdatedAt, prev.UpdatedAt = time.Time{}, time.Time{}
+	if !r.finished && (len(r.unsaved) > 0 || cur != prev) {
+		r.commitLocked(nil)
+	}
+}
+
+// flushFor is node id's agent's flush (agent.Config.Flush): the nodes its
+// tools created are committed before its tool results are stored.
+func (r *run) flushFor(id int64) func(ctx context.Context) error {
+	return func(context.Context) error {
+		r.mu.Lock()
+		defer r.unlock()
+		if len(r.unsaved) == 0 || r.finished {
+			return nil
+		}
+		r.commitLocked(nil)
+		if r.finished && !r.leaseLost() {
+			return fmt.Errorf("#%d: the nodes it created could not be stored: %s", id, r.meta.Error)
+		}
+		return nil
+	}
+}
+
+// unsavedNodesLocked returns the nodes of unsaved, to be written by a
+// commit of the run row alone, and queues their events.
+func (r *run) unsavedNodesLocked() []store.Node {
+	nodes := make([]store.Node, len(r.unsaved))
+	for i, c := range r.unsaved {
+		nodes[i] = c.node
+		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(c.node), Reason: c.reason})
+	}
+	r.unsaved = nil
+	return nodes
 }
 
 // addLocked adds a node new to this run's order (ids arrive ascending).
@@ -255,7 +331,7 @@ func (r *run) failRunLocked(err error) {
 	}
 	meta := r.meta
 	if !r.leaseLost() {
-		_ = r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta)
+		_ = r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta, r.unsavedNodesLocked()...)
 	}
 	r.pending = append(r.pending, &RunFinished{RunID: r.id, Outcome: r.meta.Status, Error: r.meta.Error})
 	close(r.done)

@@ -59,6 +59,7 @@ func (r *run) scheduleLocked() {
 				m.State, m.StartedAt = StateActive, r.nowPtr()
 				if m.SessionID == "" {
 					m.SessionID = sessionID(r.id, id)
+					r.fresh[id] = true
 				}
 			})
 			r.launchLocked(id, r.runAgent)
@@ -204,7 +205,7 @@ func (r *run) closeLocked() {
 	meta := r.meta
 	if r.leaseLost() {
 		// Nothing is written: the run is another process's.
-	} else if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta); err != nil {
+	} else if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), &meta, r.unsavedNodesLocked()...); err != nil {
 		r.meta.Error += "; store: " + err.Error()
 	}
 	r.pending = append(r.pending, &RunFinished{RunID: r.id, Outcome: r.meta.Status, Result: r.meta.Result, Error: r.meta.Error})

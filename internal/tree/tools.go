@@ -92,7 +92,14 @@ type modifyArgs struct {
 type noArgs struct{}
 
 // tools returns the tree tools of node caller.
-func (r *run) tools(caller int64) []tool.Tool {
+func (r *run) tools(caller int64) []tool.Tool { return r.toolsFor(caller, false) }
+
+// toolsFor returns the tree tools of node caller. With deferred, the nodes
+// spawn, fork and ask create are written with the run's next commit or
+// the caller's flush (flushFor), whichever comes first: the caller must
+// be an agent that flushes before it stores its tool results (runAgent's,
+// agent.Config.Flush), so a step's many spawns cost one commit.
+func (r *run) toolsFor(caller int64, deferred bool) []tool.Tool {
 	spawn := func(kind string) func(context.Context, tool.Call, spawnArgs) tool.Result {
 		return func(_ context.Context, c tool.Call, a spawnArgs) tool.Result {
 			if a.BudgetUSD < 0 || a.MaxTokens < 0 {
@@ -116,7 +123,7 @@ func (r *run) tools(caller int64) []tool.Tool {
 			}
 			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
 				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID,
-				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens, Model: model, Runner: runner})
+				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens, Model: model, Runner: runner}, deferred)
 		}
 	}
 	// tool.Idempotent marks the tools the agent runs again after a crash
@@ -130,7 +137,7 @@ func (r *run) tools(caller int64) []tool.Tool {
 		tool.Idempotent(tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
 			func(_ context.Context, c tool.Call, a askArgs) tool.Result {
 				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
-					Options: a.Options, Default: a.Default, BlockedBy: refs(a.BlockedBy), CallID: c.ID})
+					Options: a.Options, Default: a.Default, BlockedBy: refs(a.BlockedBy), CallID: c.ID}, deferred)
 			})),
 		tool.Idempotent(tool.New("complete", "Finish your task with its result. With children, this is a draft until you synthesize their results.", tool.KindInteract,
 			func(_ context.Context, _ tool.Call, a completeArgs) tool.Result { return r.complete(caller, a.Result) })),
@@ -233,8 +240,9 @@ func refs(rs []NodeRef) []int64 {
 	return out
 }
 
-// create adds a child of parent after validating its dependencies.
-func (r *run) create(parent int64, n store.Node) tool.Result {
+// create adds a child of parent after validating its dependencies; when
+// deferred, the node is left for the next commit (see toolsFor).
+func (r *run) create(parent int64, n store.Node, deferred bool) tool.Result {
 	if strings.TrimSpace(n.Goal) == "" {
 		return tool.Errorf("goal must not be empty")
 	}
@@ -259,9 +267,17 @@ func (r *run) create(parent int64, n store.Node) tool.Result {
 	r.maxID++
 	n.RunID, n.ID, n.ParentID, n.State = r.id, r.maxID, parent, StatePending
 	n.CreatedAt = r.e.o.Now().UTC()
-	r.commitLocked([]change{{node: n}})
-	if r.finished { // the commit failed
-		return tool.Errorf("could not store the node")
+	if deferred {
+		r.unsaved = append(r.unsaved, change{node: n})
+		r.nodes[n.ID] = &n
+		if len(n.BlockedBy) > 0 {
+			r.ended = true // as commitLocked marks a pending node with dependencies
+		}
+	} else {
+		r.commitLocked([]change{{node: n}})
+		if r.finished { // the commit failed
+			return tool.Errorf("could not store the node")
+		}
 	}
 	r.children[parent] = append(r.children[parent], n.ID)
 	r.addLocked(&n)
@@ -349,7 +365,19 @@ func (r *run) complete(caller int64, result string) tool.Result {
 	if err := checkReturns(n.Returns, result, r.meta.Workspace); err != nil {
 		return tool.Errorf("result rejected: %v", err)
 	}
-	r.setLocked(caller, "", func(m *store.Node) { m.Draft, m.HasDraft = result, true })
+	if n.Runner != "" {
+		// An external runner keeps no transcript of arbor's: the draft
+		// must be durable before the runner hears it was recorded.
+		r.setLocked(caller, "", func(m *store.Node) { m.Draft, m.HasDraft = result, true })
+	} else {
+		// The draft is written with the transition that ends the turn
+		// (endTurn), one commit instead of two. Until then the transcript
+		// holds it: a crash in between leaves this call and its result
+		// stored, and runAgent takes the draft from there (draftIn).
+		d := *n
+		d.Draft, d.HasDraft = result, true
+		r.nodes[caller] = &d
+	}
 	msg := "Result recorded."
 	if !r.childrenDoneLocked(caller) {
 		msg = "Draft recorded. You will be woken with your children's results when they have all ended."

@@ -2,6 +2,7 @@ package tree_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -371,5 +373,42 @@ func TestNotifyReachesTheParentsSynthesis(t *testing.T) {
 	syn := b.requests(1)[2].LastUserText()
 	if !strings.Contains(syn, "Progress notes they sent you on the way:\n- #2 (scan): found 3 of 5 files") || !strings.Contains(syn, "all 5 files") {
 		t.Fatalf("synthesis message %q", syn)
+	}
+}
+
+// TestCompleteKeptByTheTranscript: complete's draft is written with the
+// transition that ends the turn, so a process killed in between leaves
+// only the transcript (the call and its "recorded" result). Resuming
+// takes the draft from there: the node completes with it, and its model
+// is not asked again.
+func TestCompleteKeptByTheTranscript(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{})
+	st := b.app.Store
+	sid := b.run.ID + ".1"
+	root := b.node(t, 1)
+	started := time.Now().UTC()
+	root.State, root.SessionID, root.StartedAt = tree.StateActive, sid, &started
+	if err := st.Commit(b.ctx, nil, root); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSession(b.ctx, store.Session{ID: sid, Model: "anthropic/claude-test", RunID: b.run.ID, NodeID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	input := json.RawMessage(`{"result":"kept by the transcript"}`)
+	msgs := []llm.Message{
+		llm.UserText("You are the root node #1. the goal"),
+		{Role: llm.RoleAssistant, Parts: []llm.Part{{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "complete", Input: input}}}},
+		{Role: llm.RoleUser, Parts: []llm.Part{{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c1", Content: "Result recorded."}}}},
+	}
+	if _, err := st.AppendMessages(b.ctx, sid, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	r := b.drive(t)
+	if r.Status != store.RunComplete || r.Result != "kept by the transcript" {
+		t.Fatalf("run %+v", r)
+	}
+	if n := len(b.srv.Requests()); n != 0 {
+		t.Fatalf("the model was asked %d times, want none", n)
 	}
 }

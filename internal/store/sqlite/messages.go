@@ -44,6 +44,19 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	if st.Status != "" && !st.Status.Valid() {
 		return 0, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
 	}
+	var create []any
+	if st.Create != nil {
+		if st.SessionID == "" {
+			st.SessionID = st.Create.ID
+		}
+		if st.Create.ID != st.SessionID {
+			return 0, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
+		}
+		var err error
+		if create, err = sessionArgs(*st.Create); err != nil {
+			return 0, fmt.Errorf("create session: %w", err)
+		}
+	}
 	now := time.Now()
 	var (
 		u       store.UsageRecord
@@ -76,7 +89,7 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 		}
 		bodies[i] = b
 	}
-	if len(st.Messages) == 0 && st.Usage == nil && st.Status == "" {
+	if len(st.Messages) == 0 && st.Usage == nil && st.Status == "" && create == nil {
 		return s.lastSeq(ctx, st.SessionID)
 	}
 	ts := now.UnixNano()
@@ -84,6 +97,11 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	n := u.Usage
 	var last int64
 	err := s.inTx(ctx, func(tx *wtx) error {
+		if create != nil {
+			if err := insertSession(ctx, tx, create); err != nil {
+				return err
+			}
+		}
 		err := tx.QueryRowContext(ctx, `UPDATE sessions SET
 			last_seq = last_seq + ?,
 			input_tokens = input_tokens + ?,

@@ -19,34 +19,46 @@ const sessionColumns = `id, title, model, workspace, status, created_at, updated
 // usage totals always start at zero with a known cost: they belong to
 // AddUsage. ErrConflict when the id is taken.
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
-	if err := sess.Validate(); err != nil {
-		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	args, err := sessionArgs(sess)
+	if err == nil {
+		err = s.inTx(ctx, func(tx *wtx) error { return insertSession(ctx, tx, args) })
 	}
-	if sess.Status == "" {
-		sess.Status = store.SessionActive
-	}
-	now := time.Now()
-	created, err := nanos(sess.CreatedAt, now)
-	if err != nil {
-		return fmt.Errorf("create session %s: created_at: %w", sess.ID, err)
-	}
-	updated, err := nanos(sess.UpdatedAt, fromNanos(created))
-	if err != nil {
-		return fmt.Errorf("create session %s: updated_at: %w", sess.ID, err)
-	}
-	err = s.inTx(ctx, func(tx *wtx) error {
-		return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
-			(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO NOTHING`,
-			sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated,
-			sql.NullString{String: sess.RunID, Valid: sess.RunID != ""},
-			sql.NullInt64{Int64: sess.NodeID, Valid: sess.NodeID != 0})
-	})
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
 	}
 	return nil
+}
+
+// sessionArgs validates a new session and returns the values insertSession
+// binds: an empty Status becomes store.SessionActive, a zero CreatedAt
+// now, a zero UpdatedAt CreatedAt.
+func sessionArgs(sess store.Session) ([]any, error) {
+	if err := sess.Validate(); err != nil {
+		return nil, err
+	}
+	if sess.Status == "" {
+		sess.Status = store.SessionActive
+	}
+	created, err := nanos(sess.CreatedAt, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("created_at: %w", err)
+	}
+	updated, err := nanos(sess.UpdatedAt, fromNanos(created))
+	if err != nil {
+		return nil, fmt.Errorf("updated_at: %w", err)
+	}
+	return []any{sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated,
+		sql.NullString{String: sess.RunID, Valid: sess.RunID != ""},
+		sql.NullInt64{Int64: sess.NodeID, Valid: sess.NodeID != 0}}, nil
+}
+
+// insertSession inserts a session row from sessionArgs; ErrConflict when
+// the id is taken.
+func insertSession(ctx context.Context, tx *wtx, args []any) error {
+	return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
+		(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`, args...)
 }
 
 // GetSession returns the session with id, ErrNotFound if there is none.

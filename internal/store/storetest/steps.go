@@ -44,6 +44,50 @@ func testSteps(t *testing.T, open Opener) {
 		equal(t, "unknown cost sticks", s.CostKnown, false)
 	})
 
+	t.Run("CreatesTheSession", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		last, err := b.st.SaveStep(b.ctx, store.Step{
+			Create:   &store.Session{ID: "s1", Title: "node", Model: "test/model", RunID: "r1", NodeID: 2},
+			Messages: []llm.Message{text(llm.RoleUser, "first")},
+			Status:   store.SessionActive,
+		})
+		noErr(t, err)
+		equal(t, "last seq", last, int64(1))
+		s := b.get(t, "s1")
+		equal(t, "title", s.Title, "node")
+		equal(t, "owner", [2]any{s.RunID, s.NodeID}, [2]any{"r1", int64(2)})
+		equal(t, "status", s.Status, store.SessionActive)
+		equal(t, "cost known", s.CostKnown, true)
+		recs, err := b.st.Messages(b.ctx, "s1", 0)
+		noErr(t, err)
+		equal(t, "messages", len(recs), 1)
+
+		// A taken id is ErrConflict and writes nothing: neither the
+		// message nor the status.
+		_, err = b.st.SaveStep(b.ctx, store.Step{SessionID: "s1", Create: &store.Session{ID: "s1"},
+			Messages: []llm.Message{text(llm.RoleUser, "second")}, Status: store.SessionIdle})
+		errIs(t, err, store.ErrConflict)
+		recs, err = b.st.Messages(b.ctx, "s1", 0)
+		noErr(t, err)
+		equal(t, "messages after the conflict", len(recs), 1)
+		equal(t, "status after the conflict", b.get(t, "s1").Status, store.SessionActive)
+
+		// Another session's record, or an invalid one, is ErrInvalid.
+		for name, st := range map[string]store.Step{
+			"other id": {SessionID: "s2", Create: &store.Session{ID: "s3"}, Messages: []llm.Message{text(llm.RoleUser, "x")}},
+			"empty id": {Create: &store.Session{}, Messages: []llm.Message{text(llm.RoleUser, "x")}},
+		} {
+			if _, err := b.st.SaveStep(b.ctx, st); !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("%s: err = %v, want ErrInvalid", name, err)
+			}
+		}
+		for _, id := range []string{"s2", "s3"} {
+			_, err := b.st.GetSession(b.ctx, id)
+			errIs(t, err, store.ErrNotFound)
+		}
+	})
+
 	t.Run("EmptyWritesNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
