@@ -56,6 +56,19 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	if st.Status != "" && !st.Status.Valid() {
 		return 0, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
 	}
+	var create []any
+	if st.Create != nil {
+		if st.SessionID == "" {
+			st.SessionID = st.Create.ID
+		}
+		if st.Create.ID != st.SessionID {
+			return 0, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
+		}
+		var err error
+		if create, err = sessionArgs(*st.Create); err != nil {
+			return 0, fmt.Errorf("create session: %w", err)
+		}
+	}
 	now := time.Now()
 	var (
 		u       store.UsageRecord
@@ -88,7 +101,7 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 		}
 		bodies[i] = b
 	}
-	if len(st.Messages) == 0 && st.Usage == nil && st.Status == "" {
+	if len(st.Messages) == 0 && st.Usage == nil && st.Status == "" && create == nil {
 		return s.lastSeq(ctx, st.SessionID)
 	}
 	ts := now.UnixNano()
@@ -96,6 +109,13 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	n := u.Usage
 	var last int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The session a step creates goes first, on its own: a taken id
+		// must fail the transaction before anything else is sent.
+		if create != nil {
+			if err := insertSession(ctx, tx, create); err != nil {
+				return err
+			}
+		}
 		// One pipelined batch. The session update numbers the messages
 		// (last_seq) and holds the row's lock until commit, so appends to
 		// one session serialize; each insert reads the seq back from the

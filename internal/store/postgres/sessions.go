@@ -20,36 +20,49 @@ const sessionColumns = `id, title, model, workspace, status, created_at, updated
 // usage totals always start at zero with a known cost: they belong to
 // AddUsage. ErrConflict when the id is taken.
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
-	if err := sess.Validate(); err != nil {
+	args, err := sessionArgs(sess)
+	if err == nil {
+		err = s.inTx(ctx, func(tx pgx.Tx) error { return insertSession(ctx, tx, args) })
+	}
+	if err != nil {
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// sessionArgs validates a new session and returns the values insertSession
+// binds: an empty Status becomes store.SessionActive, a zero CreatedAt
+// now, a zero UpdatedAt CreatedAt.
+func sessionArgs(sess store.Session) ([]any, error) {
+	if err := sess.Validate(); err != nil {
+		return nil, err
 	}
 	if sess.Status == "" {
 		sess.Status = store.SessionActive
 	}
 	created, err := nanos(sess.CreatedAt, time.Now())
 	if err != nil {
-		return fmt.Errorf("create session %s: created_at: %w", sess.ID, err)
+		return nil, fmt.Errorf("created_at: %w", err)
 	}
 	updated, err := nanos(sess.UpdatedAt, fromNanos(created))
 	if err != nil {
-		return fmt.Errorf("create session %s: updated_at: %w", sess.ID, err)
+		return nil, fmt.Errorf("updated_at: %w", err)
 	}
 	var runID *string
 	var nodeID *int64
 	if sess.NodeID != 0 {
 		runID, nodeID = &sess.RunID, &sess.NodeID
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
-			(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (id) DO NOTHING`,
-			sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated, runID, nodeID)
-	})
-	if err != nil {
-		return fmt.Errorf("create session %s: %w", sess.ID, err)
-	}
-	return nil
+	return []any{sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated, runID, nodeID}, nil
+}
+
+// insertSession inserts a session row from sessionArgs; ErrConflict when
+// the id is taken.
+func insertSession(ctx context.Context, tx pgx.Tx, args []any) error {
+	return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
+		(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (id) DO NOTHING`, args...)
 }
 
 // GetSession returns the session with id, ErrNotFound if there is none.

@@ -75,7 +75,8 @@ CREATE TABLE usage (
     created_at         BIGINT NOT NULL
 );
 
-CREATE INDEX usage_session ON usage (session_id);
+-- No index on usage (session_id): nothing reads usage rows by session (a
+-- session's totals are on its row); see sqlite's 0011.
 
 CREATE TABLE compactions (
     id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
