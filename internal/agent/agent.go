@@ -329,7 +329,17 @@ func (a *Agent) finish(ctx context.Context, r Result) Result {
 		a.publish(&Error{Message: r.Err.Error()})
 	}
 	// The status must land even when ctx was cancelled; the last step
-	// of a completed turn stored it already.
+	// of a completed turn stored it already. A turn that ends before its
+	// first answer (Ctrl-C, a failed call) still holds its message, or
+	// has not created its session: they are stored with the status, so
+	// an orderly stop leaves the session as a resume expects it (only a
+	// crash loses a held message, which its node sends again).
+	if a.held || a.create != nil {
+		if err := a.save(context.WithoutCancel(ctx), store.Step{Status: status}); err == nil {
+			a.publish(&Idle{Outcome: r.Outcome, Result: r.Text})
+			return r
+		}
+	}
 	a.setStatus(context.WithoutCancel(ctx), status)
 	a.publish(&Idle{Outcome: r.Outcome, Result: r.Text})
 	return r

@@ -195,8 +195,9 @@ func TestFlushBeforeToolResults(t *testing.T) {
 // TestResendableMessageStoredWithTheAnswer: with Config.Resendable, Send's
 // message is stored with the answer of the call it starts, in one
 // transaction: a tree node's first turn is one commit with its session. A
-// failed call stores nothing; the message stays in the context and is
-// stored with the next answer.
+// turn that ends before the answer (a failed call, Ctrl-C) stores the
+// session and the message with its status in one write, so a resume finds
+// them; Continue then asks the model again.
 func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
 	b := setup(t, fakeTurn{err: errors.New("bad gateway")}, text("hi"), text("again"))
 	log := &writeLog{Store: b.store}
@@ -209,8 +210,11 @@ func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
 	if r := a.Send(b.ctx, llm.UserText("first")); r.Outcome != agent.OutcomeFailed {
 		t.Fatalf("outcome %s, want failed", r.Outcome)
 	}
-	if _, err := b.store.GetSession(b.ctx, "node"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a failed first call stored the session: %v", err)
+	if want := []string{"create+step+failed"}; !slices.Equal(log.writes, want) {
+		t.Errorf("writes of the failed turn %q, want %q", log.writes, want)
+	}
+	if s, err := b.store.GetSession(b.ctx, "node"); err != nil || s.Status != store.SessionFailed {
+		t.Fatalf("after a failed first call: %+v, %v; want the session stored as failed", s, err)
 	}
 	log.writes = nil
 	if r := a.Continue(b.ctx); r.Outcome != agent.OutcomeCompleted {
@@ -219,7 +223,7 @@ func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
 	if r := a.Send(b.ctx, llm.UserText("second")); r.Outcome != agent.OutcomeCompleted {
 		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
 	}
-	if want := []string{"create+step+usage+idle", "step+usage+idle"}; !slices.Equal(log.writes, want) {
+	if want := []string{"status:active", "step+usage+idle", "step+usage+idle"}; !slices.Equal(log.writes, want) {
 		t.Errorf("writes %q, want %q", log.writes, want)
 	}
 	recs, err := b.store.Messages(b.ctx, "node", 0)
