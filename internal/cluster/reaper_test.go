@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -145,5 +146,77 @@ func TestKilledWorkersNodeIsReapedAndClaimedOnceByAnother(t *testing.T) {
 	must(t, err)
 	if len(again) != 0 {
 		t.Fatalf("second reap re-enqueued %+v", again)
+	}
+}
+
+// TestReaperRules checks which nodes a reaper pass re-enqueues, on a
+// clock of its own: a dead node (its job running since long ago, its
+// lease expired) once; a node with a waiting job or a live lease, a node
+// never dispatched and a complete node never; and no pass while another
+// holds the reaper lock.
+func TestReaperRules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute, Now: func() time.Time { return now }})
+	run := newRun(t, b.st, 5, store.StateActive)
+	// 2: dead. 3: its job waits. 4: live lease. 5: never dispatched.
+	// 6: dead but complete.
+	enqueue(t, c, NodeStep{Run: run, Node: 2, Attempt: 1}, NodeStep{Run: run, Node: 3, Attempt: 1},
+		NodeStep{Run: run, Node: 4, Attempt: 1}, NodeStep{Run: run, Node: 6, Attempt: 1})
+	for _, id := range []int64{2, 4, 6} {
+		_, err := b.st.Pool().Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1,
+			attempted_at = now() - interval '1 hour' WHERE args->>'run' = $1 AND (args->>'node')::bigint = $2`, run, id)
+		must(t, err)
+	}
+	owner := store.NewOwner()
+	for id, at := range map[int64]time.Time{2: t0, 4: now} {
+		_, err := b.st.AcquireLease(b.ctx, store.LeaseRequest{Key: NodeLeaseKey(run, id), Owner: owner, Now: at, TTL: time.Minute})
+		must(t, err)
+	}
+	n6, err := b.st.GetNode(b.ctx, run, 6)
+	must(t, err)
+	n6.State = store.StateComplete
+	must(t, b.st.Commit(b.ctx, nil, n6))
+
+	t.Run("not while another pass holds the lock", func(t *testing.T) {
+		tx, err := b.st.Pool().Begin(b.ctx)
+		must(t, err)
+		defer func() { _ = tx.Rollback(b.ctx) }()
+		_, err = tx.Exec(b.ctx, `SELECT pg_advisory_xact_lock(hashtext('arbor.reaper'), hashtext(current_schema()))`)
+		must(t, err)
+		got, err := c.Reap(b.ctx)
+		must(t, err)
+		if len(got) != 0 {
+			t.Fatalf("reaped %+v while the lock was held", got)
+		}
+	})
+
+	got, err := c.Reap(b.ctx)
+	must(t, err)
+	if want := []NodeStep{{Run: run, Node: 2, Attempt: 2}}; len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("reaped %+v, want %+v", got, want)
+	}
+	n2, err := b.st.GetNode(b.ctx, run, 2)
+	must(t, err)
+	if n2.Attempts != 2 || n2.State != store.StateActive {
+		t.Fatalf("reaped node: %s attempts %d", n2.State, n2.Attempts)
+	}
+	if _, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the dead lease is still there: %v", err)
+	}
+	// The dead holder's late heartbeat fails: it must stop.
+	_, err = b.st.RenewLease(b.ctx, store.LeaseRequest{Key: NodeLeaseKey(run, 2), Owner: owner, Now: now, TTL: time.Minute})
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewal of the reaped lease: %v, want ErrLeaseLost", err)
+	}
+	if jobs := jobsOf(t, b.st, run, 2); len(jobs) != 2 || jobs[1].Attempt != 2 || jobs[1].State != "available" {
+		t.Fatalf("jobs of the reaped node: %+v", jobs)
+	}
+	again, err := c.Reap(b.ctx)
+	must(t, err)
+	if len(again) != 0 {
+		t.Fatalf("second pass reaped %+v: the new job is live", again)
 	}
 }
