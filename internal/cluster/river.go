@@ -30,6 +30,11 @@ type Options struct {
 	LeaseTTL time.Duration
 	// ReapEvery is the reaper's period (3 s).
 	ReapEvery time.Duration
+	// UnitTimeout bounds one unit (10 min): River cancels its context
+	// then. River's rescue of a job whose worker vanished, the backstop of
+	// the reaper, comes after twice that. It must stay finite: River never
+	// rescues a job without a timeout.
+	UnitTimeout time.Duration
 	// Owner names this process in node leases (store.NewOwner()).
 	Owner store.Owner
 	// Now is the clock of lease times (time.Now).
@@ -51,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReapEvery <= 0 {
 		o.ReapEvery = 3 * time.Second
+	}
+	if o.UnitTimeout <= 0 {
+		o.UnitTimeout = 10 * time.Minute
 	}
 	if o.Owner.ID == "" {
 		o.Owner = store.NewOwner()
@@ -95,10 +103,10 @@ func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) 
 	cfg := &river.Config{
 		Schema: schema,
 		Logger: o.Logger,
-		// A unit is bounded by its own budget; River must not cancel it
-		// first. The rescuer stays as the backstop of the reaper.
-		JobTimeout:           -1,
-		RescueStuckJobsAfter: time.Hour,
+		// RescueStuckJobsAfter >= JobTimeout >= the longest unit, or River
+		// rescues live jobs (or, with no timeout, none).
+		JobTimeout:           o.UnitTimeout,
+		RescueStuckJobsAfter: 2 * o.UnitTimeout,
 	}
 	if o.Unit != nil {
 		workers := river.NewWorkers()
