@@ -58,68 +58,102 @@ var (
 // value), so two commits over overlapping nodes lock them in the same
 // order and cannot deadlock each other.
 func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node) error {
-	what := "commit"
+	what, runs, now, writes, err := prepareCommit(run, nodes)
+	if err != nil || what == "" {
+		return err
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		return commitWrites(ctx, tx, run, runs, now, writes)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// CommitTx is Commit on the caller's transaction, for the cluster
+// dispatcher, which inserts a node's River job in the same transaction as
+// the node's transition. It validates and writes exactly as Commit does,
+// sends the same change notifications (delivered when tx commits) and
+// neither commits nor rolls back tx: on an error the caller must roll it
+// back. A deadlock or serialization failure is returned, not retried
+// (the caller owns the transaction, so only it can run it again).
+func (s *Store) CommitTx(ctx context.Context, tx pgx.Tx, run *store.Run, nodes ...store.Node) error {
+	what, runs, now, writes, err := prepareCommit(run, nodes)
+	if err != nil || what == "" {
+		return err
+	}
+	if err := commitWrites(ctx, tx, run, runs, now, writes); err != nil {
+		return fmt.Errorf("%s: %w", what, dbError(err))
+	}
+	return nil
+}
+
+// commitWrite is one node upsert of a commit.
+type commitWrite struct {
+	key  store.Node // RunID and ID only
+	args []any
+}
+
+// prepareCommit validates a commit's records and orders its node writes;
+// what is "" when there is nothing to write.
+func prepareCommit(run *store.Run, nodes []store.Node) (what string, runs []string, now time.Time, writes []commitWrite, err error) {
 	switch {
 	case run != nil:
 		what = "commit run " + run.ID
 	case len(nodes) > 0:
 		what = "commit run " + nodes[0].RunID
 	default:
-		return nil
+		return "", nil, now, nil, nil
 	}
 	if run != nil {
 		if err := run.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return what, nil, now, nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	now := time.Now()
-	type write struct {
-		key  store.Node // RunID and ID only
-		args []any
-	}
-	writes := make([]write, len(nodes))
-	runs := []string{} // every run the commit writes
+	now = time.Now()
+	writes = make([]commitWrite, len(nodes))
+	runs = []string{} // every run the commit writes
 	if run != nil {
 		runs = append(runs, run.ID)
 	}
 	for i, n := range nodes {
 		a, err := nodeArgs(n, now)
 		if err != nil {
-			return fmt.Errorf("%s: node %d (#%d of the commit): %w", what, n.ID, i+1, err)
+			return what, nil, now, nil, fmt.Errorf("%s: node %d (#%d of the commit): %w", what, n.ID, i+1, err)
 		}
-		writes[i] = write{key: store.Node{RunID: n.RunID, ID: n.ID}, args: a}
+		writes[i] = commitWrite{key: store.Node{RunID: n.RunID, ID: n.ID}, args: a}
 		if !slices.Contains(runs, n.RunID) {
 			runs = append(runs, n.RunID)
 		}
 	}
-	slices.SortStableFunc(writes, func(a, b write) int {
+	slices.SortStableFunc(writes, func(a, b commitWrite) int {
 		return cmp.Or(strings.Compare(a.key.RunID, b.key.RunID), cmp.Compare(a.key.ID, b.key.ID))
 	})
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// One pipelined batch: which runs exist, the run row, the node
-		// upserts, the notifications (delivered at commit, see feed.go).
-		// The results are read in order; on any failure the transaction
-		// rolls back, the statements after it included. A new batch per
-		// attempt: a batch is bound to the connection it was sent on.
-		var batch pgx.Batch
-		batch.Queue(existingRuns, runs)
-		if run != nil {
-			batch.Queue(updateRunSQL, updateRunArgs(run, now.UnixNano())...)
-		}
-		for _, w := range writes {
-			batch.Queue(upsertNode, w.args...)
-		}
-		for _, id := range runs {
-			batch.Queue(notifyRun, id)
-		}
-		br := tx.SendBatch(ctx, &batch)
-		err := readCommit(br, run, runs)
-		return errors.Join(err, closeUnlessFailed(br, err))
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	return what, runs, now, writes, nil
+}
+
+// commitWrites sends a commit's statements on tx.
+func commitWrites(ctx context.Context, tx pgx.Tx, run *store.Run, runs []string, now time.Time, writes []commitWrite) error {
+	// One pipelined batch: which runs exist, the run row, the node
+	// upserts, the notifications (delivered at commit, see feed.go). The
+	// results are read in order; on any failure the transaction rolls
+	// back, the statements after it included. A new batch per attempt: a
+	// batch is bound to the connection it was sent on.
+	var batch pgx.Batch
+	batch.Queue(existingRuns, runs)
+	if run != nil {
+		batch.Queue(updateRunSQL, updateRunArgs(run, now.UnixNano())...)
 	}
-	return nil
+	for _, w := range writes {
+		batch.Queue(upsertNode, w.args...)
+	}
+	for _, id := range runs {
+		batch.Queue(notifyRun, id)
+	}
+	br := tx.SendBatch(ctx, &batch)
+	err := readCommit(br, run, runs)
+	return errors.Join(err, closeUnlessFailed(br, err))
 }
 
 // readCommit reads the first results of a Commit's batch: ErrNotFound

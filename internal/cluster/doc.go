@@ -1,0 +1,40 @@
+// Package cluster holds the building blocks of arbor's cluster dispatcher
+// (docs/cluster.md): River (github.com/riverqueue/river) on the same
+// PostgreSQL schema as the postgres store, one job kind arbor.node_step,
+// and the rules that make a node's work happen exactly once across any
+// number of worker processes.
+//
+// What it provides:
+//
+//   - Open: a River client (insert-only, or working when a Unit is given)
+//     on the store's pool, after River's migrations ran under the store's
+//     advisory migration lock; River's tables live in the store's schema.
+//   - EnqueueTx: insert a node's job on the caller's transaction, so that
+//     with postgres.Store.CommitTx a transition and its job commit or roll
+//     back together.
+//   - The claim: a job's first act is a compare-and-set on the node (it is
+//     still runnable and its attempts equal the job's attempt) that takes
+//     the node lease node:<run>/<id> in the same transaction. Of any number
+//     of jobs for one node and attempt, one holds the lease at a time; a
+//     stale job (an older attempt, or a node that moved on) does nothing.
+//   - Transition: the end of a unit, a compare-and-set of the node that
+//     fails with ErrStale when the node is no longer the claim's.
+//   - The heartbeat (every TTL/3 while the unit runs; a lost lease cancels
+//     the unit) and the reaper (one pass at a time across all processes,
+//     by an advisory lock): a runnable node whose lease expired and that
+//     has no live job gets attempts+1 and a new job in one transaction.
+//   - CancelNodeTx: cancel a node's jobs and notify arbor_control in the
+//     caller's transaction; the process running the node cancels the
+//     unit's context.
+//
+// What is not wired yet: the tree engine does not use this package (its
+// scheduling has to become a pure transition function first, see
+// docs/cluster.md), no command starts a Cluster (arbor worker and arbor
+// run --cluster do not exist), and a Unit here is whatever the caller
+// passes: nothing runs an agent step through it yet.
+//
+// Invariants: a Cluster's goroutines (River's, the reaper, the control
+// listener, one heartbeat per running unit) are started by Start and
+// all returned when Stop returns; Start and Stop are safe to call twice.
+// No transaction is held across a Unit.
+package cluster

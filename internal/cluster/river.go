@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
+)
+
+// Options configure a Cluster. Zero values take the defaults.
+type Options struct {
+	// Unit is the work of one job; nil opens an insert-only Cluster, which
+	// enqueues and cancels but works no jobs and runs no reaper.
+	Unit Unit
+	// Queue is the River queue worked and inserted into ("default").
+	Queue string
+	// Concurrency is how many jobs this process works at once (4).
+	Concurrency int
+	// LeaseTTL is the node lease's time to live (9 s); it is renewed every
+	// LeaseTTL/3.
+	LeaseTTL time.Duration
+	// ReapEvery is the reaper's period (3 s).
+	ReapEvery time.Duration
+	// UnitTimeout bounds one unit (10 min): River cancels its context
+	// then. River's rescue of a job whose worker vanished, the backstop of
+	// the reaper, comes after twice that. It must stay finite: River never
+	// rescues a job without a timeout.
+	UnitTimeout time.Duration
+	// Owner names this process in node leases (store.NewOwner()).
+	Owner store.Owner
+	// Now is the clock of lease times (time.Now).
+	Now func() time.Time
+	// Logger receives River's logs (warnings and errors of a discarding
+	// logger by default).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Queue == "" {
+		o.Queue = river.QueueDefault
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 9 * time.Second
+	}
+	if o.ReapEvery <= 0 {
+		o.ReapEvery = 3 * time.Second
+	}
+	if o.UnitTimeout <= 0 {
+		o.UnitTimeout = 10 * time.Minute
+	}
+	if o.Owner.ID == "" {
+		o.Owner = store.NewOwner()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Cluster is River on one arbor schema, plus the claim, the heartbeat,
+// the reaper and the control listener. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	st     *postgres.Store
+	client *river.Client[pgx.Tx]
+	schema string
+	o      Options
+
+	units units   // the units running in this process, by node
+	svc   service // Start/Stop of the reaper and the control listener
+}
+
+// Open migrates River's tables into st's schema and returns a Cluster on
+// st's pool. It does not start working: call Start. st stays the
+// caller's and must outlive the Cluster.
+func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) {
+	o = o.withDefaults()
+	pool := st.Pool()
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return nil, fmt.Errorf("open cluster: read the schema: %w", err)
+	}
+	driver := riverpgxv5.New(pool)
+	if err := migrateRiver(ctx, st, driver, schema, o.Logger); err != nil {
+		return nil, fmt.Errorf("open cluster: %w", err)
+	}
+	c := &Cluster{st: st, schema: schema, o: o}
+	cfg := &river.Config{
+		Schema: schema,
+		Logger: o.Logger,
+		// RescueStuckJobsAfter >= JobTimeout >= the longest unit, or River
+		// rescues live jobs (or, with no timeout, none).
+		JobTimeout:           o.UnitTimeout,
+		RescueStuckJobsAfter: 2 * o.UnitTimeout,
+	}
+	if o.Unit != nil {
+		workers := river.NewWorkers()
+		if err := river.AddWorkerSafely(workers, &nodeWorker{c: c}); err != nil {
+			return nil, fmt.Errorf("open cluster: %w", err)
+		}
+		cfg.Workers = workers
+		cfg.Queues = map[string]river.QueueConfig{o.Queue: {MaxWorkers: o.Concurrency}}
+	}
+	client, err := river.NewClient(driver, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open cluster: river client: %w", err)
+	}
+	c.client = client
+	return c, nil
+}
+
+// lockMigrations is the advisory lock of the store's migrations
+// (postgres/migrate.go takes it per transaction); River's migrations take
+// it for their whole run on one session, so a store opening the schema
+// and another process migrating River wait for each other.
+const lockMigrations = `SELECT pg_advisory_lock(hashtext('arbor.migrate'), hashtext(current_schema()))`
+
+const unlockMigrations = `SELECT pg_advisory_unlock(hashtext('arbor.migrate'), hashtext(current_schema()))`
+
+// migrateRiver runs River's migrations up to its newest version under
+// the migration lock. Running it again is a no-op.
+func migrateRiver(ctx context.Context, st *postgres.Store, driver *riverpgxv5.Driver, schema string, logger *slog.Logger) (err error) {
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	conn, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, lockMigrations); err != nil {
+		return fmt.Errorf("migrate river: lock: %w", err)
+	}
+	defer func() {
+		// A fresh context: the lock must go even when ctx ended.
+		if _, uerr := conn.Exec(context.WithoutCancel(ctx), unlockMigrations); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("migrate river: unlock: %w", uerr))
+		}
+	}()
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	return nil
+}
+
+// Client is the River client, for what this package does not wrap
+// (subscriptions, job lists).
+func (c *Cluster) Client() *river.Client[pgx.Tx] { return c.client }
