@@ -160,6 +160,9 @@ func TestRunOfAnotherProcessIsSteered(t *testing.T) {
 		done <- fin
 	}()
 	s := b.streamQuery(r.ID, "activity=all")
+	// Once the watcher's subscription streams, the stream is told to read
+	// the run; the owner's activity reaches it from then on.
+	s.until(t, "resync", func(f sseFrame) bool { return f.Event == "resync" })
 	question := func(text string) string {
 		t.Helper()
 		for {
@@ -168,7 +171,11 @@ func TestRunOfAnotherProcessIsSteered(t *testing.T) {
 					return in.ID
 				}
 			}
-			s.until(t, "interaction", func(f sseFrame) bool { return f.Event == "interaction" && strings.Contains(f.Data, text) })
+			// A resync says "read the run again", as a browser does: the
+			// question may have been asked before the subscription started.
+			s.until(t, "interaction", func(f sseFrame) bool {
+				return f.Event == "resync" || f.Event == "interaction" && strings.Contains(f.Data, text)
+			})
 		}
 	}
 	iid := question("first question")
