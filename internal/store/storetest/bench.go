@@ -1,0 +1,117 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// The benchmarks every dialect runs, so their figures compare: a dialect's
+// bench_test.go names each one and passes a BenchOpener.
+
+// BenchOpener returns an empty store for one benchmark, closed when b ends.
+type BenchOpener func(b *testing.B) store.Store
+
+// assistantTurn is a typical step: a sentence of text and one tool call.
+func assistantTurn(i int) llm.Message {
+	input := fmt.Sprintf(`{"command":"go test ./internal/store/... -run TestStep%d -count=1","timeout_ms":120000,"description":"run the store tests"}`, i)
+	return llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
+		llm.TextPart("I'll run the store tests to see whether the migration change broke anything."),
+		{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{
+			ID: fmt.Sprintf("toolu_%024d", i), Name: "bash", Input: json.RawMessage(input),
+		}},
+	}}
+}
+
+// toolTurn answers assistantTurn(i) with about 1 KiB of output.
+func toolTurn(i int) llm.Message {
+	out := strings.Repeat("ok  \tgithub.com/arbor-run/arbor/internal/store/sqlite\t0.259s\n", 18)
+	return llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
+		{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: fmt.Sprintf("toolu_%024d", i), Content: out}},
+	}}
+}
+
+// benchSession opens a store holding the session "bench".
+func benchSession(b *testing.B, open BenchOpener) store.Store {
+	b.Helper()
+	st := open(b)
+	if err := st.CreateSession(b.Context(), store.Session{ID: "bench", Model: "anthropic/claude-sonnet-4-5"}); err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+// BenchmarkAppendMessage appends one assistant message with a tool call,
+// one committed transaction each.
+func BenchmarkAppendMessage(b *testing.B, open BenchOpener) {
+	st := benchSession(b, open)
+	msg := assistantTurn(1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := st.AppendMessages(b.Context(), "bench", msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMessagesLoad loads a 200-message session (100 steps of an
+// assistant tool call and its ~1 KiB result), as resuming a session does.
+func BenchmarkMessagesLoad(b *testing.B, open BenchOpener) {
+	st := benchSession(b, open)
+	var msgs []llm.Message
+	for i := range 100 {
+		msgs = append(msgs, assistantTurn(i), toolTurn(i))
+	}
+	if _, err := st.AppendMessages(b.Context(), "bench", msgs...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		recs, err := st.Messages(b.Context(), "bench", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(recs) != 200 {
+			b.Fatalf("loaded %d messages, want 200", len(recs))
+		}
+	}
+}
+
+// BenchmarkCommitTransition commits one engine transition: a node's new
+// state plus the run row, in one transaction, on a run of ten nodes.
+func BenchmarkCommitTransition(b *testing.B, open BenchOpener) {
+	st := benchSession(b, open)
+	ctx := b.Context()
+	run := store.Run{ID: "bench-run", Goal: "Port the parser to Go", Status: store.RunRunning, Model: "anthropic/claude-sonnet-4-5", MaxParallel: 4}
+	if err := st.CreateRun(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	nodes := []store.Node{{RunID: run.ID, ID: 1, Kind: "goal", Goal: run.Goal, State: "waiting"}}
+	for id := int64(2); id <= 10; id++ {
+		nodes = append(nodes, store.Node{
+			RunID: run.ID, ID: id, ParentID: 1, Kind: "task", Spawn: "spawn",
+			Goal: "Port one module", Prompt: strings.Repeat("Keep the public API. ", 20),
+			BlockedBy: []int64{id - 1}, Returns: "text", State: "pending",
+		})
+	}
+	if err := st.Commit(ctx, &run, nodes...); err != nil {
+		b.Fatal(err)
+	}
+	node := nodes[4]
+	states := []store.NodeState{"active", "waiting", "synthesizing", "complete"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		node.State = states[i%len(states)]
+		node.Attempts = i
+		run.Result = string(node.State)
+		if err := st.Commit(ctx, &run, node); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
