@@ -17,10 +17,15 @@ type Run struct {
 	MaxTokens   int64     `json:"max_tokens"`      // 0 = none
 	MaxParallel int       `json:"max_parallel"`    // running agents at once
 	NodeTimeout int64     `json:"node_timeout_ms"` // per-node wall time; 0 = none
-	Result      string    `json:"result"`
-	Error       string    `json:"error"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	// Queue is the worker queue of a cluster run (arbor run --cluster):
+	// any arbor worker serving it drives the run, and another takes it
+	// over when that worker dies. "" for a run driven by the process
+	// that started it.
+	Queue     string    `json:"queue,omitempty"`
+	Result    string    `json:"result"`
+	Error     string    `json:"error"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Node is one node of a run's tree. IDs are per run, from 1 (the root).

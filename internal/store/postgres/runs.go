@@ -13,7 +13,7 @@ import (
 )
 
 const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_tokens,
-	max_parallel, node_timeout_ms, result, error, created_at, updated_at`
+	max_parallel, node_timeout_ms, result, error, created_at, updated_at, queue`
 
 // CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
@@ -36,10 +36,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		return insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 			ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
-			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated)
+			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue)
 	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
@@ -77,12 +77,12 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]store.Run, error) {
 // complete row.
 const updateRunSQL = `UPDATE runs SET goal = $1, status = $2, model = $3,
 	workspace = $4, mode = $5, budget_usd = $6, max_tokens = $7, max_parallel = $8,
-	node_timeout_ms = $9, result = $10, error = $11, ` + "updated_at = CASE WHEN updated_at < $12 THEN $12 ELSE updated_at + 1 END" + `
+	node_timeout_ms = $9, result = $10, error = $11, queue = $14, ` + "updated_at = CASE WHEN updated_at < $12 THEN $12 ELSE updated_at + 1 END" + `
 	WHERE id = $13 AND (status <> 'complete' OR $2 = 'complete')`
 
 func updateRunArgs(r *store.Run, now int64) []any {
 	return []any{r.Goal, string(r.Status), r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens, r.MaxParallel,
-		r.NodeTimeout, r.Result, r.Error, now, r.ID}
+		r.NodeTimeout, r.Result, r.Error, now, r.ID, r.Queue}
 }
 
 // existingRuns selects which of the ids ($1) are runs.
@@ -124,7 +124,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		created, updated int64
 	)
 	err := row.Scan(&r.ID, &r.Goal, &r.Status, &r.Model, &r.Workspace, &r.Mode, &r.BudgetUSD,
-		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated)
+		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated, &r.Queue)
 	if err != nil {
 		return store.Run{}, err
 	}

@@ -95,7 +95,7 @@ func testTree(t *testing.T, open Opener) {
 		created := b.run(t, "r1")
 		run := created
 		run.Status, run.Result, run.Error = store.RunFailed, "partial", "budget exceeded"
-		run.BudgetUSD, run.MaxParallel = 2.5, 3
+		run.BudgetUSD, run.MaxParallel, run.Queue = 2.5, 3, "default"
 		// Neither timestamp is the caller's to set.
 		run.CreatedAt, run.UpdatedAt = when, when
 		root := store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "waiting", CreatedAt: when}
@@ -350,7 +350,7 @@ func fullRun(id string) store.Run {
 		ID: id, Goal: "Port the parser to Go", Status: store.RunInterrupted,
 		Model: "anthropic/claude-sonnet-4-5", Workspace: "/home/me/project", Mode: "auto",
 		BudgetUSD: 12.75, MaxTokens: 2_000_000, MaxParallel: 8, NodeTimeout: 600_000,
-		Result: "half done", Error: "interrupted by signal",
+		Result: "half done", Error: "interrupted by signal", Queue: "gpu",
 		CreatedAt: when, UpdatedAt: when.Add(time.Second),
 	}
 }
