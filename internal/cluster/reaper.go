@@ -134,8 +134,15 @@ func (c *Cluster) reapLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if _, err := c.Reap(ctx); err != nil && ctx.Err() == nil {
-			c.o.Logger.Warn("cluster reaper", "err", err)
+		if c.o.Unit != nil {
+			if _, err := c.Reap(ctx); err != nil && ctx.Err() == nil {
+				c.o.Logger.Warn("cluster reaper", "err", err)
+			}
+		}
+		if c.o.Driver != nil {
+			if _, err := c.ReapRuns(ctx); err != nil && ctx.Err() == nil {
+				c.o.Logger.Warn("cluster run reaper", "err", err)
+			}
 		}
 	}
 }

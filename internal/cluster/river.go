@@ -21,6 +21,9 @@ type Options struct {
 	// Unit is the work of one job; nil opens an insert-only Cluster, which
 	// enqueues and cancels but works no jobs and runs no reaper.
 	Unit Unit
+	// Driver, when set, takes cluster runs handed to this process
+	// (arbor.run_drive jobs), and the run reaper runs here.
+	Driver Driver
 	// Queue is the River queue worked and inserted into ("default").
 	Queue string
 	// Concurrency is how many jobs this process works at once (4).
@@ -72,6 +75,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// working reports whether the Cluster works jobs (else it only inserts).
+func (o Options) working() bool { return o.Unit != nil || o.Driver != nil }
+
 // Cluster is River on one arbor schema, plus the claim, the heartbeat,
 // the reaper and the control listener. Its methods are safe for
 // concurrent use.
@@ -108,10 +114,17 @@ func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) 
 		JobTimeout:           o.UnitTimeout,
 		RescueStuckJobsAfter: 2 * o.UnitTimeout,
 	}
-	if o.Unit != nil {
+	if o.working() {
 		workers := river.NewWorkers()
-		if err := river.AddWorkerSafely(workers, &nodeWorker{c: c}); err != nil {
-			return nil, fmt.Errorf("open cluster: %w", err)
+		if o.Unit != nil {
+			if err := river.AddWorkerSafely(workers, &nodeWorker{c: c}); err != nil {
+				return nil, fmt.Errorf("open cluster: %w", err)
+			}
+		}
+		if o.Driver != nil {
+			if err := river.AddWorkerSafely(workers, &driveWorker{c: c}); err != nil {
+				return nil, fmt.Errorf("open cluster: %w", err)
+			}
 		}
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{o.Queue: {MaxWorkers: o.Concurrency}}

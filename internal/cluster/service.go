@@ -33,7 +33,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	switch {
 	case s.stopped != nil:
 		return ErrStopped
-	case s.started || c.o.Unit == nil:
+	case s.started || !c.o.working():
 		return nil
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -197,10 +197,27 @@ type RunOptions struct {
 	MaxTokens   int64
 	MaxParallel int
 	NodeTimeout time.Duration
+	// Queue makes a cluster run: the worker queue whose workers drive it
+	// (store.Run.Queue).
+	Queue string
 }
 
 // Create stores a new run with its root node, pending.
 func (e *Engine) Create(ctx context.Context, o RunOptions) (store.Run, error) {
+	r, root := e.NewRun(o)
+	if err := e.o.Store.CreateRun(ctx, r); err != nil {
+		return store.Run{}, fmt.Errorf("create run: %w", err)
+	}
+	if err := e.o.Store.Commit(ctx, nil, root); err != nil {
+		return store.Run{}, fmt.Errorf("create root node: %w", err)
+	}
+	return r, nil
+}
+
+// NewRun returns the rows Create stores for o: the run and its root
+// node, pending. A caller that stores them itself (cluster.Submit, in one
+// transaction with the run's first job) gets the same run Create makes.
+func (e *Engine) NewRun(o RunOptions) (store.Run, store.Node) {
 	if o.MaxParallel <= 0 {
 		o.MaxParallel = 8
 	}
@@ -208,16 +225,10 @@ func (e *Engine) Create(ctx context.Context, o RunOptions) (store.Run, error) {
 	r := store.Run{
 		ID: o.ID, Goal: o.Goal, Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
 		Mode: o.Mode, BudgetUSD: o.BudgetUSD, MaxTokens: o.MaxTokens, MaxParallel: o.MaxParallel,
-		NodeTimeout: o.NodeTimeout.Milliseconds(), CreatedAt: now, UpdatedAt: now,
-	}
-	if err := e.o.Store.CreateRun(ctx, r); err != nil {
-		return store.Run{}, fmt.Errorf("create run: %w", err)
+		NodeTimeout: o.NodeTimeout.Milliseconds(), Queue: o.Queue, CreatedAt: now, UpdatedAt: now,
 	}
 	root := store.Node{RunID: r.ID, ID: 1, Kind: KindGoal, Goal: o.Goal, State: StatePending, Returns: "text", CreatedAt: now, UpdatedAt: now}
-	if err := e.o.Store.Commit(ctx, nil, root); err != nil {
-		return store.Run{}, fmt.Errorf("create root node: %w", err)
-	}
-	return r, nil
+	return r, root
 }
 
 // Drive runs (or resumes) run id until its root node ends, its budget is
@@ -248,6 +259,10 @@ type DriveOptions struct {
 	// even when nothing else runs, instead of being cancelled as
 	// unresumable.
 	Steered bool
+	// Handoff says another process carries the run on when this drive
+	// is cancelled (a cluster worker stopping): the run stays stored as
+	// running, for the next worker to take, instead of interrupted.
+	Handoff bool
 }
 
 // DriveWith is Drive with options.
@@ -279,7 +294,7 @@ func (e *Engine) DriveWith(ctx context.Context, id string, o DriveOptions) (stor
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.ctx = ctx
-	r.steered = o.Steered
+	r.steered, r.handoff = o.Steered, o.Handoff
 	l.keep(cancel)
 	if _, loaded := e.live.LoadOrStore(id, r); loaded {
 		return store.Run{}, fmt.Errorf("drive run %s: %w", id, ErrRunActive)

@@ -73,7 +73,10 @@ type run struct {
 	batching bool
 	// steered: a person may resume paused nodes (DriveOptions.Steered);
 	// set before the run is published in Engine.live.
-	steered  bool
+	steered bool
+	// handoff: a cancelled drive leaves the run running for another
+	// process (DriveOptions.Handoff); set like steered.
+	handoff  bool
 	done     chan struct{}
 	finished bool
 }
@@ -156,6 +159,9 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 		// The run is another process's now: leave its row alone.
 	case root.State.Terminal():
 		r.finishLocked(root)
+	case r.handoff:
+		// Another worker takes the run on; its row stays running.
+		r.commitLocked(nil)
 	default:
 		r.meta.Status = store.RunInterrupted
 		r.meta.Error = "interrupted; resume with: arbor resume " + r.id

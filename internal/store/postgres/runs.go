@@ -19,6 +19,13 @@ const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_to
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
 // ErrInvalid when r is malformed.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return s.CreateRunTx(ctx, tx, r) })
+}
+
+// CreateRunTx is CreateRun on the caller's transaction: with CommitTx of
+// its root and a job inserted on tx (cluster.Submit), a new run and its
+// first work exist together or not at all.
+func (s *Store) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
 	if r.Status == "" {
 		r.Status = store.RunRunning
 	}
@@ -34,13 +41,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		return insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-			ON CONFLICT (id) DO NOTHING`,
-			r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
-			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue)
-	})
+	err = insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (id) DO NOTHING`,
+		r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
+		r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
