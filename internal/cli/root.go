@@ -142,7 +142,7 @@ can be listed, inspected and continued.`,
 	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit or trust")
 	pf.StringVar(&g.store, "store", "", "database: a SQLite file (default $XDG_STATE_HOME/arbor/arbor.db) or a postgres:// URL; env ARBOR_STORE")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
-	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s))
+	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s), newWorkerCmd(g, s), newStopCmd(g))
 	root.AddCommand(newMCPCmd(g, s))
 	usageArgs(root)
 	return root

@@ -28,6 +28,9 @@ type runFlags struct {
 	nodeTimeout time.Duration
 	wait        bool
 	nodeModels  []string
+	cluster     bool
+	queue       string
+	detach      bool
 }
 
 func (f *runFlags) bind(cmd *cobra.Command, create bool) {
@@ -42,6 +45,9 @@ func (f *runFlags) bind(cmd *cobra.Command, create bool) {
 		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "stop the run when it has used this many tokens (0 = no limit)")
 		fl.IntVar(&f.maxParallel, "max-parallel", 8, "agents running at once")
 		fl.DurationVar(&f.nodeTimeout, "node-timeout", 0, "fail a node whose agent runs longer than this (0 = no limit)")
+		fl.BoolVar(&f.cluster, "cluster", false, "hand the run to arbor worker processes on the PostgreSQL store instead of driving it here")
+		fl.StringVar(&f.queue, "queue", "default", "with --cluster: the worker queue the run goes to")
+		fl.BoolVar(&f.detach, "detach", false, "with --cluster: print the run id and return at once")
 	}
 }
 
@@ -63,7 +69,12 @@ transition goes to stderr. The root's final result goes to stdout. Writes and
 shell commands ask for approval unless --yes, --mode or a rule allows them.
 Questions of ask nodes are answered in the view, or from another shell with
 'arbor answer RUN #N "text"'. Ctrl-C stops cleanly; 'arbor resume RUN'
-continues.`,
+continues.
+
+With --cluster (a PostgreSQL store) the run is handed to the arbor worker
+processes serving --queue: this process prints its transitions and result as
+they happen, and Ctrl-C stops following, not the run. --detach prints the run
+id and returns at once.`,
 		Example: `  arbor run --model script:examples/hello.yaml --yes "Write a haiku about trees into haiku.txt"
   arbor run --budget 2 "Should we migrate our API from REST to GraphQL? Evaluate and recommend."
   arbor run plan.md --budget 5`,
@@ -83,6 +94,9 @@ continues.`,
 			}
 			if strings.TrimSpace(goal) == "" {
 				return usageError{errors.New("the goal is empty")}
+			}
+			if f.cluster {
+				return submitRun(cmd.Context(), g, f, s, goal)
 			}
 			return driveRun(cmd.Context(), g, f, s, goal, "")
 		},
@@ -134,6 +148,12 @@ func (f *runFlags) validate(create bool) error {
 		return usageError{fmt.Errorf("--max-parallel must be at least 1, not %d", f.maxParallel)}
 	case create && f.nodeTimeout < 0:
 		return usageError{fmt.Errorf("--node-timeout must not be negative (0 = no limit), not %s", f.nodeTimeout)}
+	case f.detach && !f.cluster:
+		return usageError{errors.New("--detach needs --cluster: a run driven here ends with this process")}
+	case f.cluster && f.queue == "":
+		return usageError{errors.New("--queue must not be empty")}
+	case f.cluster && f.yes:
+		return usageError{errors.New("--yes does not reach the workers of a --cluster run: give it to arbor worker, or choose --mode")}
 	}
 	return nil
 }

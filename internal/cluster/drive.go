@@ -121,32 +121,41 @@ func (c *Cluster) EnqueueDrive(ctx context.Context, run, queue string) error {
 	return pgx.BeginFunc(ctx, c.st.Pool(), func(tx pgx.Tx) error { return c.EnqueueDriveTx(ctx, tx, run, queue) })
 }
 
-// driveJobLive is the run reaper's condition on run r that it has a live
-// drive job (ttl names the parameter holding the lease TTL in seconds):
-// one waiting, or one started within a TTL (hand-offs take
-// milliseconds; a job "running" longer belongs to a dead worker).
-func driveJobLive(ttl string) string {
+// The run reaper's view of a run r's drive jobs: one waiting to run
+// (driveJobWaiting), or one running that started within a TTL
+// (driveJobStarting; ttl names the parameter holding the TTL in
+// seconds). A running job counts only while the run has no lease: a
+// hand-off that got as far as the lease is over (River may not have
+// marked it completed yet when its worker died), and one that did not
+// is live for a TTL.
+const driveJobWaiting = `EXISTS (SELECT 1 FROM river_job j WHERE j.kind = '` + DriveKind + `'
+	AND j.args->>'run' = r.id AND j.state IN ('available', 'scheduled', 'retryable', 'pending'))`
+
+func driveJobStarting(ttl string) string {
 	return `EXISTS (SELECT 1 FROM river_job j WHERE j.kind = '` + DriveKind + `'
-		AND j.args->>'run' = r.id
-		AND (j.state IN ('available', 'scheduled', 'retryable', 'pending')
-			OR (j.state = 'running' AND j.attempted_at > now() - make_interval(secs => ` + ttl + `))))`
+		AND j.args->>'run' = r.id AND j.state = 'running'
+		AND j.attempted_at > now() - make_interval(secs => ` + ttl + `))`
 }
 
 var (
-	// orphanRuns are the running cluster runs with no live drive job, with
-	// their run lease if any ($1 the TTL): whether the lease is dead is
-	// decided in Go (store.Lease.Dead), since a holder gone on this
-	// machine is dead before its lease expires.
-	orphanRuns = `SELECT r.id, r.queue, l.owner, l.pid, l.host, l.expires_at FROM runs r
-		LEFT JOIN leases l ON l.key = 'run:' || r.id
-		WHERE r.queue <> '' AND r.status = 'running' AND NOT ` + driveJobLive("$1") + `
+	// orphanRuns are the running cluster runs with no waiting drive job,
+	// with their run lease if any and whether a drive job is starting
+	// ($1 the TTL): whether the lease is dead is decided in Go
+	// (store.Lease.Dead), since a holder gone on this machine is dead
+	// before its lease expires.
+	orphanRuns = `SELECT r.id, r.queue, l.owner, l.pid, l.host, l.expires_at, ` + driveJobStarting("$1") + `
+		FROM runs r LEFT JOIN leases l ON l.key = 'run:' || r.id
+		WHERE r.queue <> '' AND r.status = 'running' AND NOT ` + driveJobWaiting + `
 		ORDER BY r.created_at LIMIT 100`
-	// stillOrphan checks a candidate again ($1 the lease clock in unix
-	// nanoseconds, $2 the TTL, $3 the run, $4 the dead holder or null):
-	// a drive job or a live lease of another owner that appeared since
-	// the candidates were read wins.
-	stillOrphan = `SELECT NOT ` + driveJobLive("$2") + ` AND NOT EXISTS (SELECT 1 FROM leases l
-		WHERE l.key = 'run:' || r.id AND l.expires_at > $1 AND l.owner IS DISTINCT FROM $4::text)
+	// stillOrphan checks a candidate again under its row lock ($1 the
+	// lease clock in unix nanoseconds, $2 the TTL, $3 the run, $4 the
+	// dead holder or null): a drive job, or a live lease of another
+	// owner, or (with no lease at all) a starting hand-off that appeared
+	// since the candidates were read wins.
+	stillOrphan = `SELECT NOT ` + driveJobWaiting + `
+		AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id
+			AND l.expires_at > $1 AND l.owner IS DISTINCT FROM $4::text)
+		AND (EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id) OR NOT ` + driveJobStarting("$2") + `)
 		FROM runs r WHERE r.id = $3 AND r.queue <> '' AND r.status = 'running'
 		FOR UPDATE OF r`
 )
@@ -175,6 +184,7 @@ func (c *Cluster) ReapRuns(ctx context.Context) ([]string, error) {
 		type cand struct {
 			id, queue string
 			lease     *store.Lease
+			starting  bool // a drive job started within a TTL
 		}
 		cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cand, error) {
 			var (
@@ -184,7 +194,7 @@ func (c *Cluster) ReapRuns(ctx context.Context) ([]string, error) {
 				host       *string
 				expiresAtN *int64
 			)
-			if err := row.Scan(&c.id, &c.queue, &owner, &pid, &host, &expiresAtN); err != nil {
+			if err := row.Scan(&c.id, &c.queue, &owner, &pid, &host, &expiresAtN, &c.starting); err != nil {
 				return c, err
 			}
 			if owner != nil {
@@ -196,8 +206,11 @@ func (c *Cluster) ReapRuns(ctx context.Context) ([]string, error) {
 			return err
 		}
 		for _, cd := range cands {
-			if cd.lease != nil && !cd.lease.Dead(now) {
-				continue
+			switch {
+			case cd.lease != nil && !cd.lease.Dead(now):
+				continue // driven
+			case cd.lease == nil && cd.starting:
+				continue // being handed off
 			}
 			// A dead holder's lease counts as gone: its owner is passed
 			// so stillOrphan ignores it.

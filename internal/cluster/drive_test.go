@@ -113,8 +113,8 @@ func TestSubmitHandsTheRunToADriver(t *testing.T) {
 // TestRunReaperHandsOnADeadDriversRun: a running cluster run whose run
 // lease expired (or whose holder's process is gone on this machine) and
 // that has no live drive job gets one; a run with a live lease, a
-// non-cluster run, an ended run and a run that already has a waiting
-// job get none.
+// non-cluster run, an ended run, a run that already has a waiting job
+// and one whose hand-off is under way get none.
 func TestRunReaperHandsOnADeadDriversRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -150,11 +150,26 @@ func TestRunReaperHandsOnADeadDriversRun(t *testing.T) {
 	mk("ended", "q", store.RunComplete)
 	mk("queued", "q", store.RunRunning)
 	must(t, c.EnqueueDrive(b.ctx, "queued", "q"))
+	// A hand-off running for a moment with no lease yet is live; one
+	// that took the lease is over even while River still shows it
+	// running (its worker died before River marked it completed).
+	running := func(run string) {
+		t.Helper()
+		must(t, c.EnqueueDrive(b.ctx, run, "q"))
+		_, err := b.st.Pool().Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+			WHERE kind = $1 AND args->>'run' = $2`, DriveKind, run)
+		must(t, err)
+	}
+	mk("handing", "q", store.RunRunning)
+	running("handing")
+	mk("handed", "q", store.RunRunning)
+	running("handed")
+	lease("handed", store.Owner{ID: "w4", PID: 1, Host: "elsewhere"}, time.Second)
 
 	got, err := c.ReapRuns(b.ctx)
 	must(t, err)
 	slices.Sort(got)
-	if want := []string{"expired", "gone", "nolease"}; !slices.Equal(got, want) {
+	if want := []string{"expired", "gone", "handed", "nolease"}; !slices.Equal(got, want) {
 		t.Fatalf("handed on %v, want %v", got, want)
 	}
 	// Their jobs are live now: a second pass hands on nothing.

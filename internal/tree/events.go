@@ -69,3 +69,8 @@ type RunFinished struct {
 	Result  string          `json:"result,omitempty"`
 	Error   string          `json:"error,omitempty"`
 }
+
+// View is what events show of stored node n: a reader following a run
+// driven elsewhere (arbor run --cluster) makes its NodeChanged events
+// from the rows it reads.
+func View(n store.Node) NodeView { return view(n) }

@@ -1,0 +1,268 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
+)
+
+// waitUntil polls cond every 50 ms until it holds, failing t after
+// limit with what it waited for (limits are hang guards, not timings).
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s after %s", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClusterRunOnAWorker: arbor run --cluster hands the offline tree demo
+// to an arbor worker on the same PostgreSQL store and prints its
+// transitions and result as if it drove it; --detach returns the run id
+// at once and the worker completes it; without PostgreSQL the flags are
+// refused.
+func TestClusterRunOnAWorker(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	script, err := filepath.Abs("../../examples/tree.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.start("worker", "--store", dsn, "--concurrency", "1")
+	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue default") })
+
+	o := e.run("run", "--cluster", "--store", dsn, "--model", "script:"+script, "--max-parallel", "1", "Which tree should we plant in the courtyard?")
+	if o.code != 0 || !strings.HasPrefix(o.stdout, "Plant a pine.") {
+		t.Fatalf("run --cluster: exit %d stdout %q\n%s\nworker:\n%s", o.code, o.stdout, o.stderr, w.stderr.String())
+	}
+	id := runID(t, o.stderr)
+	for _, want := range []string{"queued on default for the workers", "#2 + pending task(spawn) Research the oak", "#1 synthesizing → complete", "run " + id + " complete"} {
+		if !strings.Contains(o.stderr, want) {
+			t.Fatalf("run --cluster stderr lacks %q:\n%s", want, o.stderr)
+		}
+	}
+	if !strings.Contains(w.stderr.String(), "driving run "+id) {
+		t.Fatalf("worker log:\n%s", w.stderr.String())
+	}
+
+	// --detach: the id on stdout, at once; the worker ends the run (a
+	// script model serves each process's turns from the top: this one
+	// is the worker's second run, so it gets a fresh script server).
+	o = e.run("run", "--cluster", "--detach", "--store", dsn, "--model", "script:"+script, "--max-parallel", "1", "Which tree should we plant in the courtyard?")
+	detached := strings.TrimSpace(o.stdout)
+	if o.code != 0 || detached == "" || strings.Contains(detached, "\n") {
+		t.Fatalf("run --detach: exit %d stdout %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	waitUntil(t, time.Minute, "the detached run to complete", func() bool {
+		return strings.Contains(e.run("runs", "--store", dsn).stdout, detached+"  complete")
+	})
+
+	// Refusals: --detach alone, --cluster on SQLite, --yes with --cluster.
+	for _, args := range [][]string{
+		{"run", "--detach", "goal"},
+		{"run", "--cluster", "--yes", "--store", dsn, "goal"},
+	} {
+		if o := e.run(args...); o.code != 2 {
+			t.Fatalf("%v: exit %d, want 2\n%s", args, o.code, o.stderr)
+		}
+	}
+	if o := e.run("run", "--cluster", "--model", "script:"+script, "goal"); o.code != 2 || !strings.Contains(o.stderr, "needs a PostgreSQL store") {
+		t.Fatalf("--cluster on SQLite: exit %d\n%s", o.code, o.stderr)
+	}
+	if o := e.run("worker"); o.code != 2 || !strings.Contains(o.stderr, "needs a PostgreSQL store") {
+		t.Fatalf("worker on SQLite: exit %d\n%s", o.code, o.stderr)
+	}
+
+	// SIGTERM: the worker stops and exits 0.
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	<-w.exited
+	if w.code != 0 {
+		t.Fatalf("worker after SIGTERM: exit %d\n%s", w.code, w.stderr.String())
+	}
+}
+
+var drivingLine = regexp.MustCompile(`driving run (\S+)`)
+
+// TestClusterSurvivesAKilledWorker is the multi-process test of the
+// cluster: three arbor worker processes and one arbor run --cluster on one
+// PostgreSQL store. The worker driving the run is SIGKILLed while two of
+// its nodes run shell tools; another worker takes the run over; an ask is
+// answered from a fourth process; a stop from a fifth ends a node's tool
+// process on the worker driving it; the run completes with every result
+// once.
+func TestClusterSurvivesAKilledWorker(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	mark := func(name string) string { return filepath.Join(e.home, name) }
+	script := treetest.ByGoal{
+		"ship the cluster": {
+			treetest.Calls(
+				treetest.Call("spawn", map[string]any{"goal": "slow leaf", "prompt": "p"}),
+				treetest.Call("ask", map[string]any{"question": "Which region?", "options": []any{"eu", "us"}}),
+				treetest.Call("spawn", map[string]any{"goal": "stoppable leaf", "prompt": "p"})),
+			treetest.Complete("root draft"),
+			treetest.Complete("ROOT: shipped"),
+		},
+		"slow leaf": {
+			treetest.Calls(treetest.Call("shell", map[string]any{"command": "touch " + mark("slow.started") + "; sleep 4; echo slow >> " + mark("work.log")})),
+			treetest.Complete("slow result"),
+		},
+		"stoppable leaf": {
+			treetest.Calls(treetest.Call("shell", map[string]any{"command": "echo $$ > " + mark("stop1.pid") + "; exec sleep 300"})),
+			treetest.Calls(treetest.Call("shell", map[string]any{"command": "echo $$ > " + mark("stop2.pid") + "; exec sleep 300"})),
+			treetest.Complete("never reached"),
+		},
+	}
+	respond := treetest.GoalResponder(script)
+	var (
+		mu     sync.Mutex
+		served = map[string]int{} // goal/turn → requests
+	)
+	srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		served[fmt.Sprintf("%s/%d", treetest.GoalOf(req), treetest.Turns(req))]++
+		mu.Unlock()
+		return respond(req)
+	})
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+
+	workers := make([]*proc, 3)
+	for i := range workers {
+		workers[i] = e.start("worker", "--store", dsn, "--concurrency", "2", "--yes")
+	}
+	for i, w := range workers {
+		waitUntil(t, time.Minute, fmt.Sprintf("worker %d to serve", i), func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
+	}
+	run := e.start("run", "--cluster", "--store", dsn, "--model", model, "ship the cluster")
+	logs := func() string {
+		var b strings.Builder
+		for i, w := range workers {
+			fmt.Fprintf(&b, "--- worker %d:\n%s", i, w.stderr.String())
+		}
+		fmt.Fprintf(&b, "--- run:\n%s", run.stderr.String())
+		return b.String()
+	}
+	exists := func(name string) func() bool {
+		return func() bool { _, err := os.Stat(mark(name)); return err == nil }
+	}
+	driver := func(except int) int {
+		for i, w := range workers {
+			if i != except && drivingLine.MatchString(w.stderr.String()) {
+				return i
+			}
+		}
+		return -1
+	}
+	// The root's turn has ended (its model call in flight would be sent
+	// again after the kill: a dead worker loses at most one step) and
+	// both tools run.
+	waitUntil(t, time.Minute, "the root to wait and both tools to run", func() bool {
+		return strings.Contains(run.stderr.String(), "#1 active → waiting") && exists("slow.started")() && exists("stop1.pid")()
+	})
+	first := driver(-1)
+	if first < 0 {
+		t.Fatalf("no worker drives the run:\n%s", logs())
+	}
+	id := drivingLine.FindStringSubmatch(workers[first].stderr.String())[1]
+
+	// Kill the worker driving the run, in the middle of both tools.
+	_ = workers[first].cmd.Process.Signal(syscall.SIGKILL)
+	<-workers[first].exited
+	killed := time.Now()
+	waitUntil(t, time.Minute, "another worker to take the run over", func() bool { return driver(first) >= 0 })
+	takeover := time.Since(killed)
+	second := driver(first)
+	t.Logf("run %s: worker %d killed, worker %d drove it %s later", id, first, second, takeover.Round(time.Millisecond))
+	// The engine's run lease lives 6 s; the reaper passes every 3 s and
+	// sees at once that a holder on this machine is gone, so this is a
+	// reaper period and a hand-off; 9 s (the lease time and a reaper
+	// period, what a worker on another machine would take) is the bound.
+	if takeover > 9*time.Second {
+		t.Fatalf("takeover took %s, more than the lease time and a reaper period\n%s", takeover, logs())
+	}
+
+	// The ask, answered from a fourth process, reaches the new driver.
+	if o := e.run("answer", id, "#3", "eu", "--store", dsn); o.code != 0 || !strings.Contains(o.stdout, "delivered to the running process") {
+		t.Fatalf("answer: %d %q %q\n%s", o.code, o.stdout, o.stderr, logs())
+	}
+	// The stoppable leaf's tool was interrupted by the kill; its agent
+	// starts another, which a stop from a fifth process ends.
+	waitUntil(t, time.Minute, "the stoppable leaf's second tool", exists("stop2.pid"))
+	pid := readPID(t, mark("stop2.pid"))
+	if o := e.run("stop", id, "#4", "--store", dsn); o.code != 0 || !strings.Contains(o.stdout, "stopped #4") {
+		t.Fatalf("stop: %d %q %q\n%s", o.code, o.stdout, o.stderr, logs())
+	}
+	waitUntil(t, 30*time.Second, "the stopped node's tool process to end", func() bool { return syscall.Kill(pid, 0) != nil })
+	if p := readPID(t, mark("stop1.pid")); syscall.Kill(p, 0) == nil {
+		t.Fatalf("the killed worker's tool process %d still runs", p)
+	}
+
+	select {
+	case <-run.exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("run --cluster did not end\n%s", logs())
+	}
+	if run.code != 0 || strings.TrimSpace(run.stdout.String()) != "ROOT: shipped" {
+		t.Fatalf("run --cluster: exit %d stdout %q\n%s", run.code, run.stdout.String(), logs())
+	}
+
+	// Every result once: each node's turns were served once, but the
+	// slow leaf's and the stoppable leaf's first (whose answers were
+	// stored before the kill: their tools were interrupted, not rerun).
+	mu.Lock()
+	defer mu.Unlock()
+	for key, n := range served {
+		if n != 1 {
+			t.Errorf("%s served %d times, want once", key, n)
+		}
+	}
+	for _, key := range []string{"ship the cluster/0", "ship the cluster/1", "ship the cluster/2", "slow leaf/0", "slow leaf/1", "stoppable leaf/0", "stoppable leaf/1"} {
+		if served[key] != 1 {
+			t.Errorf("%s served %d times, want 1 (all: %v)", key, served[key], served)
+		}
+	}
+	if b, _ := os.ReadFile(mark("work.log")); strings.Count(string(b), "slow") > 1 {
+		t.Errorf("the slow tool ran twice: %q", b)
+	}
+	o := e.run("tree", id, "--store", dsn)
+	for _, want := range []string{"#1 [complete]", "#2 [complete]", "#3 [complete]", "#4 [cancelled]"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("tree lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	if t.Failed() {
+		t.Log(logs())
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	waitUntil(t, 10*time.Second, "pid in "+path, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
+}
+

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/cluster"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
+	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tui"
+)
+
+// submitRun creates a cluster run (arbor run --cluster): the run, its
+// root and its hand-off to a worker in one transaction. With --detach it
+// prints the run id and returns; otherwise it follows the run until it
+// ends and reports it like a run driven here.
+func submitRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal string) error {
+	a, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	st, ok := a.Store.(*postgres.Store)
+	if !ok {
+		return &exitError{code: ExitUsage, err: errors.New("--cluster needs a PostgreSQL store: --store postgres://… (or ARBOR_STORE), served by arbor worker")}
+	}
+	e, m, err := a.EngineWith(app.EngineOptions{Model: "", MaxTurns: f.maxTurns, NodeModels: f.nodeModels})
+	if err != nil {
+		return classify(err)
+	}
+	if err := checkPrice(m, f.budget); err != nil {
+		return err
+	}
+	r, root := e.NewRun(tree.RunOptions{
+		ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
+		BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,
+		Queue: f.queue,
+	})
+	c, err := cluster.Open(ctx, st, cluster.Options{Queue: f.queue})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	if err := c.Submit(ctx, r, root); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	if f.detach {
+		fmt.Fprintln(s.Out, r.ID)
+		fmt.Fprintf(s.Err, "arbor: run %s queued on %s; follow it with: arbor tree %s\n", r.ID, f.queue, r.ID)
+		return nil
+	}
+	fmt.Fprintf(s.Err, "arbor: run %s, model %s, queued on %s for the workers\n", r.ID, r.Model, f.queue)
+	fin, err := followRun(ctx, st, r.ID, s, f.quiet)
+	if err != nil {
+		return err
+	}
+	return report(ctx, a, fin, s, f.quiet)
+}
+
+// followRun shows the transitions of run id, driven by another process,
+// as plain lines until the run ends, reading the run again after each
+// change notification (and every few seconds, should one be lost). Ctrl-C
+// stops following, not the run.
+func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, quiet bool) (store.Run, error) {
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	changes, err := st.RunChanges(wctx, id)
+	if err != nil {
+		return store.Run{}, &exitError{code: ExitFailure, err: err}
+	}
+	var lines *tui.Plain
+	if !quiet {
+		lines = tui.NewPlain(s.Err, id)
+	}
+	seen := map[int64]store.NodeState{}
+	for {
+		r, err := st.GetRun(wctx, id)
+		if err != nil {
+			return store.Run{}, &exitError{code: ExitFailure, err: err}
+		}
+		nodes, err := st.Nodes(wctx, id)
+		if err != nil {
+			return store.Run{}, &exitError{code: ExitFailure, err: err}
+		}
+		for _, n := range nodes {
+			if from, ok := seen[n.ID]; ok && from == n.State {
+				continue
+			}
+			if lines != nil {
+				lines.Handle(&tree.NodeChanged{RunID: id, From: seen[n.ID], Node: tree.View(n)})
+			}
+			seen[n.ID] = n.State
+		}
+		if r.Status != store.RunRunning {
+			return r, nil
+		}
+		t := time.NewTimer(3 * time.Second)
+		select {
+		case <-changes:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return store.Run{}, &exitError{code: ExitInterrupted, err: fmt.Errorf(
+				"stopped following run %s; it goes on on the workers: arbor tree %s (stop it with: arbor stop %s)", id, id, id)}
+		}
+		t.Stop()
+	}
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/owner"
+	"github.com/arbor-run/arbor/internal/tree"
+)
+
+func newStopCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   `stop RUN ['#N']`,
+		Short: "Stop a node (and what runs under it) of a run being driven",
+		Long: `Stop node #N of a run, or the whole run (its root, #1) when no node is named.
+The node and its unfinished descendants are cancelled, their agents stop and
+their tool processes end. The request goes to the process driving the run
+(arbor run, arbor serve or an arbor worker) through the answer socket its
+lease names; a run that no process drives here is refused, exit 1.`,
+		Example: `  arbor stop 01JD8X… '#3'
+  arbor stop 01JD8X…`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := int64(1)
+			if len(args) == 2 {
+				n, err := tree.ParseID(args[1])
+				if err != nil {
+					return usageError{err}
+				}
+				id = n
+			}
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			state, err := owner.Client{Socket: ownerSocket(cmd.Context(), a, args[0])}.Control(cmd.Context(), id, tree.OpStop)
+			if errors.Is(err, owner.ErrUnreachable) {
+				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s is not being driven by a process on this machine (%w)", args[0], err)}
+			}
+			if err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stopped #%d of %s (%s)\n", id, args[0], state)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/cluster"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
+	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tui"
+)
+
+func newWorkerCmd(g *globals, s Streams) *cobra.Command {
+	var (
+		queue       string
+		concurrency int
+		workspaces  []string
+		yes         bool
+		stopGrace   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "worker --store postgres://…",
+		Short: "Drive cluster runs handed out through PostgreSQL",
+		Long: `Serve a queue of cluster runs (arbor run --cluster) on a PostgreSQL store. Any
+number of workers on any machines may serve one store: each run is driven by
+one worker at a time, the holder of its run lease, and when a worker dies
+another takes its runs over once their leases expire (a few seconds; at once
+when the dead worker was on the same machine). A run taken over continues
+from its stored transcripts, as arbor resume does.
+
+A worker drives a run only in the run's own workspace, which must exist on
+this machine (the same path on a shared filesystem); --workspace limits it to
+the directories named. Questions of ask nodes are answered with arbor answer,
+approvals through arbor serve (on this machine), or all at once with --yes.
+
+SIGINT or SIGTERM stops taking runs, lets the runs being driven go (their
+agents stop at once; the runs stay running and are offered to the other
+workers) and exits 0.`,
+		Example: `  arbor worker --store postgres://arbor@db/arbor --concurrency 8
+  arbor worker --store "$DB" --queue gpu --workspace /srv/checkout --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if concurrency < 1 {
+				return usageError{fmt.Errorf("--concurrency must be at least 1, not %d", concurrency)}
+			}
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			st, ok := a.Store.(*postgres.Store)
+			if !ok {
+				return &exitError{code: ExitUsage, err: errors.New("arbor worker needs a PostgreSQL store: --store postgres://… (or ARBOR_STORE)")}
+			}
+			var dirs []string
+			for _, d := range workspaces {
+				abs, err := filepath.Abs(d)
+				if err != nil {
+					return usageError{fmt.Errorf("--workspace %s: %w", d, err)}
+				}
+				dirs = append(dirs, abs)
+			}
+			w := &worker{a: a, slots: make(chan struct{}, concurrency), workspaces: dirs, yes: yes, diag: s.Err, runs: map[string]string{}}
+			return w.serve(cmd.Context(), st, queue, concurrency, stopGrace)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&queue, "queue", "default", "the queue of cluster runs to serve (arbor run --cluster --queue)")
+	fl.IntVar(&concurrency, "concurrency", 4, "runs this worker drives at once")
+	fl.StringSliceVar(&workspaces, "workspace", nil, "serve only runs whose workspace is one of these directories (default: any that exists here)")
+	fl.BoolVarP(&yes, "yes", "y", false, "approve every call that would ask (deny rules and workspace limits still apply)")
+	fl.DurationVar(&stopGrace, "stop-timeout", 10*time.Second, "how long a stopping worker waits for its runs to let go")
+	return cmd
+}
+
+// worker is the cluster.Driver of arbor worker: it drives the runs handed
+// to it, each on an engine of its own in the run's workspace, with the
+// run's owner socket served while it holds the run.
+type worker struct {
+	a          *app.App
+	slots      chan struct{} // a token per run being driven
+	workspaces []string      // served workspaces; none: any that exists here
+	yes        bool
+	diag       io.Writer
+
+	// ctx is the drives' context, set by serve before the cluster starts;
+	// cancelling it lets every run go.
+	ctx context.Context
+	wg  sync.WaitGroup // the drives
+
+	mu   sync.Mutex        // guards runs
+	runs map[string]string // run → queue, while driven here
+}
+
+// serve works the queue until ctx ends, then lets the runs go and offers
+// them to the other workers.
+func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, concurrency int, grace time.Duration) error {
+	dctx, letGo := context.WithCancel(context.WithoutCancel(ctx))
+	defer letGo()
+	w.ctx = dctx
+	logger := slog.New(slog.NewTextHandler(w.diag, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := cluster.Open(ctx, st, cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Logger: logger})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	if err := c.Start(ctx); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	fmt.Fprintf(w.diag, "arbor worker: pid %d serving queue %s, %d runs at once\n", os.Getpid(), queue, concurrency)
+	<-ctx.Done()
+
+	fmt.Fprintln(w.diag, "arbor worker: stopping; letting the runs go")
+	stopCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	stopErr := c.Stop(stopCtx) // no new hand-offs; the ones in flight end
+	letGo()
+	w.wg.Wait()
+	// The runs let go stay running: offer them now rather than after the
+	// reaper's next pass.
+	w.mu.Lock()
+	left := maps.Clone(w.runs)
+	w.mu.Unlock()
+	for _, id := range slices.Sorted(maps.Keys(left)) {
+		if err := c.EnqueueDrive(stopCtx, id, left[id]); err != nil {
+			fmt.Fprintf(w.diag, "arbor worker: run %s: %v (the reaper hands it on)\n", id, err)
+		}
+	}
+	if stopErr != nil {
+		return &exitError{code: ExitFailure, err: stopErr}
+	}
+	return nil
+}
+
+// Take implements cluster.Driver.
+func (w *worker) Take(ctx context.Context, id string) error {
+	select {
+	case w.slots <- struct{}{}:
+	default:
+		return cluster.ErrBusy
+	}
+	started := false
+	defer func() {
+		if !started {
+			<-w.slots
+		}
+	}()
+	r, err := w.a.Store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !w.serves(r.Workspace) {
+		return fmt.Errorf("run %s: workspace %s: %w", id, r.Workspace, cluster.ErrNoWorkspace)
+	}
+	ra, err := w.a.In(r.Workspace)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	if m, err := permission.ParseMode(r.Mode); err == nil && r.Mode != "" {
+		ra.Permissions.SetMode(m)
+	}
+	e, _, err := ra.EngineWith(app.EngineOptions{Model: r.Model})
+	if err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	opened := make(chan struct{})
+	ended := make(chan error, 1)
+	started = true
+	w.wg.Go(func() {
+		defer func() { <-w.slots }()
+		fin, err := e.DriveWith(w.ctx, id, tree.DriveOptions{
+			Addr:    ra.AnswerSocket(id),
+			Handoff: true,
+			Serve: func() func() {
+				close(opened)
+				w.mu.Lock()
+				w.runs[id] = r.Queue
+				w.mu.Unlock()
+				fmt.Fprintf(w.diag, "arbor worker: driving run %s (%s)\n", id, title(r.Goal))
+				return w.front(ra, e, id)
+			},
+		})
+		switch {
+		case err != nil:
+			fmt.Fprintf(w.diag, "arbor worker: run %s: %v\n", id, err)
+		case w.ctx.Err() != nil && fin.Status == store.RunRunning:
+			fmt.Fprintf(w.diag, "arbor worker: let run %s go\n", id)
+			return // stays in runs: serve offers it again
+		default:
+			fmt.Fprintf(w.diag, "arbor worker: run %s %s\n", id, fin.Status)
+		}
+		w.mu.Lock()
+		delete(w.runs, id)
+		w.mu.Unlock()
+		ended <- err
+	})
+	select {
+	case <-opened:
+		return nil
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// front serves what a person needs of a run this worker holds: its owner
+// socket (arbor answer, arbor serve), plain lines on the worker's log,
+// and with --yes the approvals.
+func (w *worker) front(ra *app.App, e *tree.Engine, id string) (stop func()) {
+	stopAnswers := serveAnswers(w.ctx, ra, e, id, w.diag)
+	lines := ra.Bus.Subscribe(tui.NewPlain(w.diag, id).Handle)
+	stopYes := func() {}
+	if w.yes {
+		stopYes = (&terminal{yes: true, approvalsOnly: true, runID: id, out: w.diag}).serve(w.ctx, ra.Bus, ra.Broker)
+	}
+	return func() { stopYes(); lines.Close(); stopAnswers() }
+}
+
+// serves reports whether this worker has workspace ws.
+func (w *worker) serves(ws string) bool {
+	if len(w.workspaces) > 0 && !slices.Contains(w.workspaces, filepath.Clean(ws)) {
+		return false
+	}
+	fi, err := os.Stat(ws)
+	return err == nil && fi.IsDir()
+}
