@@ -265,4 +265,3 @@ func readPID(t *testing.T, path string) int {
 	})
 	return pid
 }
-
