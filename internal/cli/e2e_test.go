@@ -45,13 +45,13 @@ func TestMain(m *testing.M) {
 }
 
 type env struct {
-	t         *testing.T
+	t         testing.TB
 	workspace string
 	home      string
 	vars      []string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")
@@ -109,7 +109,7 @@ func (e *env) useProvider(provider, url string) string {
 var runLine = regexp.MustCompile(`run (\S+), model`)
 
 // runID returns the run id arbor announced on stderr.
-func runID(t *testing.T, stderr string) string {
+func runID(t testing.TB, stderr string) string {
 	t.Helper()
 	m := runLine.FindStringSubmatch(stderr)
 	if m == nil {

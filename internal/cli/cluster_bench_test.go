@@ -1,0 +1,201 @@
+package cli_test
+
+// Benchmarks of the cluster (issue #15): runs submitted to arbor worker
+// processes on PostgreSQL, against the instant scripted model server over
+// HTTP. They need the Debian postgresql package (or ARBOR_TEST_POSTGRES).
+//
+//	go test -run '^$' -bench Cluster -benchtime 3x ./internal/cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/cluster"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
+	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
+	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
+)
+
+// benchCluster is a PostgreSQL schema with worker processes serving it,
+// a scripted model server, and an in-process store and insert-only
+// cluster to submit runs and watch them.
+type benchCluster struct {
+	e     *env
+	st    *postgres.Store
+	c     *cluster.Cluster
+	model string
+	srv   *llmtest.Server
+	seq   int
+}
+
+func newBenchCluster(b *testing.B, workers, concurrency int, respond func(llmtest.Request) llmtest.Turn) *benchCluster {
+	b.Helper()
+	e := newEnv(b)
+	dsn := pgtest.DSN(b)
+	srv := llmtest.NewServerFunc(respond)
+	b.Cleanup(srv.Close)
+	model := e.useProvider("anthropic", srv.URL)
+	st, err := postgres.Open(b.Context(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	c, err := cluster.Open(b.Context(), st, cluster.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range workers {
+		w := e.start("worker", "--store", dsn, "--concurrency", fmt.Sprint(concurrency), "--yes")
+		waitUntil(b, time.Minute, "a worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
+	}
+	return &benchCluster{e: e, st: st, c: c, model: model, srv: srv}
+}
+
+// submit hands a new run of goal to the workers and returns its id.
+func (bc *benchCluster) submit(b *testing.B, goal string, parallel int) string {
+	b.Helper()
+	bc.seq++
+	r, root := tree.New(tree.Options{}).NewRun(tree.RunOptions{
+		ID: fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), bc.seq), Goal: goal, Model: bc.model,
+		Workspace: bc.e.workspace, Mode: "default", MaxParallel: parallel, Queue: "default",
+	})
+	if err := bc.c.Submit(b.Context(), r, root); err != nil {
+		b.Fatal(err)
+	}
+	return r.ID
+}
+
+// wait blocks until run id has ended and fails b unless it completed.
+func (bc *benchCluster) wait(b *testing.B, id string) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
+	defer cancel()
+	changes, err := bc.st.RunChanges(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		r, err := bc.st.GetRun(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch r.Status {
+		case store.RunComplete:
+			return
+		case store.RunRunning:
+		default:
+			b.Fatalf("run %s %s: %s", id, r.Status, r.Error)
+		}
+		select {
+		case <-changes:
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			b.Fatalf("run %s did not end", id)
+		}
+	}
+}
+
+// fanOutScript: the root spawns children in one step, ends its turn, and
+// synthesizes; each child completes at once.
+func fanOutScript(children int) func(llmtest.Request) llmtest.Turn {
+	spawns := make([]llmtest.ToolCall, children)
+	for i := range spawns {
+		spawns[i] = treetest.Call("spawn", map[string]any{"goal": fmt.Sprintf("part %d", i), "prompt": "p"})
+	}
+	return func(req llmtest.Request) llmtest.Turn {
+		node, turn := treetest.NodeOf(req), treetest.Turns(req)
+		switch {
+		case node == 1 && turn == 0:
+			return treetest.Calls(spawns...)
+		case node == 1 && turn == 1:
+			return treetest.Complete("draft")
+		case node == 1:
+			return treetest.Complete("final")
+		default:
+			return treetest.Complete(fmt.Sprintf("result of #%d", node))
+		}
+	}
+}
+
+// BenchmarkClusterFanOut1000 is the 1,000-node fan-out and fan-in of
+// tree.BenchmarkFanOutFanIn1000 (64 agents at once) as a cluster run:
+// submitted on PostgreSQL, driven by one of 1 or 3 worker processes, the
+// model an HTTP server. One run is driven by one worker, so the second
+// figure shows what more workers cost one run (nothing should).
+func BenchmarkClusterFanOut1000(b *testing.B) {
+	for _, workers := range []int{1, 3} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			bc := newBenchCluster(b, workers, 4, fanOutScript(1000))
+			for b.Loop() {
+				bc.wait(b, bc.submit(b, "fan out", 64))
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkClusterRuns12 submits twelve 100-node fan-outs at once to 1
+// or 3 workers driving up to 4 runs each: what spreading runs over
+// workers buys (on this 2-core machine, workers, PostgreSQL and the
+// model server share the cores).
+func BenchmarkClusterRuns12(b *testing.B) {
+	for _, workers := range []int{1, 3} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			bc := newBenchCluster(b, workers, 4, fanOutScript(100))
+			for b.Loop() {
+				ids := make([]string, 12)
+				for i := range ids {
+					ids[i] = bc.submit(b, "fan out", 16)
+				}
+				var wg sync.WaitGroup
+				for _, id := range ids {
+					wg.Go(func() { bc.wait(b, id) })
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/12-runs")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkClusterHandoff is the cluster's dispatch hop: from Submit's
+// commit to the new run's first model request, through River's
+// notification, a worker's fetch, its run lease and the engine's first
+// schedule (one worker, idle between runs).
+func BenchmarkClusterHandoff(b *testing.B) {
+	var (
+		mu    sync.Mutex
+		first = map[string]time.Time{}
+	)
+	bc := newBenchCluster(b, 1, 4, func(req llmtest.Request) llmtest.Turn {
+		g := treetest.GoalOf(req)
+		mu.Lock()
+		if _, ok := first[g]; !ok {
+			first[g] = time.Now()
+		}
+		mu.Unlock()
+		return treetest.Complete("done")
+	})
+	var total time.Duration
+	n := 0
+	for b.Loop() {
+		goal := fmt.Sprintf("hop %d", n)
+		t0 := time.Now()
+		id := bc.submit(b, goal, 1)
+		bc.wait(b, id)
+		mu.Lock()
+		total += first[goal].Sub(t0)
+		mu.Unlock()
+		n++
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(n), "µs/handoff")
+}
