@@ -42,6 +42,12 @@ type Options struct {
 	Owner store.Owner
 	// Now is the clock of lease times (time.Now).
 	Now func() time.Time
+	// FetchPoll is how often an idle worker looks for jobs when no insert
+	// notification woke it (250 ms). River sends an insert notification
+	// at most once per fetch cooldown (10 ms here, River's default is
+	// 100 ms) per queue and client, so a job inserted just after another
+	// may wait for this poll.
+	FetchPoll time.Duration
 	// Logger receives River's logs (warnings and errors of a discarding
 	// logger by default).
 	Logger *slog.Logger
@@ -69,11 +75,18 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.FetchPoll <= 0 {
+		o.FetchPoll = 250 * time.Millisecond
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }
+
+// fetchCooldown is the least time between two fetches of a worker, and
+// between two insert notifications of a client per queue.
+const fetchCooldown = 10 * time.Millisecond
 
 // working reports whether the Cluster works jobs (else it only inserts).
 func (o Options) working() bool { return o.Unit != nil || o.Driver != nil }
@@ -113,6 +126,10 @@ func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) 
 		// rescues live jobs (or, with no timeout, none).
 		JobTimeout:           o.UnitTimeout,
 		RescueStuckJobsAfter: 2 * o.UnitTimeout,
+		// A hand-off waits for a fetch: River's defaults (100 ms between
+		// fetches, 1 s polls) would be most of a run's start.
+		FetchCooldown:     fetchCooldown,
+		FetchPollInterval: o.FetchPoll,
 	}
 	if o.working() {
 		workers := river.NewWorkers()
