@@ -268,3 +268,65 @@ func readPID(t *testing.T, path string) int {
 	})
 	return pid
 }
+
+// TestStoppedWorkerHandsItsRunOn: SIGTERM to the worker driving a run
+// whose node runs a shell tool makes it exit 0 at once, leaving the run
+// running; the other worker takes it on and the run completes, the
+// interrupted tool reported to its agent and not run again.
+func TestStoppedWorkerHandsItsRunOn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	mark := filepath.Join(e.home, "tool.log")
+	srv := llmtest.NewServerFunc(treetest.GoalResponder(treetest.ByGoal{
+		"hand it on": {
+			treetest.Calls(treetest.Call("shell", map[string]any{"command": "echo started >> " + mark + "; sleep 300"})),
+			treetest.Complete("handed on"),
+		},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	workers := []*proc{e.start("worker", "--store", dsn, "--yes"), e.start("worker", "--store", dsn, "--yes")}
+	for _, w := range workers {
+		waitUntil(t, time.Minute, "a worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
+	}
+	run := e.start("run", "--cluster", "--store", dsn, "--model", model, "hand it on")
+	waitUntil(t, time.Minute, "the tool to run", func() bool { b, _ := os.ReadFile(mark); return len(b) > 0 })
+	first := -1
+	for i, w := range workers {
+		if drivingLine.MatchString(w.stderr.String()) {
+			first = i
+		}
+	}
+	if first < 0 {
+		t.Fatal("no worker drives the run")
+	}
+	_ = workers[first].cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-workers[first].exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the stopped worker did not exit:\n%s", workers[first].stderr.String())
+	}
+	if workers[first].code != 0 || !strings.Contains(workers[first].stderr.String(), "let run") {
+		t.Fatalf("stopped worker: exit %d\n%s", workers[first].code, workers[first].stderr.String())
+	}
+	select {
+	case <-run.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("the run did not end:\n%s\n%s", workers[1-first].stderr.String(), run.stderr.String())
+	}
+	if run.code != 0 || strings.TrimSpace(run.stdout.String()) != "handed on" {
+		t.Fatalf("run: exit %d %q\n%s\nother worker:\n%s", run.code, run.stdout.String(), run.stderr.String(), workers[1-first].stderr.String())
+	}
+	if !drivingLine.MatchString(workers[1-first].stderr.String()) {
+		t.Fatalf("the other worker never drove the run:\n%s", workers[1-first].stderr.String())
+	}
+	if b, _ := os.ReadFile(mark); strings.Count(string(b), "started") != 1 {
+		t.Fatalf("the tool ran %d times", strings.Count(string(b), "started"))
+	}
+	// The agent was told its tool was interrupted.
+	reqs := srv.Requests()
+	if last := reqs[len(reqs)-1].LastUserText(); !strings.Contains(strings.ToLower(last), "interrupt") {
+		t.Fatalf("the resumed agent was told %q", last)
+	}
+}
