@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -21,7 +22,9 @@ func newAnswerCmd(g *globals) *cobra.Command {
 		Long: `Answer ask node #N of a run. If a process is driving the run, the answer goes
 to it at once (through the answer socket its lease names) and the nodes
 waiting on the answer start; otherwise it is stored and used when the run is
-resumed. An owner that cannot be reached (another machine) is named, exit 1.`,
+resumed. The answer to a cluster run (arbor run --cluster) goes to the
+worker driving it on any machine, through the database. An owner that
+cannot be reached (another machine, not a cluster run) is named, exit 1.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := tree.ParseID(args[1])
@@ -33,6 +36,17 @@ resumed. An owner that cannot be reached (another machine) is named, exit 1.`,
 				return err
 			}
 			defer a.Close()
+			if _, ok, queued, err := clusterRequest(cmd.Context(), a, cluster.ControlRequest{Run: args[0], Node: id, Op: cluster.OpAnswer, Text: args[2]}); ok {
+				switch {
+				case err != nil:
+					return &exitError{code: ExitFailure, err: err}
+				case queued:
+					fmt.Fprintf(cmd.OutOrStdout(), "answer to #%d of %s queued: no worker took it yet; the one that drives the run next answers it\n", id, args[0])
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "answered #%d of %s (delivered to the worker driving it)\n", id, args[0])
+				}
+				return nil
+			}
 			socket := ownerSocket(cmd.Context(), a, args[0])
 			err = owner.Client{Socket: socket}.Answer(cmd.Context(), id, args[2])
 			sent := !errors.Is(err, owner.ErrUnreachable)

@@ -109,3 +109,30 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, qu
 		t.Stop()
 	}
 }
+
+// clusterRequest sends req to the worker driving req.Run when it is a
+// cluster run on PostgreSQL that a live process drives (handled is false
+// otherwise: the caller takes its local path). The worker may be on any
+// machine. queued reports a request no worker carried out within 10 s:
+// it stays open, and the worker that takes the run next carries it out.
+func clusterRequest(ctx context.Context, a *app.App, req cluster.ControlRequest) (state string, handled, queued bool, err error) {
+	st, ok := a.Store.(*postgres.Store)
+	if !ok {
+		return "", false, false, nil
+	}
+	r, err := st.GetRun(ctx, req.Run)
+	if err != nil || r.Queue == "" {
+		return "", false, false, nil
+	}
+	l, err := st.GetLease(ctx, store.RunLeaseKey(req.Run))
+	if err != nil || l.Dead(time.Now()) {
+		return "", false, false, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	state, err = cluster.Request(rctx, st, req)
+	if errors.Is(err, cluster.ErrNotDelivered) {
+		return "", true, true, nil
+	}
+	return state, true, false, err
+}

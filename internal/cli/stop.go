@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/tree"
 )
@@ -18,7 +19,9 @@ func newStopCmd(g *globals) *cobra.Command {
 The node and its unfinished descendants are cancelled, their agents stop and
 their tool processes end. The request goes to the process driving the run
 (arbor run, arbor serve or an arbor worker) through the answer socket its
-lease names; a run that no process drives here is refused, exit 1.`,
+lease names, or for a cluster run (arbor run --cluster) to the worker
+driving it on any machine, through the database; a run that no process
+drives is refused, exit 1.`,
 		Example: `  arbor stop 01JD8X… '#3'
   arbor stop 01JD8X…`,
 		Args: cobra.RangeArgs(1, 2),
@@ -36,6 +39,17 @@ lease names; a run that no process drives here is refused, exit 1.`,
 				return err
 			}
 			defer a.Close()
+			if state, ok, queued, err := clusterRequest(cmd.Context(), a, cluster.ControlRequest{Run: args[0], Node: id, Op: cluster.OpStop}); ok {
+				switch {
+				case err != nil:
+					return &exitError{code: ExitFailure, err: err}
+				case queued:
+					fmt.Fprintf(cmd.OutOrStdout(), "stop of #%d of %s queued: no worker took it yet; the one that drives the run next stops it\n", id, args[0])
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "stopped #%d of %s (%s, by the worker driving it)\n", id, args[0], state)
+				}
+				return nil
+			}
 			state, err := owner.Client{Socket: ownerSocket(cmd.Context(), a, args[0])}.Control(cmd.Context(), id, tree.OpStop)
 			if errors.Is(err, owner.ErrUnreachable) {
 				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s is not being driven by a process on this machine (%w)", args[0], err)}

@@ -74,7 +74,8 @@ workers) and exits 0.`,
 				}
 				dirs = append(dirs, abs)
 			}
-			w := &worker{a: a, slots: make(chan struct{}, concurrency), workspaces: dirs, yes: yes, diag: s.Err, runs: map[string]string{}}
+			w := &worker{a: a, slots: make(chan struct{}, concurrency), workspaces: dirs, yes: yes, diag: s.Err,
+				runs: map[string]string{}, engines: map[string]*tree.Engine{}}
 			return w.serve(cmd.Context(), st, queue, concurrency, stopGrace)
 		},
 	}
@@ -102,8 +103,9 @@ type worker struct {
 	ctx context.Context
 	wg  sync.WaitGroup // the drives
 
-	mu   sync.Mutex        // guards runs
-	runs map[string]string // run → queue, while driven here
+	mu      sync.Mutex              // guards runs and engines
+	runs    map[string]string       // run → queue, while driven here
+	engines map[string]*tree.Engine // run → its engine, while driven here
 }
 
 // serve works the queue until ctx ends, then lets the runs go and offers
@@ -113,7 +115,7 @@ func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, co
 	defer letGo()
 	w.ctx = dctx
 	logger := slog.New(slog.NewTextHandler(w.diag, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := cluster.Open(ctx, st, cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Logger: logger})
+	c, err := cluster.Open(ctx, st, cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
@@ -187,12 +189,15 @@ func (w *worker) Take(ctx context.Context, id string) error {
 			Serve: func() func() {
 				close(opened)
 				w.mu.Lock()
-				w.runs[id] = r.Queue
+				w.runs[id], w.engines[id] = r.Queue, e
 				w.mu.Unlock()
 				fmt.Fprintf(w.diag, "arbor worker: driving run %s (%s)\n", id, title(r.Goal))
 				return w.front(ra, e, id)
 			},
 		})
+		w.mu.Lock()
+		delete(w.engines, id)
+		w.mu.Unlock()
 		switch {
 		case err != nil:
 			fmt.Fprintf(w.diag, "arbor worker: run %s: %v\n", id, err)
@@ -214,6 +219,32 @@ func (w *worker) Take(ctx context.Context, id string) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Control implements cluster.Controller: answers and node control of
+// the runs this worker drives, from any machine.
+func (w *worker) Control(ctx context.Context, req cluster.ControlRequest) (string, error) {
+	w.mu.Lock()
+	e := w.engines[req.Run]
+	w.mu.Unlock()
+	if e == nil {
+		return "", cluster.ErrNotDriven
+	}
+	switch req.Op {
+	case cluster.OpAnswer:
+		if err := e.Answer(ctx, req.Run, req.Node, req.Text); err != nil {
+			return "", err
+		}
+		return string(tree.StateComplete), nil
+	case cluster.OpStop, cluster.OpPause, cluster.OpResume:
+		st, err := e.Control(req.Run, req.Node, tree.Op(req.Op))
+		if errors.Is(err, tree.ErrNotDriven) {
+			return "", cluster.ErrNotDriven // let go meanwhile
+		}
+		return string(st), err
+	default:
+		return "", fmt.Errorf("unknown control request %q", req.Op)
 	}
 }
 

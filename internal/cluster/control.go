@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ func (c *Cluster) CancelNodeTx(ctx context.Context, tx pgx.Tx, run string, node 
 // listenControl owns the control listener's connection until ctx ends,
 // reconnecting after a loss; ready receives the first LISTEN's outcome.
 func (c *Cluster) listenControl(ctx context.Context, ready chan<- error) {
+	defer c.reqs.wg.Wait() // the requests it started
 	first := true
 	for ctx.Err() == nil {
 		err := c.listenControlOnce(ctx, func() {
@@ -92,8 +94,16 @@ func (c *Cluster) listenControlOnce(ctx context.Context, listening func()) error
 			}
 			return err
 		}
-		if key, ok := strings.CutPrefix(n.Payload, prefix); ok {
-			c.units.cancel(key, ErrNodeCancelled)
+		key, ok := strings.CutPrefix(n.Payload, prefix)
+		if !ok {
+			continue
 		}
+		if id, ok := strings.CutPrefix(key, "req:"); ok {
+			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+				c.reqs.wg.Go(func() { c.serveRequest(ctx, n) })
+			}
+			continue
+		}
+		c.units.cancel(key, ErrNodeCancelled)
 	}
 }

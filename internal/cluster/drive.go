@@ -67,7 +67,13 @@ type driveWorker struct {
 func (w *driveWorker) Work(ctx context.Context, job *river.Job[RunDrive]) error {
 	err := w.c.o.Driver.Take(ctx, job.Args.Run)
 	switch {
-	case err == nil, errors.Is(err, store.ErrLeaseHeld), errors.Is(err, store.ErrNotFound):
+	case err == nil:
+		// Requests sent while no process drove the run.
+		if err := w.c.ServeOpen(ctx, job.Args.Run); err != nil {
+			w.c.o.Logger.Warn("cluster: open control requests", "run", job.Args.Run, "err", err)
+		}
+		return nil
+	case errors.Is(err, store.ErrLeaseHeld), errors.Is(err, store.ErrNotFound):
 		// Ours now, driven elsewhere (the reaper hands it on if that
 		// process dies), or gone.
 		return nil

@@ -24,6 +24,9 @@ type Options struct {
 	// Driver, when set, takes cluster runs handed to this process
 	// (arbor.run_drive jobs), and the run reaper runs here.
 	Driver Driver
+	// Controller carries out the control requests (Request) of the
+	// runs this process drives.
+	Controller Controller
 	// Queue is the River queue worked and inserted into ("default").
 	Queue string
 	// Concurrency is how many jobs this process works at once (4).
@@ -100,8 +103,9 @@ type Cluster struct {
 	schema string
 	o      Options
 
-	units units   // the units running in this process, by node
-	svc   service // Start/Stop of the reaper and the control listener
+	units units    // the units running in this process, by node
+	reqs  requests // the control requests being carried out
+	svc   service  // Start/Stop of the reaper and the control listener
 }
 
 // Open migrates River's tables into st's schema and returns a Cluster on
