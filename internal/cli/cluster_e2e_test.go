@@ -347,3 +347,39 @@ func running(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
+
+// TestResumeHandsAClusterRunBackToTheWorkers: a cluster run that spent
+// its token budget is continued by arbor resume --max-tokens on the
+// workers (not in the resuming process), which complete it.
+func TestResumeHandsAClusterRunBackToTheWorkers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	big := llmtest.Usage{Input: 1000, Output: 10}
+	with := func(turn llmtest.Turn) llmtest.Turn { turn.Usage = big; return turn }
+	srv := llmtest.NewServerFunc(treetest.GoalResponder(treetest.ByGoal{
+		"spend it": {
+			with(treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "child", "prompt": "p"}))),
+			with(treetest.Complete("draft")),
+			with(treetest.Complete("ROOT: resumed")),
+		},
+		"child": {with(treetest.Complete("child result"))},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	w := e.start("worker", "--store", dsn)
+	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
+
+	o := e.run("run", "--cluster", "--store", dsn, "--model", model, "--max-tokens", "1500", "spend it")
+	if o.code != 1 || !strings.Contains(o.stderr, "arbor resume") {
+		t.Fatalf("run over budget: exit %d %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	id := runID(t, o.stderr)
+	o = e.run("resume", id, "--store", dsn, "--max-tokens", "100000")
+	if o.code != 0 || strings.TrimSpace(o.stdout) != "ROOT: resumed" || !strings.Contains(o.stderr, "handed back to the workers") {
+		t.Fatalf("resume: exit %d %q\n%s\nworker:\n%s", o.code, o.stdout, o.stderr, w.stderr.String())
+	}
+	if n := strings.Count(w.stderr.String(), "driving run "+id); n != 2 {
+		t.Fatalf("the worker drove the run %d times, want 2 (before and after the resume):\n%s", n, w.stderr.String())
+	}
+}

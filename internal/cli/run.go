@@ -118,10 +118,17 @@ reported to its agent as interrupted, never run twice.
 One process drives a run at a time. While another live process drives it,
 resume exits 1 naming the owner (pid, host, since when); --wait waits until
 the owner ends or dies instead. A killed owner's run is taken over at once on
-the same machine, or once its lease expires (a few seconds) elsewhere.`,
+the same machine, or once its lease expires (a few seconds) elsewhere.
+
+A cluster run (arbor run --cluster) is continued by the workers, not here:
+resume raises its budgets if asked, hands it back to them when it stopped,
+and follows it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.validate(false); err != nil {
+				return err
+			}
+			if handled, err := resumeCluster(cmd.Context(), g, f, s, args[0]); handled {
 				return err
 			}
 			return driveRun(cmd.Context(), g, f, s, "", args[0])

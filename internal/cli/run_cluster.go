@@ -60,6 +60,59 @@ func submitRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal str
 	return report(ctx, a, fin, s, f.quiet)
 }
 
+// resumeCluster continues a cluster run on the workers rather than here:
+// a run a worker drives is followed; one that stopped (interrupted by a
+// local drive, out of budget) gets its budgets raised, is stored as
+// running and handed to the workers in one transaction, then followed.
+// handled is false for a run that is not a cluster run on PostgreSQL.
+func resumeCluster(ctx context.Context, g *globals, f *runFlags, s Streams, id string) (handled bool, err error) {
+	a, err := g.open(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer a.Close()
+	st, ok := a.Store.(*postgres.Store)
+	if !ok {
+		return false, nil
+	}
+	r, err := st.GetRun(ctx, id)
+	if err != nil || r.Queue == "" {
+		return false, nil
+	}
+	if r.Status != store.RunRunning {
+		e := tree.New(tree.Options{Store: st, Bus: a.Bus, Broker: a.Broker})
+		if f.budget > 0 || f.maxTokens > 0 {
+			err := e.Raise(ctx, id, f.budget, f.maxTokens)
+			var held *store.LeaseHeldError
+			if errors.As(err, &held) {
+				return true, ownedError("run "+id, held, "")
+			}
+			if err != nil {
+				return true, &exitError{code: ExitFailure, err: err}
+			}
+			if r, err = st.GetRun(ctx, id); err != nil {
+				return true, &exitError{code: ExitFailure, err: err}
+			}
+		}
+		if r.Status == store.RunInterrupted || r.Status == store.RunBudget {
+			c, err := cluster.Open(ctx, st, cluster.Options{})
+			if err != nil {
+				return true, &exitError{code: ExitFailure, err: err}
+			}
+			if err := c.Requeue(ctx, r); err != nil {
+				return true, &exitError{code: ExitFailure, err: err}
+			}
+			fmt.Fprintf(s.Err, "arbor: run %s handed back to the workers on %s\n", id, r.Queue)
+		}
+	}
+	fmt.Fprintf(s.Err, "arbor: run %s, model %s, on the workers of %s\n", id, r.Model, r.Queue)
+	fin, err := followRun(ctx, st, id, s, f.quiet)
+	if err != nil {
+		return true, err
+	}
+	return true, report(ctx, a, fin, s, f.quiet)
+}
+
 // followRun shows the transitions of run id, driven by another process,
 // as plain lines until the run ends, reading the run again after each
 // change notification (and every few seconds, should one be lost). Ctrl-C

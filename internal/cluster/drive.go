@@ -112,6 +112,26 @@ func (c *Cluster) Submit(ctx context.Context, r store.Run, root store.Node) erro
 	return nil
 }
 
+// Requeue hands a cluster run that stopped (interrupted by a local
+// drive, out of budget) back to the workers: r, stored as running, and
+// its hand-off in one transaction.
+func (c *Cluster) Requeue(ctx context.Context, r store.Run) error {
+	if r.Queue == "" {
+		return fmt.Errorf("requeue run %s: not a cluster run: %w", r.ID, store.ErrInvalid)
+	}
+	r.Status, r.Error = store.RunRunning, ""
+	err := pgx.BeginFunc(ctx, c.st.Pool(), func(tx pgx.Tx) error {
+		if err := c.st.CommitTx(ctx, tx, &r); err != nil {
+			return err
+		}
+		return c.EnqueueDriveTx(ctx, tx, r.ID, r.Queue)
+	})
+	if err != nil {
+		return fmt.Errorf("requeue run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
 // EnqueueDriveTx inserts the hand-off of run on queue on tx.
 func (c *Cluster) EnqueueDriveTx(ctx context.Context, tx pgx.Tx, run, queue string) error {
 	if _, err := c.client.InsertTx(ctx, tx, RunDrive{Run: run}, &river.InsertOpts{Queue: queue}); err != nil {
