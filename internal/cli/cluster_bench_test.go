@@ -165,6 +165,59 @@ func BenchmarkClusterFanOut1000(b *testing.B) {
 	}
 }
 
+// chainScript: each of levels nodes spawns one child, ends its turn and
+// synthesizes; the last completes at once. A level's cost is its hops:
+// a node's end → its parent's synthesis model call, and a spawn → the
+// child's first model call.
+func chainScript(levels int) func(llmtest.Request) llmtest.Turn {
+	return func(req llmtest.Request) llmtest.Turn {
+		node, turn := treetest.NodeOf(req), treetest.Turns(req)
+		switch {
+		case node < int64(levels) && turn == 0:
+			return treetest.Calls(treetest.Call("spawn", map[string]any{"goal": fmt.Sprintf("level %d", node+1), "prompt": "p"}))
+		case node < int64(levels) && turn == 1:
+			return treetest.Complete("draft")
+		case node < int64(levels):
+			return treetest.Complete(fmt.Sprintf("result of #%d", node))
+		default:
+			return treetest.Complete("leaf")
+		}
+	}
+}
+
+// BenchmarkClusterChain50 is a 50-level chain (one node at a time, so
+// every hop is latency: tree.BenchmarkChain200's shape), driven by arbor
+// run on SQLite and on PostgreSQL and by one worker on PostgreSQL.
+func BenchmarkClusterChain50(b *testing.B) {
+	const levels = 50
+	for _, local := range []string{"sqlite", "postgres"} {
+		b.Run("local="+local, func(b *testing.B) {
+			e := newEnv(b)
+			srv := llmtest.NewServerFunc(chainScript(levels))
+			b.Cleanup(srv.Close)
+			args := []string{"run", "--model", e.useProvider("anthropic", srv.URL), "-q"}
+			if local == "postgres" {
+				args = append(args, "--store", pgtest.DSN(b))
+			}
+			for b.Loop() {
+				if o := e.run(append(args, "chain")...); o.code != 0 || strings.TrimSpace(o.stdout) != "result of #1" {
+					b.Fatalf("run: exit %d %q\n%s", o.code, o.stdout, o.stderr)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*levels), "µs/level")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+	b.Run("workers=1", func(b *testing.B) {
+		bc := newBenchCluster(b, 1, 4, chainScript(levels))
+		for b.Loop() {
+			bc.wait(b, bc.submit(b, "chain", 8))
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*levels), "µs/level")
+		b.ReportMetric(0, "ns/op")
+	})
+}
+
 // BenchmarkClusterRuns12 submits twelve 100-node fan-outs at once to 1
 // or 3 workers driving up to 4 runs each: what spreading runs over
 // workers buys (on this 2-core machine, workers, PostgreSQL and the

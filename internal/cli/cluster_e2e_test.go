@@ -383,3 +383,42 @@ func TestResumeHandsAClusterRunBackToTheWorkers(t *testing.T) {
 		t.Fatalf("the worker drove the run %d times, want 2 (before and after the resume):\n%s", n, w.stderr.String())
 	}
 }
+
+// TestClusterLiveViewAnswersAsk: arbor run --cluster on a terminal shows
+// the live view of the run a worker drives, and the question of its ask
+// node, answered in the view, reaches the worker as a control request.
+func TestClusterLiveViewAnswersAsk(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
+		1: {
+			treetest.Calls(
+				treetest.Call("ask", map[string]any{"question": "Which region?", "options": []any{"us-east", "eu-west"}, "default": "us-east"}),
+				treetest.Call("spawn", map[string]any{"goal": "Deploy", "prompt": "Deploy to the chosen region.", "blocked_by": []any{"#2"}})),
+			treetest.Complete("draft"),
+			treetest.Complete("Deployed."),
+		},
+		3: {treetest.Complete("deployed")},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	w := e.start("worker", "--store", dsn)
+	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
+	con, wait := startOnTerminal(t, e, "run", "--cluster", "--store", dsn, "--model", model, "deploy the service")
+	con.expect("Which region?", 1)
+	con.expect("eu-west", 1)
+	con.send("2\r")
+	stdout, code := wait()
+	if code != 0 || strings.TrimSpace(stdout) != "Deployed." {
+		t.Fatalf("exit %d stdout %q\n%s\nworker:\n%s", code, stdout, con.text(), w.stderr.String())
+	}
+	for _, req := range srv.Requests() {
+		if treetest.NodeOf(req) == 3 && !strings.Contains(req.Messages[0].Text(), "eu-west") {
+			t.Fatalf("#3 should get the answer:\n%s", req.Messages[0].Text())
+		}
+	}
+	if !strings.Contains(con.text(), "Deploy") || !strings.Contains(con.text(), "#3") {
+		t.Fatalf("the view should show the tree:\n%s", con.text())
+	}
+}

@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres"
+	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/tui"
 )
@@ -53,7 +59,7 @@ func submitRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal str
 		return nil
 	}
 	fmt.Fprintf(s.Err, "arbor: run %s, model %s, queued on %s for the workers\n", r.ID, r.Model, f.queue)
-	fin, err := followRun(ctx, st, r.ID, s, f.quiet)
+	fin, err := followRun(ctx, st, r.ID, s, f, r.Goal)
 	if err != nil {
 		return err
 	}
@@ -106,29 +112,49 @@ func resumeCluster(ctx context.Context, g *globals, f *runFlags, s Streams, id s
 		}
 	}
 	fmt.Fprintf(s.Err, "arbor: run %s, model %s, on the workers of %s\n", id, r.Model, r.Queue)
-	fin, err := followRun(ctx, st, id, s, f.quiet)
+	fin, err := followRun(ctx, st, id, s, f, r.Goal)
 	if err != nil {
 		return true, err
 	}
 	return true, report(ctx, a, fin, s, f.quiet)
 }
 
-// followRun shows the transitions of run id, driven by another process,
-// as plain lines until the run ends, reading the run again after each
-// change notification (and every few seconds, should one be lost). Ctrl-C
-// stops following, not the run.
-func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, quiet bool) (store.Run, error) {
+// followRun shows run id, driven by another process, until it ends: the
+// live view on a terminal (its asks answered there, through control
+// requests), else plain lines. The rows are read again after each change
+// notification (and every few seconds, should one be lost), so
+// transitions closer together than a read show as one. Ctrl-C stops
+// following, not the run.
+func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f *runFlags, goal string) (store.Run, error) {
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	changes, err := st.RunChanges(wctx, id)
 	if err != nil {
 		return store.Run{}, &exitError{code: ExitFailure, err: err}
 	}
-	var lines *tui.Plain
-	if !quiet {
-		lines = tui.NewPlain(s.Err, id)
+	answers := &askResolver{ctx: wctx, st: st, run: id, diag: s.Err}
+	defer answers.wg.Wait()
+	show, stopView := func(agent.Event) {}, func() {}
+	interrupted := make(chan struct{})
+	var once sync.Once
+	switch {
+	case !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err):
+		live := tui.NewLive(tui.LiveOptions{RunID: id, In: s.In, Out: s.Err, Resolver: answers, Title: title(goal),
+			OnInterrupt: func() { once.Do(func() { close(interrupted) }) }})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = live.Run(context.WithoutCancel(ctx))
+		}()
+		answers.diag = io.Discard // the view shows what happens
+		show, stopView = live.Handle, func() { live.Quit(); <-done }
+	case !f.quiet:
+		show = tui.NewPlain(s.Err, id).Handle
 	}
+	defer func() { stopView() }()
+
 	seen := map[int64]store.NodeState{}
+	asked := map[int64]bool{}
 	for {
 		r, err := st.GetRun(wctx, id)
 		if err != nil {
@@ -138,29 +164,86 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, qu
 		if err != nil {
 			return store.Run{}, &exitError{code: ExitFailure, err: err}
 		}
+		now := time.Now()
 		for _, n := range nodes {
-			if from, ok := seen[n.ID]; ok && from == n.State {
-				continue
+			if from, ok := seen[n.ID]; !ok || from != n.State {
+				show(&tree.NodeChanged{Meta: agent.Meta{At: now}, RunID: id, From: seen[n.ID], Node: tree.View(n)})
+				seen[n.ID] = n.State
 			}
-			if lines != nil {
-				lines.Handle(&tree.NodeChanged{RunID: id, From: seen[n.ID], Node: tree.View(n)})
+			open := n.Kind == tree.KindAsk && n.State == tree.StateActive
+			switch {
+			case open && !asked[n.ID]:
+				asked[n.ID] = true
+				show(&agent.InteractionRequested{Meta: agent.Meta{At: now}, Interaction: agent.Interaction{
+					ID: askID(n.ID), Kind: agent.KindQuestion, Created: now,
+					Question: &tool.Question{CallID: askID(n.ID), AskNode: n.ID, Question: n.Question, Options: n.Options, Default: n.Default}}})
+			case !open && asked[n.ID]:
+				delete(asked, n.ID)
+				show(&agent.InteractionResolved{Meta: agent.Meta{At: now}, ID: askID(n.ID), Kind: agent.KindQuestion, Resolution: "answered"})
 			}
-			seen[n.ID] = n.State
 		}
 		if r.Status != store.RunRunning {
+			show(&tree.RunFinished{Meta: agent.Meta{At: now}, RunID: id, Outcome: r.Status, Result: r.Result, Error: r.Error})
 			return r, nil
 		}
 		t := time.NewTimer(3 * time.Second)
 		select {
 		case <-changes:
 		case <-t.C:
+		case <-interrupted:
+			t.Stop()
+			return store.Run{}, stoppedFollowing(id)
 		case <-ctx.Done():
 			t.Stop()
-			return store.Run{}, &exitError{code: ExitInterrupted, err: fmt.Errorf(
-				"stopped following run %s; it goes on on the workers: arbor tree %s (stop it with: arbor stop %s)", id, id, id)}
+			return store.Run{}, stoppedFollowing(id)
 		}
 		t.Stop()
 	}
+}
+
+func stoppedFollowing(id string) error {
+	return &exitError{code: ExitInterrupted, err: fmt.Errorf(
+		"stopped following run %s; it goes on on the workers: arbor tree %s (stop it with: arbor stop %s)", id, id, id)}
+}
+
+// askID is the id the follower gives the question of ask node id.
+func askID(id int64) string { return "ask:#" + strconv.FormatInt(id, 10) }
+
+// askResolver sends the answers given in the follower's live view to the
+// worker driving the run, as control requests, each on a goroutine of
+// its own (the view never waits on the database); the follower waits
+// for them before it returns.
+type askResolver struct {
+	ctx  context.Context
+	st   *postgres.Store
+	run  string
+	diag io.Writer
+	wg   sync.WaitGroup
+}
+
+// Resolve implements tui.Resolver.
+func (a *askResolver) Resolve(id string, r agent.Response) error {
+	n, ok := strings.CutPrefix(id, "ask:#")
+	node, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || r.Answer == nil {
+		return fmt.Errorf("%s is not a question of this run: %w", id, agent.ErrUnknownInteraction)
+	}
+	text := r.Answer.Text
+	if r.Answer.Declined {
+		text = ""
+	}
+	a.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+		defer cancel()
+		_, err := cluster.Request(ctx, a.st, cluster.ControlRequest{Run: a.run, Node: node, Op: cluster.OpAnswer, Text: text})
+		switch {
+		case errors.Is(err, cluster.ErrNotDelivered):
+			fmt.Fprintf(a.diag, "arbor: answer to #%d queued for the run's next worker\n", node)
+		case err != nil:
+			fmt.Fprintf(a.diag, "arbor: answer to #%d: %v\n", node, err)
+		}
+	})
+	return nil
 }
 
 // clusterRequest sends req to the worker driving req.Run when it is a
