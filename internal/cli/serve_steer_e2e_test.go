@@ -231,7 +231,10 @@ func TestServeSteersRunOfAnotherProcess(t *testing.T) {
 			treetest.Complete("final: eu"),
 		},
 		2: {
-			treetest.Calls(treetest.Call("write_file", map[string]any{"path": "a.txt", "content": "from the web"})),
+			// Slow, so that the ask (which makes no model call) reaches the
+			// terminal first: the terminal shows one prompt at a time, and
+			// the write's approval would hide the question (CI, load 6).
+			slowly(treetest.Calls(treetest.Call("write_file", map[string]any{"path": "a.txt", "content": "from the web"}))),
 			treetest.Complete("written"),
 		},
 		3: {
@@ -307,4 +310,10 @@ func TestServeSteersRunOfAnotherProcess(t *testing.T) {
 			t.Errorf("the terminal should show %q:\n%s", want, con.text())
 		}
 	}
+}
+
+// slowly makes turn stream with a pause between its events.
+func slowly(turn llmtest.Turn) llmtest.Turn {
+	turn.Fault = &llmtest.Fault{Kind: llmtest.FaultSlow, Delay: llmtest.Duration(200 * time.Millisecond)}
+	return turn
 }
