@@ -422,3 +422,36 @@ func TestClusterLiveViewAnswersAsk(t *testing.T) {
 		t.Fatalf("the view should show the tree:\n%s", con.text())
 	}
 }
+
+// TestWorkerServesOnlyItsWorkspaces: a worker limited to another
+// directory by --workspace never drives the run (it snoozes the
+// hand-off and says so); a worker that has the run's workspace does.
+func TestWorkerServesOnlyItsWorkspaces(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	srv := llmtest.NewServerFunc(treetest.GoalResponder(treetest.ByGoal{"where": {treetest.Complete("here")}}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	elsewhere := t.TempDir()
+	limited := e.start("worker", "--store", dsn, "--workspace", elsewhere)
+	waitUntil(t, time.Minute, "the limited worker to serve", func() bool { return strings.Contains(limited.stderr.String(), "serving queue") })
+	o := e.run("run", "--cluster", "--detach", "--store", dsn, "--model", model, "where")
+	id := strings.TrimSpace(o.stdout)
+	if o.code != 0 || id == "" {
+		t.Fatalf("run --detach: %d %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	waitUntil(t, time.Minute, "the limited worker to refuse the run", func() bool {
+		return strings.Contains(limited.stderr.String(), "workspace not served here")
+	})
+	full := e.start("worker", "--store", dsn)
+	waitUntil(t, time.Minute, "the run to complete", func() bool {
+		return strings.Contains(e.run("runs", "--store", dsn).stdout, id+"  complete")
+	})
+	if strings.Contains(limited.stderr.String(), "driving run") {
+		t.Fatalf("the limited worker drove the run:\n%s", limited.stderr.String())
+	}
+	if !strings.Contains(full.stderr.String(), "driving run "+id) {
+		t.Fatalf("the full worker did not drive the run:\n%s", full.stderr.String())
+	}
+}
