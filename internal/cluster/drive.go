@@ -203,6 +203,10 @@ func (c *Cluster) ReapRuns(ctx context.Context) ([]string, error) {
 		}
 		now := c.o.Now()
 		ttl := c.o.LeaseTTL.Seconds()
+		// Carried-out control requests are kept a day, for people.
+		if _, err := tx.Exec(ctx, `DELETE FROM control_requests WHERE done_at < $1`, now.Add(-requestsKept).UnixNano()); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, orphanRuns, ttl)
 		if err != nil {
 			return err
@@ -267,6 +271,10 @@ func (c *Cluster) ReapRuns(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// requestsKept is how long the run reaper keeps carried-out control
+// requests.
+const requestsKept = 24 * time.Hour
 
 // lockRunReaper makes one run-reaper pass at a time per schema.
 const lockRunReaper = `SELECT pg_try_advisory_xact_lock(hashtext('arbor.run_reaper'), hashtext(current_schema()))`
