@@ -62,6 +62,9 @@ func TestClusterRunOnAWorker(t *testing.T) {
 	if !strings.Contains(w.stderr.String(), "driving run "+id) {
 		t.Fatalf("worker log:\n%s", w.stderr.String())
 	}
+	if o := e.run("tree", id, "--store", dsn); !strings.Contains(o.stdout, "run "+id+" [complete] model script:"+script+", queue default\n") {
+		t.Fatalf("tree's first line:\n%s", o.stdout)
+	}
 
 	// --detach: the id on stdout, at once; the worker ends the run (a
 	// script model serves each process's turns from the top: this one
@@ -201,6 +204,9 @@ func TestClusterSurvivesAKilledWorker(t *testing.T) {
 		t.Fatalf("takeover took %s, more than the lease time and a reaper period\n%s", takeover, logs())
 	}
 
+	if o := e.run("tree", id, "--store", dsn); !strings.Contains(o.stdout, fmt.Sprintf(", queue default, driven by pid %d on ", workers[second].cmd.Process.Pid)) {
+		t.Fatalf("tree's first line names the new driver:\n%s", o.stdout)
+	}
 	// The ask, answered from a fourth process, reaches the new driver
 	// through the database (a control request), as from another machine.
 	if o := e.run("answer", id, "#3", "eu", "--store", dsn); o.code != 0 || !strings.Contains(o.stdout, "delivered to the worker driving it") {

@@ -56,9 +56,11 @@ func waitForLease[T any](ctx context.Context, runID string, diag io.Writer, try 
 
 // shownStatus is the status a reader shows for r: a run stored as running
 // whose lease is gone or dead was left by a killed process and is
-// interrupted. The row itself is corrected by the next owner's drive.
+// interrupted (but for a cluster run, which the workers take on). The row itself is corrected by the next owner's drive.
 func shownStatus(ctx context.Context, st store.LeaseStore, r store.Run) store.RunStatus {
-	if r.Status != store.RunRunning {
+	if r.Status != store.RunRunning || r.Queue != "" {
+		// A cluster run with no live driver is waiting for a worker,
+		// which the run reaper hands it to: it is running still.
 		return r.Status
 	}
 	l, err := st.GetLease(ctx, store.RunLeaseKey(r.ID))

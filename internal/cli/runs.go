@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -93,7 +94,7 @@ func newTreeCmd(g *globals) *cobra.Command {
 					Nodes []treeNode `json:"nodes"`
 				}{r, withSpend(cmd.Context(), a.Store, nodes)})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s [%s] model %s\n", r.ID, r.Status, r.Model)
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s [%s] model %s%s\n", r.ID, r.Status, r.Model, driver(cmd.Context(), a.Store, r))
 			if r.Error != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "error: %s\n", r.Error)
 			}
@@ -125,4 +126,21 @@ func withSpend(ctx context.Context, st store.Store, nodes []store.Node) []treeNo
 		}
 	}
 	return out
+}
+
+// driver says who drives cluster run r, for arbor tree's first line:
+// its queue, and the worker holding it while one does.
+func driver(ctx context.Context, st store.LeaseStore, r store.Run) string {
+	if r.Queue == "" {
+		return ""
+	}
+	out := ", queue " + r.Queue
+	if r.Status != store.RunRunning {
+		return out
+	}
+	l, err := st.GetLease(ctx, store.RunLeaseKey(r.ID))
+	if err != nil || l.Dead(time.Now()) {
+		return out + ", waiting for a worker"
+	}
+	return fmt.Sprintf("%s, driven by pid %d on %s", out, l.PID, l.Host)
 }
