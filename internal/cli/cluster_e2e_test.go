@@ -391,8 +391,9 @@ func TestResumeHandsAClusterRunBackToTheWorkers(t *testing.T) {
 }
 
 // TestClusterLiveViewAnswersAsk: arbor run --cluster on a terminal shows
-// the live view of the run a worker drives, and the question of its ask
-// node, answered in the view, reaches the worker as a control request.
+// the live view of the run a worker drives; the question of its ask node
+// and the approval of a write, which the worker publishes, are answered
+// in the view and reach the worker as control requests.
 func TestClusterLiveViewAnswersAsk(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -405,16 +406,23 @@ func TestClusterLiveViewAnswersAsk(t *testing.T) {
 			treetest.Complete("draft"),
 			treetest.Complete("Deployed."),
 		},
-		3: {treetest.Complete("deployed")},
+		3: {
+			treetest.Calls(treetest.Call("write_file", map[string]any{"path": "deployed.txt", "content": "eu-west"})),
+			treetest.Complete("deployed"),
+		},
 	}))
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	w := e.start("worker", "--store", dsn)
+	w := e.start("worker", "--store", dsn) // no --yes: the write waits for a person
 	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 	con, wait := startOnTerminal(t, e, "run", "--cluster", "--store", dsn, "--model", model, "deploy the service")
 	con.expect("Which region?", 1)
 	con.expect("eu-west", 1)
 	con.send("2\r")
+	// The worker's approval of #3's write, published to the database,
+	// is approved in the view.
+	con.expect("[y] yes", 1)
+	con.send("y")
 	stdout, code := wait()
 	if code != 0 || strings.TrimSpace(stdout) != "Deployed." {
 		t.Fatalf("exit %d stdout %q\n%s\nworker:\n%s", code, stdout, con.text(), w.stderr.String())
@@ -426,6 +434,15 @@ func TestClusterLiveViewAnswersAsk(t *testing.T) {
 	}
 	if !strings.Contains(con.text(), "Deploy") || !strings.Contains(con.text(), "#3") {
 		t.Fatalf("the view should show the tree:\n%s", con.text())
+	}
+	if b, err := os.ReadFile(filepath.Join(e.workspace, "deployed.txt")); err != nil || string(b) != "eu-west" {
+		var told []string
+		for _, req := range srv.Requests() {
+			if treetest.NodeOf(req) == 3 {
+				told = append(told, req.LastUserText())
+			}
+		}
+		t.Fatalf("the approved write: %q %v\n#3 was told: %q\nworker:\n%s", b, err, told, w.stderr.String())
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres"
-	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/tui"
 )
@@ -120,8 +117,9 @@ func resumeCluster(ctx context.Context, g *globals, f *runFlags, s Streams, id s
 }
 
 // followRun shows run id, driven by another process, until it ends: the
-// live view on a terminal (its asks answered there, through control
-// requests), else plain lines. The rows are read again after each change
+// live view on a terminal (the questions and approvals the worker
+// publishes answered there, through control requests), else plain
+// lines. The rows are read again after each change
 // notification (and every few seconds, should one be lost), so
 // transitions closer together than a read show as one. Ctrl-C stops
 // following, not the run.
@@ -132,7 +130,7 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f 
 	if err != nil {
 		return store.Run{}, &exitError{code: ExitFailure, err: err}
 	}
-	answers := &askResolver{ctx: wctx, st: st, run: id, diag: s.Err}
+	answers := &resolver{ctx: wctx, st: st, run: id, diag: s.Err}
 	defer answers.wg.Wait()
 	show, stopView := func(agent.Event) {}, func() {}
 	interrupted := make(chan struct{})
@@ -154,7 +152,7 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f 
 	defer func() { stopView() }()
 
 	seen := map[int64]store.NodeState{}
-	asked := map[int64]bool{}
+	shown := map[string]agent.Interaction{} // pending interactions shown, by id
 	for {
 		r, err := st.GetRun(wctx, id)
 		if err != nil {
@@ -170,16 +168,24 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f 
 				show(&tree.NodeChanged{Meta: agent.Meta{At: now}, RunID: id, From: seen[n.ID], Node: tree.View(n)})
 				seen[n.ID] = n.State
 			}
-			open := n.Kind == tree.KindAsk && n.State == tree.StateActive
-			switch {
-			case open && !asked[n.ID]:
-				asked[n.ID] = true
-				show(&agent.InteractionRequested{Meta: agent.Meta{At: now}, Interaction: agent.Interaction{
-					ID: askID(n.ID), Kind: agent.KindQuestion, Created: now,
-					Question: &tool.Question{CallID: askID(n.ID), AskNode: n.ID, Question: n.Question, Options: n.Options, Default: n.Default}}})
-			case !open && asked[n.ID]:
-				delete(asked, n.ID)
-				show(&agent.InteractionResolved{Meta: agent.Meta{At: now}, ID: askID(n.ID), Kind: agent.KindQuestion, Resolution: "answered"})
+		}
+		pending, err := cluster.PendingOf(wctx, st, id)
+		if err != nil {
+			return store.Run{}, &exitError{code: ExitFailure, err: err}
+		}
+		now = time.Now()
+		open := map[string]bool{}
+		for _, in := range pending {
+			open[in.ID] = true
+			if _, ok := shown[in.ID]; !ok {
+				shown[in.ID] = in
+				show(&agent.InteractionRequested{Meta: agent.Meta{At: now}, Interaction: in})
+			}
+		}
+		for iid, in := range shown {
+			if !open[iid] {
+				delete(shown, iid)
+				show(&agent.InteractionResolved{Meta: agent.Meta{At: now}, ID: iid, Kind: in.Kind, Resolution: "answered"})
 			}
 		}
 		if r.Status != store.RunRunning {
@@ -206,14 +212,11 @@ func stoppedFollowing(id string) error {
 		"stopped following run %s; it goes on on the workers: arbor tree %s (stop it with: arbor stop %s)", id, id, id)}
 }
 
-// askID is the id the follower gives the question of ask node id.
-func askID(id int64) string { return "ask:#" + strconv.FormatInt(id, 10) }
-
-// askResolver sends the answers given in the follower's live view to the
-// worker driving the run, as control requests, each on a goroutine of
-// its own (the view never waits on the database); the follower waits
-// for them before it returns.
-type askResolver struct {
+// resolver sends what is given in the follower's live view (answers,
+// approvals) to the worker driving the run, as control requests, each on
+// a goroutine of its own (the view never waits on the database); the
+// follower waits for them before it returns.
+type resolver struct {
 	ctx  context.Context
 	st   *postgres.Store
 	run  string
@@ -222,25 +225,16 @@ type askResolver struct {
 }
 
 // Resolve implements tui.Resolver.
-func (a *askResolver) Resolve(id string, r agent.Response) error {
-	n, ok := strings.CutPrefix(id, "ask:#")
-	node, err := strconv.ParseInt(n, 10, 64)
-	if !ok || err != nil || r.Answer == nil {
-		return fmt.Errorf("%s is not a question of this run: %w", id, agent.ErrUnknownInteraction)
-	}
-	text := r.Answer.Text
-	if r.Answer.Declined {
-		text = ""
-	}
+func (a *resolver) Resolve(id string, r agent.Response) error {
 	a.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
 		defer cancel()
-		_, err := cluster.Request(ctx, a.st, cluster.ControlRequest{Run: a.run, Node: node, Op: cluster.OpAnswer, Text: text})
+		_, err := cluster.Request(ctx, a.st, cluster.ControlRequest{Run: a.run, Op: cluster.OpResolve, Text: cluster.ResolveText(id, r)})
 		switch {
 		case errors.Is(err, cluster.ErrNotDelivered):
-			fmt.Fprintf(a.diag, "arbor: answer to #%d queued for the run's next worker\n", node)
+			fmt.Fprintf(a.diag, "arbor: %s: queued for the run's next worker\n", id)
 		case err != nil:
-			fmt.Fprintf(a.diag, "arbor: answer to #%d: %v\n", node, err)
+			fmt.Fprintf(a.diag, "arbor: %s: %v\n", id, err)
 		}
 	})
 	return nil

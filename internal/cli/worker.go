@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/permission"
@@ -237,6 +238,18 @@ func (w *worker) Control(ctx context.Context, req cluster.ControlRequest) (strin
 			return "", err
 		}
 		return string(tree.StateComplete), nil
+	case cluster.OpResolve:
+		iid, resp, err := cluster.ParseResolve(req.Text)
+		if err != nil {
+			return "", err
+		}
+		if err := e.Resolve(req.Run, iid, resp); err != nil {
+			if errors.Is(err, tree.ErrNotDriven) {
+				return "", cluster.ErrNotDriven
+			}
+			return "", err
+		}
+		return "resolved", nil
 	case cluster.OpStop, cluster.OpPause, cluster.OpResume:
 		st, err := e.Control(req.Run, req.Node, tree.Op(req.Op))
 		if errors.Is(err, tree.ErrNotDriven) {
@@ -258,7 +271,62 @@ func (w *worker) front(ra *app.App, e *tree.Engine, id string) (stop func()) {
 	if w.yes {
 		stopYes = (&terminal{yes: true, approvalsOnly: true, runID: id, out: w.diag}).serve(w.ctx, ra.Bus, ra.Broker)
 	}
-	return func() { stopYes(); lines.Close(); stopAnswers() }
+	stopPublish := w.publishPending(ra, e, id)
+	return func() { stopPublish(); stopYes(); lines.Close(); stopAnswers() }
+}
+
+// publishPending keeps run id's published pending interactions (for
+// front ends on any machine: cluster.PublishPending) equal to the
+// engine's, on a goroutine of its own woken by the bus's interaction
+// events (wake-ups coalesce), until stop, which clears them.
+func (w *worker) publishPending(ra *app.App, e *tree.Engine, id string) (stop func()) {
+	st, ok := ra.Store.(*postgres.Store)
+	if !ok {
+		return func() {}
+	}
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{} // replace what a dead driver left published
+	sub := ra.Bus.Subscribe(func(ev agent.Event) {
+		switch ev.(type) {
+		case *agent.InteractionRequested, *agent.InteractionResolved:
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(w.ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var last []string
+		for {
+			select {
+			case <-ctx.Done():
+				if last != nil {
+					_ = cluster.PublishPending(context.WithoutCancel(ctx), st, id, nil)
+				}
+				return
+			case <-wake:
+			}
+			ins, err := e.Pending(id)
+			if err != nil {
+				continue // the drive is ending
+			}
+			ids := make([]string, len(ins))
+			for i, in := range ins {
+				ids[i] = in.ID
+			}
+			if slices.Equal(ids, last) && last != nil {
+				continue
+			}
+			if err := cluster.PublishPending(ctx, st, id, ins); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(w.diag, "arbor worker: run %s: %v\n", id, err)
+				continue
+			}
+			last = ids
+		}
+	})
+	return func() { sub.Close(); cancel(); wg.Wait() }
 }
 
 // serves reports whether this worker has workspace ws.

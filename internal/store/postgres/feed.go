@@ -188,3 +188,12 @@ func (f *feed) wakeAll() {
 		f.wake(run)
 	}
 }
+
+// NotifyRunTx wakes the followers of run (RunChanges, in every process)
+// when tx commits, as a Commit of the run does: for writes outside the
+// store's own methods that readers of the run must see (the cluster's
+// published interactions).
+func NotifyRunTx(ctx context.Context, tx pgx.Tx, run string) error {
+	_, err := tx.Exec(ctx, notifyRun, run)
+	return err
+}
