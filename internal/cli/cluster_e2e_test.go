@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -476,5 +477,55 @@ func TestWorkerServesOnlyItsWorkspaces(t *testing.T) {
 	}
 	if !strings.Contains(full.stderr.String(), "driving run "+id) {
 		t.Fatalf("the full worker did not drive the run:\n%s", full.stderr.String())
+	}
+}
+
+// TestServeSteersClusterRun: arbor serve steers a cluster run that a
+// worker drives through the database, as it would from another machine:
+// the ask is answered, the write approved (once: a second resolution is
+// a conflict), and the run completes.
+func TestServeSteersClusterRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.vars = append(e.vars, "ARBOR_STORE="+pgtest.DSN(t))
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
+		1: {
+			treetest.Calls(
+				treetest.Call("ask", map[string]any{"question": "Which region?"}),
+				treetest.Call("spawn", map[string]any{"goal": "writer", "prompt": "Write a.txt.", "blocked_by": []any{"#2"}})),
+			treetest.Complete("draft"),
+			treetest.Complete("final: eu"),
+		},
+		3: {
+			treetest.Calls(treetest.Call("write_file", map[string]any{"path": "a.txt", "content": "from the web"})),
+			treetest.Complete("written"),
+		},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	w := e.start("worker") // no --yes
+	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
+	o := e.run("run", "--cluster", "--detach", "--model", model, "steer the cluster")
+	run := strings.TrimSpace(o.stdout)
+	if o.code != 0 || run == "" {
+		t.Fatalf("run --detach: %d %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	web := startServe(t, e)
+	events := web.events(run)
+
+	waitUntil(t, time.Minute, "the ask to be asked", func() bool { return strings.Contains(w.stderr.String(), "#2 pending → active") })
+	// The worker asks a moment after the activation; until then the
+	// answer is refused.
+	waitUntil(t, time.Minute, "the answer to be taken", func() bool {
+		return web.post("/api/runs/"+run+"/nodes/2/answer", `{"answer": "eu"}`, nil) == http.StatusOK
+	})
+	iid := web.approval(events, map[string]bool{}, 3, "write_file")
+	web.mustPost("/api/runs/"+run+"/interactions/"+iid, `{"allow": true}`)
+	if code := web.post("/api/runs/"+run+"/interactions/"+iid, `{"allow": true}`, nil); code != http.StatusConflict {
+		t.Fatalf("resolving twice: %d", code)
+	}
+	waitUntil(t, time.Minute, "the run to complete", func() bool { return strings.Contains(e.run("runs").stdout, run+"  complete") })
+	if b, err := os.ReadFile(filepath.Join(e.workspace, "a.txt")); err != nil || string(b) != "from the web" {
+		t.Fatalf("a.txt: %q %v\nworker:\n%s", b, err, w.stderr.String())
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -178,6 +180,10 @@ func (d *Driver) Answer(ctx context.Context, runID string, id int64, text string
 	if e := d.engine(runID); e != nil {
 		return e.Answer(ctx, runID, id, text)
 	}
+	if st, ok := d.clusterRun(ctx, runID); ok {
+		_, err := d.request(ctx, st, cluster.ControlRequest{Run: runID, Node: id, Op: cluster.OpAnswer, Text: text})
+		return err
+	}
 	if c, _, ok := d.owner(ctx, runID); ok {
 		if err := c.Answer(ctx, id, text); !errors.Is(err, owner.ErrUnreachable) {
 			return err
@@ -197,6 +203,10 @@ func (d *Driver) Control(ctx context.Context, runID string, id int64, op tree.Op
 	if e := d.engine(runID); e != nil {
 		return e.Control(runID, id, op)
 	}
+	if st, ok := d.clusterRun(ctx, runID); ok {
+		state, err := d.request(ctx, st, cluster.ControlRequest{Run: runID, Node: id, Op: string(op)})
+		return tree.NodeState(state), err
+	}
 	c, l, ok := d.owner(ctx, runID)
 	if !ok {
 		return "", fmt.Errorf("%w: resume run %s here first", tree.ErrNotDriven, runID)
@@ -215,6 +225,9 @@ func (d *Driver) Pending(ctx context.Context, runID string) ([]agent.Interaction
 	if e := d.engine(runID); e != nil {
 		return e.Pending(runID)
 	}
+	if st, ok := d.clusterRun(ctx, runID); ok {
+		return cluster.PendingOf(ctx, st, runID)
+	}
 	if c, _, ok := d.owner(ctx, runID); ok {
 		p, err := c.Pending(ctx)
 		if errors.Is(err, owner.ErrUnreachable) || errors.Is(err, tree.ErrNotDriven) {
@@ -231,6 +244,10 @@ func (d *Driver) Resolve(ctx context.Context, runID, iid string, r agent.Respons
 	if e := d.engine(runID); e != nil {
 		return e.Resolve(runID, iid, r)
 	}
+	if st, ok := d.clusterRun(ctx, runID); ok {
+		_, err := d.request(ctx, st, cluster.ControlRequest{Run: runID, Op: cluster.OpResolve, Text: cluster.ResolveText(iid, r)})
+		return err
+	}
 	c, l, ok := d.owner(ctx, runID)
 	if !ok {
 		return fmt.Errorf("resolve %q: run %s is not being driven: %w", iid, runID, agent.ErrUnknownInteraction)
@@ -240,6 +257,44 @@ func (d *Driver) Resolve(ctx context.Context, runID, iid string, r agent.Respons
 		return fmt.Errorf("%w: run %s is driven by pid %d on %s, whose socket cannot be reached from here", tree.ErrNotDriven, runID, l.PID, l.Host)
 	}
 	return err
+}
+
+// clusterRun returns the PostgreSQL store when run runID is a cluster run
+// that a worker drives, on any machine: it is reached through the
+// database (control requests, published interactions), not a socket.
+func (d *Driver) clusterRun(ctx context.Context, runID string) (*postgres.Store, bool) {
+	st, ok := d.o.App.Store.(*postgres.Store)
+	if !ok {
+		return nil, false
+	}
+	r, err := st.GetRun(ctx, runID)
+	if err != nil || r.Queue == "" {
+		return nil, false
+	}
+	l, err := st.GetLease(ctx, store.RunLeaseKey(runID))
+	if err != nil || l.Dead(time.Now()) {
+		return nil, false
+	}
+	return st, true
+}
+
+// request sends a control request to the worker driving a cluster run
+// and waits up to 10 s for its outcome. One no worker carried out by
+// then stays open for the run's next worker, and counts as done here.
+func (d *Driver) request(ctx context.Context, st *postgres.Store, req cluster.ControlRequest) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	state, err := cluster.Request(ctx, st, req)
+	var re *cluster.RequestError
+	switch {
+	case errors.Is(err, cluster.ErrNotDelivered):
+		return "", nil
+	case errors.As(err, &re):
+		// The worker refused it (a node not in that state, an
+		// interaction already resolved): a conflict with the run's state.
+		return "", fmt.Errorf("%w: the worker driving the run refused: %s", tree.ErrBadState, re.Message)
+	}
+	return state, err
 }
 
 // owner is a client of the live process driving run runID (per its
