@@ -79,13 +79,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 
 	busy := fmt.Sprint(busyTimeout.Milliseconds())
-	write, err := openDB(ctx, abs, url.Values{
+	write, err := openWriter(ctx, abs, url.Values{
 		"_busy_timeout": {busy},
 		"_foreign_keys": {"1"},
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
 		"_txlock":       {"immediate"},
-	}, 1)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)
 	}
@@ -104,6 +104,33 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store %s: readers: %w", abs, err)
 	}
 	return &Store{write: write, read: read}, nil
+}
+
+// openWriter opens the writer's one connection. Switching a new file to
+// WAL needs the file to itself, and SQLite reports SQLITE_BUSY for that
+// at once rather than waiting out busy_timeout, so concurrent first opens
+// of one file (several processes starting together) try again until the
+// busy timeout has passed.
+func openWriter(ctx context.Context, abs string, params url.Values) (*sql.DB, error) {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		db, err := openDB(ctx, abs, params, 1)
+		if err == nil || !busyErr(err) || time.Now().After(deadline) {
+			return db, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// busyErr reports SQLite's SQLITE_BUSY (5), in its primary or an
+// extended code.
+func busyErr(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // openDB opens a pool of at most conns connections to the file at abs with
