@@ -234,6 +234,7 @@ func (a *benchAgents) Distill(_ context.Context, _ tree.AgentSpec, _, text strin
 type benchEnv struct {
 	ctx    context.Context
 	store  *countingStore
+	sqlite *sqlite.Store // the store under store, for its WriteStats
 	bus    *agent.Bus
 	broker *agent.Broker
 	engine *tree.Engine
@@ -254,7 +255,7 @@ func benchSetup(b *testing.B, answer answerFunc) *benchEnv {
 	b.Cleanup(func() { _ = st.Close() })
 	cs := &countingStore{Store: st}
 	bus := agent.NewBus()
-	env := &benchEnv{ctx: context.Background(), store: cs, bus: bus, broker: agent.NewBroker(bus), completed: map[string]int{}}
+	env := &benchEnv{ctx: context.Background(), store: cs, sqlite: st, bus: bus, broker: agent.NewBroker(bus), completed: map[string]int{}}
 	env.engine = tree.New(tree.Options{
 		Store: cs, Agents: &benchAgents{store: cs, bus: bus, model: &benchModel{answer: answer}},
 		Bus: bus, Broker: env.broker,
