@@ -72,10 +72,14 @@ const (
 type writeReq struct {
 	fn    func(*wtx) error
 	state atomic.Int32
-	wake  chan struct{} // one send: done, or promoted to lead
-	done  bool          // set by the leader before the wake-up
-	err   error
-	panic any // a panic of fn, raised again on its caller's goroutine
+	// waiting is set (under writer.mu) once the caller waits for the
+	// request: only a waiting caller can be handed the lead. A queued
+	// write (queue) waits later, or never.
+	waiting bool
+	wake    chan struct{} // one send: done, or promoted to lead
+	done    bool          // set by the leader before the wake-up
+	err     error
+	panic   any // a panic of fn, raised again on its caller's goroutine
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -94,7 +98,7 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{fn: fn, wake: make(chan struct{}, 1)}
+	r := &writeReq{fn: fn, wake: make(chan struct{}, 1), waiting: true}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -107,6 +111,40 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
 	if w.enqueued != nil {
 		w.enqueued <- struct{}{}
 	}
+	return w.finish(ctx, r, lead)
+}
+
+// enqueue queues fn like do and returns at once; wait returns what do would
+// have returned. The write runs when whoever leads next gets to it, at the
+// latest in wait: so a caller may queue a write while it holds a lock and
+// wait for it once it released the lock, and its writes keep their order
+// with every write queued after them.
+func (w *writer) enqueue(fn func(*wtx) error) (wait func() error) {
+	r := &writeReq{fn: fn, wake: make(chan struct{}, 1)}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return func() error { return errClosed }
+	}
+	w.queue = append(w.queue, r)
+	w.mu.Unlock()
+	if w.enqueued != nil {
+		w.enqueued <- struct{}{}
+	}
+	return func() error {
+		w.mu.Lock()
+		r.waiting = true
+		// Not leading and not taken: nobody got to it yet.
+		lead := !w.leading && r.state.Load() == reqQueued
+		w.leading = w.leading || lead
+		w.mu.Unlock()
+		return w.finish(context.Background(), r, lead)
+	}
+}
+
+// finish waits for r (or runs it, when its caller leads) and returns its
+// outcome.
+func (w *writer) finish(ctx context.Context, r *writeReq, lead bool) error {
 	if !lead {
 		select {
 		case <-r.wake:
@@ -153,16 +191,19 @@ func (w *writer) lead(own *writeReq) {
 	}
 }
 
-// passLeadLocked hands the lead to the oldest caller still waiting, or
-// ends it when nobody waits.
+// passLeadLocked hands the lead to the oldest caller waiting for a
+// queued write, or ends it when there is none. A write queued by enqueue
+// whose caller does not wait yet stays queued: that caller leads when it
+// waits, unless a later caller got to it first.
 func (w *writer) passLeadLocked() {
-	for len(w.queue) > 0 {
-		next := w.queue[0]
-		if next.state.CompareAndSwap(reqQueued, reqPromoted) {
+	for len(w.queue) > 0 && w.queue[0].state.Load() == reqAbandoned {
+		w.queue = w.queue[1:]
+	}
+	for _, next := range w.queue {
+		if next.waiting && next.state.CompareAndSwap(reqQueued, reqPromoted) {
 			next.wake <- struct{}{}
 			return
 		}
-		w.queue = w.queue[1:] // abandoned by its caller
 	}
 	w.leading = false
 	if w.closed && w.idle != nil {
@@ -328,21 +369,38 @@ func (w *writer) dropConn() {
 	}
 }
 
-// close refuses new writes, waits for the queued ones and the lead to
-// end, and releases the connection. Safe to call once (Store.Close's
-// sync.Once guards it).
+// close refuses new writes, waits for the lead to end, runs the writes
+// still queued, and releases the connection. Safe to call once
+// (Store.Close's sync.Once guards it).
 func (w *writer) close() {
 	w.mu.Lock()
 	w.closed = true
-	var idle chan struct{}
-	if w.leading {
-		idle = make(chan struct{})
-		w.idle = idle
+	for {
+		if w.leading {
+			idle := make(chan struct{})
+			w.idle = idle
+			w.mu.Unlock()
+			<-idle
+			w.mu.Lock()
+			continue
+		}
+		if len(w.queue) == 0 {
+			break
+		}
+		// Queued writes nobody waits for yet: run them (their callers
+		// find them done), with the lead so nobody else runs at once.
+		batch := w.queue
+		w.queue, w.leading = nil, true
+		w.mu.Unlock()
+		for len(batch) > 0 {
+			n := min(len(batch), maxBatch)
+			w.run(batch[:n], nil)
+			batch = batch[n:]
+		}
+		w.mu.Lock()
+		w.leading = false
 	}
 	w.mu.Unlock()
-	if idle != nil {
-		<-idle
-	}
 	w.dropConn()
 }
 

@@ -264,3 +264,113 @@ func TestGroupCommitFlood(t *testing.T) {
 	tx, writes := b.st.WriteStats()
 	t.Logf("%d writes in %d transactions", writes, tx)
 }
+
+func TestCommitAsync(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a queued commit keeps its place before later writes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+		g := holdWriter(t, b)
+		node := store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "active"}
+		wait := b.st.CommitAsync(b.ctx, nil, node)
+		<-g.enqueued
+		node.State = "complete"
+		later := g.queue(func() error { return b.st.Commit(b.ctx, nil, node) })
+		g.open(t)
+		must(t, <-later)
+		must(t, wait())
+		n, err := b.st.GetNode(b.ctx, "r1", 1)
+		must(t, err)
+		if n.State != "complete" {
+			t.Fatalf("state = %s, want the later write's complete", n.State)
+		}
+	})
+
+	t.Run("a queued commit nobody waits for yet is run by the next write", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+		wait := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "active"})
+		must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+		if _, err := b.st.GetNode(b.ctx, "r1", 1); err != nil {
+			t.Fatalf("the queued commit was not run with the later write: %v", err)
+		}
+		must(t, wait())
+	})
+
+	t.Run("wait runs a queued commit and reports its errors", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		wait := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "nope", ID: 1, Kind: "goal", Goal: "g", State: "active"})
+		if err := wait(); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("commit to an unknown run: %v, want ErrNotFound", err)
+		}
+		if err := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "r1", ID: 0})(); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("invalid node: %v, want ErrInvalid", err)
+		}
+	})
+
+	t.Run("close runs queued commits", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+		wait := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "active"})
+		must(t, b.st.Close())
+		must(t, wait())
+		b.st = openAt(t, b.path)
+		if _, err := b.st.GetNode(b.ctx, "r1", 1); err != nil {
+			t.Fatalf("the queued commit was lost on close: %v", err)
+		}
+	})
+}
+
+// TestCommitAsyncFlood mixes queued commits, waited for later, with
+// synchronous writes from many goroutines: every commit is durable and
+// each goroutine's transitions land in the order it queued them.
+func TestCommitAsyncFlood(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+	const writers, rounds = 8, 30
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		id := int64(i + 1)
+		wg.Go(func() {
+			var waits []func() error
+			for r := range rounds {
+				n := store.Node{RunID: "r1", ID: id, Kind: "goal", Goal: "g", State: "active", Attempts: r}
+				waits = append(waits, b.st.CommitAsync(b.ctx, nil, n))
+				if r%3 == 2 { // wait for some at once, others later
+					for _, w := range waits {
+						if err := w(); err != nil {
+							errs <- err
+							return
+						}
+					}
+					waits = nil
+				}
+			}
+			for _, w := range waits {
+				if err := w(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range writers {
+		n, err := b.st.GetNode(b.ctx, "r1", int64(i+1))
+		must(t, err)
+		if n.Attempts != rounds-1 {
+			t.Fatalf("node %d attempts = %d, want the last queued %d", n.ID, n.Attempts, rounds-1)
+		}
+	}
+}
