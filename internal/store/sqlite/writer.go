@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -167,6 +168,12 @@ func (w *writer) finish(ctx context.Context, r *writeReq, lead bool) error {
 // lead runs batches until own is done, then passes the lead on.
 func (w *writer) lead(own *writeReq) {
 	for {
+		// The window of the group commit: let the goroutines that are
+		// ready to run reach their writes first (agents finishing a step
+		// on the other core get there while this one commits; on this
+		// core they would not). With nothing else to run it returns at
+		// once. It made batches of ~1.4 writes ~3.8 on the fan-out.
+		runtime.Gosched()
 		w.mu.Lock()
 		batch, whole := w.queue, true
 		if len(batch) > maxBatch {
