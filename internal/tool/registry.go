@@ -28,8 +28,9 @@ type Registry struct {
 func NewRegistry(tools ...Tool) *Registry {
 	r := &Registry{byKey: make(map[string]Tool, len(tools))}
 	for _, t := range tools {
-		r.Add(t)
+		r.addLocked(t)
 	}
+	r.rebuildLocked() // once, not once per tool: every node agent builds one
 	return r
 }
 
@@ -37,19 +38,25 @@ func NewRegistry(tools ...Tool) *Registry {
 // after normalization: two tools the model cannot tell apart are a
 // programming error.
 func (r *Registry) Add(t Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addLocked(t)
+	r.rebuildLocked()
+}
+
+// addLocked is Add without the rebuild of order; r.mu must be held (or r
+// not shared yet).
+func (r *Registry) addLocked(t Tool) {
 	name := t.Info().Name
 	key := toolNameKey(name)
 	if key == "" {
 		panic(fmt.Sprintf("tool.Registry: tool name %q is empty after normalization", name))
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if prev, ok := r.byKey[key]; ok {
 		panic(fmt.Sprintf("tool.Registry: tool %q clashes with already registered %q", name, prev.Info().Name))
 	}
 	r.byKey[key] = t
 	r.static = append(r.static, t)
-	r.rebuildLocked()
 }
 
 // Lookup finds a tool by name, ignoring case, '_' and '-'. A name not

@@ -157,6 +157,12 @@ func (s *countingStore) Commit(ctx context.Context, r *store.Run, nodes ...store
 	return s.count(s.Store.Commit(ctx, r, nodes...))
 }
 
+// CommitAsync counts like Commit; the sqlite store queues it (group commit).
+func (s *countingStore) CommitAsync(ctx context.Context, r *store.Run, nodes ...store.Node) func() error {
+	s.writes.Add(1)
+	return s.Store.(tree.AsyncCommitter).CommitAsync(ctx, r, nodes...)
+}
+
 func (s *countingStore) CreateSession(ctx context.Context, sess store.Session) error {
 	return s.count(s.Store.CreateSession(ctx, sess))
 }
@@ -234,6 +240,7 @@ func (a *benchAgents) Distill(_ context.Context, _ tree.AgentSpec, _, text strin
 type benchEnv struct {
 	ctx    context.Context
 	store  *countingStore
+	sqlite *sqlite.Store // the store under store, for its WriteStats
 	bus    *agent.Bus
 	broker *agent.Broker
 	engine *tree.Engine
@@ -245,7 +252,7 @@ type benchEnv struct {
 	completed map[string]int // run id → nodes that completed
 }
 
-func benchSetup(b *testing.B, answer answerFunc) *benchEnv {
+func benchSetup(b testing.TB, answer answerFunc) *benchEnv {
 	b.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "arbor.db"))
 	if err != nil {
@@ -254,7 +261,7 @@ func benchSetup(b *testing.B, answer answerFunc) *benchEnv {
 	b.Cleanup(func() { _ = st.Close() })
 	cs := &countingStore{Store: st}
 	bus := agent.NewBus()
-	env := &benchEnv{ctx: context.Background(), store: cs, bus: bus, broker: agent.NewBroker(bus), completed: map[string]int{}}
+	env := &benchEnv{ctx: context.Background(), store: cs, sqlite: st, bus: bus, broker: agent.NewBroker(bus), completed: map[string]int{}}
 	env.engine = tree.New(tree.Options{
 		Store: cs, Agents: &benchAgents{store: cs, bus: bus, model: &benchModel{answer: answer}},
 		Bus: bus, Broker: env.broker,
@@ -278,7 +285,7 @@ func (env *benchEnv) slowSubscriber(per time.Duration) {
 }
 
 // create stores a new run and returns its id.
-func (env *benchEnv) create(b *testing.B, maxParallel int) string {
+func (env *benchEnv) create(b testing.TB, maxParallel int) string {
 	b.Helper()
 	env.runs++
 	id := fmt.Sprintf("bench-%d", env.runs)

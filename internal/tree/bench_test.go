@@ -43,6 +43,7 @@ func BenchmarkFanOutFanIn1000(b *testing.B) {
 			env := benchSetup(b, answer)
 			runs := 0
 			env.store.writes.Store(0)
+			tx0, w0 := env.sqlite.WriteStats()
 			cpu0 := cpuTime(b)
 			for b.Loop() {
 				if err := env.drive(env.create(b, parallel), "final", children+1); err != nil {
@@ -57,6 +58,9 @@ func BenchmarkFanOutFanIn1000(b *testing.B) {
 			// CPU time is steadier than wall time on a busy machine.
 			b.ReportMetric(float64((cpuTime(b)-cpu0).Milliseconds())/float64(runs), "cpu-ms/run")
 			b.ReportMetric(float64(env.store.writes.Load())/nodes, "writes/node")
+			// Group commit: how many of those writes one transaction held.
+			tx, w := env.sqlite.WriteStats()
+			b.ReportMetric(float64(w-w0)/float64(tx-tx0), "writes/tx")
 		})
 	}
 }

@@ -54,6 +54,16 @@ type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 }
 
+// AsyncCommitter is a Store that can queue a Commit and wait for it
+// later (store/sqlite's group commit): CommitAsync returns at once, the
+// write keeps its place before every write queued after it, and wait
+// returns what Commit would have. The engine queues a turn's end under
+// its run lock and waits after releasing it; a store without it commits
+// under the lock.
+type AsyncCommitter interface {
+	CommitAsync(ctx context.Context, run *store.Run, nodes ...store.Node) (wait func() error)
+}
+
 // AgentSpec asks the composition root for the agent of one node.
 type AgentSpec struct {
 	RunID     string

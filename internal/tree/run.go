@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -20,6 +21,15 @@ type run struct {
 	id   string
 	ctx  context.Context // the Drive context
 	disp *Local
+
+	// Commits queued without waiting (see unlock) keep the events and the
+	// launches of the hold that queued them in the outbox until they are
+	// durable; entries leave it in the order they entered, which is the
+	// order of the holds of mu.
+	queued     atomic.Int32  // entries in the outbox
+	outMu      sync.Mutex    // guards outbox, outDrained
+	outbox     []*outEntry   // oldest first
+	outDrained chan struct{} // closed when the outbox empties
 
 	usageMu     sync.Mutex // guards the fields below up to mu (read by the budget gates)
 	tokens      int64
@@ -60,6 +70,11 @@ type run struct {
 	// (see finishBudgetLocked).
 	budgetErr error
 	pending   []agent.Event // events to publish after unlock
+	// flight holds the waits of the commits this hold of mu queued
+	// (endBatchLocked); gate is closed when what this hold's launches
+	// wait for is durable and its events are published (unlock).
+	flight []func() error
+	gate   chan struct{}
 	// unsaved are nodes created by a deferring agent's tools (toolsFor)
 	// and not committed yet, in creation order: every write of the run
 	// takes them along (commitLocked, flushLocked, closeLocked), and
@@ -133,6 +148,7 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 		r.finishLocked(root)
 		meta := r.meta
 		r.unlock()
+		r.waitOutbox()
 		return meta, nil
 	}
 	r.meta.Status = store.RunRunning
@@ -169,18 +185,111 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 	}
 	meta := r.meta
 	r.unlock()
+	r.waitOutbox()
 	return meta, nil
 }
 
 // unlock publishes the events collected under mu and releases it.
 // Publishing under mu keeps the events in commit order; it only queues
 // them for the subscribers.
+//
+// When this hold queued a commit (flight), or an earlier hold's commit is
+// still on its way (queued), the hold's events and launches go to the
+// outbox instead: unlock releases mu, waits for the hold's commits to be
+// durable, and then publishes the events and opens the gate of the
+// launched work, in hold order. A failed commit fails the run, as a
+// failed synchronous commit does.
 func (r *run) unlock() {
-	for _, ev := range r.pending {
-		r.e.o.Bus.Publish(ev)
+	if len(r.flight) == 0 && r.queued.Load() == 0 {
+		for _, ev := range r.pending {
+			r.e.o.Bus.Publish(ev)
+		}
+		r.pending = nil
+		if r.gate != nil {
+			close(r.gate)
+			r.gate = nil
+		}
+		r.mu.Unlock()
+		return
 	}
-	r.pending = nil
+	e := &outEntry{events: r.pending, gate: r.gate}
+	waits := r.flight
+	r.pending, r.gate, r.flight = nil, nil, nil
+	r.queued.Add(1)
+	r.outMu.Lock()
+	r.outbox = append(r.outbox, e)
+	r.outMu.Unlock()
 	r.mu.Unlock()
+	var err error
+	for _, wait := range waits {
+		if werr := wait(); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		// Before the gate opens: the work this hold launched starts
+		// cancelled.
+		r.mu.Lock()
+		r.failRunLocked(fmt.Errorf("store: %w", err))
+		r.unlock()
+	}
+	e.ready.Store(true)
+	r.drainOutbox()
+}
+
+// outEntry is one hold's events and launch gate, waiting in the outbox
+// for the commits of that hold.
+type outEntry struct {
+	events []agent.Event
+	gate   chan struct{}
+	ready  atomic.Bool // the hold's commits are done
+}
+
+// drainOutbox publishes the outbox's ready entries from the oldest on and
+// opens their gates. An entry that is not ready stops it: its own hold
+// drains it, and what queued behind it, once its commits are done.
+func (r *run) drainOutbox() {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	for len(r.outbox) > 0 && r.outbox[0].ready.Load() {
+		e := r.outbox[0]
+		r.outbox[0] = nil
+		r.outbox = r.outbox[1:]
+		for _, ev := range e.events {
+			r.e.o.Bus.Publish(ev)
+		}
+		if e.gate != nil {
+			close(e.gate)
+		}
+		r.queued.Add(-1)
+	}
+	if len(r.outbox) == 0 && r.outDrained != nil {
+		close(r.outDrained)
+		r.outDrained = nil
+	}
+}
+
+// waitOutbox returns once every queued commit's events are published.
+func (r *run) waitOutbox() {
+	r.outMu.Lock()
+	if len(r.outbox) == 0 {
+		r.outMu.Unlock()
+		return
+	}
+	if r.outDrained == nil {
+		r.outDrained = make(chan struct{})
+	}
+	drained := r.outDrained
+	r.outMu.Unlock()
+	<-drained
+}
+
+// gateLocked returns the gate of this hold's launches (see unlock).
+func (r *run) gateLocked() <-chan struct{} {
+	if r.gate == nil {
+		r.gate = make(chan struct{})
+	}
+	return r.gate
 }
 
 // change is one node transition to commit.
@@ -193,7 +302,14 @@ type change struct {
 // commitLocked writes the run row and the changed nodes in one
 // transaction, then queues their events. A failed commit is fatal to the
 // run: the in-memory state would no longer match the store.
-func (r *run) commitLocked(changes []change) {
+func (r *run) commitLocked(changes []change) { r.writeLocked(changes, false) }
+
+// writeLocked is commitLocked; with queue, and a store that can queue a
+// commit (AsyncCommitter), the commit is queued and waited for by unlock
+// after mu is released, so the transitions of several nodes' turn ends
+// can share one store transaction instead of queueing for mu. Memory is
+// updated at once; the events wait for the commit (unlock).
+func (r *run) writeLocked(changes []change, queue bool) {
 	if r.leaseLost() {
 		r.abandonLocked()
 		return
@@ -218,7 +334,9 @@ func (r *run) commitLocked(changes []change) {
 		m := r.meta
 		meta = &m
 	}
-	if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), meta, nodes...); err != nil {
+	if ac, ok := r.e.o.Store.(AsyncCommitter); ok && queue {
+		r.flight = append(r.flight, ac.CommitAsync(context.WithoutCancel(r.ctx), meta, nodes...))
+	} else if err := r.e.o.Store.Commit(context.WithoutCancel(r.ctx), meta, nodes...); err != nil {
 		r.failRunLocked(fmt.Errorf("store: %w", err))
 		return
 	}
@@ -258,7 +376,7 @@ func (r *run) endBatchLocked() {
 	cur, prev := r.meta, r.saved
 	cur.UpdatedAt, prev.UpdatedAt = time.Time{}, time.Time{}
 	if !r.finished && (len(r.unsaved) > 0 || cur != prev) {
-		r.commitLocked(nil)
+		r.writeLocked(nil, true)
 	}
 }
 

@@ -254,7 +254,9 @@ func (r *run) launchLocked(id int64, work func(ctx context.Context, id int64)) {
 		ctx, stop = context.WithTimeoutCause(ctx, d, errTimeout)
 	}
 	r.running[id] = cancel
+	gate := r.gateLocked()
 	r.disp.Dispatch(func() {
+		<-gate // what started it is durable (unlock)
 		defer cancel(nil)
 		defer stop()
 		work(ctx, id)

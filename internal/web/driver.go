@@ -223,7 +223,12 @@ func (d *Driver) Control(ctx context.Context, runID string, id int64, op tree.Op
 // or its owner cannot be reached.
 func (d *Driver) Pending(ctx context.Context, runID string) ([]agent.Interaction, error) {
 	if e := d.engine(runID); e != nil {
-		return e.Pending(runID)
+		p, err := e.Pending(runID)
+		// ErrNotDriven: the drive has just ended (the engine let the run
+		// go before Start's goroutine forgets it): ask as for any run.
+		if !errors.Is(err, tree.ErrNotDriven) {
+			return p, err
+		}
 	}
 	if st, ok := d.clusterRun(ctx, runID); ok {
 		return cluster.PendingOf(ctx, st, runID)

@@ -24,3 +24,4 @@ func openBench(b *testing.B) store.Store {
 func BenchmarkAppendMessage(b *testing.B)    { storetest.BenchmarkAppendMessage(b, openBench) }
 func BenchmarkMessagesLoad(b *testing.B)     { storetest.BenchmarkMessagesLoad(b, openBench) }
 func BenchmarkCommitTransition(b *testing.B) { storetest.BenchmarkCommitTransition(b, openBench) }
+func BenchmarkParallelSteps(b *testing.B)    { storetest.BenchmarkParallelSteps(b, openBench) }

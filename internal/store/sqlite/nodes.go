@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,49 @@ var (
 // zero CreatedAt becomes now. The given UpdatedAt values are ignored and
 // run is not modified.
 func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node) error {
+	what, fn, err := s.commitTx(ctx, run, nodes)
+	if err == nil && fn != nil {
+		err = s.inTx(ctx, fn)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// CommitAsync queues what Commit writes and returns at once; wait returns
+// what Commit would have returned, once the transaction holding the write
+// committed. The write keeps its place among this store's writes: every
+// write queued after it (by any goroutine) commits with it or later. So a
+// caller may queue a transition while it holds a lock that orders its
+// transitions, and wait for it after releasing the lock. Validation errors
+// come from wait; ctx is not watched (a queued transition is never
+// dropped).
+func (s *Store) CommitAsync(ctx context.Context, run *store.Run, nodes ...store.Node) (wait func() error) {
+	if run != nil {
+		r := *run
+		run = &r
+	}
+	nodes = slices.Clone(nodes)
+	what, fn, err := s.commitTx(context.WithoutCancel(ctx), run, nodes)
+	if err != nil {
+		return func() error { return fmt.Errorf("%s: %w", what, err) }
+	}
+	if fn == nil {
+		return func() error { return nil }
+	}
+	done := s.w.enqueue(fn)
+	return func() error {
+		if err := done(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+}
+
+// commitTx validates a Commit and returns what it is (for errors) and its
+// write function; nil when there is nothing to write.
+func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node) (string, func(*wtx) error, error) {
 	what := "commit"
 	switch {
 	case run != nil:
@@ -55,11 +99,11 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 	case len(nodes) > 0:
 		what = "commit run " + nodes[0].RunID
 	default:
-		return nil
+		return what, nil, nil
 	}
 	if run != nil {
 		if err := run.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return what, nil, err
 		}
 	}
 	now := time.Now()
@@ -67,11 +111,11 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 	for i, n := range nodes {
 		a, err := nodeArgs(n, now)
 		if err != nil {
-			return fmt.Errorf("%s: node %d (#%d of the commit): %w", what, n.ID, i+1, err)
+			return what, nil, fmt.Errorf("node %d (#%d of the commit): %w", n.ID, i+1, err)
 		}
 		args[i] = a
 	}
-	err := s.inTx(ctx, func(tx *wtx) error {
+	return what, func(tx *wtx) error {
 		known := map[string]bool{}
 		if run != nil {
 			if err := updateRun(ctx, tx, run, now.UnixNano()); err != nil {
@@ -91,11 +135,7 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	}, nil
 }
 
 // nodeArgs validates n and returns the values of nodeColumns for it.

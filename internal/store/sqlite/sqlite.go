@@ -3,10 +3,12 @@
 //
 // Invariants:
 //   - Every write runs in a BEGIN IMMEDIATE transaction on the one writer
-//     connection. Writes of this process queue in database/sql; writes of
-//     other processes sharing the file wait for the write lock (busy_timeout)
-//     up front, so no transaction ever fails with SQLITE_BUSY while
-//     upgrading a read lock to a write lock.
+//     connection. Writes of this process queue in the writer (writer.go),
+//     which commits the writes that queued meanwhile together, each in its
+//     own savepoint (group commit); writes of other processes sharing the
+//     file wait for the write lock (busy_timeout) up front, so no
+//     transaction ever fails with SQLITE_BUSY while upgrading a read lock
+//     to a write lock.
 //   - Reads go through a separate pool of query_only connections. In WAL
 //     mode they see the last committed state and never block the writer.
 //   - Open applies the embedded migrations, one transaction each, and
@@ -49,8 +51,8 @@ const readConns = 4
 // Store is a store.Store on one SQLite file. It is safe for concurrent use,
 // and several Stores (in one or several processes) may share one file.
 type Store struct {
-	write *sql.DB // exactly one connection; transactions are BEGIN IMMEDIATE
-	stmts stmts   // prepared statements of write
+	write *sql.DB // exactly one connection, held by w once migrated
+	w     *writer // runs every write on write's connection
 	read  *sql.DB // query_only pool
 
 	closeOnce sync.Once
@@ -93,6 +95,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = write.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", abs, err)
 	}
+	w, err := newWriter(ctx, write)
+	if err != nil {
+		_ = write.Close()
+		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)
+	}
 	// The reader is opened after the writer switched the file to WAL, which
 	// is a persistent property of the file.
 	read, err := openDB(ctx, abs, url.Values{
@@ -100,10 +107,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		"_query_only":   {"1"},
 	}, readConns)
 	if err != nil {
+		w.close()
 		_ = write.Close()
 		return nil, fmt.Errorf("open sqlite store %s: readers: %w", abs, err)
 	}
-	return &Store{write: write, read: read}, nil
+	return &Store{write: write, w: w, read: read}, nil
 }
 
 // openWriter opens the writer's one connection. Switching a new file to
@@ -158,17 +166,17 @@ func openDB(ctx context.Context, abs string, params url.Values, conns int) (*sql
 // return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.stmts.close()
+		s.w.close()
 		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
 	})
 	return s.closeErr
 }
 
-// inTx runs fn in a write transaction and commits it when fn succeeds.
+// inTx runs fn in a write transaction and returns once it committed, or
+// fn's error (then nothing fn wrote is kept). The transaction may hold
+// other callers' writes too; fn's writes commit or fail with it as a unit.
 func (s *Store) inTx(ctx context.Context, fn func(*wtx) error) error {
-	err := inTx(ctx, s.write, func(tx *sql.Tx) error { return fn(&wtx{Tx: tx, s: s}) })
-	s.stmts.prepareWanted(context.WithoutCancel(ctx), s.write)
-	return err
+	return s.w.do(ctx, fn)
 }
 
 func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {

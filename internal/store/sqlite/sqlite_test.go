@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -34,6 +35,15 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "arbor.db")
 	return &testBundle{ctx: t.Context(), path: path, st: openAt(t, path)}
+}
+
+// writeExec runs query on the write connection, through the writer as
+// every write of the store runs.
+func (b *testBundle) writeExec(query string, args ...any) error {
+	return b.st.inTx(b.ctx, func(tx *wtx) error {
+		_, err := tx.ExecContext(b.ctx, query, args...)
+		return err
+	})
 }
 
 func openAt(t *testing.T, path string) *Store {
@@ -105,12 +115,14 @@ func TestPragmas(t *testing.T) {
 		{"read", "PRAGMA query_only", "1"},
 		{"write", "PRAGMA query_only", "0"},
 	} {
-		db := b.st.write
-		if tc.pool == "read" {
-			db = b.st.read
-		}
 		var got string
-		must(t, db.QueryRowContext(b.ctx, tc.query).Scan(&got))
+		if tc.pool == "read" {
+			must(t, b.st.read.QueryRowContext(b.ctx, tc.query).Scan(&got))
+		} else {
+			must(t, b.st.inTx(b.ctx, func(tx *wtx) error {
+				return tx.QueryRowContext(b.ctx, tc.query).Scan(&got)
+			}))
+		}
 		if got != tc.want {
 			t.Fatalf("%s on %s pool = %q, want %q", tc.query, tc.pool, got, tc.want)
 		}
@@ -154,9 +166,8 @@ func TestSchemaTooNew(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	future := len(migrationRows(t, b.st)) + 1
-	_, err := b.st.write.ExecContext(b.ctx,
-		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future.sql', 0)`, future)
-	must(t, err)
+	must(t, b.writeExec(
+		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future.sql', 0)`, future))
 	must(t, b.st.Close())
 
 	st, err := Open(b.ctx, b.path)
@@ -227,7 +238,12 @@ func TestFailedMigrationRollsBack(t *testing.T) {
 		version: len(ms) + 1, name: "bad.sql",
 		sql: "CREATE TABLE half_done (x INTEGER); CREATE TABLE broken (;",
 	})
-	if err := migrate(b.ctx, b.st.write, bad); err == nil {
+	// The store's writer holds its write connection: migrate through a
+	// connection of its own, as Open does before the writer starts.
+	db, err := openDB(b.ctx, b.path, url.Values{"_txlock": {"immediate"}}, 1)
+	must(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	if err := migrate(b.ctx, db, bad); err == nil {
 		t.Fatal("migrate succeeded with broken SQL")
 	}
 	v, err := schemaVersion(b.ctx, b.st.read)
@@ -338,7 +354,7 @@ func TestMessagesAreAppendOnly(t *testing.T) {
 	must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
 	_, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("original"))
 	must(t, err)
-	if _, err := b.st.write.ExecContext(b.ctx, `UPDATE messages SET body = '{}'`); err == nil {
+	if err := b.writeExec(`UPDATE messages SET body = '{}'`); err == nil {
 		t.Fatal("the database allowed rewriting a message")
 	}
 	recs, err := b.st.Messages(b.ctx, "s1", 0)

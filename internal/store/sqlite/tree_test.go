@@ -64,11 +64,11 @@ func TestTreeSchemaRefusesStrayRows(t *testing.T) {
 		{"unknown kind", "r1", 1, "bogus", 0},
 		{"has_draft two", "r1", 1, "goal", 2},
 	} {
-		if _, err := b.st.write.ExecContext(b.ctx, insert, tc.run, tc.id, tc.kind, tc.hasDraft); err == nil {
+		if err := b.writeExec(insert, tc.run, tc.id, tc.kind, tc.hasDraft); err == nil {
 			t.Fatalf("%s: the database accepted the row", tc.name)
 		}
 	}
-	if _, err := b.st.write.ExecContext(b.ctx, insert, "r1", 1, "goal", 1); err != nil {
+	if err := b.writeExec(insert, "r1", 1, "goal", 1); err != nil {
 		t.Fatalf("a well-formed row was refused: %v", err)
 	}
 	n, err := b.st.GetNode(b.ctx, "r1", 1)

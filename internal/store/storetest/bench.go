@@ -3,7 +3,9 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm"
@@ -113,5 +115,45 @@ func BenchmarkCommitTransition(b *testing.B, open BenchOpener) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// BenchmarkParallelSteps has eight writers at once store steps of their
+// own sessions (an assistant message with a tool call and its usage, one
+// transaction each), as eight agents of a tree do: the figure is the
+// store's write throughput under contention, where group commit pays.
+func BenchmarkParallelSteps(b *testing.B, open BenchOpener) {
+	st := open(b)
+	ctx := b.Context()
+	stats, _ := st.(interface {
+		WriteStats() (transactions, writes int64)
+	})
+	var tx0, w0 int64
+	if stats != nil {
+		tx0, w0 = stats.WriteStats()
+	}
+	var next atomic.Int64
+	b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		id := fmt.Sprintf("bench-%d", next.Add(1))
+		if err := st.CreateSession(ctx, store.Session{ID: id, Model: "anthropic/claude-sonnet-4-5"}); err != nil {
+			b.Error(err)
+			return
+		}
+		i := 0
+		for pb.Next() {
+			i++
+			_, err := st.SaveStep(ctx, store.Step{SessionID: id, Messages: []llm.Message{assistantTurn(i)},
+				Usage: &store.UsageRecord{Model: "anthropic/claude-sonnet-4-5", Usage: llm.Usage{InputTokens: 1200, OutputTokens: 80}}})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if stats != nil { // a dialect with group commit says how it grouped
+		tx, w := stats.WriteStats()
+		b.ReportMetric(float64(w-w0)/float64(tx-tx0), "writes/tx")
 	}
 }

@@ -1,0 +1,376 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
+)
+
+// gated holds the writer's lead in a write that waits for release, so the
+// writes started meanwhile queue behind it in a known order and run as one
+// batch once it is released.
+type gated struct {
+	b        *testBundle
+	enqueued chan struct{}
+	release  chan struct{}
+	done     chan error
+}
+
+func holdWriter(t *testing.T, b *testBundle) *gated {
+	t.Helper()
+	g := &gated{b: b, enqueued: make(chan struct{}, 64), release: make(chan struct{}), done: make(chan error, 1)}
+	b.st.w.enqueued = g.enqueued
+	started := make(chan struct{})
+	go func() {
+		g.done <- b.st.inTx(b.ctx, func(tx *wtx) error {
+			close(started)
+			<-g.release
+			_, err := tx.ExecContext(b.ctx, `UPDATE sessions SET title = 'gate' WHERE id = 'gate'`)
+			return err
+		})
+	}()
+	<-g.enqueued
+	<-started
+	return g
+}
+
+// queue starts write on its own goroutine and returns once it is queued;
+// the returned channel gets its result.
+func (g *gated) queue(write func() error) <-chan error {
+	res := make(chan error, 1)
+	go func() { res <- write() }()
+	<-g.enqueued
+	return res
+}
+
+// open releases the held write and waits for it.
+func (g *gated) open(t *testing.T) {
+	t.Helper()
+	close(g.release)
+	must(t, <-g.done)
+}
+
+func mustMessages(t *testing.T, b *testBundle, id string, want ...string) {
+	t.Helper()
+	recs, err := b.st.Messages(b.ctx, id, 0)
+	must(t, err)
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Message.Text())
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("messages of %s = %q, want %q", id, got, want)
+	}
+}
+
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+
+	t.Run("queued writes share one transaction and a failed one keeps the others", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+		tx0, _ := b.st.WriteStats()
+		g := holdWriter(t, b)
+		first := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("one")); return err })
+		missing := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "nope", llm.UserText("x")); return err })
+		taken := g.queue(func() error { return b.st.CreateSession(b.ctx, store.Session{ID: "s1"}) })
+		created := g.queue(func() error { return b.st.CreateSession(b.ctx, store.Session{ID: "s2"}) })
+		second := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("two")); return err })
+		g.open(t)
+		must(t, <-first)
+		must(t, <-created)
+		must(t, <-second)
+		if err := <-missing; !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("append to an unknown session: %v, want ErrNotFound", err)
+		}
+		if err := <-taken; !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("create a taken id: %v, want ErrConflict", err)
+		}
+		mustMessages(t, b, "s1", "one", "two")
+		if _, err := b.st.GetSession(b.ctx, "s2"); err != nil {
+			t.Fatalf("session created in the batch: %v", err)
+		}
+		if tx, writes := b.st.WriteStats(); tx-tx0 != 2 || writes != 7 {
+			t.Fatalf("transactions, writes = %d, %d; want 2 (the held write, the batch), 7", tx-tx0, writes)
+		}
+	})
+
+	t.Run("a write that ends the transaction has the others run again alone", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+		tx0, _ := b.st.WriteStats()
+		g := holdWriter(t, b)
+		first := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("one")); return err })
+		// As SQLITE_FULL or an I/O error would: the transaction is gone,
+		// with the savepoints of the writes before this one.
+		breaker := errors.New("broke the transaction")
+		broke := g.queue(func() error {
+			return b.st.inTx(b.ctx, func(tx *wtx) error {
+				if _, err := tx.ExecContext(b.ctx, `ROLLBACK`); err != nil {
+					return err
+				}
+				return breaker
+			})
+		})
+		second := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("two")); return err })
+		g.open(t)
+		must(t, <-first)
+		must(t, <-second)
+		if err := <-broke; !errors.Is(err, breaker) {
+			t.Fatalf("the breaking write: %v, want its own error", err)
+		}
+		mustMessages(t, b, "s1", "one", "two")
+		if tx, _ := b.st.WriteStats(); tx-tx0 != 5 {
+			t.Fatalf("transactions = %d, want 5 (the held write, the failed batch, three alone)", tx-tx0)
+		}
+	})
+
+	t.Run("a panic in a batched write reaches its caller only", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+		g := holdWriter(t, b)
+		first := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("one")); return err })
+		panicked := g.queue(func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			return b.st.inTx(b.ctx, func(tx *wtx) error {
+				if _, err := tx.ExecContext(b.ctx, `UPDATE sessions SET title = 'lost' WHERE id = 's1'`); err != nil {
+					return err
+				}
+				panic("boom")
+			})
+		})
+		second := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("two")); return err })
+		g.open(t)
+		must(t, <-first)
+		must(t, <-second)
+		if err := <-panicked; err == nil || err.Error() != "panic: boom" {
+			t.Fatalf("panicking write: %v, want its panic", err)
+		}
+		mustMessages(t, b, "s1", "one", "two")
+		sess, err := b.st.GetSession(b.ctx, "s1")
+		must(t, err)
+		if sess.Title == "lost" {
+			t.Fatal("the panicking write's statement was committed")
+		}
+	})
+
+	t.Run("a write whose context ends while queued is not run", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+		g := holdWriter(t, b)
+		ctx, cancel := context.WithCancel(b.ctx)
+		abandoned := g.queue(func() error { _, err := b.st.AppendMessages(ctx, "s1", llm.UserText("never")); return err })
+		kept := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("kept")); return err })
+		cancel()
+		if err := <-abandoned; !errors.Is(err, context.Canceled) {
+			t.Fatalf("abandoned write: %v, want context.Canceled", err)
+		}
+		g.open(t)
+		must(t, <-kept)
+		mustMessages(t, b, "s1", "kept")
+	})
+
+	t.Run("close runs the queued writes and refuses later ones", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+		g := holdWriter(t, b)
+		queued := g.queue(func() error { _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("queued")); return err })
+		closed := make(chan error, 1)
+		go func() { closed <- b.st.Close() }()
+		g.open(t)
+		must(t, <-queued)
+		must(t, <-closed)
+		if _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("late")); !errors.Is(err, errClosed) {
+			t.Fatalf("write after close: %v, want errClosed", err)
+		}
+		b.st = openAt(t, b.path)
+		mustMessages(t, b, "s1", "queued")
+	})
+}
+
+// TestGroupCommitFlood has many goroutines write at once, some of the
+// writes failing, and checks that every successful write is durable, in
+// order, and that no failure touched another write. Run it with -race.
+func TestGroupCommitFlood(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const writers, rounds = 16, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		id := fmt.Sprintf("s%d", i)
+		wg.Go(func() {
+			if err := b.st.CreateSession(b.ctx, store.Session{ID: id}); err != nil {
+				errs <- err
+				return
+			}
+			for r := range rounds {
+				var err error
+				switch r % 4 {
+				case 1: // fails: unknown session
+					if _, e := b.st.AppendMessages(b.ctx, id+"-missing", llm.UserText("x")); !errors.Is(e, store.ErrNotFound) {
+						err = fmt.Errorf("append to unknown session: %v", e)
+					}
+				case 2: // fails: taken id
+					if e := b.st.CreateSession(b.ctx, store.Session{ID: id}); !errors.Is(e, store.ErrConflict) {
+						err = fmt.Errorf("create taken session: %v", e)
+					}
+				default:
+					_, err = b.st.SaveStep(b.ctx, store.Step{SessionID: id,
+						Messages: []llm.Message{llm.UserText(fmt.Sprint(r))},
+						Usage:    &store.UsageRecord{Model: "m", Usage: llm.Usage{InputTokens: 1}}})
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s round %d: %w", id, r, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range writers {
+		id := fmt.Sprintf("s%d", i)
+		var want []string
+		for r := range rounds {
+			if r%4 == 0 || r%4 == 3 {
+				want = append(want, fmt.Sprint(r))
+			}
+		}
+		mustMessages(t, b, id, want...)
+		sess, err := b.st.GetSession(b.ctx, id)
+		must(t, err)
+		if sess.Usage.InputTokens != int64(len(want)) {
+			t.Fatalf("%s input tokens = %d, want %d", id, sess.Usage.InputTokens, len(want))
+		}
+	}
+	tx, writes := b.st.WriteStats()
+	t.Logf("%d writes in %d transactions", writes, tx)
+}
+
+func TestCommitAsync(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a queued commit keeps its place before later writes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+		g := holdWriter(t, b)
+		node := store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "active"}
+		wait := b.st.CommitAsync(b.ctx, nil, node)
+		<-g.enqueued
+		node.State = "complete"
+		later := g.queue(func() error { return b.st.Commit(b.ctx, nil, node) })
+		g.open(t)
+		must(t, <-later)
+		must(t, wait())
+		n, err := b.st.GetNode(b.ctx, "r1", 1)
+		must(t, err)
+		if n.State != "complete" {
+			t.Fatalf("state = %s, want the later write's complete", n.State)
+		}
+	})
+
+	t.Run("a queued commit nobody waits for yet is run by the next write", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+		wait := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "active"})
+		must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+		if _, err := b.st.GetNode(b.ctx, "r1", 1); err != nil {
+			t.Fatalf("the queued commit was not run with the later write: %v", err)
+		}
+		must(t, wait())
+	})
+
+	t.Run("wait runs a queued commit and reports its errors", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		wait := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "nope", ID: 1, Kind: "goal", Goal: "g", State: "active"})
+		if err := wait(); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("commit to an unknown run: %v, want ErrNotFound", err)
+		}
+		if err := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "r1", ID: 0})(); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("invalid node: %v, want ErrInvalid", err)
+		}
+	})
+
+	t.Run("close runs queued commits", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+		wait := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "active"})
+		must(t, b.st.Close())
+		must(t, wait())
+		b.st = openAt(t, b.path)
+		if _, err := b.st.GetNode(b.ctx, "r1", 1); err != nil {
+			t.Fatalf("the queued commit was lost on close: %v", err)
+		}
+	})
+}
+
+// TestCommitAsyncFlood mixes queued commits, waited for later, with
+// synchronous writes from many goroutines: every commit is durable and
+// each goroutine's transitions land in the order it queued them.
+func TestCommitAsyncFlood(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}))
+	const writers, rounds = 8, 30
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		id := int64(i + 1)
+		wg.Go(func() {
+			var waits []func() error
+			for r := range rounds {
+				n := store.Node{RunID: "r1", ID: id, Kind: "goal", Goal: "g", State: "active", Attempts: r}
+				waits = append(waits, b.st.CommitAsync(b.ctx, nil, n))
+				if r%3 == 2 { // wait for some at once, others later
+					for _, w := range waits {
+						if err := w(); err != nil {
+							errs <- err
+							return
+						}
+					}
+					waits = nil
+				}
+			}
+			for _, w := range waits {
+				if err := w(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range writers {
+		n, err := b.st.GetNode(b.ctx, "r1", int64(i+1))
+		must(t, err)
+		if n.Attempts != rounds-1 {
+			t.Fatalf("node %d attempts = %d, want the last queued %d", n.ID, n.Attempts, rounds-1)
+		}
+	}
+}
