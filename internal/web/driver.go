@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
-	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres"
