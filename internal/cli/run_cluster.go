@@ -227,11 +227,9 @@ type resolver struct {
 // Resolve implements tui.Resolver.
 func (a *resolver) Resolve(id string, r agent.Response) error {
 	a.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
-		defer cancel()
-		_, err := cluster.Request(ctx, a.st, cluster.ControlRequest{Run: a.run, Op: cluster.OpResolve, Text: cluster.ResolveText(id, r)})
+		_, queued, err := cluster.Send(a.ctx, a.st, cluster.ControlRequest{Run: a.run, Op: cluster.OpResolve, Text: cluster.ResolveText(id, r)})
 		switch {
-		case errors.Is(err, cluster.ErrNotDelivered):
+		case queued:
 			fmt.Fprintf(a.diag, "arbor: %s: queued for the run's next worker\n", id)
 		case err != nil:
 			fmt.Fprintf(a.diag, "arbor: %s: %v\n", id, err)
@@ -243,26 +241,13 @@ func (a *resolver) Resolve(id string, r agent.Response) error {
 // clusterRequest sends req to the worker driving req.Run when it is a
 // cluster run on PostgreSQL that a live process drives (handled is false
 // otherwise: the caller takes its local path). The worker may be on any
-// machine. queued reports a request no worker carried out within 10 s:
-// it stays open, and the worker that takes the run next carries it out.
+// machine. queued reports a request no worker carried out in time: it
+// stays open, and the worker that takes the run next carries it out.
 func clusterRequest(ctx context.Context, a *app.App, req cluster.ControlRequest) (state string, handled, queued bool, err error) {
 	st, ok := a.Store.(*postgres.Store)
-	if !ok {
+	if !ok || !cluster.Driven(ctx, st, req.Run) {
 		return "", false, false, nil
 	}
-	r, err := st.GetRun(ctx, req.Run)
-	if err != nil || r.Queue == "" {
-		return "", false, false, nil
-	}
-	l, err := st.GetLease(ctx, store.RunLeaseKey(req.Run))
-	if err != nil || l.Dead(time.Now()) {
-		return "", false, false, nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	state, err = cluster.Request(rctx, st, req)
-	if errors.Is(err, cluster.ErrNotDelivered) {
-		return "", true, true, nil
-	}
-	return state, true, false, err
+	state, queued, err = cluster.Send(ctx, st, req)
+	return state, true, queued, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres"
 )
 
@@ -53,6 +54,33 @@ var (
 	// caller stopped waiting; it stays open for the run's next driver.
 	ErrNotDelivered = errors.New("no worker carried the request out yet")
 )
+
+// Driven reports whether run is a cluster run that a live process drives
+// now: the runs that front ends steer with control requests.
+func Driven(ctx context.Context, st *postgres.Store, run string) bool {
+	r, err := st.GetRun(ctx, run)
+	if err != nil || r.Queue == "" {
+		return false
+	}
+	l, err := st.GetLease(ctx, store.RunLeaseKey(run))
+	return err == nil && !l.Dead(time.Now())
+}
+
+// Send is Request waiting at most RequestWait for the outcome; queued
+// reports a request no driver carried out by then (it stays open for the
+// run's next worker), which is no error.
+func Send(ctx context.Context, st *postgres.Store, req ControlRequest) (state string, queued bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestWait)
+	defer cancel()
+	state, err = Request(ctx, st, req)
+	if errors.Is(err, ErrNotDelivered) {
+		return "", true, nil
+	}
+	return state, false, err
+}
+
+// RequestWait is how long Send waits for a driver to carry a request out.
+const RequestWait = 10 * time.Second
 
 // RequestError is a request's failure as its driver recorded it.
 type RequestError struct{ Message string }

@@ -269,32 +269,15 @@ func (d *Driver) Resolve(ctx context.Context, runID, iid string, r agent.Respons
 // database (control requests, published interactions), not a socket.
 func (d *Driver) clusterRun(ctx context.Context, runID string) (*postgres.Store, bool) {
 	st, ok := d.o.App.Store.(*postgres.Store)
-	if !ok {
-		return nil, false
-	}
-	r, err := st.GetRun(ctx, runID)
-	if err != nil || r.Queue == "" {
-		return nil, false
-	}
-	l, err := st.GetLease(ctx, store.RunLeaseKey(runID))
-	if err != nil || l.Dead(time.Now()) {
-		return nil, false
-	}
-	return st, true
+	return st, ok && cluster.Driven(ctx, st, runID)
 }
 
-// request sends a control request to the worker driving a cluster run
-// and waits up to 10 s for its outcome. One no worker carried out by
-// then stays open for the run's next worker, and counts as done here.
+// request sends a control request to the worker driving a cluster run;
+// one no worker carried out in time stays open for the run's next worker
+// and counts as done here.
 func (d *Driver) request(ctx context.Context, st *postgres.Store, req cluster.ControlRequest) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	state, err := cluster.Request(ctx, st, req)
-	var re *cluster.RequestError
-	switch {
-	case errors.Is(err, cluster.ErrNotDelivered):
-		return "", nil
-	case errors.As(err, &re):
+	state, _, err := cluster.Send(ctx, st, req)
+	if re := (*cluster.RequestError)(nil); errors.As(err, &re) {
 		// The worker refused it (a node not in that state, an
 		// interaction already resolved): a conflict with the run's state.
 		return "", fmt.Errorf("%w: the worker driving the run refused: %s", tree.ErrBadState, re.Message)
