@@ -13,6 +13,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/tui"
 )
@@ -128,9 +129,6 @@ and follows it.`,
 			if err := f.validate(false); err != nil {
 				return err
 			}
-			if handled, err := resumeCluster(cmd.Context(), g, f, s, args[0]); handled {
-				return err
-			}
 			return driveRun(cmd.Context(), g, f, s, "", args[0])
 		},
 	}
@@ -214,6 +212,9 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 	if runID != "" {
 		if r, err = a.Store.GetRun(ctx, runID); err != nil {
 			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", runID, err)}
+		}
+		if st, ok := a.Store.(*postgres.Store); ok && r.Queue != "" {
+			return resumeCluster(ctx, a, st, f, s, r)
 		}
 		ref = r.Model
 		if g.model != "" {

@@ -63,47 +63,34 @@ func submitRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal str
 	return report(ctx, a, fin, s, f.quiet)
 }
 
-// resumeCluster continues a cluster run on the workers rather than here:
-// a run a worker drives is followed; one that stopped (interrupted by a
-// local drive, out of budget) gets its budgets raised, is stored as
+// resumeCluster continues cluster run r on the workers rather than
+// here: a run a worker drives is followed; one that stopped (interrupted
+// by a local drive, out of budget) gets its budgets raised, is stored as
 // running and handed to the workers in one transaction, then followed.
-// handled is false for a run that is not a cluster run on PostgreSQL.
-func resumeCluster(ctx context.Context, g *globals, f *runFlags, s Streams, id string) (handled bool, err error) {
-	a, err := g.open(ctx)
-	if err != nil {
-		return true, err
-	}
-	defer a.Close()
-	st, ok := a.Store.(*postgres.Store)
-	if !ok {
-		return false, nil
-	}
-	r, err := st.GetRun(ctx, id)
-	if err != nil || r.Queue == "" {
-		return false, nil
-	}
+func resumeCluster(ctx context.Context, a *app.App, st *postgres.Store, f *runFlags, s Streams, r store.Run) error {
+	id := r.ID
 	if r.Status != store.RunRunning {
-		e := tree.New(tree.Options{Store: st, Bus: a.Bus, Broker: a.Broker})
 		if f.budget > 0 || f.maxTokens > 0 {
+			e := tree.New(tree.Options{Store: st, Bus: a.Bus, Broker: a.Broker})
 			err := e.Raise(ctx, id, f.budget, f.maxTokens)
 			var held *store.LeaseHeldError
 			if errors.As(err, &held) {
-				return true, ownedError("run "+id, held, "")
+				return ownedError("run "+id, held, "")
 			}
 			if err != nil {
-				return true, &exitError{code: ExitFailure, err: err}
+				return &exitError{code: ExitFailure, err: err}
 			}
 			if r, err = st.GetRun(ctx, id); err != nil {
-				return true, &exitError{code: ExitFailure, err: err}
+				return &exitError{code: ExitFailure, err: err}
 			}
 		}
 		if r.Status == store.RunInterrupted || r.Status == store.RunBudget {
 			c, err := cluster.Open(ctx, st, cluster.Options{})
 			if err != nil {
-				return true, &exitError{code: ExitFailure, err: err}
+				return &exitError{code: ExitFailure, err: err}
 			}
 			if err := c.Requeue(ctx, r); err != nil {
-				return true, &exitError{code: ExitFailure, err: err}
+				return &exitError{code: ExitFailure, err: err}
 			}
 			fmt.Fprintf(s.Err, "arbor: run %s handed back to the workers on %s\n", id, r.Queue)
 		}
@@ -111,9 +98,9 @@ func resumeCluster(ctx context.Context, g *globals, f *runFlags, s Streams, id s
 	fmt.Fprintf(s.Err, "arbor: run %s, model %s, on the workers of %s\n", id, r.Model, r.Queue)
 	fin, err := followRun(ctx, st, id, s, f, r.Goal)
 	if err != nil {
-		return true, err
+		return err
 	}
-	return true, report(ctx, a, fin, s, f.quiet)
+	return report(ctx, a, fin, s, f.quiet)
 }
 
 // followRun shows run id, driven by another process, until it ends: the
@@ -130,13 +117,17 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f 
 	if err != nil {
 		return store.Run{}, &exitError{code: ExitFailure, err: err}
 	}
+	live := !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err)
 	answers := &resolver{ctx: wctx, st: st, run: id, diag: s.Err}
+	if live {
+		answers.diag = io.Discard // the view shows what happens
+	}
 	defer answers.wg.Wait()
 	show, stopView := func(agent.Event) {}, func() {}
 	interrupted := make(chan struct{})
 	var once sync.Once
 	switch {
-	case !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err):
+	case live:
 		live := tui.NewLive(tui.LiveOptions{RunID: id, In: s.In, Out: s.Err, Resolver: answers, Title: title(goal),
 			OnInterrupt: func() { once.Do(func() { close(interrupted) }) }})
 		done := make(chan struct{})
@@ -144,7 +135,6 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f 
 			defer close(done)
 			_ = live.Run(context.WithoutCancel(ctx))
 		}()
-		answers.diag = io.Discard // the view shows what happens
 		show, stopView = live.Handle, func() { live.Quit(); <-done }
 	case !f.quiet:
 		show = tui.NewPlain(s.Err, id).Handle
