@@ -76,7 +76,7 @@ workers) and exits 0.`,
 				dirs = append(dirs, abs)
 			}
 			w := &worker{a: a, slots: make(chan struct{}, concurrency), workspaces: dirs, yes: yes, diag: s.Err,
-				runs: map[string]string{}, engines: map[string]*tree.Engine{}}
+				runs: map[string]*held{}}
 			return w.serve(cmd.Context(), st, queue, concurrency, stopGrace)
 		},
 	}
@@ -104,9 +104,15 @@ type worker struct {
 	ctx context.Context
 	wg  sync.WaitGroup // the drives
 
-	mu      sync.Mutex              // guards runs and engines
-	runs    map[string]string       // run → queue, while driven here
-	engines map[string]*tree.Engine // run → its engine, while driven here
+	mu   sync.Mutex       // guards runs
+	runs map[string]*held // the runs driven here, and those let go by a stop
+}
+
+// held is a run of a worker: its queue, and its engine while the worker
+// drives it (nil once a stopping worker let it go: serve offers it again).
+type held struct {
+	queue  string
+	engine *tree.Engine
 }
 
 // serve works the queue until ctx ends, then lets the runs go and offers
@@ -138,7 +144,7 @@ func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, co
 	left := maps.Clone(w.runs)
 	w.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(left)) {
-		if err := c.EnqueueDrive(stopCtx, id, left[id]); err != nil {
+		if err := c.EnqueueDrive(stopCtx, id, left[id].queue); err != nil {
 			fmt.Fprintf(w.diag, "arbor worker: run %s: %v (the reaper hands it on)\n", id, err)
 		}
 	}
@@ -190,27 +196,29 @@ func (w *worker) Take(ctx context.Context, id string) error {
 			Serve: func() func() {
 				close(opened)
 				w.mu.Lock()
-				w.runs[id], w.engines[id] = r.Queue, e
+				w.runs[id] = &held{queue: r.Queue, engine: e}
 				w.mu.Unlock()
 				fmt.Fprintf(w.diag, "arbor worker: driving run %s (%s)\n", id, title(r.Goal))
 				return w.front(ra, e, id)
 			},
 		})
+		letGo := err == nil && w.ctx.Err() != nil && fin.Status == store.RunRunning
 		w.mu.Lock()
-		delete(w.engines, id)
+		if h := w.runs[id]; h != nil && letGo {
+			h.engine = nil // serve offers it again
+		} else {
+			delete(w.runs, id)
+		}
 		w.mu.Unlock()
 		switch {
 		case err != nil:
 			fmt.Fprintf(w.diag, "arbor worker: run %s: %v\n", id, err)
-		case w.ctx.Err() != nil && fin.Status == store.RunRunning:
+		case letGo:
 			fmt.Fprintf(w.diag, "arbor worker: let run %s go\n", id)
-			return // stays in runs: serve offers it again
+			return
 		default:
 			fmt.Fprintf(w.diag, "arbor worker: run %s %s\n", id, fin.Status)
 		}
-		w.mu.Lock()
-		delete(w.runs, id)
-		w.mu.Unlock()
 		ended <- err
 	})
 	select {
@@ -227,34 +235,34 @@ func (w *worker) Take(ctx context.Context, id string) error {
 // the runs this worker drives, from any machine.
 func (w *worker) Control(ctx context.Context, req cluster.ControlRequest) (string, error) {
 	w.mu.Lock()
-	e := w.engines[req.Run]
+	var e *tree.Engine
+	if h := w.runs[req.Run]; h != nil {
+		e = h.engine
+	}
 	w.mu.Unlock()
 	if e == nil {
 		return "", cluster.ErrNotDriven
 	}
+	state, err := control(ctx, e, req)
+	if errors.Is(err, tree.ErrNotDriven) {
+		return "", cluster.ErrNotDriven // let go meanwhile
+	}
+	return state, err
+}
+
+// control carries out req on the engine driving its run.
+func control(ctx context.Context, e *tree.Engine, req cluster.ControlRequest) (string, error) {
 	switch req.Op {
 	case cluster.OpAnswer:
-		if err := e.Answer(ctx, req.Run, req.Node, req.Text); err != nil {
-			return "", err
-		}
-		return string(tree.StateComplete), nil
+		return string(tree.StateComplete), e.Answer(ctx, req.Run, req.Node, req.Text)
 	case cluster.OpResolve:
 		iid, resp, err := cluster.ParseResolve(req.Text)
 		if err != nil {
 			return "", err
 		}
-		if err := e.Resolve(req.Run, iid, resp); err != nil {
-			if errors.Is(err, tree.ErrNotDriven) {
-				return "", cluster.ErrNotDriven
-			}
-			return "", err
-		}
-		return "resolved", nil
+		return "resolved", e.Resolve(req.Run, iid, resp)
 	case cluster.OpStop, cluster.OpPause, cluster.OpResume:
 		st, err := e.Control(req.Run, req.Node, tree.Op(req.Op))
-		if errors.Is(err, tree.ErrNotDriven) {
-			return "", cluster.ErrNotDriven // let go meanwhile
-		}
 		return string(st), err
 	default:
 		return "", fmt.Errorf("unknown control request %q", req.Op)
@@ -298,11 +306,14 @@ func (w *worker) publishPending(ra *app.App, e *tree.Engine, id string) (stop fu
 	ctx, cancel := context.WithCancel(w.ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		var last []string
+		var (
+			last      []string // the ids published
+			published bool
+		)
 		for {
 			select {
 			case <-ctx.Done():
-				if last != nil {
+				if published {
 					_ = cluster.PublishPending(context.WithoutCancel(ctx), st, id, nil)
 				}
 				return
@@ -316,14 +327,14 @@ func (w *worker) publishPending(ra *app.App, e *tree.Engine, id string) (stop fu
 			for i, in := range ins {
 				ids[i] = in.ID
 			}
-			if slices.Equal(ids, last) && last != nil {
+			if published && slices.Equal(ids, last) {
 				continue
 			}
 			if err := cluster.PublishPending(ctx, st, id, ins); err != nil && ctx.Err() == nil {
 				fmt.Fprintf(w.diag, "arbor worker: run %s: %v\n", id, err)
 				continue
 			}
-			last = ids
+			last, published = ids, true
 		}
 	})
 	return func() { sub.Close(); cancel(); wg.Wait() }
