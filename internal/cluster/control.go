@@ -51,7 +51,7 @@ func (c *Cluster) CancelNodeTx(ctx context.Context, tx pgx.Tx, run string, node 
 // listenControl owns the control listener's connection until ctx ends,
 // reconnecting after a loss; ready receives the first LISTEN's outcome.
 func (c *Cluster) listenControl(ctx context.Context, ready chan<- error) {
-	defer c.reqs.wg.Wait() // the requests it started
+	defer c.reqs.Wait() // the requests it started
 	first := true
 	for ctx.Err() == nil {
 		err := c.listenControlOnce(ctx, func() {
@@ -100,7 +100,7 @@ func (c *Cluster) listenControlOnce(ctx context.Context, listening func()) error
 		}
 		if id, ok := strings.CutPrefix(key, "req:"); ok {
 			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-				c.reqs.wg.Go(func() { c.serveRequest(ctx, n) })
+				c.reqs.Go(func() { c.serveRequest(ctx, n) })
 			}
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -130,13 +129,7 @@ func Request(ctx context.Context, st *postgres.Store, req ControlRequest) (strin
 	}
 }
 
-// requests runs the control requests this process hears, each on a
-// goroutine of its own, and waits for them when it is stopped.
-type requests struct {
-	wg sync.WaitGroup
-}
-
-// serve carries out request id if this process drives its run.
+// serveRequest carries out request id if this process drives its run.
 func (c *Cluster) serveRequest(ctx context.Context, id int64) {
 	var req ControlRequest
 	err := c.st.Pool().QueryRow(ctx, `SELECT id, run_id, node_id, op, text FROM control_requests

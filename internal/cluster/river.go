@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,9 +104,12 @@ type Cluster struct {
 	schema string
 	o      Options
 
-	units units    // the units running in this process, by node
-	reqs  requests // the control requests being carried out
-	svc   service  // Start/Stop of the reaper and the control listener
+	units units // the units running in this process, by node
+	// reqs are the control requests being carried out, each on a
+	// goroutine of its own started by the control listener, which waits
+	// for them when it returns.
+	reqs sync.WaitGroup
+	svc  service // Start/Stop of the reaper and the control listener
 }
 
 // Open migrates River's tables into st's schema and returns a Cluster on
