@@ -164,15 +164,21 @@ func driveJobStarting(ttl string) string {
 }
 
 var (
-	// orphanRuns are the running cluster runs with no waiting drive job,
-	// with their run lease if any and whether a drive job is starting
-	// ($1 the TTL): whether the lease is dead is decided in Go
-	// (store.Lease.Dead), since a holder gone on this machine is dead
-	// before its lease expires.
+	// orphanRuns are the running cluster runs with no waiting drive job
+	// whose run lease may be dead — none, expired ($2, the lease clock in
+	// unix nanoseconds), or held on this machine ($3, the host), where a
+	// holder whose process is gone is dead before its lease expires (Go
+	// decides: store.Lease.Dead) — with the lease and whether a drive job
+	// is starting ($1 the TTL). Runs driven from other machines are not
+	// candidates, so however many there are, they never crowd the dead
+	// ones out of the limit; those with no lease or an expired one come
+	// first.
 	orphanRuns = `SELECT r.id, r.queue, l.owner, l.pid, l.host, l.expires_at, ` + driveJobStarting("$1") + `
 		FROM runs r LEFT JOIN leases l ON l.key = 'run:' || r.id
 		WHERE r.queue <> '' AND r.status = 'running' AND NOT ` + driveJobWaiting + `
-		ORDER BY r.created_at LIMIT 100`
+		AND (l.owner IS NULL OR l.expires_at <= $2 OR l.host = $3)
+		ORDER BY (l.owner IS NOT NULL AND l.expires_at > $2), r.created_at
+		LIMIT ` + orphanLimit
 	// stillOrphan checks a candidate again under its row lock ($1 the
 	// lease clock in unix nanoseconds, $2 the TTL, $3 the run, $4 the
 	// dead holder or null): a drive job, or a live lease of another
@@ -207,7 +213,7 @@ func (c *Cluster) ReapRuns(ctx context.Context) ([]string, error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM control_requests WHERE done_at < $1`, now.Add(-requestsKept).UnixNano()); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, orphanRuns, ttl)
+		rows, err := tx.Query(ctx, orphanRuns, ttl, now.UnixNano(), store.Hostname())
 		if err != nil {
 			return err
 		}
@@ -271,6 +277,10 @@ func (c *Cluster) ReapRuns(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// orphanLimit bounds the candidates of one run-reaper pass (a string:
+// it is spliced into orphanRuns).
+const orphanLimit = "100"
 
 // requestsKept is how long the run reaper keeps carried-out control
 // requests.

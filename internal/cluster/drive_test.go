@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -188,4 +190,32 @@ func deadPID(t *testing.T) int {
 	}
 	t.Fatal("no free pid found")
 	return 0
+}
+
+// TestRunReaperIsNotCrowdedOut: however many cluster runs other
+// machines drive, a dead driver's run is found in the same pass.
+func TestRunReaperIsNotCrowdedOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now()
+	c := openCluster(t, b.st, Options{Now: func() time.Time { return now }})
+	limit, err := strconv.Atoi(orphanLimit)
+	must(t, err)
+	for i := range limit + 1 {
+		id := fmt.Sprintf("live-%03d", i)
+		r, root := clusterRun(id, "q")
+		must(t, b.st.CreateRun(b.ctx, r))
+		must(t, b.st.Commit(b.ctx, nil, root))
+		_, err := b.st.AcquireLease(b.ctx, store.LeaseRequest{Key: store.RunLeaseKey(id),
+			Owner: store.Owner{ID: "w-" + id, PID: 1, Host: "elsewhere"}, Now: now, TTL: time.Hour})
+		must(t, err)
+	}
+	r, root := clusterRun("zz-orphan", "q") // created last
+	must(t, b.st.CreateRun(b.ctx, r))
+	must(t, b.st.Commit(b.ctx, nil, root))
+	got, err := c.ReapRuns(b.ctx)
+	must(t, err)
+	if !slices.Equal(got, []string{"zz-orphan"}) {
+		t.Fatalf("handed on %v, want [zz-orphan]", got)
+	}
 }
