@@ -529,3 +529,17 @@ func TestServeSteersClusterRun(t *testing.T) {
 		t.Fatalf("a.txt: %q %v\nworker:\n%s", b, err, w.stderr.String())
 	}
 }
+
+// TestClusterRunWithoutWorkerSaysSo: a cluster run that no worker takes
+// says so after a while instead of waiting in silence.
+func TestClusterRunWithoutWorkerSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	srv := llmtest.NewServerFunc(treetest.GoalResponder(treetest.ByGoal{"alone": {treetest.Complete("never")}}))
+	defer srv.Close()
+	run := e.start("run", "--cluster", "--queue", "nobody", "--store", dsn, "--model", e.useProvider("anthropic", srv.URL), "alone")
+	waitUntil(t, time.Minute, "the hint", func() bool {
+		return strings.Contains(run.stderr.String(), "no worker has taken run") && strings.Contains(run.stderr.String(), "arbor worker --queue nobody")
+	})
+}

@@ -142,6 +142,9 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f 
 	defer func() { stopView() }()
 
 	seen := map[int64]store.NodeState{}
+	// A run no worker has taken after a while is said once: with no
+	// worker serving its queue it would wait in silence.
+	hintAt, hinted := time.Now().Add(10*time.Second), false
 	shown := map[string]agent.Interaction{} // pending interactions shown, by id
 	for {
 		r, err := st.GetRun(wctx, id)
@@ -181,6 +184,10 @@ func followRun(ctx context.Context, st *postgres.Store, id string, s Streams, f 
 		if r.Status != store.RunRunning {
 			show(&tree.RunFinished{Meta: agent.Meta{At: now}, RunID: id, Outcome: r.Status, Result: r.Result, Error: r.Error})
 			return r, nil
+		}
+		if !hinted && time.Now().After(hintAt) && len(seen) == 1 && seen[1] == tree.StatePending && !live {
+			hinted = true
+			fmt.Fprintf(s.Err, "arbor: no worker has taken run %s yet; is one serving queue %s? (arbor worker --queue %s)\n", id, r.Queue, r.Queue)
 		}
 		t := time.NewTimer(3 * time.Second)
 		select {
