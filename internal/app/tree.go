@@ -31,6 +31,9 @@ type EngineOptions struct {
 	// NodeModels restricts the node_models children may choose to these
 	// names; nil = all of them.
 	NodeModels []string
+	// Remote, when set, runs the node turns of arbor's own loop in other
+	// processes (a cluster run's node workers).
+	Remote tree.Remote
 }
 
 // EngineWith returns a coordination engine for o.
@@ -45,8 +48,22 @@ func (a *App) EngineWith(o EngineOptions) (*tree.Engine, Model, error) {
 	}
 	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: o.MaxTurns}
 	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker,
-		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }, Runners: a.runners(), DefaultRunner: a.Config().NodeRunner})
+		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }, Runners: a.runners(), DefaultRunner: a.Config().NodeRunner, Remote: o.Remote})
 	return e, m, nil
+}
+
+// NodeAgent returns the agent of a node turn that a cluster run's driver
+// handed to this process (tree.Remote): spec is the node's, its Tools the
+// node's tree tools as forwarded to the driver; runModel is the run's
+// model, the node's when spec names none. The agent is the one loop with
+// this App's built-in tools, permissions and MCP servers, on the node's
+// stored session.
+func (a *App) NodeAgent(ctx context.Context, spec tree.AgentSpec, runModel string) (*agent.Agent, error) {
+	m, err := a.Model(runModel)
+	if err != nil {
+		return nil, err
+	}
+	return (&nodeAgents{app: a, ref: func() string { return m.Ref.Ref }}).NewAgent(ctx, spec)
 }
 
 // nodeModels are the config's node_models, restricted to names when given.

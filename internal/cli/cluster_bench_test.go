@@ -37,7 +37,7 @@ type benchCluster struct {
 	workers []*proc
 }
 
-func newBenchCluster(b *testing.B, workers, concurrency int, respond func(llmtest.Request) llmtest.Turn) *benchCluster {
+func newBenchCluster(b *testing.B, workers, concurrency int, respond func(llmtest.Request) llmtest.Turn, args ...string) *benchCluster {
 	b.Helper()
 	e := newEnv(b)
 	dsn := pgtest.DSN(b)
@@ -55,7 +55,7 @@ func newBenchCluster(b *testing.B, workers, concurrency int, respond func(llmtes
 	}
 	var ws []*proc
 	for range workers {
-		w := e.start("worker", "--store", dsn, "--concurrency", fmt.Sprint(concurrency), "--yes")
+		w := e.start(append([]string{"worker", "--store", dsn, "--concurrency", fmt.Sprint(concurrency), "--yes", "--listen", "127.0.0.1"}, args...)...)
 		waitUntil(b, time.Minute, "a worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 		ws = append(ws, w)
 	}
@@ -132,8 +132,9 @@ func fanOutScript(children int) func(llmtest.Request) llmtest.Turn {
 // tree.BenchmarkFanOutFanIn1000 (64 agents at once) with the model an
 // HTTP server: driven by arbor run itself on SQLite and on PostgreSQL
 // (local=…, one process, its start included), and as a cluster run on
-// PostgreSQL driven by one of 1 or 3 worker processes. One run is driven
-// by one worker, so more workers should cost one run nothing.
+// PostgreSQL driven by one of 1 or 3 worker processes, its node turns
+// handed out to every worker (turns=spread, up to 64 at once on each) or
+// run in the driving worker (turns=local, worker --local-turns).
 func BenchmarkClusterFanOut1000(b *testing.B) {
 	for _, local := range []string{"sqlite", "postgres"} {
 		b.Run("local="+local, func(b *testing.B) {
@@ -154,14 +155,20 @@ func BenchmarkClusterFanOut1000(b *testing.B) {
 		})
 	}
 	for _, workers := range []int{1, 3} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			bc := newBenchCluster(b, workers, 4, fanOutScript(1000))
-			for b.Loop() {
-				bc.wait(b, bc.submit(b, "fan out", 64))
-			}
-			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
-			b.ReportMetric(0, "ns/op")
-		})
+		for _, turns := range []string{"local", "spread"} {
+			b.Run(fmt.Sprintf("workers=%d/turns=%s", workers, turns), func(b *testing.B) {
+				args := []string{"--turns", "64"}
+				if turns == "local" {
+					args = []string{"--local-turns"}
+				}
+				bc := newBenchCluster(b, workers, 4, fanOutScript(1000), args...)
+				for b.Loop() {
+					bc.wait(b, bc.submit(b, "fan out", 64))
+				}
+				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
 	}
 }
 

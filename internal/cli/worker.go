@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/cluster"
+	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres"
@@ -32,6 +34,10 @@ func newWorkerCmd(g *globals, s Streams) *cobra.Command {
 		workspaces  []string
 		yes         bool
 		stopGrace   time.Duration
+		turns       int
+		localTurns  bool
+		listen      string
+		advertise   string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --store postgres://…",
@@ -43,7 +49,15 @@ another takes its runs over once their leases expire (a few seconds; at once
 when the dead worker was on the same machine). A run taken over continues
 from its stored transcripts, as arbor resume does.
 
-A worker drives a run only in the run's own workspace, which must exist on
+The worker driving a run hands the turns of its nodes to the workers of the
+run's queue (itself included), so one run's nodes spread over every worker:
+each turn runs arbor's agent loop on the node's stored session in the worker
+that took it, which reaches the driver for the node's tree tools, budgets and
+approvals over a TCP endpoint the driver serves for the run (on --listen, an
+ephemeral port, told to the others as --advertise, with a random token kept
+in the database). --local-turns runs a run's turns in the worker driving it.
+
+A worker drives a run and runs its turns only in the run's own workspace, which must exist on
 this machine (the same path on a shared filesystem); --workspace limits it to
 the directories named. Questions of ask nodes are answered with arbor answer,
 approvals through arbor serve (on this machine), or all at once with --yes.
@@ -75,9 +89,20 @@ workers) and exits 0.`,
 				}
 				dirs = append(dirs, abs)
 			}
+			if turns < 0 {
+				return usageError{fmt.Errorf("--turns must not be negative, not %d", turns)}
+			}
+			if advertise == "" {
+				if advertise, err = os.Hostname(); err != nil {
+					return usageError{fmt.Errorf("--advertise: the host name is unknown (%v); name this machine's address", err)}
+				}
+			}
 			w := &worker{a: a, slots: make(chan struct{}, concurrency), workspaces: dirs, yes: yes, diag: s.Err,
-				runs: map[string]*held{}}
-			return w.serve(cmd.Context(), st, queue, concurrency, stopGrace)
+				runs: map[string]*held{}, apps: map[string]*runApp{}, listen: net.JoinHostPort(listen, "0"), advertise: advertise}
+			if localTurns {
+				turns = 0
+			}
+			return w.serve(cmd.Context(), st, queue, concurrency, turns, stopGrace)
 		},
 	}
 	fl := cmd.Flags()
@@ -86,6 +111,10 @@ workers) and exits 0.`,
 	fl.StringSliceVar(&workspaces, "workspace", nil, "serve only runs whose workspace is one of these directories (default: any that exists here)")
 	fl.BoolVarP(&yes, "yes", "y", false, "approve every call that would ask (deny rules and workspace limits still apply)")
 	fl.DurationVar(&stopGrace, "stop-timeout", 10*time.Second, "how long a stopping worker waits for its runs to let go")
+	fl.IntVar(&turns, "turns", 16, "node turns (of any run on the queue) this worker runs at once")
+	fl.BoolVar(&localTurns, "local-turns", false, "run the turns of the runs this worker drives here, and take no others'")
+	fl.StringVar(&listen, "listen", "", "the host the endpoints of the runs this worker drives listen on (default: every interface)")
+	fl.StringVar(&advertise, "advertise", "", "this worker's address as the other workers reach it (default: the host name)")
 	return cmd
 }
 
@@ -98,14 +127,22 @@ type worker struct {
 	workspaces []string      // served workspaces; none: any that exists here
 	yes        bool
 	diag       io.Writer
+	// listen and advertise are where the endpoints of the runs driven
+	// here listen and how other workers reach them (cluster.Remote).
+	listen, advertise string
+	// c is the cluster, set by serve before it starts; remote says the
+	// runs' turns are handed out (not --local-turns).
+	c      *cluster.Cluster
+	remote bool
 
 	// ctx is the drives' context, set by serve before the cluster starts;
 	// cancelling it lets every run go.
 	ctx context.Context
 	wg  sync.WaitGroup // the drives
 
-	mu   sync.Mutex       // guards runs
-	runs map[string]*held // the runs driven here, and those let go by a stop
+	mu   sync.Mutex         // guards runs and apps
+	runs map[string]*held   // the runs driven here, and those let go by a stop
+	apps map[string]*runApp // by run, for handed-out turns
 }
 
 // held is a run of a worker: its queue, and its engine while the worker
@@ -117,19 +154,27 @@ type held struct {
 
 // serve works the queue until ctx ends, then lets the runs go and offers
 // them to the other workers.
-func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, concurrency int, grace time.Duration) error {
+func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, concurrency, turns int, grace time.Duration) error {
 	dctx, letGo := context.WithCancel(context.WithoutCancel(ctx))
 	defer letGo()
 	w.ctx = dctx
 	logger := slog.New(slog.NewTextHandler(w.diag, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := cluster.Open(ctx, st, cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger})
+	o := cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger}
+	if turns > 0 {
+		// A turn may wait long for a person: River's timeout is only the
+		// backstop of a vanished worker, whose turns the driver hands out
+		// again long before.
+		o.Unit, o.Remote, o.Concurrency, o.UnitTimeout = w, true, concurrency+turns, 24*time.Hour
+	}
+	c, err := cluster.Open(ctx, st, o)
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
+	w.c, w.remote = c, turns > 0
 	if err := c.Start(ctx); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
-	fmt.Fprintf(w.diag, "arbor worker: pid %d serving queue %s, %d runs at once\n", os.Getpid(), queue, concurrency)
+	fmt.Fprintf(w.diag, "arbor worker: pid %d serving queue %s, %d runs and %d node turns at once\n", os.Getpid(), queue, concurrency, turns)
 	<-ctx.Done()
 
 	fmt.Fprintln(w.diag, "arbor worker: stopping; letting the runs go")
@@ -181,7 +226,7 @@ func (w *worker) Take(ctx context.Context, id string) error {
 	if m, err := permission.ParseMode(r.Mode); err == nil && r.Mode != "" {
 		ra.Permissions.SetMode(m)
 	}
-	e, _, err := ra.EngineWith(app.EngineOptions{Model: r.Model})
+	e, stopEndpoint, err := w.engine(ra, r)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", id, err)
 	}
@@ -190,6 +235,7 @@ func (w *worker) Take(ctx context.Context, id string) error {
 	started = true
 	w.wg.Go(func() {
 		defer func() { <-w.slots }()
+		defer stopEndpoint()
 		fin, err := e.DriveWith(w.ctx, id, tree.DriveOptions{
 			Addr:    ra.AnswerSocket(id),
 			Handoff: true,
@@ -229,6 +275,31 @@ func (w *worker) Take(ctx context.Context, id string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// engine returns the engine that drives run r: one whose node turns are
+// handed out (cluster.Remote), with the run's endpoint served until
+// stop, unless the turns are local or the endpoint cannot be served.
+func (w *worker) engine(ra *app.App, r store.Run) (e *tree.Engine, stop func(), err error) {
+	if !w.remote {
+		e, _, err = ra.EngineWith(app.EngineOptions{Model: r.Model})
+		return e, func() {}, err
+	}
+	remote := w.c.NewRemote(r.ID, r.Queue)
+	e, _, err = ra.EngineWith(app.EngineOptions{Model: r.Model, Remote: remote})
+	if err != nil {
+		return nil, nil, err
+	}
+	// No turn is handed out before the drive holds the run: until then
+	// the endpoint has none to serve.
+	_, stop, err = remote.Serve(w.ctx, owner.Options{RunID: r.ID, Engine: e, Bus: ra.Bus, Broker: ra.Broker, Diag: w.diag},
+		w.listen, w.advertise)
+	if err != nil {
+		fmt.Fprintf(w.diag, "arbor worker: run %s: its turns run here: %v\n", r.ID, err)
+		e, _, err = ra.EngineWith(app.EngineOptions{Model: r.Model})
+		return e, func() {}, err
+	}
+	return e, stop, nil
 }
 
 // Control implements cluster.Controller: answers and node control of

@@ -18,6 +18,11 @@ type NodeStep struct {
 	Run     string `json:"run"`
 	Node    int64  `json:"node"`
 	Attempt int    `json:"attempt"`
+	// Turn, Endpoint and Token are set on a turn a run's driver handed
+	// out (Remote): the turn's id and the driver's owner endpoint.
+	Turn     string `json:"turn,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Token    string `json:"token,omitempty"`
 }
 
 // Kind implements river.JobArgs.

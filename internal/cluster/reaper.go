@@ -134,7 +134,7 @@ func (c *Cluster) reapLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if c.o.Unit != nil {
+		if c.o.Unit != nil && !c.o.Remote {
 			if _, err := c.Reap(ctx); err != nil && ctx.Err() == nil {
 				c.o.Logger.Warn("cluster reaper", "err", err)
 			}

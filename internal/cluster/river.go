@@ -32,6 +32,11 @@ type Options struct {
 	Queue string
 	// Concurrency is how many jobs this process works at once (4).
 	Concurrency int
+	// Remote says the units are turns handed out by run drivers (Remote):
+	// a driver hands a dead unit's turn out again itself, so the node
+	// reaper does not run, and a unit waiting for the node lease of the
+	// turn before it is offered again soon, not after a TTL.
+	Remote bool
 	// LeaseTTL is the node lease's time to live (9 s); it is renewed every
 	// LeaseTTL/3.
 	LeaseTTL time.Duration

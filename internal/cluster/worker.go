@@ -50,13 +50,24 @@ func (w *nodeWorker) Work(ctx context.Context, job *river.Job[NodeStep]) error {
 	switch {
 	case errors.Is(err, ErrStale), errors.Is(err, store.ErrNotFound):
 		return nil
+	case errors.Is(err, store.ErrLeaseHeld) && w.c.o.Remote:
+		// The node's previous turn is releasing it.
+		return river.JobSnooze(remoteSnooze)
 	case errors.Is(err, store.ErrLeaseHeld):
 		return river.JobSnooze(w.c.o.LeaseTTL)
 	case err != nil:
 		return err
 	}
-	return w.c.runUnit(ctx, cl)
+	err = w.c.runUnit(ctx, cl)
+	if errors.Is(err, ErrNoWorkspace) {
+		return river.JobSnooze(workspaceSnooze)
+	}
+	return err
 }
+
+// remoteSnooze is how soon a turn whose node lease is held is offered
+// again.
+const remoteSnooze = 100 * time.Millisecond
 
 // runUnit runs the unit of a claim with its heartbeat, makes it
 // cancellable by the control channel, and releases the lease after it.

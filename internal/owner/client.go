@@ -9,6 +9,8 @@ import (
 	"net"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -18,8 +20,12 @@ var ErrUnreachable = errors.New("no process listens on the run's socket")
 
 // Client sends requests to the owner listening on a socket.
 type Client struct {
-	// Socket is the owner's socket: the address its lease names.
-	Socket string
+	// Socket is the owner's socket: the address its lease names; with
+	// Network "tcp", the host:port of its TCP endpoint (ServeTCP), whose
+	// requests carry Token.
+	Socket  string
+	Network string
+	Token   string
 }
 
 // call sends req and reads the reply. It fails with ErrUnreachable when
@@ -34,6 +40,7 @@ func (c Client) call(ctx context.Context, req Request) (Reply, error) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	req.Token = c.Token
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
 		return Reply{}, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
@@ -46,7 +53,11 @@ func (c Client) call(ctx context.Context, req Request) (Reply, error) {
 
 func (c Client) dial(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	network := c.Network
+	if network == "" {
+		network = "unix"
+	}
+	conn, err := d.DialContext(ctx, network, c.Socket)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s): %v", ErrUnreachable, c.Socket, err)
 	}
@@ -98,7 +109,7 @@ func (c Client) Subscribe(ctx context.Context, ready func(seq uint64), fn func(E
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if err := json.NewEncoder(conn).Encode(Request{V: Version, Kind: KindSubscribe}); err != nil {
+	if err := json.NewEncoder(conn).Encode(Request{V: Version, Kind: KindSubscribe, Token: c.Token}); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
 	sc := bufio.NewScanner(conn)
@@ -130,4 +141,116 @@ func (c Client) Subscribe(ctx context.Context, ready func(seq uint64), fn func(E
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	return nil
+}
+
+// TurnClient is a remote turn's side of the protocol: the node worker
+// running turn Turn reaches the owner that handed it out (Turns).
+type TurnClient struct {
+	Client
+	Turn string
+}
+
+func (c TurnClient) req(k Kind) Request { return Request{V: Version, Kind: k, Turn: c.Turn} }
+
+// Spec returns the turn's spec.
+func (c TurnClient) Spec(ctx context.Context) (TurnSpec, error) {
+	rep, err := c.call(ctx, c.req(KindTurn))
+	if err != nil {
+		return TurnSpec{}, err
+	}
+	if rep.Turn == nil {
+		return TurnSpec{}, fmt.Errorf("%w: the owner sent no turn spec", ErrBadRequest)
+	}
+	return *rep.Turn, nil
+}
+
+// Prompt returns the node's first message.
+func (c TurnClient) Prompt(ctx context.Context) (string, error) {
+	rep, err := c.call(ctx, c.req(KindPrompt))
+	return rep.Content, err
+}
+
+// Gate passes the budgets' gate with a model call's estimate.
+func (c TurnClient) Gate(ctx context.Context, est llm.Usage, cost float64) error {
+	r := c.req(KindGate)
+	r.Usage, r.Cost = &est, cost
+	_, err := c.call(ctx, r)
+	return err
+}
+
+// Charge charges a model call's usage and cost.
+func (c TurnClient) Charge(ctx context.Context, u llm.Usage, cost float64) error {
+	r := c.req(KindCharge)
+	r.Usage, r.Cost = &u, cost
+	_, err := c.call(ctx, r)
+	return err
+}
+
+// Flush writes the nodes the turn's tree tools created.
+func (c TurnClient) Flush(ctx context.Context) error {
+	_, err := c.call(ctx, c.req(KindFlush))
+	return err
+}
+
+// Draft recovers the result complete stored before a crash.
+func (c TurnClient) Draft(ctx context.Context, draft string) error {
+	r := c.req(KindDraft)
+	r.Answer = draft
+	_, err := c.call(ctx, r)
+	return err
+}
+
+// TreeTool runs the turn's tree tool name.
+func (c TurnClient) TreeTool(ctx context.Context, name string, call tool.Call) (tool.Result, error) {
+	r := c.req(KindTool)
+	r.Tool, r.CallID, r.Args = name, call.ID, call.Input
+	rep, err := c.call(ctx, r)
+	return tool.Result{Content: rep.Content, IsError: rep.IsError, EndTurn: rep.EndTurn}, err
+}
+
+// Interact raises an approval or a question of the turn's agent on the
+// owner and returns its resolution.
+func (c TurnClient) Interact(ctx context.Context, in agent.Interaction) (agent.Response, error) {
+	r := c.req(KindInteract)
+	r.Ask = &in
+	rep, err := c.call(ctx, r)
+	if err != nil {
+		return agent.Response{}, err
+	}
+	if rep.Resolution == nil {
+		return agent.Response{}, fmt.Errorf("%w: the owner sent no resolution", ErrBadRequest)
+	}
+	return rep.Resolution.response(), nil
+}
+
+// Publish publishes agent events of the turn on the owner's bus; those
+// that are not streamed (deltas) are left out.
+func (c TurnClient) Publish(ctx context.Context, evs []agent.Event) error {
+	r := c.req(KindEvents)
+	for _, ev := range evs {
+		if e, ok := wrap(ev, 0); ok {
+			r.Events = append(r.Events, e)
+		}
+	}
+	if len(r.Events) == 0 {
+		return nil
+	}
+	_, err := c.call(ctx, r)
+	return err
+}
+
+// Ping fails with ErrStaleTurn when the owner no longer has the turn,
+// and with ErrUnreachable when no owner listens.
+func (c TurnClient) Ping(ctx context.Context) error {
+	_, err := c.call(ctx, c.req(KindPing))
+	return err
+}
+
+// End ends the turn with res.
+func (c TurnClient) End(ctx context.Context, res agent.Result) error {
+	r := c.req(KindTurnEnd)
+	e := EndOf(res)
+	r.End = &e
+	_, err := c.call(ctx, r)
+	return err
 }

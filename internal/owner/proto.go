@@ -22,10 +22,12 @@
 package owner
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 )
@@ -74,6 +76,23 @@ type Request struct {
 	// Interaction and Resolution are a KindResolve's.
 	Interaction string      `json:"interaction,omitempty"`
 	Resolution  *Resolution `json:"resolution,omitempty"`
+
+	// Token authenticates a request on a TCP endpoint (ServeTCP).
+	Token string `json:"token,omitempty"`
+	// Turn names the remote turn a turn kind is about (Turns); a
+	// KindTool with Turn set runs the turn's tree tool, CallID being the
+	// model's id of the call.
+	Turn   string `json:"turn,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+	// Usage and Cost are a KindGate's estimate or a KindCharge's spend.
+	Usage *llm.Usage `json:"usage,omitempty"`
+	Cost  float64    `json:"cost,omitempty"`
+	// Ask is a KindInteract's approval or question.
+	Ask *agent.Interaction `json:"ask,omitempty"`
+	// Events are a KindEvents's agent events.
+	Events []Event `json:"events,omitempty"`
+	// End is a KindTurnEnd's end.
+	End *TurnEnd `json:"end,omitempty"`
 }
 
 // Resolution is a KindResolve's response: Approval for an approval,
@@ -143,12 +162,18 @@ type Reply struct {
 	// Content and IsError are a tool call's result.
 	Content string `json:"content,omitempty"`
 	IsError bool   `json:"is_error,omitempty"`
+	// EndTurn is a remote turn's tool result asking its loop to end the
+	// turn (the tree's complete).
+	EndTurn bool `json:"end_turn,omitempty"`
 	// State is the node's state after a control.
 	State tree.NodeState `json:"state,omitempty"`
 	// Pending are the run's pending interactions, oldest first.
 	Pending []agent.Interaction `json:"pending,omitempty"`
 	// Seq is the owner's bus sequence number when a subscription began.
 	Seq uint64 `json:"seq,omitempty"`
+	// Turn is a KindTurn's spec; Resolution a KindInteract's answer.
+	Turn       *TurnSpec   `json:"turn,omitempty"`
+	Resolution *Resolution `json:"resolution,omitempty"`
 }
 
 // Event is one event line of a subscription: exactly one field but Node
@@ -234,7 +259,18 @@ const (
 	CodeNotDriven          Code = "not_driven"          // tree.ErrNotDriven
 	CodeUnknownInteraction Code = "unknown_interaction" // agent.ErrUnknownInteraction
 	CodeWrongResponse      Code = "wrong_response"      // agent.ErrWrongResponse
-	CodeFailed             Code = "failed"              // anything else
+	CodeStaleTurn          Code = "stale_turn"          // ErrStaleTurn
+	CodeUnauthorized       Code = "unauthorized"        // ErrUnauthorized
+	CodeBudget             Code = "budget_exhausted"    // tree.ErrBudgetExhausted
+	CodeNodeBudget         Code = "node_budget"         // tree.ErrNodeBudget
+	// The model failures a node's turn is retried after (llm.Retryable).
+	CodeRateLimited Code = "rate_limited" // llm.ErrRateLimited
+	CodeServer      Code = "server_error" // llm.ErrServer
+	CodeConnection  Code = "connection"   // llm.ErrConnection
+	CodeStalled     Code = "stalled"      // llm.ErrStalled
+	CodeBadResponse Code = "bad_response" // llm.ErrBadResponse
+	CodeCancelled   Code = "cancelled"    // context.Canceled
+	CodeFailed      Code = "failed"       // anything else
 )
 
 // Errors of the protocol itself.
@@ -242,6 +278,8 @@ var (
 	ErrUnknownKind = errors.New("unknown request kind")
 	ErrVersion     = errors.New("unsupported protocol version")
 	ErrBadRequest  = errors.New("bad request")
+	// ErrUnauthorized: a request on a TCP endpoint without its token.
+	ErrUnauthorized = errors.New("request not authorized: wrong or missing token")
 )
 
 var codes = []struct {
@@ -256,6 +294,16 @@ var codes = []struct {
 	{CodeNotDriven, tree.ErrNotDriven},
 	{CodeUnknownInteraction, agent.ErrUnknownInteraction},
 	{CodeWrongResponse, agent.ErrWrongResponse},
+	{CodeStaleTurn, ErrStaleTurn},
+	{CodeUnauthorized, ErrUnauthorized},
+	{CodeBudget, tree.ErrBudgetExhausted},
+	{CodeNodeBudget, tree.ErrNodeBudget},
+	{CodeRateLimited, llm.ErrRateLimited},
+	{CodeServer, llm.ErrServer},
+	{CodeConnection, llm.ErrConnection},
+	{CodeStalled, llm.ErrStalled},
+	{CodeBadResponse, llm.ErrBadResponse},
+	{CodeCancelled, context.Canceled},
 }
 
 // failure is the reply to a request that failed with err.

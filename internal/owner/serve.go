@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -34,6 +35,12 @@ type Options struct {
 	// WriteTimeout drops a subscriber that takes no bytes for this long
 	// (default WriteTimeout).
 	WriteTimeout time.Duration
+	// Broker raises the approvals and questions of remote turns
+	// (KindInteract); Turns are the turns handed out (tree.Remote).
+	Broker *agent.Broker
+	Turns  *Turns
+	// Token is what every request on a TCP endpoint must carry (ServeTCP).
+	Token string
 }
 
 // Serve listens on o.Path for requests about run o.RunID until stop is
@@ -58,25 +65,11 @@ func Serve(ctx context.Context, o Options) (stop func()) {
 	// Close must not unlink the path blindly: it may be a later owner's.
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	mine, statErr := os.Stat(o.Path)
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = WriteTimeout
-	}
-	s := &server{o: o, ctx: ctx, quit: make(chan struct{})}
-	s.wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.wg.Go(func() { s.handle(conn) })
-		}
-	})
+	s := serveOn(ctx, ln, o, "")
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			ln.Close()
-			close(s.quit)
-			s.wg.Wait()
+			s.stop()
 			if now, err := os.Stat(o.Path); err == nil && statErr == nil && os.SameFile(mine, now) {
 				_ = os.Remove(o.Path)
 			}
@@ -84,23 +77,76 @@ func Serve(ctx context.Context, o Options) (stop func()) {
 	}
 }
 
-type server struct {
-	o    Options
-	ctx  context.Context
-	quit chan struct{} // closed by stop
-	wg   sync.WaitGroup
+// ServeTCP is Serve on a TCP address (host:port; port 0 picks one) for
+// the node workers of a cluster run (tree.Remote), which may be on other
+// machines: every request must carry o.Token, which must be set. It
+// returns the address listened on. Stop is as Serve's.
+func ServeTCP(ctx context.Context, o Options, addr string) (bound string, stop func(), err error) {
+	if o.Token == "" {
+		return "", nil, errors.New("owner: a TCP endpoint needs a token")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("owner endpoint: %w", err)
+	}
+	s := serveOn(ctx, ln, o, o.Token)
+	var once sync.Once
+	return ln.Addr().String(), func() { once.Do(s.stop) }, nil
 }
 
-func (s *server) handle(conn net.Conn) {
+// serveOn serves ln until stop; requests need token unless it is "".
+func serveOn(ctx context.Context, ln net.Listener, o Options, token string) *server {
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = WriteTimeout
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	s := &server{o: o, ctx: rctx, cancel: cancel, quit: make(chan struct{}), ln: ln}
+	s.wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Go(func() { s.handle(conn, token) })
+		}
+	})
+	return s
+}
+
+// stop closes the listener, ends the subscriptions and the requests
+// being carried out, and waits for them.
+func (s *server) stop() {
+	s.ln.Close()
+	close(s.quit)
+	s.cancel()
+	s.wg.Wait()
+}
+
+type server struct {
+	o Options
+	// ctx is the requests' context, cancelled by stop.
+	ctx    context.Context
+	cancel context.CancelFunc
+	quit   chan struct{} // closed by stop
+	ln     net.Listener
+	wg     sync.WaitGroup
+}
+
+func (s *server) handle(conn net.Conn, token string) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(WriteTimeout)) // a silent client cannot hold shutdown
-	line, err := bufio.NewReader(io.LimitReader(conn, 1<<20)).ReadBytes('\n')
+	br := bufio.NewReader(io.LimitReader(conn, maxRequest))
+	line, err := br.ReadBytes('\n')
 	var req Request
 	if err == nil {
 		err = json.Unmarshal(line, &req)
 	}
 	if err != nil {
 		reply(conn, failure(fmt.Errorf("%w: %v", ErrBadRequest, err)))
+		return
+	}
+	if !authorized(req, token) {
+		reply(conn, failure(ErrUnauthorized))
 		return
 	}
 	if req.V > Version {
@@ -111,22 +157,44 @@ func (s *server) handle(conn net.Conn) {
 		s.subscribe(conn)
 		return
 	}
-	reply(conn, s.do(req))
+	// A request may take long (a tree tool that waits, an approval): it
+	// runs until it is done, the client goes away (it sends nothing
+	// more, so a read returns when it closes) or the owner stops.
+	_ = conn.SetDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		_, _ = io.Copy(io.Discard, conn)
+		cancel()
+	}()
+	rep := s.do(ctx, req)
+	_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	reply(conn, rep)
+	conn.Close()
+	<-gone
 }
+
+// maxRequest bounds a request line (a batch of events included).
+const maxRequest = 16 << 20
 
 func reply(conn net.Conn, r Reply) { _ = json.NewEncoder(conn).Encode(r) }
 
 // do carries out one request through the engine.
-func (s *server) do(req Request) Reply {
+func (s *server) do(ctx context.Context, req Request) Reply {
 	e, run := s.o.Engine, s.o.RunID
+	if turnKind(req.Kind) || (req.Kind == KindTool && req.Turn != "") {
+		return s.doTurn(ctx, req)
+	}
 	switch req.kind() {
 	case KindAnswer:
-		if err := e.Answer(s.ctx, run, req.Node, req.Answer); err != nil {
+		if err := e.Answer(ctx, run, req.Node, req.Answer); err != nil {
 			return failure(err)
 		}
 		return Reply{OK: true}
 	case KindTool:
-		return s.tool(req)
+		return s.tool(ctx, req)
 	case KindControl:
 		st, err := e.Control(run, req.Node, req.Op)
 		if err != nil {
@@ -152,14 +220,14 @@ func (s *server) do(req Request) Reply {
 }
 
 // tool runs a forwarded tree tool call as node req.Node's agent would.
-func (s *server) tool(req Request) Reply {
+func (s *server) tool(ctx context.Context, req Request) Reply {
 	ts, err := s.o.Engine.NodeTools(s.o.RunID, req.Node)
 	if err != nil {
 		return failure(err)
 	}
 	for _, t := range ts {
 		if t.Info().Name == req.Tool {
-			res := t.Run(s.ctx, tool.Call{Input: req.Args})
+			res := t.Run(ctx, tool.Call{Input: req.Args})
 			return Reply{OK: true, Content: res.Content, IsError: res.IsError}
 		}
 	}

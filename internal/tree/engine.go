@@ -146,6 +146,9 @@ type Options struct {
 	// runs the children that name none ("" or "arbor": arbor's own).
 	Runners       map[string]Runner
 	DefaultRunner string
+	// Remote, when set, runs the turns of arbor's own loop in other
+	// processes (a cluster's node workers; see Remote); nil runs them here.
+	Remote Remote
 }
 
 // ModelChoice is a model nodes may choose for their children.

@@ -30,6 +30,10 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	if n.SessionID == "" { // activated by an older arbor
 		n.SessionID = sessionID(r.id, id)
 	}
+	if r.e.o.Remote != nil {
+		r.runRemote(ctx, id, n, fresh)
+		return
+	}
 	if ag == nil {
 		var err error
 		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
@@ -48,44 +52,76 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		r.mu.Unlock()
 		r.e.o.Bus.Publish(&AgentStarted{RunID: r.id, Node: v})
 	}
-	var res agent.Result
+	res := Turn(ctx, ag, TurnInput{
+		Notice: n.Notice, HasDraft: n.HasDraft, ContextQuery: n.ContextQuery != "",
+		Prompt:       func(ctx context.Context) (string, error) { return r.firstPrompt(ctx, id, n) },
+		RecoverDraft: func(d string) { r.recoverDraft(id, d) },
+	})
+	r.endTurn(ctx, id, res)
+}
+
+// TurnInput is what a node's turn goes on from, besides its agent's
+// transcript.
+type TurnInput struct {
+	// Notice is the node's pending notice (a synthesis, its children's
+	// notes), sent unless the transcript already ends with it.
+	Notice string
+	// HasDraft: the node's complete was recorded; the turn has ended.
+	HasDraft bool
+	// ContextQuery: the first prompt is distilled, on the node's session,
+	// which must be stored first.
+	ContextQuery bool
+	// Prompt makes the node's first message (called on its first turn
+	// only); RecoverDraft is told the result complete stored before a
+	// crash left it off the node.
+	Prompt       func(ctx context.Context) (string, error)
+	RecoverDraft func(draft string)
+}
+
+// Turn runs one turn of a node's agent ag from where its transcript
+// stands: its first turn, a notice, the continuation of a turn a crash or
+// a pause interrupted, or nothing when the turn had ended. The engine
+// runs it for the nodes of its own process; a cluster's node worker runs
+// it for a turn handed to it (Remote).
+func Turn(ctx context.Context, ag *agent.Agent, in TurnInput) agent.Result {
 	switch {
 	case len(ag.History()) == 0: // the first turn (perhaps again, after a crash)
-		if n.ContextQuery != "" {
+		if in.ContextQuery {
 			// The distillation records its usage on the session.
 			if err := ag.EnsureStored(ctx); err != nil {
-				r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
-				return
+				return agent.Result{Outcome: agent.OutcomeFailed, Err: err}
 			}
 		}
-		prompt, err := r.firstPrompt(ctx, id, n)
+		prompt, err := in.Prompt(ctx)
 		if err != nil {
-			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
-			return
+			return agent.Result{Outcome: agent.OutcomeFailed, Err: err}
 		}
-		res = ag.Send(ctx, llm.UserText(prompt))
-	case n.Notice != "" && !delivered(ag.History(), n.Notice):
-		res = ag.Send(ctx, llm.UserText(n.Notice))
-	case n.HasDraft:
-		res = agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
+		return ag.Send(ctx, llm.UserText(prompt))
+	case in.Notice != "" && !delivered(ag.History(), in.Notice):
+		return ag.Send(ctx, llm.UserText(in.Notice))
+	case in.HasDraft:
+		return agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
 	case recoverDraft(ag.History()) != nil:
 		// complete ran and its result was stored, but the process stopped
 		// before the turn's end wrote the draft (tools.go, complete).
-		d := recoverDraft(ag.History())
-		r.mu.Lock()
-		if m := r.nodes[id]; m.State == StateActive || m.State == StateSynthesizing {
-			c := *m
-			c.Draft, c.HasDraft = *d, true
-			r.nodes[id] = &c
-		}
-		r.mu.Unlock()
-		res = agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
+		in.RecoverDraft(*recoverDraft(ag.History()))
+		return agent.Result{Outcome: agent.OutcomeCompleted, EndedByTool: true}
 	case ag.NeedsContinue():
-		res = ag.Continue(ctx)
+		return ag.Continue(ctx)
 	default:
-		res = agent.Result{Outcome: agent.OutcomeCompleted, Text: lastText(ag.History())}
+		return agent.Result{Outcome: agent.OutcomeCompleted, Text: lastText(ag.History())}
 	}
-	r.endTurn(ctx, id, res)
+}
+
+// recoverDraft sets node id's draft to d while its turn is open.
+func (r *run) recoverDraft(id int64, d string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.nodes[id]; m.State == StateActive || m.State == StateSynthesizing {
+		c := *m
+		c.Draft, c.HasDraft = d, true
+		r.nodes[id] = &c
+	}
 }
 
 // firstPrompt is node id's first message: its prompt with the context it

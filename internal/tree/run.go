@@ -56,6 +56,7 @@ type run struct {
 	// already): the only changes that give propagateLocked work.
 	ended  bool
 	agents map[int64]*agent.Agent // node agents built in this process
+	remote map[int64]bool         // nodes whose turns went to Options.Remote
 	// fresh holds the nodes whose session id their activation in this
 	// process assigned: their session cannot exist yet (AgentSpec.Fresh).
 	fresh    map[int64]bool
@@ -110,7 +111,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	r := &run{
 		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
 		running: map[int64]context.CancelCauseFunc{}, done: make(chan struct{}),
-		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{}, fresh: map[int64]bool{},
+		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{}, remote: map[int64]bool{}, fresh: map[int64]bool{},
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
 		reserved: map[int64]spend{}, resv: map[int64]spend{}, settled: make(chan struct{}),
 		notes: map[int64][]string{},
