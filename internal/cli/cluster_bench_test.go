@@ -55,7 +55,7 @@ func newBenchCluster(b *testing.B, workers, concurrency int, respond func(llmtes
 	}
 	var ws []*proc
 	for range workers {
-		w := e.start(append([]string{"worker", "--store", dsn, "--concurrency", fmt.Sprint(concurrency), "--yes", "--listen", "127.0.0.1"}, args...)...)
+		w := e.start(append([]string{"worker", "--listen", "127.0.0.1", "--store", dsn, "--concurrency", fmt.Sprint(concurrency), "--yes"}, args...)...)
 		waitUntil(b, time.Minute, "a worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 		ws = append(ws, w)
 	}

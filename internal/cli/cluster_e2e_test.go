@@ -44,7 +44,7 @@ func TestClusterRunOnAWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := e.start("worker", "--store", dsn, "--concurrency", "1")
+	w := e.start("worker", "--listen", "127.0.0.1", "--store", dsn, "--concurrency", "1")
 	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue default") })
 
 	o := e.run("run", "--cluster", "--store", dsn, "--model", "script:"+script, "--max-parallel", "1", "Which tree should we plant in the courtyard?")
@@ -152,7 +152,7 @@ func TestClusterSurvivesAKilledWorker(t *testing.T) {
 
 	workers := make([]*proc, 3)
 	for i := range workers {
-		workers[i] = e.start("worker", "--store", dsn, "--concurrency", "2", "--yes")
+		workers[i] = e.start("worker", "--listen", "127.0.0.1", "--store", dsn, "--concurrency", "2", "--yes")
 	}
 	for i, w := range workers {
 		waitUntil(t, time.Minute, fmt.Sprintf("worker %d to serve", i), func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
@@ -295,7 +295,7 @@ func TestStoppedWorkerHandsItsRunOn(t *testing.T) {
 	}))
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	workers := []*proc{e.start("worker", "--store", dsn, "--yes"), e.start("worker", "--store", dsn, "--yes")}
+	workers := []*proc{e.start("worker", "--listen", "127.0.0.1", "--store", dsn, "--yes"), e.start("worker", "--listen", "127.0.0.1", "--store", dsn, "--yes")}
 	for _, w := range workers {
 		waitUntil(t, time.Minute, "a worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 	}
@@ -374,7 +374,7 @@ func TestResumeHandsAClusterRunBackToTheWorkers(t *testing.T) {
 	}))
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	w := e.start("worker", "--store", dsn)
+	w := e.start("worker", "--listen", "127.0.0.1", "--store", dsn)
 	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 
 	o := e.run("run", "--cluster", "--store", dsn, "--model", model, "--max-tokens", "1500", "spend it")
@@ -414,7 +414,7 @@ func TestClusterLiveViewAnswersAsk(t *testing.T) {
 	}))
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	w := e.start("worker", "--store", dsn) // no --yes: the write waits for a person
+	w := e.start("worker", "--listen", "127.0.0.1", "--store", dsn) // no --yes: the write waits for a person
 	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 	con, wait := startOnTerminal(t, e, "run", "--cluster", "--store", dsn, "--model", model, "deploy the service")
 	con.expect("Which region?", 1)
@@ -458,7 +458,7 @@ func TestWorkerServesOnlyItsWorkspaces(t *testing.T) {
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
 	elsewhere := t.TempDir()
-	limited := e.start("worker", "--store", dsn, "--workspace", elsewhere)
+	limited := e.start("worker", "--listen", "127.0.0.1", "--store", dsn, "--workspace", elsewhere)
 	waitUntil(t, time.Minute, "the limited worker to serve", func() bool { return strings.Contains(limited.stderr.String(), "serving queue") })
 	o := e.run("run", "--cluster", "--detach", "--store", dsn, "--model", model, "where")
 	id := strings.TrimSpace(o.stdout)
@@ -468,7 +468,7 @@ func TestWorkerServesOnlyItsWorkspaces(t *testing.T) {
 	waitUntil(t, time.Minute, "the limited worker to refuse the run", func() bool {
 		return strings.Contains(limited.stderr.String(), "workspace not served here")
 	})
-	full := e.start("worker", "--store", dsn)
+	full := e.start("worker", "--listen", "127.0.0.1", "--store", dsn)
 	waitUntil(t, time.Minute, "the run to complete", func() bool {
 		return strings.Contains(e.run("runs", "--store", dsn).stdout, id+"  complete")
 	})
@@ -503,13 +503,24 @@ func TestServeSteersClusterRun(t *testing.T) {
 	}))
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	w := e.start("worker") // no --yes
+	// The run's driver runs no turns (--turns 0) and the second worker
+	// drives no run (it starts after the first took the run): every turn
+	// runs on the second, and its approvals and the ask's answer cross
+	// from one worker to the other.
+	w := e.start("worker", "--listen", "127.0.0.1", "--turns", "0") // no --yes
 	waitUntil(t, time.Minute, "the worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 	o := e.run("run", "--cluster", "--detach", "--model", model, "steer the cluster")
 	run := strings.TrimSpace(o.stdout)
 	if o.code != 0 || run == "" {
 		t.Fatalf("run --detach: %d %q\n%s", o.code, o.stdout, o.stderr)
 	}
+	waitUntil(t, time.Minute, "the first worker to drive the run", func() bool { return strings.Contains(w.stderr.String(), "driving run "+run) })
+	turns := e.start("worker", "--listen", "127.0.0.1")
+	defer func() {
+		if t.Failed() {
+			t.Logf("driver:\n%s\nturns:\n%s", w.stderr.String(), turns.stderr.String())
+		}
+	}()
 	web := startServe(t, e)
 	events := web.events(run)
 
@@ -527,6 +538,9 @@ func TestServeSteersClusterRun(t *testing.T) {
 	waitUntil(t, time.Minute, "the run to complete", func() bool { return strings.Contains(e.run("runs").stdout, run+"  complete") })
 	if b, err := os.ReadFile(filepath.Join(e.workspace, "a.txt")); err != nil || string(b) != "from the web" {
 		t.Fatalf("a.txt: %q %v\nworker:\n%s", b, err, w.stderr.String())
+	}
+	if strings.Contains(turns.stderr.String(), "driving run") {
+		t.Fatalf("the turns' worker drove a run:\n%s", turns.stderr.String())
 	}
 }
 

@@ -66,7 +66,7 @@ func TestClusterSpreadsOneRunsNodes(t *testing.T) {
 
 	workers := make([]*proc, 3)
 	for i := range workers {
-		workers[i] = e.start("worker", "--store", dsn, "--concurrency", "1", "--turns", "1", "--listen", "127.0.0.1", "--yes")
+		workers[i] = e.start("worker", "--listen", "127.0.0.1", "--store", dsn, "--concurrency", "1", "--turns", "1", "--yes")
 	}
 	for i, w := range workers {
 		waitUntil(t, time.Minute, fmt.Sprintf("worker %d to serve", i), func() bool { return strings.Contains(w.stderr.String(), "serving queue") })

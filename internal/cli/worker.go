@@ -62,9 +62,10 @@ this machine (the same path on a shared filesystem); --workspace limits it to
 the directories named. Questions of ask nodes are answered with arbor answer,
 approvals through arbor serve (on this machine), or all at once with --yes.
 
-SIGINT or SIGTERM stops taking runs, lets the runs being driven go (their
-agents stop at once; the runs stay running and are offered to the other
-workers) and exits 0.`,
+SIGINT or SIGTERM stops taking runs and turns, lets the runs being driven go
+(their agents stop at once; the runs stay running and are offered to the
+other workers), stops the turns running here (their drivers hand them out
+again) and exits 0.`,
 		Example: `  arbor worker --store postgres://arbor@db/arbor --concurrency 8
   arbor worker --store "$DB" --queue gpu --workspace /srv/checkout --yes`,
 		Args: cobra.NoArgs,
@@ -92,13 +93,17 @@ workers) and exits 0.`,
 			if turns < 0 {
 				return usageError{fmt.Errorf("--turns must not be negative, not %d", turns)}
 			}
+			if ip := net.ParseIP(listen); advertise == "" && listen != "" && (ip == nil || !ip.IsUnspecified()) {
+				advertise = listen
+			}
 			if advertise == "" {
 				if advertise, err = os.Hostname(); err != nil {
 					return usageError{fmt.Errorf("--advertise: the host name is unknown (%v); name this machine's address", err)}
 				}
 			}
 			w := &worker{a: a, slots: make(chan struct{}, concurrency), workspaces: dirs, yes: yes, diag: s.Err,
-				runs: map[string]*held{}, apps: map[string]*runApp{}, listen: net.JoinHostPort(listen, "0"), advertise: advertise}
+				runs: map[string]*held{}, apps: map[string]*runApp{}, listen: net.JoinHostPort(listen, "0"), advertise: advertise,
+				remote: !localTurns}
 			if localTurns {
 				turns = 0
 			}
@@ -111,10 +116,10 @@ workers) and exits 0.`,
 	fl.StringSliceVar(&workspaces, "workspace", nil, "serve only runs whose workspace is one of these directories (default: any that exists here)")
 	fl.BoolVarP(&yes, "yes", "y", false, "approve every call that would ask (deny rules and workspace limits still apply)")
 	fl.DurationVar(&stopGrace, "stop-timeout", 10*time.Second, "how long a stopping worker waits for its runs to let go")
-	fl.IntVar(&turns, "turns", 16, "node turns (of any run on the queue) this worker runs at once")
+	fl.IntVar(&turns, "turns", 16, "node turns (of any run on the queue) this worker runs at once; 0: only drive runs")
 	fl.BoolVar(&localTurns, "local-turns", false, "run the turns of the runs this worker drives here, and take no others'")
 	fl.StringVar(&listen, "listen", "", "the host the endpoints of the runs this worker drives listen on (default: every interface)")
-	fl.StringVar(&advertise, "advertise", "", "this worker's address as the other workers reach it (default: the host name)")
+	fl.StringVar(&advertise, "advertise", "", "this worker's address as the other workers reach it (default: --listen's host, else the host name)")
 	return cmd
 }
 
@@ -131,7 +136,7 @@ type worker struct {
 	// here listen and how other workers reach them (cluster.Remote).
 	listen, advertise string
 	// c is the cluster, set by serve before it starts; remote says the
-	// runs' turns are handed out (not --local-turns).
+	// turns of the runs driven here are handed out (not --local-turns).
 	c      *cluster.Cluster
 	remote bool
 
@@ -160,17 +165,20 @@ func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, co
 	w.ctx = dctx
 	logger := slog.New(slog.NewTextHandler(w.diag, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	o := cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger}
-	if turns > 0 {
+	if w.remote {
 		// A turn may wait long for a person: River's timeout is only the
 		// backstop of a vanished worker, whose turns the driver hands out
 		// again long before.
-		o.Unit, o.Remote, o.Concurrency, o.UnitTimeout = w, true, concurrency+turns, 24*time.Hour
+		o.Remote, o.Turns, o.UnitTimeout = true, turns, 24*time.Hour
+		if turns > 0 {
+			o.Unit = w
+		}
 	}
 	c, err := cluster.Open(ctx, st, o)
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
-	w.c, w.remote = c, turns > 0
+	w.c = c
 	if err := c.Start(ctx); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
@@ -180,7 +188,16 @@ func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, co
 	fmt.Fprintln(w.diag, "arbor worker: stopping; letting the runs go")
 	stopCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	stopErr := c.Stop(stopCtx) // no new hand-offs; the ones in flight end
+	// No new hand-offs; the ones in flight end. The turns running here
+	// stop at once, like the runs' own agents: their drivers hand them
+	// out again.
+	unitsCtx := stopCtx
+	if w.remote {
+		var now context.CancelFunc
+		unitsCtx, now = context.WithCancel(stopCtx)
+		now()
+	}
+	stopErr := c.Stop(unitsCtx)
 	letGo()
 	w.wg.Wait()
 	// The runs let go stay running: offer them now rather than after the

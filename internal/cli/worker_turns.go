@@ -103,8 +103,12 @@ func (w *worker) RunUnit(ctx context.Context, cl cluster.Claim) error {
 	if stopBridge != nil {
 		stopBridge()
 	}
-	if c := context.Cause(ctx); errors.Is(c, owner.ErrUnreachable) || errors.Is(c, owner.ErrStaleTurn) {
-		return nil // aborted: there is no one to tell
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), cluster.ErrNodeCancelled) {
+		// Not the driver's cancel: the driver is gone or has the turn
+		// handed out again (no one to tell), or this worker is stopping
+		// or lost the node lease (the driver hands the turn out again
+		// when it sees the job end without it).
+		return nil
 	}
 	if err := tc.End(context.WithoutCancel(ctx), res); err != nil && !errors.Is(err, owner.ErrStaleTurn) {
 		fmt.Fprintf(w.diag, "arbor worker: run %s #%d: report the turn's end: %v\n", a.Run, a.Node, err)

@@ -128,7 +128,7 @@ func (r *Remote) RunTurn(ctx context.Context, t tree.RemoteTurn) agent.Result {
 // handOut inserts the job of turn id.
 func (r *Remote) handOut(ctx context.Context, t tree.RemoteTurn, id string) (int64, error) {
 	args := NodeStep{Run: r.run, Node: t.Spec.NodeID, Attempt: t.Attempt, Turn: id, Endpoint: r.endpoint, Token: r.token}
-	res, err := r.c.client.Insert(ctx, args, &river.InsertOpts{Queue: r.queue})
+	res, err := r.c.client.Insert(ctx, args, &river.InsertOpts{Queue: TurnQueue(r.queue)})
 	if err != nil {
 		return 0, fmt.Errorf("hand out the turn of node %d of run %s: %w", args.Node, args.Run, err)
 	}
@@ -143,7 +143,7 @@ func (r *Remote) await(ctx context.Context, t tree.RemoteTurn, turn *owner.Turn,
 		case end := <-turn.Ended():
 			return end.Result(), false
 		case <-ctx.Done():
-			return r.cancel(ctx, t, turn), false
+			return r.cancel(ctx, t, turn, job), false
 		case <-poll:
 		}
 		lost, err := r.lost(ctx, t, job)
@@ -205,9 +205,10 @@ func (r *Remote) lost(ctx context.Context, t tree.RemoteTurn, job int64) (bool, 
 	return false, nil
 }
 
-// cancel cancels turn's jobs, waits up to a lease TTL for the worker to
-// end the turn, and returns the turn as cancelled.
-func (r *Remote) cancel(ctx context.Context, t tree.RemoteTurn, turn *owner.Turn) agent.Result {
+// cancel cancels job, the turn's, and returns the turn as cancelled
+// once its worker ended it, the job ended without it (its worker was
+// stopping), or a lease TTL passed.
+func (r *Remote) cancel(ctx context.Context, t tree.RemoteTurn, turn *owner.Turn, job int64) agent.Result {
 	cctx, done := context.WithTimeout(context.WithoutCancel(ctx), r.c.o.LeaseTTL)
 	defer done()
 	err := pgx.BeginFunc(cctx, r.c.st.Pool(), func(tx pgx.Tx) error {
@@ -216,14 +217,29 @@ func (r *Remote) cancel(ctx context.Context, t tree.RemoteTurn, turn *owner.Turn
 	})
 	if err != nil {
 		r.c.o.Logger.Warn("cluster: cancel a node turn", "run", r.run, "node", t.Spec.NodeID, "err", err)
-	} else {
+	}
+	poll := time.NewTicker(cancelPoll)
+	defer poll.Stop()
+	for err == nil {
 		select {
 		case <-turn.Ended():
+			return agent.Result{Outcome: agent.OutcomeCancelled, Err: context.Cause(ctx)}
 		case <-cctx.Done():
+			return agent.Result{Outcome: agent.OutcomeCancelled, Err: context.Cause(ctx)}
+		case <-poll.C:
+		}
+		var state string
+		if r.c.st.Pool().QueryRow(cctx, `SELECT state FROM river_job WHERE id = $1`, job).Scan(&state) == nil &&
+			(state == "completed" || state == "cancelled" || state == "discarded") {
+			break
 		}
 	}
 	return agent.Result{Outcome: agent.OutcomeCancelled, Err: context.Cause(ctx)}
 }
+
+// cancelPoll is how often a cancelled turn's job is looked at while its
+// end is awaited.
+const cancelPoll = 100 * time.Millisecond
 
 func randomID() string {
 	var b [16]byte

@@ -32,11 +32,14 @@ type Options struct {
 	Queue string
 	// Concurrency is how many jobs this process works at once (4).
 	Concurrency int
-	// Remote says the units are turns handed out by run drivers (Remote):
-	// a driver hands a dead unit's turn out again itself, so the node
-	// reaper does not run, and a unit waiting for the node lease of the
-	// turn before it is offered again soon, not after a TTL.
+	// Remote says the units are turns handed out by run drivers (Remote)
+	// on the turns queue of Queue (TurnQueue), of which this process works
+	// Turns at once, besides Concurrency jobs of Queue. A driver hands a
+	// dead unit's turn out again itself, so the node reaper does not run,
+	// and a unit waiting for the node lease of the turn before it is
+	// offered again soon, not after a TTL.
 	Remote bool
+	Turns  int
 	// LeaseTTL is the node lease's time to live (9 s); it is renewed every
 	// LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -93,6 +96,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// TurnQueue is the River queue of the node turns of queue's runs
+// (Remote): its own, so that a worker works turns only when it runs them
+// (worker --turns) and a worker busy with runs still takes turns.
+func TurnQueue(queue string) string { return queue + "|turns" }
+
 // fetchCooldown is the least time between two fetches of a worker, and
 // between two insert notifications of a client per queue.
 const fetchCooldown = 10 * time.Millisecond
@@ -146,7 +154,9 @@ func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) 
 	}
 	if o.working() {
 		workers := river.NewWorkers()
-		if o.Unit != nil {
+		// A process that hands turns out registers the kind it inserts,
+		// as River asks, even when it works none (no turns queue).
+		if o.Unit != nil || o.Remote {
 			if err := river.AddWorkerSafely(workers, &nodeWorker{c: c}); err != nil {
 				return nil, fmt.Errorf("open cluster: %w", err)
 			}
@@ -158,6 +168,9 @@ func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) 
 		}
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{o.Queue: {MaxWorkers: o.Concurrency}}
+		if o.Remote && o.Turns > 0 {
+			cfg.Queues[TurnQueue(o.Queue)] = river.QueueConfig{MaxWorkers: o.Turns}
+		}
 	}
 	client, err := river.NewClient(driver, cfg)
 	if err != nil {

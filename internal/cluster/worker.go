@@ -46,6 +46,9 @@ type nodeWorker struct {
 // one TTL (by then the holder ended or the reaper freed the node, and
 // the claim says which).
 func (w *nodeWorker) Work(ctx context.Context, job *river.Job[NodeStep]) error {
+	if w.c.o.Unit == nil {
+		return errors.New("this process runs no node turns")
+	}
 	cl, err := w.c.claim(ctx, job.Args, job.ID)
 	switch {
 	case errors.Is(err, ErrStale), errors.Is(err, store.ErrNotFound):
