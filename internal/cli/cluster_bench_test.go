@@ -215,14 +215,20 @@ func BenchmarkClusterChain50(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-	b.Run("workers=1", func(b *testing.B) {
-		bc := newBenchCluster(b, 1, 4, chainScript(levels))
-		for b.Loop() {
-			bc.wait(b, bc.submit(b, "chain", 8))
-		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*levels), "µs/level")
-		b.ReportMetric(0, "ns/op")
-	})
+	for _, turns := range []string{"local", "spread"} {
+		b.Run("workers=1/turns="+turns, func(b *testing.B) {
+			args := []string{}
+			if turns == "local" {
+				args = append(args, "--local-turns")
+			}
+			bc := newBenchCluster(b, 1, 4, chainScript(levels), args...)
+			for b.Loop() {
+				bc.wait(b, bc.submit(b, "chain", 8))
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*levels), "µs/level")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }
 
 // BenchmarkClusterRuns12 submits twelve 100-node fan-outs at once to 1
@@ -255,6 +261,18 @@ func BenchmarkClusterRuns12(b *testing.B) {
 // notification, a worker's fetch, its run lease and the engine's first
 // schedule (one worker, idle between runs).
 func BenchmarkClusterHandoff(b *testing.B) {
+	for _, turns := range []string{"local", "spread"} {
+		b.Run("turns="+turns, func(b *testing.B) {
+			var args []string
+			if turns == "local" {
+				args = append(args, "--local-turns")
+			}
+			benchmarkHandoff(b, args...)
+		})
+	}
+}
+
+func benchmarkHandoff(b *testing.B, args ...string) {
 	var (
 		mu    sync.Mutex
 		first = map[string]time.Time{}
@@ -267,7 +285,7 @@ func BenchmarkClusterHandoff(b *testing.B) {
 		}
 		mu.Unlock()
 		return treetest.Complete("done")
-	})
+	}, args...)
 	var hops []time.Duration
 	n := 0
 	for b.Loop() {

@@ -176,3 +176,104 @@ func TestClusterSpreadsOneRunsNodes(t *testing.T) {
 		t.Log(logs())
 	}
 }
+
+// TestControlReachesATurnOnAnotherWorker: the run's driver runs no turns
+// (--turns 0), so its node's turn runs on a second worker. A pause from
+// arbor serve ends the turn's tool process there; a resume hands the
+// turn out again, which goes on from the stored transcript (the
+// interrupted tool reported, not run again); a stop from arbor stop ends
+// the next tool process, and the run ends. The time from each request to
+// the tool process's end is logged: River's job cancel and the control
+// notification reach the worker at once.
+func TestControlReachesATurnOnAnotherWorker(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dsn := pgtest.DSN(t)
+	e.vars = append(e.vars, "ARBOR_STORE="+dsn)
+	mark := func(name string) string { return filepath.Join(e.home, name) }
+	srv := llmtest.NewServerFunc(treetest.GoalResponder(treetest.ByGoal{
+		"steer it": {
+			treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "long leaf", "prompt": "p"})),
+			treetest.Complete("draft"),
+			treetest.Complete("ROOT: steered"),
+		},
+		"long leaf": {
+			treetest.Calls(treetest.Call("shell", map[string]any{"command": "echo $PPID $$ > " + mark("tool1.pid") + "; exec sleep 300"})),
+			treetest.Calls(treetest.Call("shell", map[string]any{"command": "echo $PPID $$ > " + mark("tool2.pid") + "; exec sleep 300"})),
+			treetest.Complete("never"),
+		},
+	}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	driver := e.start("worker", "--listen", "127.0.0.1", "--turns", "0", "--yes")
+	waitUntil(t, time.Minute, "the driver to serve", func() bool { return strings.Contains(driver.stderr.String(), "serving queue") })
+	o := e.run("run", "--cluster", "--detach", "--model", model, "steer it")
+	run := strings.TrimSpace(o.stdout)
+	if o.code != 0 || run == "" {
+		t.Fatalf("run --detach: %d %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	waitUntil(t, time.Minute, "the driver to drive the run", func() bool { return strings.Contains(driver.stderr.String(), "driving run "+run) })
+	turns := e.start("worker", "--listen", "127.0.0.1", "--yes")
+	defer func() {
+		if t.Failed() {
+			t.Logf("driver:\n%s\nturns:\n%s", driver.stderr.String(), turns.stderr.String())
+		}
+	}()
+	// toolOf waits for a tool's pid file: the worker running it and the
+	// tool's own pid.
+	toolOf := func(name string) (worker, pid int) {
+		waitUntil(t, time.Minute, name, func() bool {
+			b, err := os.ReadFile(mark(name))
+			f := strings.Fields(string(b))
+			if err != nil || len(f) != 2 {
+				return false
+			}
+			worker, _ = strconv.Atoi(f[0])
+			pid, _ = strconv.Atoi(f[1])
+			return pid > 0
+		})
+		return worker, pid
+	}
+	gone := func(what string, pid int, since time.Time) time.Duration {
+		waitUntil(t, 30*time.Second, what, func() bool { return !running(pid) })
+		d := time.Since(since)
+		t.Logf("%s after %s", what, d.Round(time.Millisecond))
+		if d > 5*time.Second {
+			t.Errorf("%s took %s", what, d)
+		}
+		return d
+	}
+	w1, pid1 := toolOf("tool1.pid")
+	if w1 != turns.cmd.Process.Pid {
+		t.Fatalf("the leaf's tool ran under pid %d, not the turns' worker %d", w1, turns.cmd.Process.Pid)
+	}
+
+	web := startServe(t, e)
+	t0 := time.Now()
+	web.mustPost("/api/runs/"+run+"/nodes/2/pause", `{}`)
+	gone("the paused node's tool process ended", pid1, t0)
+	waitUntil(t, time.Minute, "the node to be paused", func() bool { return strings.Contains(e.run("tree", run).stdout, "#2 [paused]") })
+	web.mustPost("/api/runs/"+run+"/nodes/2/resume", `{}`)
+	_, pid2 := toolOf("tool2.pid")
+
+	t0 = time.Now()
+	if o := e.run("stop", run, "#2"); o.code != 0 || !strings.Contains(o.stdout, "by the worker driving it") {
+		t.Fatalf("stop: %d %q %q", o.code, o.stdout, o.stderr)
+	}
+	gone("the stopped node's tool process ended", pid2, t0)
+	waitUntil(t, time.Minute, "the run to complete", func() bool { return strings.Contains(e.run("runs").stdout, run+"  complete") })
+	// The resumed turn was told its tool was interrupted; each turn of
+	// the leaf was served once.
+	served := map[int]int{}
+	for _, r := range srv.Requests() {
+		if treetest.GoalOf(r) == "long leaf" {
+			served[treetest.Turns(r)]++
+			if treetest.Turns(r) == 1 && !strings.Contains(strings.ToLower(r.LastUserText()), "interrupt") {
+				t.Errorf("the resumed turn was told %q", r.LastUserText())
+			}
+		}
+	}
+	if served[0] != 1 || served[1] != 1 || served[2] != 0 {
+		t.Errorf("the leaf's turns were served %v, want turn 0 and 1 once each", served)
+	}
+}
