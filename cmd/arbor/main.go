@@ -3,8 +3,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/arbor-run/arbor/internal/cli"
@@ -12,7 +14,19 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// ARBOR_CPUPROFILE=FILE writes a CPU profile of the whole process
+	// (go tool pprof FILE): for finding where a worker's time goes.
+	if path := os.Getenv("ARBOR_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "arbor: ARBOR_CPUPROFILE: %v\n", err)
+		}
+	}
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
+	pprof.StopCPUProfile()
 	os.Exit(code)
 }

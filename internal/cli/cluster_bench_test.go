@@ -7,11 +7,15 @@ package cli_test
 //	go test -run '^$' -bench Cluster -benchtime 3x ./internal/cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,12 +58,51 @@ func newBenchCluster(b *testing.B, workers, concurrency int, respond func(llmtes
 		b.Fatal(err)
 	}
 	var ws []*proc
-	for range workers {
+	for i := range workers {
+		vars := e.vars
+		if p := os.Getenv("ARBOR_BENCH_WORKER_PROFILE"); p != "" && i == 0 {
+			// The first worker's CPU profile, written when it stops.
+			e.vars = append(slices.Clone(vars), "ARBOR_CPUPROFILE="+p)
+		}
 		w := e.start(append([]string{"worker", "--listen", "127.0.0.1", "--store", dsn, "--concurrency", fmt.Sprint(concurrency), "--yes"}, args...)...)
 		waitUntil(b, time.Minute, "a worker to serve", func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
+		e.vars = vars
 		ws = append(ws, w)
 	}
 	return &benchCluster{e: e, st: st, c: c, model: model, srv: srv, workers: ws}
+}
+
+// stop stops the workers with SIGTERM and waits for them (a profiled
+// worker writes its profile then).
+func (bc *benchCluster) stop() {
+	for _, w := range bc.workers {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		<-w.exited
+	}
+}
+
+// workersCPU is the CPU time the worker processes used so far (user and
+// system, from /proc).
+func (bc *benchCluster) workersCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var total time.Duration
+	for _, w := range bc.workers {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", w.cmd.Process.Pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The fields after the command's closing parenthesis: utime and
+		// stime are the 12th and 13th, in clock ticks (100 per second).
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		for _, i := range []int{11, 12} {
+			n, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += time.Duration(n) * 10 * time.Millisecond
+		}
+	}
+	return total
 }
 
 // submit hands a new run of goal to the workers and returns its id.
@@ -162,10 +205,13 @@ func BenchmarkClusterFanOut1000(b *testing.B) {
 					args = []string{"--local-turns"}
 				}
 				bc := newBenchCluster(b, workers, 4, fanOutScript(1000), args...)
+				cpu0 := bc.workersCPU(b)
 				for b.Loop() {
 					bc.wait(b, bc.submit(b, "fan out", 64))
 				}
 				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+				b.ReportMetric(float64((bc.workersCPU(b)-cpu0).Milliseconds())/float64(b.N), "worker-cpu-ms/run")
+				bc.stop()
 				b.ReportMetric(0, "ns/op")
 			})
 		}

@@ -114,7 +114,7 @@ again) and exits 0.`,
 	fl.StringVar(&queue, "queue", "default", "the queue of cluster runs to serve (arbor run --cluster --queue)")
 	fl.IntVar(&concurrency, "concurrency", 4, "runs this worker drives at once")
 	fl.StringSliceVar(&workspaces, "workspace", nil, "serve only runs whose workspace is one of these directories (default: any that exists here)")
-	fl.BoolVarP(&yes, "yes", "y", false, "approve every call that would ask (deny rules and workspace limits still apply)")
+	fl.BoolVarP(&yes, "yes", "y", false, "approve every call that would ask, of the runs driven here and the turns run here (deny rules and workspace limits still apply)")
 	fl.DurationVar(&stopGrace, "stop-timeout", 10*time.Second, "how long a stopping worker waits for its runs to let go")
 	fl.IntVar(&turns, "turns", 16, "node turns (of any run on the queue) this worker runs at once; 0: only drive runs")
 	fl.BoolVar(&localTurns, "local-turns", false, "run the turns of the runs this worker drives here, and take no others'")
@@ -181,6 +181,13 @@ func (w *worker) serve(ctx context.Context, st *postgres.Store, queue string, co
 	w.c = c
 	if err := c.Start(ctx); err != nil {
 		return &exitError{code: ExitFailure, err: err}
+	}
+	if w.yes {
+		// One approver for the process: the runs driven here (their own
+		// agents' calls and those forwarded by the workers running their
+		// turns) and the turns run here for other drivers.
+		stopYes := (&terminal{yes: true, approvalsOnly: true, out: w.diag}).serve(dctx, w.a.Bus, w.a.Broker)
+		defer stopYes()
 	}
 	fmt.Fprintf(w.diag, "arbor worker: pid %d serving queue %s, %d runs and %d node turns at once\n", os.Getpid(), queue, concurrency, turns)
 	<-ctx.Done()
@@ -358,17 +365,12 @@ func control(ctx context.Context, e *tree.Engine, req cluster.ControlRequest) (s
 }
 
 // front serves what a person needs of a run this worker holds: its owner
-// socket (arbor answer, arbor serve), plain lines on the worker's log,
-// and with --yes the approvals.
+// socket (arbor answer, arbor serve) and plain lines on the worker's log.
 func (w *worker) front(ra *app.App, e *tree.Engine, id string) (stop func()) {
 	stopAnswers := serveAnswers(w.ctx, ra, e, id, w.diag)
 	lines := ra.Bus.Subscribe(tui.NewPlain(w.diag, id).Handle)
-	stopYes := func() {}
-	if w.yes {
-		stopYes = (&terminal{yes: true, approvalsOnly: true, runID: id, out: w.diag}).serve(w.ctx, ra.Bus, ra.Broker)
-	}
 	stopPublish := w.publishPending(ra, e, id)
-	return func() { stopPublish(); stopYes(); lines.Close(); stopAnswers() }
+	return func() { stopPublish(); lines.Close(); stopAnswers() }
 }
 
 // publishPending keeps run id's published pending interactions (for

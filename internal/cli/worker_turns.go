@@ -37,7 +37,9 @@ func (w *worker) RunUnit(ctx context.Context, cl cluster.Claim) error {
 		return err
 	}
 	r, ra := rv.run, rv.app
-	tc := owner.TurnClient{Client: owner.Client{Socket: a.Endpoint, Network: "tcp", Token: a.Token}, Turn: a.Turn}
+	pool := &owner.Pool{}
+	defer pool.Close()
+	tc := owner.TurnClient{Client: owner.Client{Socket: a.Endpoint, Network: "tcp", Token: a.Token, Pool: pool}, Turn: a.Turn}
 	// A driver that is gone or that handed the turn out again ends the
 	// turn here at once.
 	ctx, abort := context.WithCancelCause(ctx)

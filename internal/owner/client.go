@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
@@ -26,6 +28,8 @@ type Client struct {
 	Socket  string
 	Network string
 	Token   string
+	// Pool, when set, reuses connections from one request to the next.
+	Pool *Pool
 }
 
 // call sends req and reads the reply. It fails with ErrUnreachable when
@@ -33,22 +37,117 @@ type Client struct {
 // another error when the exchange broke (the request may have been
 // carried out).
 func (c Client) call(ctx context.Context, req Request) (Reply, error) {
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return Reply{}, err
+	req.Token = c.Token
+	if c.Pool == nil {
+		conn, err := c.dial(ctx)
+		if err != nil {
+			return Reply{}, err
+		}
+		defer conn.Close()
+		return exchange(ctx, conn, bufio.NewReader(conn), req)
 	}
-	defer conn.Close()
+	for retried := false; ; retried = true {
+		pc, reused, err := c.Pool.get(ctx, c.dial)
+		if err != nil {
+			return Reply{}, err
+		}
+		rep, err := exchange(ctx, pc.Conn, pc.r, req)
+		var remote *RemoteError
+		if err == nil || errors.As(err, &remote) {
+			c.Pool.put(pc)
+			return rep, err
+		}
+		pc.Close()
+		// An idle connection the owner closed fails before the owner
+		// read the request: send it once more on a new one.
+		if !reused || retried || ctx.Err() != nil {
+			return rep, err
+		}
+	}
+}
+
+// exchange writes req on conn and reads its reply from r.
+func exchange(ctx context.Context, conn net.Conn, r *bufio.Reader, req Request) (Reply, error) {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	req.Token = c.Token
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
 		return Reply{}, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
+	line, err := r.ReadBytes('\n')
 	var rep Reply
-	if err := json.NewDecoder(conn).Decode(&rep); err != nil {
+	if err == nil {
+		err = json.Unmarshal(line, &rep)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
 		return Reply{}, fmt.Errorf("the process driving the run did not confirm %s: %w", req.kind(), err)
 	}
 	return rep, rep.err()
+}
+
+// Pool keeps a Client's connections to its owner for the requests that
+// follow (a worker's turn sends many); Close closes them. Connections
+// idle for poolIdle are not reused. Safe for concurrent use.
+type Pool struct {
+	mu     sync.Mutex
+	idle   []*pooled
+	closed bool
+}
+
+type pooled struct {
+	net.Conn
+	r    *bufio.Reader
+	used time.Time
+}
+
+// poolIdle is how long an idle connection is kept.
+const poolIdle = 10 * time.Second
+
+func (p *Pool) get(ctx context.Context, dial func(context.Context) (net.Conn, error)) (pc *pooled, reused bool, err error) {
+	now := time.Now()
+	p.mu.Lock()
+	for len(p.idle) > 0 {
+		pc = p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if now.Sub(pc.used) < poolIdle {
+			break
+		}
+		pc.Close()
+		pc = nil
+	}
+	p.mu.Unlock()
+	if pc != nil {
+		return pc, true, nil
+	}
+	conn, err := dial(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	return &pooled{Conn: conn, r: bufio.NewReader(conn)}, false, nil
+}
+
+func (p *Pool) put(pc *pooled) {
+	pc.used = time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		pc.Close()
+		return
+	}
+	p.idle = append(p.idle, pc)
+}
+
+// Close closes the idle connections, and those returned from now on.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, pc := range p.idle {
+		pc.Close()
+	}
+	p.idle = nil
 }
 
 func (c Client) dial(ctx context.Context) (net.Conn, error) {

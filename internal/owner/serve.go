@@ -135,45 +135,112 @@ type server struct {
 func (s *server) handle(conn net.Conn, token string) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(WriteTimeout)) // a silent client cannot hold shutdown
-	br := bufio.NewReader(io.LimitReader(conn, maxRequest))
-	line, err := br.ReadBytes('\n')
-	var req Request
-	if err == nil {
-		err = json.Unmarshal(line, &req)
-	}
+	br := bufio.NewReader(conn)
+	req, err := readRequest(br)
 	if err != nil {
-		reply(conn, failure(fmt.Errorf("%w: %v", ErrBadRequest, err)))
+		if !errors.Is(err, ErrBadRequest) {
+			err = fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+		reply(conn, failure(err))
 		return
 	}
-	if !authorized(req, token) {
-		reply(conn, failure(ErrUnauthorized))
-		return
-	}
-	if req.V > Version {
-		reply(conn, failure(fmt.Errorf("%w %d: this owner speaks version %d", ErrVersion, req.V, Version)))
+	if err := admit(req, token); err != nil {
+		reply(conn, failure(err))
 		return
 	}
 	if req.kind() == KindSubscribe {
 		s.subscribe(conn)
 		return
 	}
-	// A request may take long (a tree tool that waits, an approval): it
-	// runs until it is done, the client goes away (it sends nothing
-	// more, so a read returns when it closes) or the owner stops.
+	// A connection carries requests one after another, each answered
+	// before the next is read (a worker's turn reuses its connections). A
+	// request may take long (a tree tool that waits, an approval): it runs
+	// until it is done, the owner stops, or the client goes away — the
+	// reader, waiting for the next request meanwhile, sees the connection
+	// close and cancels the request.
 	_ = conn.SetDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
+	next := make(chan Request)
+	done := make(chan struct{})
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
-		_, _ = io.Copy(io.Discard, conn)
-		cancel()
+		defer cancel()
+		for {
+			req, err := readRequest(br)
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
+					reply(conn, failure(err))
+				}
+				return
+			}
+			select {
+			case next <- req:
+			case <-done:
+				return
+			}
+		}
 	}()
-	rep := s.do(ctx, req)
-	_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
-	reply(conn, rep)
-	conn.Close()
-	<-gone
+	defer func() {
+		close(done)
+		conn.Close()
+		<-gone
+	}()
+	for {
+		var rep Reply
+		if err := admit(req, token); err != nil {
+			rep = failure(err)
+		} else {
+			rep = s.do(ctx, req)
+		}
+		_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
+		if err := json.NewEncoder(conn).Encode(rep); err != nil {
+			return
+		}
+		select {
+		case req = <-next:
+		case <-gone:
+			return
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// readRequest reads one request line of at most maxRequest bytes.
+func readRequest(br *bufio.Reader) (Request, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxRequest {
+			return Request{}, fmt.Errorf("%w: a request line longer than %d bytes", ErrBadRequest, maxRequest)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return Request{}, err
+		}
+		var req Request
+		if err := json.Unmarshal(line, &req); err != nil {
+			return Request{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+		return req, nil
+	}
+}
+
+// admit checks a request's token and version.
+func admit(req Request, token string) error {
+	if !authorized(req, token) {
+		return ErrUnauthorized
+	}
+	if req.V > Version {
+		return fmt.Errorf("%w %d: this owner speaks version %d", ErrVersion, req.V, Version)
+	}
+	return nil
 }
 
 // maxRequest bounds a request line (a batch of events included).

@@ -93,9 +93,18 @@ func (o *turnOwner) client(token, turn string) owner.TurnClient {
 	return owner.TurnClient{Client: owner.Client{Socket: o.addr, Network: "tcp", Token: token}, Turn: turn}
 }
 
+// pooled is client with its connections reused from one request to the
+// next, as a worker's turn does.
+func (o *turnOwner) pooled(t *testing.T, token, turn string) owner.TurnClient {
+	c := o.client(token, turn)
+	c.Pool = &owner.Pool{}
+	t.Cleanup(c.Pool.Close)
+	return c
+}
+
 func TestRemoteTurnReachesItsOwner(t *testing.T) {
 	o := newTurnOwner(t, "secret")
-	c := o.client("secret", "turn-1")
+	c := o.pooled(t, "secret", "turn-1")
 	ctx := t.Context()
 
 	spec, err := c.Spec(ctx)
@@ -219,7 +228,7 @@ func TestRemoteTurnRefusals(t *testing.T) {
 // withdrawn.
 func TestRemoteInteractionWaitsForTheOwnersBroker(t *testing.T) {
 	o := newTurnOwner(t, "secret")
-	c := o.client("secret", "turn-1")
+	c := o.pooled(t, "secret", "turn-1")
 	ctx := t.Context()
 	type outcome struct {
 		resp agent.Response
