@@ -137,10 +137,35 @@ func (st *sse) until(ev string, want ...string) string {
 	}
 }
 
+// within reads frames for up to d, until one of event ev holds every
+// want; it reports whether one did.
+func (st *sse) within(d time.Duration, ev string, want ...string) bool {
+	st.t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case f, ok := <-st.frames:
+			if !ok {
+				st.t.Fatalf("stream ended before %s %q", ev, want)
+			}
+			match := f[0] == ev
+			for _, w := range want {
+				match = match && strings.Contains(f[1], w)
+			}
+			if match {
+				return true
+			}
+		case <-timeout:
+			return false
+		}
+	}
+}
+
 // approval returns the id of node's next approval of tool: pending
 // already (read from the API), or announced on the stream.
 func (s *served) approval(st *sse, seen map[string]bool, node int64, tool string) string {
 	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		res, err := http.Get(s.base + "/api/runs/" + st.run)
 		if err != nil {
@@ -174,7 +199,12 @@ func (s *served) approval(st *sse, seen map[string]bool, node int64, tool string
 				return in.ID
 			}
 		}
-		st.until("interaction", fmt.Sprintf(`"node":%d`, node), `"Tool":"`+tool+`"`)
+		// Read the API again on the frame, or after a second: a cluster
+		// run's published interactions are the API's source of truth.
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no pending %s approval of #%d after 60 s", tool, node)
+		}
+		st.within(time.Second, "interaction", fmt.Sprintf(`"node":%d`, node), `"Tool":"`+tool+`"`)
 	}
 }
 

@@ -254,12 +254,13 @@ func TestSteerThroughSocket(t *testing.T) {
 		}
 	})
 	t.Run("answer of version 0", func(t *testing.T) {
-		// The answer socket's first protocol: no version, no kind.
+		// The answer socket's first protocol: no version, no kind. The
+		// refusal first: the answer ends the run, and its socket with it.
+		if rep := b.raw(t, `{"node":2,"answer":"us"}`); rep.OK || rep.Code != owner.CodeBadState {
+			t.Fatalf("answering a task node: %+v", rep)
+		}
 		if rep := b.raw(t, `{"node":4,"answer":"eu"}`); !rep.OK {
 			t.Fatalf("answer: %+v", rep)
-		}
-		if rep := b.raw(t, `{"node":4,"answer":"us"}`); rep.OK || rep.Code != owner.CodeBadState {
-			t.Fatalf("answering twice: %+v", rep)
 		}
 	})
 	t.Run("stream ends with the run", func(t *testing.T) {
