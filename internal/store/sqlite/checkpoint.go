@@ -4,12 +4,21 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 )
 
 // checkpointEvery is how many committed write transactions pass between
-// two background checkpoints: a few hundred WAL frames, a fraction of
-// the 1,000 at which the writer's own autocheckpoint runs.
+// two background checkpoints: a few hundred WAL frames.
 const checkpointEvery = 64
+
+// restartFrames is the length of WAL after which the writer restarts it
+// from its beginning (SQLite's default autocheckpoint threshold), and
+// backstopFrames the writer's own autocheckpoint, which only runs when
+// the checkpointer falls behind (or fails).
+const (
+	restartFrames  = 1000
+	backstopFrames = 4 * restartFrames
+)
 
 // checkpointer copies the WAL into the database file in the background,
 // on a connection and a goroutine of its own, while the writer goes on
@@ -19,13 +28,20 @@ const checkpointEvery = 64
 // disk, but a checkpoint does: it fsyncs the WAL before it copies the
 // frames and the database file after. SQLite's autocheckpoint runs in the
 // commit that crosses 1,000 frames, so that commit, and every write queued
-// behind it, waited for both fsyncs of the whole 4 MiB of WAL (a third of
-// a plain step's time on the reference machine, BenchmarkStep). A PASSIVE
-// checkpoint here copies and syncs what has been committed so far without
-// taking the write lock. The writer's autocheckpoint still runs at 1,000
-// frames, where it finds most frames copied and synced and does the rest;
-// only it can restart the WAL from its beginning (that needs every frame
-// copied with no commit in between), so the WAL stays as long as before.
+// behind it, waited for both fsyncs of the whole 4 MiB of WAL (a quarter
+// to a third of a plain step on the reference machine, BenchmarkStep). A
+// PASSIVE checkpoint here copies and syncs what has been committed so far
+// without taking the write lock.
+//
+// Only a checkpoint that copies every frame with no commit beside it lets
+// the next write restart the WAL from its beginning, and two checkpoints
+// cannot run at once. So once the WAL is restartFrames long and copied,
+// the checkpointer hands over (due) and stays idle; the writer, after its
+// next commit and before the next transaction, checkpoints the few frames
+// written since (a short fsync) and takes the lead back by clearing due.
+// The writer's own autocheckpoint is moved to backstopFrames. The WAL
+// thus restarts at about restartFrames, as before
+// (TestBackgroundCheckpoint).
 //
 // Durability is unchanged: what a checkpoint copies was committed to the
 // WAL already, and SQLite keeps the WAL until its frames are in the file.
@@ -34,6 +50,7 @@ type checkpointer struct {
 	kick chan struct{} // capacity 1: a kick while one is pending is dropped
 	stop chan struct{}
 	wg   sync.WaitGroup
+	due  atomic.Bool // the WAL is long and copied: the writer's turn
 
 	// ran, when set (tests only), is signalled after every checkpoint.
 	ran chan<- error
@@ -61,16 +78,41 @@ func (c *checkpointer) loop() {
 			return
 		case <-c.kick:
 		}
+		if c.due.Load() {
+			continue // the writer's turn to restart the WAL
+		}
 		// PASSIVE never waits on a lock and never blocks a writer; it
-		// copies what no reader still needs. A busy result (the writer's
-		// own checkpoint is running) or an error leaves the work to that
-		// autocheckpoint, as without this goroutine. The statement is not
-		// cancelled by Close, which waits for it (a few milliseconds).
-		_, err := c.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+		// copies what no reader still needs. A busy result (another
+		// checkpoint is running, perhaps another process's) or an error
+		// leaves the work to the next one, or to the writer's backstop.
+		// The statement is not cancelled by Close, which waits for it (a
+		// few milliseconds).
+		copied, err := walCheckpoint(c.db.QueryRowContext(context.Background(), walCheckpointSQL))
+		if err == nil && copied >= restartFrames {
+			c.due.Store(true)
+		}
 		if c.ran != nil {
 			c.ran <- err
 		}
 	}
+}
+
+// walCheckpointSQL checkpoints what it can without waiting and returns
+// whether it was blocked, the frames in the WAL and the frames copied.
+const walCheckpointSQL = "PRAGMA wal_checkpoint(PASSIVE)"
+
+// walCheckpoint scans the row of walCheckpointSQL and returns how many
+// frames the WAL holds, all of them copied into the file, or 0 when some
+// were not (the checkpoint was blocked or readers still use them).
+func walCheckpoint(row *sql.Row) (int64, error) {
+	var busy, frames, copied int64
+	if err := row.Scan(&busy, &frames, &copied); err != nil {
+		return 0, err
+	}
+	if busy != 0 || copied != frames {
+		return 0, nil
+	}
+	return frames, nil
 }
 
 // close stops the goroutine, waiting for a running checkpoint, and

@@ -126,6 +126,11 @@ func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, 
 		_ = errors.Join(read.Close(), write.Close())
 		return nil, fmt.Errorf("open sqlite store %s: checkpointer: %w", abs, err)
 	}
+	if err := w.exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", backstopFrames)); err != nil {
+		w.close()
+		_ = errors.Join(ckptDB.Close(), read.Close(), write.Close())
+		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)
+	}
 	ckpt := startCheckpointer(ckptDB, checkpointed)
 	w.ckpt = ckpt
 	return &Store{write: write, w: w, read: read, ckpt: ckpt}, nil

@@ -315,10 +315,25 @@ func (w *writer) runTogether(live []*writeReq) bool {
 }
 
 // committed counts a committed transaction and asks for a background
-// checkpoint every checkpointEvery of them.
+// checkpoint every checkpointEvery of them; when the checkpointer has
+// handed over, it checkpoints the last frames itself, so that the next
+// transaction restarts the WAL (checkpoint.go).
 func (w *writer) committed() {
 	w.commits++
-	if w.ckpt != nil && w.commits%checkpointEvery == 0 {
+	if w.ckpt == nil {
+		return
+	}
+	if w.ckpt.due.Load() {
+		st, err := w.stmt(walCheckpointSQL)
+		if err != nil {
+			return
+		}
+		if frames, err := walCheckpoint(st.QueryRowContext(context.Background())); err == nil && frames > 0 {
+			w.ckpt.due.Store(false)
+		}
+		return
+	}
+	if w.commits%checkpointEvery == 0 {
 		w.ckpt.request()
 	}
 }
