@@ -37,9 +37,9 @@ func (s *Store) SaveStep(ctx context.Context, st store.Step) (int64, error) {
 
 // saveStep validates and encodes st, then writes it with one update of the
 // session row and the inserts of its messages and usage. The session row's
-// update comes first: it numbers the messages (last_seq) and serializes
-// concurrent appends; a part left out adds zero to the totals and keeps the
-// status.
+// update comes first: it numbers the messages (last_seq, read back from
+// the updated row) and serializes concurrent appends; a part left out adds
+// zero to the totals and keeps the status.
 func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	if st.Status != "" && !st.Status.Valid() {
 		return 0, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
@@ -102,7 +102,10 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 				return err
 			}
 		}
-		err := tx.QueryRowContext(ctx, `UPDATE sessions SET
+		// No RETURNING: SQLite collects a RETURNING clause's rows in an
+		// ephemeral table, a b-tree opened and freed per statement, which
+		// costs more than reading last_seq back from the row just written.
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET
 			last_seq = last_seq + ?,
 			input_tokens = input_tokens + ?,
 			output_tokens = output_tokens + ?,
@@ -112,13 +115,16 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			cost_known = (cost_known AND ?),
 			status = COALESCE(NULLIF(?, ''), status),
 			`+touch+`
-			WHERE id = ? RETURNING last_seq`,
+			WHERE id = ?`,
 			len(st.Messages), n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
-			u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("no such session: %w", store.ErrNotFound)
-		}
+			u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID)
 		if err != nil {
+			return err
+		}
+		if err := requireRow(res); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, st.SessionID).Scan(&last); err != nil {
 			return err
 		}
 		first := last - int64(len(st.Messages)) + 1

@@ -11,6 +11,8 @@
 //     to a write lock.
 //   - Reads go through a separate pool of query_only connections. In WAL
 //     mode they see the last committed state and never block the writer.
+//   - A goroutine of the store checkpoints the WAL in the background
+//     (checkpoint.go), so commits rarely wait for a checkpoint's fsyncs.
 //   - Open applies the embedded migrations, one transaction each, and
 //     refuses a database whose schema is newer than this binary knows.
 //   - Times are stored as UTC unix nanoseconds and read back as UTC
@@ -51,9 +53,10 @@ const readConns = 4
 // Store is a store.Store on one SQLite file. It is safe for concurrent use,
 // and several Stores (in one or several processes) may share one file.
 type Store struct {
-	write *sql.DB // exactly one connection, held by w once migrated
-	w     *writer // runs every write on write's connection
-	read  *sql.DB // query_only pool
+	write *sql.DB       // exactly one connection, held by w once migrated
+	w     *writer       // runs every write on write's connection
+	read  *sql.DB       // query_only pool
+	ckpt  *checkpointer // copies the WAL into the file off the writer's path
 
 	closeOnce sync.Once
 	closeErr  error
@@ -65,6 +68,12 @@ var _ store.Store = (*Store)(nil)
 // directory with mode 0700, and migrates it to the current schema. It fails
 // with ErrSchemaTooNew when a newer arbor already migrated the file.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, nil)
+}
+
+// open is Open; checkpointed, when not nil (tests), receives the outcome
+// of every background checkpoint.
+func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open sqlite store: empty path")
 	}
@@ -111,7 +120,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = write.Close()
 		return nil, fmt.Errorf("open sqlite store %s: readers: %w", abs, err)
 	}
-	return &Store{write: write, w: w, read: read}, nil
+	ckptDB, err := openDB(ctx, abs, url.Values{"_busy_timeout": {busy}}, 1)
+	if err != nil {
+		w.close()
+		_ = errors.Join(read.Close(), write.Close())
+		return nil, fmt.Errorf("open sqlite store %s: checkpointer: %w", abs, err)
+	}
+	if err := w.exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", backstopFrames)); err != nil {
+		w.close()
+		_ = errors.Join(ckptDB.Close(), read.Close(), write.Close())
+		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)
+	}
+	ckpt := startCheckpointer(ckptDB, checkpointed)
+	w.ckpt = ckpt
+	return &Store{write: write, w: w, read: read, ckpt: ckpt}, nil
 }
 
 // openWriter opens the writer's one connection. Switching a new file to
@@ -167,7 +189,7 @@ func openDB(ctx context.Context, abs string, params url.Values, conns int) (*sql
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.w.close()
-		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
+		s.closeErr = errors.Join(s.ckpt.close(), s.read.Close(), s.write.Close())
 	})
 	return s.closeErr
 }

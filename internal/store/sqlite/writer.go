@@ -47,9 +47,14 @@ type writer struct {
 	idle    chan struct{} // closed when the lead ends after closed is set
 
 	// Owned by the leader.
-	conn  *sql.Conn
-	stmts map[string]*sql.Stmt
-	live  []*writeReq // the running batch's requests, reused
+	conn    *sql.Conn
+	stmts   map[string]*sql.Stmt
+	live    []*writeReq // the running batch's requests, reused
+	commits int         // transactions committed, for ckpt
+
+	// ckpt, when set (before the first write), is asked for a background
+	// checkpoint every checkpointEvery commits.
+	ckpt *checkpointer
 
 	// Counters, read by tests and benchmarks (Store.WriteStats).
 	txs     atomic.Int64 // transactions begun
@@ -265,7 +270,9 @@ func (w *writer) runAlone(r *writeReq) {
 	if err := w.exec("COMMIT"); err != nil {
 		w.rollback()
 		r.err = err
+		return
 	}
+	w.committed()
 }
 
 // runTogether runs live in one transaction, each request in a savepoint
@@ -303,7 +310,32 @@ func (w *writer) runTogether(live []*writeReq) bool {
 		w.rollback()
 		return false
 	}
+	w.committed()
 	return true
+}
+
+// committed counts a committed transaction and asks for a background
+// checkpoint every checkpointEvery of them; when the checkpointer has
+// handed over, it checkpoints the last frames itself, so that the next
+// transaction restarts the WAL (checkpoint.go).
+func (w *writer) committed() {
+	w.commits++
+	if w.ckpt == nil {
+		return
+	}
+	if w.ckpt.due.Load() {
+		st, err := w.stmt(walCheckpointSQL)
+		if err != nil {
+			return
+		}
+		if frames, err := walCheckpoint(st.QueryRowContext(context.Background())); err == nil && frames > 0 {
+			w.ckpt.due.Store(false)
+		}
+		return
+	}
+	if w.commits%checkpointEvery == 0 {
+		w.ckpt.request()
+	}
 }
 
 // call runs r's function and reports whether it failed (an error or a
