@@ -101,9 +101,19 @@ func (o Options) withDefaults() Options {
 // (worker --turns) and a worker busy with runs still takes turns.
 func TurnQueue(queue string) string { return queue + "|turns" }
 
-// fetchCooldown is the least time between two fetches of a worker, and
-// between two insert notifications of a client per queue.
-const fetchCooldown = 10 * time.Millisecond
+// notifyCooldown is the least time between two insert notifications of
+// a client per queue, and fetchCooldown the least time between two
+// fetches of a worker per queue. River ties both to one setting, whose
+// default (100 ms) would be most of a run's start; a notification
+// suppressed by the first cooldown leaves the job to the next poll
+// (FetchPoll), which a node turn inserted a few milliseconds after the
+// previous one — every hop of a chain of nodes — would wait for. Quick
+// notifications and a 10 ms fetch cooldown: hops are prompt, and a
+// worker's fetch queries stay at 100 a second per queue at most.
+const (
+	notifyCooldown = time.Millisecond
+	fetchCooldown  = 10 * time.Millisecond
+)
 
 // working reports whether the Cluster works jobs (else it only inserts).
 func (o Options) working() bool { return o.Unit != nil || o.Driver != nil }
@@ -149,7 +159,7 @@ func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) 
 		RescueStuckJobsAfter: 2 * o.UnitTimeout,
 		// A hand-off waits for a fetch: River's defaults (100 ms between
 		// fetches, 1 s polls) would be most of a run's start.
-		FetchCooldown:     fetchCooldown,
+		FetchCooldown:     notifyCooldown,
 		FetchPollInterval: o.FetchPoll,
 	}
 	if o.working() {
@@ -167,9 +177,9 @@ func Open(ctx context.Context, st *postgres.Store, o Options) (*Cluster, error) 
 			}
 		}
 		cfg.Workers = workers
-		cfg.Queues = map[string]river.QueueConfig{o.Queue: {MaxWorkers: o.Concurrency}}
+		cfg.Queues = map[string]river.QueueConfig{o.Queue: {MaxWorkers: o.Concurrency, FetchCooldown: fetchCooldown}}
 		if o.Remote && o.Turns > 0 {
-			cfg.Queues[TurnQueue(o.Queue)] = river.QueueConfig{MaxWorkers: o.Turns}
+			cfg.Queues[TurnQueue(o.Queue)] = river.QueueConfig{MaxWorkers: o.Turns, FetchCooldown: fetchCooldown}
 		}
 	}
 	client, err := river.NewClient(driver, cfg)
