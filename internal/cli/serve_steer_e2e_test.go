@@ -116,24 +116,10 @@ func (s *served) events(run string) *sse {
 }
 
 // until reads frames until one of event ev holds every want.
-func (st *sse) until(ev string, want ...string) string {
+func (st *sse) until(ev string, want ...string) {
 	st.t.Helper()
-	for {
-		select {
-		case f, ok := <-st.frames:
-			if !ok {
-				st.t.Fatalf("stream ended before %s %q", ev, want)
-			}
-			match := f[0] == ev
-			for _, w := range want {
-				match = match && strings.Contains(f[1], w)
-			}
-			if match {
-				return f[1]
-			}
-		case <-time.After(60 * time.Second): // hang guard
-			st.t.Fatalf("no %s frame with %q", ev, want)
-		}
+	if !st.within(60*time.Second, ev, want...) { // hang guard
+		st.t.Fatalf("no %s frame with %q", ev, want)
 	}
 }
 
