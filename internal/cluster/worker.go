@@ -62,15 +62,24 @@ func (w *nodeWorker) Work(ctx context.Context, job *river.Job[NodeStep]) error {
 		return err
 	}
 	err = w.c.runUnit(ctx, cl)
-	if errors.Is(err, ErrNoWorkspace) {
+	switch {
+	case errors.Is(err, ErrNoWorkspace) && w.c.o.Remote:
+		// A turn waits for a worker that has its workspace: offered
+		// again soon, since the run goes on only when one takes it.
+		return river.JobSnooze(turnWorkspaceSnooze)
+	case errors.Is(err, ErrNoWorkspace):
 		return river.JobSnooze(workspaceSnooze)
 	}
 	return err
 }
 
 // remoteSnooze is how soon a turn whose node lease is held is offered
-// again.
-const remoteSnooze = 100 * time.Millisecond
+// again, turnWorkspaceSnooze one that a worker without its workspace
+// fetched.
+const (
+	remoteSnooze        = 100 * time.Millisecond
+	turnWorkspaceSnooze = 250 * time.Millisecond
+)
 
 // runUnit runs the unit of a claim with its heartbeat, makes it
 // cancellable by the control channel, and releases the lease after it.
