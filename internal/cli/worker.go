@@ -236,19 +236,9 @@ func (w *worker) Take(ctx context.Context, id string) error {
 			<-w.slots
 		}
 	}()
-	r, err := w.a.Store.GetRun(ctx, id)
+	r, ra, err := w.open(ctx, id)
 	if err != nil {
 		return err
-	}
-	if !w.serves(r.Workspace) {
-		return fmt.Errorf("run %s: workspace %s: %w", id, r.Workspace, cluster.ErrNoWorkspace)
-	}
-	ra, err := w.a.In(r.Workspace)
-	if err != nil {
-		return fmt.Errorf("run %s: %w", id, err)
-	}
-	if m, err := permission.ParseMode(r.Mode); err == nil && r.Mode != "" {
-		ra.Permissions.SetMode(m)
 	}
 	e, stopEndpoint, err := w.engine(ra, r)
 	if err != nil {
@@ -428,6 +418,27 @@ func (w *worker) publishPending(ra *app.App, e *tree.Engine, id string) (stop fu
 		}
 	})
 	return func() { sub.Close(); cancel(); wg.Wait() }
+}
+
+// open reads run id and makes the App its drive or its turns work in: a
+// view of its workspace, in its permission mode. It fails with
+// cluster.ErrNoWorkspace when this worker does not serve the workspace.
+func (w *worker) open(ctx context.Context, id string) (store.Run, *app.App, error) {
+	r, err := w.a.Store.GetRun(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if !w.serves(r.Workspace) {
+		return store.Run{}, nil, fmt.Errorf("run %s: workspace %s: %w", id, r.Workspace, cluster.ErrNoWorkspace)
+	}
+	ra, err := w.a.In(r.Workspace)
+	if err != nil {
+		return store.Run{}, nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	if m, err := permission.ParseMode(r.Mode); err == nil && r.Mode != "" {
+		ra.Permissions.SetMode(m)
+	}
+	return r, ra, nil
 }
 
 // serves reports whether this worker has workspace ws.

@@ -13,7 +13,6 @@ import (
 	"github.com/arbor-run/arbor/internal/cluster"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/owner"
-	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -126,11 +125,9 @@ func (w *worker) drives(id string) bool {
 	return h != nil && h.engine != nil
 }
 
-// appFor is the run and the App of run id's turns: a view of its
-// workspace in its permission mode, made on the run's first turn here
-// and kept while its turns come (an hour since the last). It fails with
-// cluster.ErrNoWorkspace when this worker does not serve the run's
-// workspace.
+// appFor is the run and the App of run id's turns (open), made on the
+// run's first turn here and kept while its turns come (an hour since the
+// last).
 func (w *worker) appFor(ctx context.Context, id string) (*runApp, error) {
 	now := time.Now()
 	w.mu.Lock()
@@ -147,19 +144,9 @@ func (w *worker) appFor(ctx context.Context, id string) (*runApp, error) {
 	if v != nil {
 		return v, nil
 	}
-	r, err := w.a.Store.GetRun(ctx, id)
+	r, ra, err := w.open(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if !w.serves(r.Workspace) {
-		return nil, fmt.Errorf("run %s: workspace %s: %w", id, r.Workspace, cluster.ErrNoWorkspace)
-	}
-	ra, err := w.a.In(r.Workspace)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", id, err)
-	}
-	if m, err := permission.ParseMode(r.Mode); err == nil && r.Mode != "" {
-		ra.Permissions.SetMode(m)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -189,10 +189,10 @@ func (r *Remote) lost(ctx context.Context, t tree.RemoteTurn, job int64) (bool, 
 		return false, err
 	}
 	now := r.c.o.Now()
-	switch state {
-	case "completed", "cancelled", "discarded":
+	switch {
+	case finished(state):
 		return true, nil
-	case "running":
+	case state == "running":
 		if owner != nil && strings.HasSuffix(*owner, "/"+strconv.FormatInt(job, 10)) {
 			l := store.Lease{Owner: store.Owner{ID: *owner, PID: int(*pid), Host: *host}, Expires: time.Unix(0, *expires)}
 			if !l.Dead(now) {
@@ -229,12 +229,16 @@ func (r *Remote) cancel(ctx context.Context, t tree.RemoteTurn, turn *owner.Turn
 		case <-poll.C:
 		}
 		var state string
-		if r.c.st.Pool().QueryRow(cctx, `SELECT state FROM river_job WHERE id = $1`, job).Scan(&state) == nil &&
-			(state == "completed" || state == "cancelled" || state == "discarded") {
+		if r.c.st.Pool().QueryRow(cctx, `SELECT state FROM river_job WHERE id = $1`, job).Scan(&state) == nil && finished(state) {
 			break
 		}
 	}
 	return agent.Result{Outcome: agent.OutcomeCancelled, Err: context.Cause(ctx)}
+}
+
+// finished reports whether a River job in state will not run again.
+func finished(state string) bool {
+	return state == "completed" || state == "cancelled" || state == "discarded"
 }
 
 // cancelPoll is how often a cancelled turn's job is looked at while its

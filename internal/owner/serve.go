@@ -144,11 +144,11 @@ func (s *server) handle(conn net.Conn, token string) {
 		reply(conn, failure(err))
 		return
 	}
-	if err := admit(req, token); err != nil {
-		reply(conn, failure(err))
-		return
-	}
 	if req.kind() == KindSubscribe {
+		if err := admit(req, token); err != nil {
+			reply(conn, failure(err))
+			return
+		}
 		s.subscribe(conn)
 		return
 	}
@@ -157,28 +157,26 @@ func (s *server) handle(conn net.Conn, token string) {
 	// request may take long (a tree tool that waits, an approval): it runs
 	// until it is done, the owner stops, or the client goes away — the
 	// reader, waiting for the next request meanwhile, sees the connection
-	// close and cancels the request.
+	// close and cancels the request. Only this goroutine writes replies.
 	_ = conn.SetDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	next := make(chan Request)
+	next := make(chan incoming)
 	done := make(chan struct{})
 	gone := make(chan struct{})
 	go func() {
 		defer close(gone)
-		defer cancel()
 		for {
 			req, err := readRequest(br)
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-					_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
-					reply(conn, failure(err))
-				}
-				return
+			if err != nil && !errors.Is(err, ErrBadRequest) {
+				cancel() // the client went away, or its connection broke
 			}
 			select {
-			case next <- req:
+			case next <- incoming{req, err}:
 			case <-done:
+				return
+			}
+			if err != nil {
 				return
 			}
 		}
@@ -188,25 +186,37 @@ func (s *server) handle(conn net.Conn, token string) {
 		conn.Close()
 		<-gone
 	}()
+	in := incoming{req: req}
 	for {
 		var rep Reply
-		if err := admit(req, token); err != nil {
-			rep = failure(err)
-		} else {
-			rep = s.do(ctx, req)
+		switch {
+		case errors.Is(in.err, ErrBadRequest):
+			rep = failure(in.err)
+		case in.err != nil:
+			return
+		default:
+			if err := admit(in.req, token); err != nil {
+				rep = failure(err)
+			} else {
+				rep = s.do(ctx, in.req)
+			}
 		}
 		_ = conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
-		if err := json.NewEncoder(conn).Encode(rep); err != nil {
+		if err := json.NewEncoder(conn).Encode(rep); err != nil || in.err != nil {
 			return
 		}
 		select {
-		case req = <-next:
-		case <-gone:
-			return
+		case in = <-next:
 		case <-s.quit:
 			return
 		}
 	}
+}
+
+// incoming is a request read from a connection, or why none was.
+type incoming struct {
+	req Request
+	err error
 }
 
 // readRequest reads one request line of at most maxRequest bytes.
@@ -292,13 +302,18 @@ func (s *server) tool(ctx context.Context, req Request) Reply {
 	if err != nil {
 		return failure(err)
 	}
+	return runTool(ctx, ts, req.Node, req)
+}
+
+// runTool runs req's call of tool req.Tool, one of node's tools ts.
+func runTool(ctx context.Context, ts []tool.Tool, node int64, req Request) Reply {
 	for _, t := range ts {
 		if t.Info().Name == req.Tool {
-			res := t.Run(ctx, tool.Call{Input: req.Args})
-			return Reply{OK: true, Content: res.Content, IsError: res.IsError}
+			res := t.Run(ctx, tool.Call{ID: req.CallID, Input: req.Args})
+			return Reply{OK: true, Content: res.Content, IsError: res.IsError, EndTurn: res.EndTurn}
 		}
 	}
-	return failure(fmt.Errorf("%w: node #%d has no tool %q", ErrBadRequest, req.Node, req.Tool))
+	return failure(fmt.Errorf("%w: node #%d has no tool %q", ErrBadRequest, node, req.Tool))
 }
 
 // subscribe streams the run's events to conn until the client closes it,

@@ -220,13 +220,7 @@ func (s *server) doTurn(ctx context.Context, req Request) Reply {
 		in.RecoverDraft(req.Answer)
 		return Reply{OK: true}
 	case KindTool:
-		for _, tt := range spec.Tools {
-			if tt.Info().Name == req.Tool {
-				res := tt.Run(ctx, tool.Call{ID: req.CallID, Input: req.Args})
-				return Reply{OK: true, Content: res.Content, IsError: res.IsError, EndTurn: res.EndTurn}
-			}
-		}
-		return failure(fmt.Errorf("%w: node #%d has no tool %q", ErrBadRequest, spec.NodeID, req.Tool))
+		return runTool(ctx, spec.Tools, spec.NodeID, req)
 	case KindInteract:
 		return s.interact(ctx, spec.SessionID, req)
 	case KindEvents:

@@ -36,12 +36,7 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 	}
 	if ag == nil {
 		var err error
-		ag, err = r.e.o.Agents.NewAgent(ctx, AgentSpec{
-			RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
-			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
-			Tools: r.toolsFor(id, true), Gate: r.gateFor(id), Charge: r.chargeFor(id),
-			Flush: r.flushFor(id), Fresh: fresh,
-		})
+		ag, err = r.e.o.Agents.NewAgent(ctx, r.agentSpec(id, n, fresh))
 		if err != nil {
 			r.endTurn(ctx, id, agent.Result{Outcome: agent.OutcomeFailed, Err: err})
 			return
@@ -52,12 +47,27 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		r.mu.Unlock()
 		r.e.o.Bus.Publish(&AgentStarted{RunID: r.id, Node: v})
 	}
-	res := Turn(ctx, ag, TurnInput{
+	r.endTurn(ctx, id, Turn(ctx, ag, r.turnInput(id, n)))
+}
+
+// agentSpec is the spec of node n's agent, whose tree tools defer the
+// nodes they create to the step's flush.
+func (r *run) agentSpec(id int64, n store.Node, fresh bool) AgentSpec {
+	return AgentSpec{
+		RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
+		Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
+		Tools: r.toolsFor(id, true), Gate: r.gateFor(id), Charge: r.chargeFor(id),
+		Flush: r.flushFor(id), Fresh: fresh,
+	}
+}
+
+// turnInput is what node n's next turn goes on from.
+func (r *run) turnInput(id int64, n store.Node) TurnInput {
+	return TurnInput{
 		Notice: n.Notice, HasDraft: n.HasDraft, ContextQuery: n.ContextQuery != "",
 		Prompt:       func(ctx context.Context) (string, error) { return r.firstPrompt(ctx, id, n) },
 		RecoverDraft: func(d string) { r.recoverDraft(id, d) },
-	})
-	r.endTurn(ctx, id, res)
+	}
 }
 
 // TurnInput is what a node's turn goes on from, besides its agent's

@@ -2,7 +2,6 @@ package tree
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/store"
@@ -38,26 +37,13 @@ type RemoteTurn struct {
 // runRemote runs one turn of node n through the engine's Remote.
 func (r *run) runRemote(ctx context.Context, id int64, n store.Node, fresh bool) {
 	r.mu.Lock()
-	started := r.agents[id] != nil || r.remote[id]
+	started := r.remote[id]
 	r.remote[id] = true
 	v := view(*r.nodes[id])
 	r.mu.Unlock()
 	if !started {
 		r.e.o.Bus.Publish(&AgentStarted{RunID: r.id, Node: v})
 	}
-	t := RemoteTurn{
-		Spec: AgentSpec{
-			RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
-			Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
-			Tools: r.toolsFor(id, true), Gate: r.gateFor(id), Charge: r.chargeFor(id),
-			Flush: r.flushFor(id), Fresh: fresh,
-		},
-		Input: TurnInput{
-			Notice: n.Notice, HasDraft: n.HasDraft, ContextQuery: n.ContextQuery != "",
-			Prompt:       func(ctx context.Context) (string, error) { return r.firstPrompt(ctx, id, n) },
-			RecoverDraft: func(d string) { r.recoverDraft(id, d) },
-		},
-		Attempt: n.Attempts,
-	}
+	t := RemoteTurn{Spec: r.agentSpec(id, n, fresh), Input: r.turnInput(id, n), Attempt: n.Attempts}
 	r.endTurn(ctx, id, r.e.o.Remote.RunTurn(ctx, t))
 }
