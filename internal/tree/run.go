@@ -46,11 +46,11 @@ type run struct {
 	meta  store.Run
 	saved store.Run // meta as last committed, to skip rewriting it
 	order []int64   // node ids, ascending (ids only grow)
-	// settledTo is a prefix of order whose nodes are all terminal (they
-	// never change again), so the scheduler's scans skip it; asks are the
-	// ids of ask nodes, which start without a free slot.
-	settledTo int
-	asks      []int64
+	// live holds the nodes that have not ended (a terminal node never
+	// changes again), so the scheduler's scans skip the ended ones; asks
+	// are the ids of ask nodes, which start without a free slot.
+	live liveSet
+	asks []int64
 	// ended is set when a commit moved a node to failed or cancelled or
 	// stored a pending node with dependencies (which may have ended
 	// already): the only changes that give propagateLocked work.
@@ -351,6 +351,7 @@ func (r *run) writeLocked(changes []change, queue bool) {
 			r.ended = true
 		}
 		if i >= len(created) { // a created node may have changed since
+			r.endedLocked(r.nodes[n.ID], &n)
 			r.nodes[n.ID] = &n
 		}
 		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
@@ -365,6 +366,7 @@ func (r *run) stageLocked(changes []change) {
 		if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
 			r.ended = true
 		}
+		r.endedLocked(r.nodes[n.ID], &n)
 		r.nodes[n.ID] = &n
 		r.unsaved = append(r.unsaved, c)
 	}
@@ -415,6 +417,17 @@ func (r *run) addLocked(n *store.Node) {
 	r.order = append(r.order, n.ID)
 	if n.Kind == KindAsk {
 		r.asks = append(r.asks, n.ID)
+	}
+	if !n.State.Terminal() {
+		r.live.add(n.ID, n.ParentID)
+	}
+}
+
+// endedLocked takes a node that a change moved from was to is out of the
+// live set when the change ended it.
+func (r *run) endedLocked(was, is *store.Node) {
+	if was != nil && !was.State.Terminal() && is.State.Terminal() {
+		r.live.end(is.ID, is.ParentID)
 	}
 }
 

@@ -34,8 +34,7 @@ func (r *run) scheduleLocked() {
 		return
 	}
 	free := r.meta.MaxParallel - r.agentsRunningLocked()
-	ids := r.liveIDsLocked()
-	for _, id := range ids {
+	for id := range r.live.all() {
 		if free <= 0 {
 			// Only asks start without a slot: look at those left.
 			r.startAsksLocked(id)
@@ -98,15 +97,6 @@ func (r *run) startAskLocked(id int64) {
 	r.launchLocked(id, r.askNode)
 }
 
-// liveIDsLocked returns the ids of order past its terminal prefix, which
-// it first extends.
-func (r *run) liveIDsLocked() []int64 {
-	for r.settledTo < len(r.order) && r.nodes[r.order[r.settledTo]].State.Terminal() {
-		r.settledTo++
-	}
-	return r.order[r.settledTo:]
-}
-
 // propagateLocked fails pending nodes whose dependencies failed or were
 // cancelled. It reports whether it changed anything. Only a commit that
 // ended a node that way gives it something to do.
@@ -116,7 +106,7 @@ func (r *run) propagateLocked() bool {
 	}
 	r.ended = false
 	var changes []change
-	for _, id := range r.liveIDsLocked() {
+	for id := range r.live.all() {
 		n := r.nodes[id]
 		if n.State != StatePending {
 			continue
@@ -225,14 +215,7 @@ func (r *run) readyLocked(n *store.Node) bool {
 	return true
 }
 
-func (r *run) childrenDoneLocked(id int64) bool {
-	for _, c := range r.children[id] {
-		if !r.nodes[c].State.Terminal() {
-			return false
-		}
-	}
-	return true
-}
+func (r *run) childrenDoneLocked(id int64) bool { return r.live.openChildren(id) == 0 }
 
 // agentsRunningLocked counts the running agents (asks do not count).
 func (r *run) agentsRunningLocked() int {
