@@ -124,18 +124,137 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 			known[run.ID] = true
 		}
 		for i, n := range nodes {
+			if ok, err := updateChanged(ctx, tx, args[i]); err != nil {
+				return fmt.Errorf("node %d: %w", n.ID, err)
+			} else if ok {
+				continue // its row exists, so its run does
+			}
 			if !known[n.RunID] {
 				if err := requireRun(ctx, tx, n.RunID); err != nil {
 					return fmt.Errorf("node %d: %w", n.ID, err)
 				}
 				known[n.RunID] = true
 			}
-			if _, err := tx.ExecContext(ctx, upsertNode, args[i]...); err != nil {
+			if err := upsertWhole(ctx, tx, args[i]); err != nil {
 				return fmt.Errorf("node %d: %w", n.ID, err)
 			}
 		}
 		return nil
 	}, nil
+}
+
+// nodeRows remembers, for the nodes this writer wrote last, the values it
+// wrote and the updated_at the row got, so the next write of a node can
+// update only the columns that changed: a transition changes a few of a
+// node's 28 columns, and binding and re-encoding all of them was most of
+// its write. The update is guarded by updated_at, which every write of a
+// node strictly increases, so a row that anything else wrote since (another
+// process on the file) does not match and gets the whole upsert. Only the
+// writer's leader touches it, and only after a commit (wtx.afterCommit).
+type nodeRows struct {
+	rows    map[nodeKey]nodeRow
+	updates map[uint32]string // changed-column mask → UPDATE statement
+}
+
+type nodeKey struct {
+	run string
+	id  int64
+}
+
+type nodeRow struct {
+	args    []any // nodeArgs' values as written
+	updated int64 // the row's updated_at after that write
+}
+
+// maxNodeRows bounds nodeRows; past it, entries are dropped at random (a
+// dropped node's next write is a whole upsert).
+const maxNodeRows = 8192
+
+func (c *nodeRows) put(k nodeKey, row nodeRow) {
+	if c.rows == nil {
+		c.rows = map[nodeKey]nodeRow{}
+	}
+	if _, ok := c.rows[k]; !ok && len(c.rows) >= maxNodeRows {
+		drop := maxNodeRows / 8
+		for old := range c.rows {
+			delete(c.rows, old)
+			if drop--; drop == 0 {
+				break
+			}
+		}
+	}
+	c.rows[k] = row
+}
+
+// nodeKeyOf returns the key of nodeArgs' values.
+func nodeKeyOf(args []any) nodeKey { return nodeKey{run: args[0].(string), id: args[1].(int64)} }
+
+// updateChanged writes the node of args (nodeArgs' values) as an UPDATE of
+// the columns that changed since this writer last wrote it, and reports
+// whether it did: false when the writer does not know the row or the row
+// changed since, and then nothing was written.
+func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
+	c := &tx.w.nodes
+	k := nodeKeyOf(args)
+	prev, ok := c.rows[k]
+	if !ok {
+		return false, nil
+	}
+	var mask uint32
+	vals := make([]any, 0, 8)
+	for i := range nodeFields {
+		if v := args[3+i]; v != prev.args[3+i] {
+			mask |= 1 << i
+			vals = append(vals, v)
+		}
+	}
+	q, ok := c.updates[mask]
+	if !ok {
+		var b strings.Builder
+		b.WriteString("UPDATE nodes SET ")
+		for i, f := range nodeFields {
+			if mask&(1<<i) != 0 {
+				b.WriteString(f + " = ?, ")
+			}
+		}
+		b.WriteString("updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at + 1 END" +
+			" WHERE run_id = ? AND id = ? AND updated_at = ?")
+		q = b.String()
+		if c.updates == nil {
+			c.updates = map[uint32]string{}
+		}
+		c.updates[mask] = q
+	}
+	now := args[len(args)-1].(int64)
+	res, err := tx.ExecContext(ctx, q, append(vals, now, now, k.run, k.id, prev.updated)...)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	updated := now
+	if prev.updated >= now {
+		updated = prev.updated + 1
+	}
+	tx.afterCommit(func() { c.put(k, nodeRow{args: args, updated: updated}) })
+	return true, nil
+}
+
+// upsertWhole writes every column of the node of args and remembers the
+// row for updateChanged.
+func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
+	if _, err := tx.ExecContext(ctx, upsertNode, args...); err != nil {
+		return err
+	}
+	k := nodeKeyOf(args)
+	var updated int64
+	if err := tx.QueryRowContext(ctx, `SELECT updated_at FROM nodes WHERE run_id = ? AND id = ?`, k.run, k.id).Scan(&updated); err != nil {
+		return err
+	}
+	c := &tx.w.nodes
+	tx.afterCommit(func() { c.put(k, nodeRow{args: args, updated: updated}) })
+	return nil
 }
 
 // nodeArgs validates n and returns the values of nodeColumns for it.

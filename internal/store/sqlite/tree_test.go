@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"errors"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -143,4 +144,62 @@ func TestMigrateSessionOwners(t *testing.T) {
 			t.Errorf("session %s owned by run %q node %d, want run %q node %d", id, got.RunID, got.NodeID, want.RunID, want.NodeID)
 		}
 	}
+}
+
+// TestNodeWritesOfChangedColumns: after the first write of a node, its
+// next writes update only the columns that changed. A row another Store
+// (another process) wrote meanwhile, and a write that was rolled back,
+// must still leave exactly the last committed node.
+func TestNodeWritesOfChangedColumns(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "arbor.db")
+	a, b := openAt(t, path), openAt(t, path)
+	ctx := t.Context()
+	must(t, a.CreateRun(ctx, store.Run{ID: "r1"}))
+	n := store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", Prompt: "first", State: "pending"}
+	must(t, a.Commit(ctx, nil, n))
+	want := func(st *Store, w store.Node) {
+		t.Helper()
+		got, err := st.GetNode(ctx, "r1", 1)
+		must(t, err)
+		if got.Goal != w.Goal || got.Prompt != w.Prompt || got.State != w.State || got.Result != w.Result {
+			t.Fatalf("node = goal %q prompt %q state %q result %q, want %q %q %q %q",
+				got.Goal, got.Prompt, got.State, got.Result, w.Goal, w.Prompt, w.State, w.Result)
+		}
+	}
+	updated := func() int64 {
+		t.Helper()
+		got, err := a.GetNode(ctx, "r1", 1)
+		must(t, err)
+		return got.UpdatedAt.UnixNano()
+	}
+
+	n.State = "active" // one column: a's cached row
+	must(t, a.Commit(ctx, nil, n))
+	want(a, n)
+	before := updated()
+
+	other := n // another process rewrites the prompt
+	other.Prompt = "rewritten"
+	must(t, b.Commit(ctx, nil, other))
+	want(a, other)
+	n.State = "complete" // a still thinks the prompt is "first"
+	must(t, a.Commit(ctx, nil, n))
+	want(a, n)
+	if after := updated(); after <= before {
+		t.Fatalf("updated_at went from %d to %d", before, after)
+	}
+
+	// A commit whose second node fails rolls the first back with it.
+	n2 := n
+	n2.Result = "rolled back"
+	err := a.Commit(ctx, nil, n2, store.Node{RunID: "no-such-run", ID: 1, Kind: "goal"})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("commit with a node of an unknown run: %v, want ErrNotFound", err)
+	}
+	want(a, n)
+	n.Result = "rolled back" // the same values again: they must be written
+	must(t, a.Commit(ctx, nil, n))
+	want(a, n)
+	want(b, n)
 }

@@ -51,6 +51,7 @@ type writer struct {
 	stmts   map[string]*sql.Stmt
 	live    []*writeReq // the running batch's requests, reused
 	commits int         // transactions committed, for ckpt
+	nodes   nodeRows    // the node rows this writer last committed (nodes.go)
 
 	// ckpt, when set (before the first write), is asked for a background
 	// checkpoint every checkpointEvery commits.
@@ -86,6 +87,9 @@ type writeReq struct {
 	done    bool          // set by the leader before the wake-up
 	err     error
 	panic   any // a panic of fn, raised again on its caller's goroutine
+	// onCommit are what fn asked to run once its write is committed
+	// (wtx.afterCommit); a write rolled back or run again drops them.
+	onCommit []func()
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -270,9 +274,11 @@ func (w *writer) runAlone(r *writeReq) {
 	if err := w.exec("COMMIT"); err != nil {
 		w.rollback()
 		r.err = err
+		r.onCommit = nil
 		return
 	}
 	w.committed()
+	r.runOnCommit()
 }
 
 // runTogether runs live in one transaction, each request in a savepoint
@@ -296,6 +302,7 @@ func (w *writer) runTogether(live []*writeReq) bool {
 			return false
 		}
 		if w.call(r) {
+			r.onCommit = nil
 			if err := w.exec("ROLLBACK TO write"); err != nil {
 				w.rollback()
 				return false
@@ -311,7 +318,18 @@ func (w *writer) runTogether(live []*writeReq) bool {
 		return false
 	}
 	w.committed()
+	for _, r := range live {
+		r.runOnCommit()
+	}
 	return true
+}
+
+// runOnCommit runs what r's write asked to run once it was committed.
+func (r *writeReq) runOnCommit() {
+	for _, fn := range r.onCommit {
+		fn()
+	}
+	r.onCommit = nil
 }
 
 // committed counts a committed transaction and asks for a background
@@ -344,10 +362,15 @@ func (w *writer) call(r *writeReq) (failed bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.panic = p
+			r.onCommit = nil
 			failed = true
 		}
 	}()
-	r.err = r.fn(&wtx{w: w})
+	r.onCommit = nil
+	r.err = r.fn(&wtx{w: w, req: r})
+	if r.err != nil {
+		r.onCommit = nil
+	}
 	return r.err != nil
 }
 
@@ -455,8 +478,13 @@ func (s *Store) WriteStats() (transactions, writes int64) {
 // started, whatever the caller's context says (the caller's context is
 // checked before the write is run).
 type wtx struct {
-	w *writer
+	w   *writer
+	req *writeReq
 }
+
+// afterCommit runs fn on the writer once this write is committed, and
+// never if it is rolled back; fn may use the writer's own state (nodes).
+func (t *wtx) afterCommit(fn func()) { t.req.onCommit = append(t.req.onCommit, fn) }
 
 // ExecContext runs query in the transaction.
 func (t *wtx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
