@@ -104,7 +104,7 @@ const walCheckpointSQL = "PRAGMA wal_checkpoint(PASSIVE)"
 // walCheckpoint scans the row of walCheckpointSQL and returns how many
 // frames the WAL holds, all of them copied into the file, or 0 when some
 // were not (the checkpoint was blocked or readers still use them).
-func walCheckpoint(row *sql.Row) (int64, error) {
+func walCheckpoint(row scanner) (int64, error) {
 	var busy, frames, copied int64
 	if err := row.Scan(&busy, &frames, &copied); err != nil {
 		return 0, err

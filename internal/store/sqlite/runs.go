@@ -98,7 +98,9 @@ func updateRun(ctx context.Context, tx *wtx, r *store.Run, now int64) error {
 
 // requireRun returns ErrNotFound unless the run exists; q is the write
 // transaction or the read pool.
-func requireRun(ctx context.Context, q querier, id string) error {
+func requireRun[R scanner](ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) R
+}, id string) error {
 	var one int
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -126,7 +126,8 @@ func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, 
 		_ = errors.Join(read.Close(), write.Close())
 		return nil, fmt.Errorf("open sqlite store %s: checkpointer: %w", abs, err)
 	}
-	if err := w.exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", backstopFrames)); err != nil {
+	w.withConn(func() { err = w.exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", backstopFrames)) })
+	if err != nil {
 		w.close()
 		_ = errors.Join(ckptDB.Close(), read.Close(), write.Close())
 		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -373,4 +374,43 @@ func TestCommitAsyncFlood(t *testing.T) {
 			t.Fatalf("node %d attempts = %d, want the last queued %d", n.ID, n.Attempts, rounds-1)
 		}
 	}
+}
+
+// TestWriteRowScan: rows read inside a write transaction (on the driver's
+// connection, not through database/sql) scan like database/sql's rows.
+func TestWriteRowScan(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.inTx(b.ctx, func(tx *wtx) error {
+		var (
+			s, n   string
+			blob   []byte
+			i      int
+			i64    int64
+			f      float64
+			yes    bool
+			null   sql.NullString
+			absent int64
+		)
+		if err := tx.QueryRowContext(b.ctx, `SELECT 'text', 42, x'0102', 7, ?, 2.5, 1, NULL`, int64(-3)).
+			Scan(&s, &n, &blob, &i, &i64, &f, &yes, &null); err != nil {
+			return err
+		}
+		if s != "text" || n != "42" || string(blob) != "\x01\x02" || i != 7 || i64 != -3 || f != 2.5 || !yes || null.Valid {
+			t.Errorf("scanned %q %q %x %d %d %v %v %+v", s, n, blob, i, i64, f, yes, null)
+		}
+		if err := tx.QueryRowContext(b.ctx, `SELECT 1 FROM sessions WHERE id = 'none'`).Scan(&absent); !errors.Is(err, sql.ErrNoRows) {
+			t.Errorf("no row: %v, want sql.ErrNoRows", err)
+		}
+		if err := tx.QueryRowContext(b.ctx, `SELECT 1, 2`).Scan(&absent); err == nil {
+			t.Error("two columns into one destination: no error")
+		}
+		if err := tx.QueryRowContext(b.ctx, `SELECT 'x'`).Scan(&absent); err == nil {
+			t.Error("text into an int64: no error")
+		}
+		if err := tx.QueryRowContext(b.ctx, `SELECT nope FROM nowhere`).Scan(&absent); err == nil {
+			t.Error("a query that cannot be prepared: no error")
+		}
+		return nil
+	}))
 }
