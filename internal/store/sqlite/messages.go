@@ -35,6 +35,23 @@ func (s *Store) SaveStep(ctx context.Context, st store.Step) (int64, error) {
 	return last, nil
 }
 
+// updateSessionStep adds a step to its session row: its messages to
+// last_seq, its usage to the totals, and its status.
+const updateSessionStep = `UPDATE sessions SET
+	last_seq = last_seq + ?,
+	input_tokens = input_tokens + ?,
+	output_tokens = output_tokens + ?,
+	cache_read_tokens = cache_read_tokens + ?,
+	cache_write_tokens = cache_write_tokens + ?,
+	cost_usd = cost_usd + ?,
+	cost_known = (cost_known AND ?),
+	status = COALESCE(NULLIF(?, ''), status),
+	` + touch + `
+	WHERE id = ?`
+
+// maxKnownSeqs bounds the sessions whose last_seq the writer remembers.
+const maxKnownSeqs = 4096
+
 // saveStep validates and encodes st, then writes it with one update of the
 // session row and the inserts of its messages and usage. The session row's
 // update comes first: it numbers the messages (last_seq, read back from
@@ -102,31 +119,45 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 				return err
 			}
 		}
-		// No RETURNING: SQLite collects a RETURNING clause's rows in an
-		// ephemeral table, a b-tree opened and freed per statement, which
-		// costs more than reading last_seq back from the row just written.
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET
-			last_seq = last_seq + ?,
-			input_tokens = input_tokens + ?,
-			output_tokens = output_tokens + ?,
-			cache_read_tokens = cache_read_tokens + ?,
-			cache_write_tokens = cache_write_tokens + ?,
-			cost_usd = cost_usd + ?,
-			cost_known = (cost_known AND ?),
-			status = COALESCE(NULLIF(?, ''), status),
-			`+touch+`
-			WHERE id = ?`,
-			len(st.Messages), n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
-			u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID)
-		if err != nil {
-			return err
+		// The session's last_seq numbers the messages. When the writer
+		// knows it (it committed the session's last write, or creates the
+		// session now) the update is guarded by it and last follows;
+		// otherwise, or when the row moved on (another process wrote it),
+		// it is read back. No RETURNING: SQLite collects a RETURNING
+		// clause's rows in an ephemeral table, a b-tree opened and freed
+		// per statement, which costs more than reading the row back.
+		args := []any{len(st.Messages), n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
+			u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID}
+		seq, ok := tx.w.seqs.get(st.SessionID)
+		if create != nil {
+			seq, ok = 0, true
 		}
-		if err := requireRow(res); err != nil {
-			return err
+		matched := false
+		if ok {
+			res, err := tx.ExecContext(ctx, updateSessionStep+` AND last_seq = ?`, append(args, seq)...)
+			if err != nil {
+				return err
+			}
+			if rows, err := res.RowsAffected(); err != nil {
+				return err
+			} else if rows == 1 {
+				matched, last = true, seq+int64(len(st.Messages))
+			}
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, st.SessionID).Scan(&last); err != nil {
-			return err
+		if !matched {
+			res, err := tx.ExecContext(ctx, updateSessionStep, args...)
+			if err != nil {
+				return err
+			}
+			if err := requireRow(res); err != nil {
+				return err
+			}
+			if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, st.SessionID).Scan(&last); err != nil {
+				return err
+			}
 		}
+		seqs, id, at := &tx.w.seqs, st.SessionID, last
+		tx.afterCommit(func() { seqs.put(id, at) })
 		first := last - int64(len(st.Messages)) + 1
 		for i, m := range st.Messages {
 			if _, err := tx.ExecContext(ctx,
@@ -138,7 +169,7 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 		if st.Usage == nil {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO usage
+		_, err := tx.ExecContext(ctx, `INSERT INTO usage
 			(session_id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 			 cost_usd, cost_known, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -149,10 +149,9 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 // node's 28 columns, and binding and re-encoding all of them was most of
 // its write. The update is guarded by updated_at, which every write of a
 // node strictly increases, so a row that anything else wrote since (another
-// process on the file) does not match and gets the whole upsert. Only the
-// writer's leader touches it, and only after a commit (wtx.afterCommit).
+// process on the file) does not match and gets the whole upsert.
 type nodeRows struct {
-	rows    map[nodeKey]nodeRow
+	rows    known[nodeKey, nodeRow]
 	updates map[uint32]string // changed-column mask → UPDATE statement
 }
 
@@ -166,25 +165,8 @@ type nodeRow struct {
 	updated int64 // the row's updated_at after that write
 }
 
-// maxNodeRows bounds nodeRows; past it, entries are dropped at random (a
-// dropped node's next write is a whole upsert).
+// maxNodeRows bounds nodeRows (a node it dropped gets a whole upsert).
 const maxNodeRows = 8192
-
-func (c *nodeRows) put(k nodeKey, row nodeRow) {
-	if c.rows == nil {
-		c.rows = map[nodeKey]nodeRow{}
-	}
-	if _, ok := c.rows[k]; !ok && len(c.rows) >= maxNodeRows {
-		drop := maxNodeRows / 8
-		for old := range c.rows {
-			delete(c.rows, old)
-			if drop--; drop == 0 {
-				break
-			}
-		}
-	}
-	c.rows[k] = row
-}
 
 // nodeKeyOf returns the key of nodeArgs' values.
 func nodeKeyOf(args []any) nodeKey { return nodeKey{run: args[0].(string), id: args[1].(int64)} }
@@ -196,7 +178,7 @@ func nodeKeyOf(args []any) nodeKey { return nodeKey{run: args[0].(string), id: a
 func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
 	c := &tx.w.nodes
 	k := nodeKeyOf(args)
-	prev, ok := c.rows[k]
+	prev, ok := c.rows.get(k)
 	if !ok {
 		return false, nil
 	}
@@ -237,7 +219,7 @@ func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
 	if prev.updated >= now {
 		updated = prev.updated + 1
 	}
-	tx.afterCommit(func() { c.put(k, nodeRow{args: args, updated: updated}) })
+	tx.afterCommit(func() { c.rows.put(k, nodeRow{args: args, updated: updated}) })
 	return true, nil
 }
 
@@ -253,7 +235,7 @@ func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
 		return err
 	}
 	c := &tx.w.nodes
-	tx.afterCommit(func() { c.put(k, nodeRow{args: args, updated: updated}) })
+	tx.afterCommit(func() { c.rows.put(k, nodeRow{args: args, updated: updated}) })
 	return nil
 }
 

@@ -55,10 +55,15 @@ func sessionArgs(sess store.Session) ([]any, error) {
 // insertSession inserts a session row from sessionArgs; ErrConflict when
 // the id is taken.
 func insertSession(ctx context.Context, tx *wtx, args []any) error {
-	return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
+	err := insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
 		(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`, args...)
+	if err == nil {
+		seqs, id := &tx.w.seqs, args[0].(string)
+		tx.afterCommit(func() { seqs.put(id, 0) }) // a new session has no messages
+	}
+	return err
 }
 
 // GetSession returns the session with id, ErrNotFound if there is none.

@@ -59,10 +59,11 @@ type writer struct {
 	connErr error // why there is no dc during this batch
 	bad     bool  // a statement found the connection gone
 	stmts   map[string]driver.Stmt
-	args    []driver.NamedValue // reused for every statement's arguments
-	live    []*writeReq         // the running batch's requests, reused
-	commits int                 // transactions committed, for ckpt
-	nodes   nodeRows            // the node rows this writer last committed (nodes.go)
+	args    []driver.NamedValue  // reused for every statement's arguments
+	live    []*writeReq          // the running batch's requests, reused
+	commits int                  // transactions committed, for ckpt
+	nodes   nodeRows             // the node rows this writer last committed (nodes.go)
+	seqs    known[string, int64] // sessions' last_seq as this writer last committed it
 
 	// ckpt, when set (before the first write), is asked for a background
 	// checkpoint every checkpointEvery commits.
@@ -108,7 +109,9 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writer{db: db, conn: conn, stmts: map[string]driver.Stmt{}}, nil
+	return &writer{db: db, conn: conn, stmts: map[string]driver.Stmt{},
+		nodes: nodeRows{rows: known[nodeKey, nodeRow]{limit: maxNodeRows}},
+		seqs:  known[string, int64]{limit: maxKnownSeqs}}, nil
 }
 
 // do runs fn in a write transaction, perhaps shared with other callers'

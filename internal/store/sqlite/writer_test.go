@@ -414,3 +414,34 @@ func TestWriteRowScan(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestMessageSeqsAcrossStores: a store numbers a session's messages from
+// the last_seq it committed, unless another store (another process)
+// appended meanwhile; then it numbers after those.
+func TestMessageSeqsAcrossStores(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := openAt(t, b.path)
+	must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+	for i, tc := range []struct {
+		st   *Store
+		text string
+		want int64
+	}{
+		{b.st, "one", 1}, {b.st, "two", 2}, {other, "three", 3}, {b.st, "four", 4}, {b.st, "five", 5},
+	} {
+		last, err := tc.st.AppendMessages(b.ctx, "s1", llm.UserText(tc.text))
+		must(t, err)
+		if last != tc.want {
+			t.Fatalf("append %d (%q): last seq %d, want %d", i, tc.text, last, tc.want)
+		}
+	}
+	// A step with a new session numbers from 1 without reading it back.
+	last, err := b.st.SaveStep(b.ctx, store.Step{Create: &store.Session{ID: "s2"}, Messages: []llm.Message{llm.UserText("a"), llm.UserText("b")}})
+	must(t, err)
+	if last != 2 {
+		t.Fatalf("step creating s2: last seq %d, want 2", last)
+	}
+	mustMessages(t, b, "s1", "one", "two", "three", "four", "five")
+	mustMessages(t, b, "s2", "a", "b")
+}
