@@ -108,14 +108,60 @@ type Dispatcher interface {
 	Dispatch(job func())
 }
 
-// Local runs each job on its own goroutine and waits for all on Wait.
-type Local struct{ wg sync.WaitGroup }
+// Local runs jobs on goroutines of its own and waits for all on Wait. A
+// goroutine that finished a job takes the next one, until Wait: a node's
+// agent grows its goroutine's stack (JSON encoding, the store's SQLite
+// code), and a goroutine per node grew a new stack for every node.
+type Local struct {
+	init     sync.Once
+	next     chan func()   // an idle goroutine takes a job from here
+	stop     chan struct{} // closed by Wait: idle goroutines end
+	stopOnce sync.Once
+	jobs     sync.WaitGroup // jobs not returned yet
+	wg       sync.WaitGroup // the goroutines
+}
 
-// Dispatch starts job.
-func (l *Local) Dispatch(job func()) { l.wg.Go(job) }
+func (l *Local) start() {
+	l.init.Do(func() { l.next, l.stop = make(chan func()), make(chan struct{}) })
+}
 
-// Wait blocks until every dispatched job returned.
-func (l *Local) Wait() { l.wg.Wait() }
+// Dispatch runs job on an idle goroutine, or on a new one when none is.
+func (l *Local) Dispatch(job func()) {
+	l.start()
+	l.jobs.Add(1)
+	select {
+	case l.next <- job:
+	default:
+		l.wg.Go(func() { l.serve(job) })
+	}
+}
+
+// serve runs job, then every job it is handed, until Wait stops it.
+func (l *Local) serve(job func()) {
+	for {
+		l.run(job)
+		select {
+		case job = <-l.next:
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+func (l *Local) run(job func()) {
+	defer l.jobs.Done()
+	job()
+}
+
+// Wait blocks until every dispatched job returned, then ends the idle
+// goroutines and waits for them. A job dispatched later runs on a
+// goroutine that ends with it.
+func (l *Local) Wait() {
+	l.start()
+	l.jobs.Wait()
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
 
 // Options configure an Engine.
 type Options struct {

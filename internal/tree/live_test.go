@@ -2,7 +2,9 @@ package tree
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 )
 
@@ -81,4 +83,48 @@ func TestLiveSetMatchesAScan(t *testing.T) {
 	end(next) // ending twice changes nothing
 	l.end(next, parent[next])
 	check()
+}
+
+// TestLocalReusesGoroutines: jobs dispatched one after another run on the
+// goroutine that ran the last one, Wait returns once every job did and
+// ends the idle goroutines, and a job dispatched after Wait still runs.
+func TestLocalReusesGoroutines(t *testing.T) {
+	var l Local
+	before := runtime.NumGoroutine()
+	done := make(chan struct{})
+	for range 100 {
+		l.Dispatch(func() { done <- struct{}{} })
+		<-done
+		runtime.Gosched() // let the job's goroutine get back to idle
+	}
+	// Without reuse, every job would leave its goroutine idle: 100. A
+	// goroutine still on its way back when the next job comes makes one
+	// more, now and then.
+	if n := runtime.NumGoroutine(); n > before+10 {
+		t.Fatalf("%d goroutines after 100 jobs one at a time, %d before", n, before)
+	}
+	var ran atomic.Int32
+	release := make(chan struct{})
+	for range 8 {
+		l.Dispatch(func() { <-release; ran.Add(1) })
+	}
+	close(release)
+	l.Wait()
+	if ran.Load() != 8 {
+		t.Fatalf("Wait returned after %d of 8 jobs", ran.Load())
+	}
+	for range 1000 {
+		if runtime.NumGoroutine() <= before {
+			break
+		}
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after Wait, %d before", n, before)
+	}
+	l.Dispatch(func() { ran.Add(1) })
+	l.Wait()
+	if ran.Load() != 9 {
+		t.Fatal("a job dispatched after Wait did not run")
+	}
 }
