@@ -68,6 +68,17 @@ type Result struct {
 	Err error
 	// EndedByTool is set when a tool ended the turn (Result.EndTurn).
 	EndedByTool bool
+	// Stored, when set, waits for the turn's last write, which was queued
+	// in the store and not waited for (Config.QueueEnd), and returns its
+	// error. The agent waits for it itself before its next write.
+	Stored func() error
+}
+
+// StepQueuer is a Store that can queue a step's write and wait for it
+// later, keeping it in order with the writes queued after it
+// (sqlite.Store.QueueStep).
+type StepQueuer interface {
+	QueueStep(ctx context.Context, st store.Step) (wait func() (int64, error))
 }
 
 // Config wires one agent. Provider, Tools, Store and Bus are required.
@@ -116,6 +127,13 @@ type Config struct {
 	// transaction, instead of before the call. A crash during the call
 	// loses it, and the node sends it again.
 	Resendable bool
+	// QueueEnd, with a Store that is a StepQueuer, queues the results of
+	// the tools that end a turn (Result.EndTurn) instead of waiting for
+	// them to be stored: Send returns with Result.Stored, and the caller
+	// waits for it with the write it makes next (a tree node's end, one
+	// group commit instead of two in a row). Tool results are announced
+	// when the tools return, before any write, as without it.
+	QueueEnd bool
 	// Create, when set, is the session record not stored yet: it is
 	// created with the agent's first write, in the same transaction (a
 	// tree node's session and its first message are one commit). See
@@ -183,6 +201,9 @@ type Agent struct {
 	status store.SessionStatus
 	// create is Config.Create until the write that stored it.
 	create *store.Session
+	// pending is the queued write of the last step (Config.QueueEnd),
+	// until waitPending.
+	pending *pendingStep
 	// held is set while the last entry of history is a message of Send
 	// not stored yet (Config.Resendable); the next write stores it first.
 	held bool
@@ -334,6 +355,13 @@ func (a *Agent) finish(ctx context.Context, r Result) Result {
 	// has not created its session: they are stored with the status, so
 	// an orderly stop leaves the session as a resume expects it (only a
 	// crash loses a held message, which its node sends again).
+	if p := a.pending; p != nil && !p.done && a.status == status {
+		// The queued step stores the status; Idle is announced once it
+		// is stored (waitPending), by whoever waits for it first.
+		p.idle = &Idle{Outcome: r.Outcome, Result: r.Text}
+		r.Stored = a.waitPending
+		return r
+	}
 	if a.held || a.create != nil {
 		if err := a.save(context.WithoutCancel(ctx), store.Step{Status: status}); err == nil {
 			a.publish(&Idle{Outcome: r.Outcome, Result: r.Text})
@@ -573,6 +601,9 @@ func (a *Agent) setStatus(ctx context.Context, status store.SessionStatus) {
 	if a.status == status {
 		return
 	}
+	if a.waitPending() != nil {
+		return
+	}
 	if err := a.cfg.Store.SetSessionStatus(ctx, a.cfg.SessionID, status); err == nil {
 		a.status = status
 	}
@@ -586,6 +617,9 @@ func (a *Agent) append(ctx context.Context, msgs ...llm.Message) error {
 // save stores st for this session in one transaction and adds its
 // messages to the context.
 func (a *Agent) save(ctx context.Context, st store.Step) error {
+	if err := a.waitPending(); err != nil {
+		return err
+	}
 	st.SessionID = a.cfg.SessionID
 	st.Create = a.create
 	msgs := st.Messages
@@ -614,6 +648,74 @@ func (a *Agent) save(ctx context.Context, st store.Step) error {
 			a.callIDs[c.ID] = true
 		}
 	}
+	return nil
+}
+
+// pendingStep is a step whose write was queued (queueSave): its messages
+// are in history from index at on, numbered as the session's next seqs,
+// which its wait confirms.
+type pendingStep struct {
+	wait func() (int64, error)
+	at   int
+	n    int
+	err  error // the wait's outcome, once waited
+	done bool
+	idle *Idle // announced once the step is stored (finish)
+}
+
+// queueSave is save for a step written by a store that can queue it: the
+// write is queued, and its messages join history at once. It reports
+// false, having done nothing, when the step cannot be queued (the store
+// cannot, or the step must create the session or store a held message).
+func (a *Agent) queueSave(ctx context.Context, st store.Step) bool {
+	q, ok := a.cfg.Store.(StepQueuer)
+	if !ok || a.held || a.create != nil || a.pending != nil {
+		return false
+	}
+	st.SessionID = a.cfg.SessionID
+	last := int64(0)
+	if len(a.history) > 0 {
+		last = a.history[len(a.history)-1].seq
+	}
+	a.pending = &pendingStep{wait: q.QueueStep(ctx, st), at: len(a.history), n: len(st.Messages)}
+	for i, m := range st.Messages {
+		a.history = append(a.history, entry{seq: last + int64(i) + 1, msg: m})
+		for _, c := range m.ToolCalls() {
+			a.callIDs[c.ID] = true
+		}
+	}
+	if st.Status != "" {
+		a.status = st.Status
+	}
+	return true
+}
+
+// waitPending waits for the queued step, if any, and numbers its messages
+// as the store did. A failed write stays failed: every later write of the
+// agent reports it.
+func (a *Agent) waitPending() error {
+	p := a.pending
+	if p == nil {
+		return nil
+	}
+	if !p.done {
+		last, err := p.wait()
+		p.done, p.err = true, err
+		if err == nil {
+			first := last - int64(p.n) + 1
+			for i := range p.n {
+				a.history[p.at+i].seq = first + int64(i)
+			}
+		}
+		if p.idle != nil {
+			a.publish(p.idle)
+			p.idle = nil
+		}
+	}
+	if p.err != nil {
+		return fmt.Errorf("store messages: %w", p.err)
+	}
+	a.pending = nil
 	return nil
 }
 

@@ -85,7 +85,11 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 			return false, false, fmt.Errorf("store the effects of the tools: %w", err)
 		}
 	}
-	if err := a.save(persist, store.Step{Messages: []llm.Message{{Role: llm.RoleUser, Parts: results}}, Status: status}); err != nil {
+	step := store.Step{Messages: []llm.Message{{Role: llm.RoleUser, Parts: results}}, Status: status}
+	if status == store.SessionIdle && a.cfg.QueueEnd && a.queueSave(persist, step) {
+		return stop, endTurn, nil // the caller waits (Result.Stored)
+	}
+	if err := a.save(persist, step); err != nil {
 		return false, false, err
 	}
 	return stop, endTurn, nil

@@ -47,6 +47,10 @@ type SessionOptions struct {
 	// after a crash (a tree node's), so it is stored with the answer of
 	// the call it starts (agent.Config.Resendable).
 	Resendable bool
+	// QueueEnd: the write of the results that end a turn is queued and
+	// waited for by the caller (agent.Config.QueueEnd; a tree node's,
+	// with its transition).
+	QueueEnd bool
 	// Deferred makes CreateSession store nothing: the session is created
 	// with the agent's first step, in the same transaction (a tree
 	// node's, whose first step follows at once; agent.Config.Create).
@@ -203,7 +207,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
-		Create: create, Flush: o.Flush, Resendable: o.Resendable,
+		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},

@@ -138,7 +138,7 @@ func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate, Charge: spec.Charge,
 		RunID: spec.RunID, NodeID: spec.NodeID, Flush: spec.Flush,
 		// runAgent makes a node's prompt and notices again after a crash.
-		Resendable: true,
+		Resendable: true, QueueEnd: spec.QueueEnd,
 	}
 	var (
 		s   *Session

@@ -163,6 +163,12 @@ func (s *countingStore) CommitAsync(ctx context.Context, r *store.Run, nodes ...
 	return s.Store.(tree.AsyncCommitter).CommitAsync(ctx, r, nodes...)
 }
 
+// QueueStep counts like SaveStep; the sqlite store queues it.
+func (s *countingStore) QueueStep(ctx context.Context, st store.Step) func() (int64, error) {
+	s.writes.Add(1)
+	return s.Store.(agent.StepQueuer).QueueStep(ctx, st)
+}
+
 func (s *countingStore) CreateSession(ctx context.Context, sess store.Session) error {
 	return s.count(s.Store.CreateSession(ctx, sess))
 }
@@ -222,7 +228,7 @@ func (a *benchAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent
 	ag := agent.New(agent.Config{Create: create,
 		SessionID: spec.SessionID, Model: "instant", ModelRef: "bench/instant", Provider: a.model,
 		Tools: tool.NewRegistry(spec.Tools...), Store: a.store, Bus: a.bus, System: spec.System,
-		Gate: spec.Gate, Flush: spec.Flush, Resendable: true, LoopLimit: -1, Compaction: agent.CompactionPolicy{Disabled: true},
+		Gate: spec.Gate, Flush: spec.Flush, Resendable: true, QueueEnd: spec.QueueEnd, LoopLimit: -1, Compaction: agent.CompactionPolicy{Disabled: true},
 	})
 	if resume {
 		if err := ag.Load(ctx); err != nil {

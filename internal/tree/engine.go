@@ -82,6 +82,10 @@ type AgentSpec struct {
 	// Fresh says the session cannot exist yet (this process assigned its
 	// id when it activated the node): NewAgent need not look it up.
 	Fresh bool
+	// QueueEnd: the agent may leave the write of the results that end
+	// its turn queued (agent.Config.QueueEnd); the engine waits for it
+	// with the node's transition (Result.Stored).
+	QueueEnd bool
 	// Flush, when set, must be called before the agent stores the results
 	// of a step's tools (agent.Config.Flush): the nodes its tree tools
 	// created are committed then, all in one transaction.

@@ -57,7 +57,7 @@ func (r *run) agentSpec(id int64, n store.Node, fresh bool) AgentSpec {
 		RunID: r.id, NodeID: id, SessionID: n.SessionID, Model: n.Model,
 		Title: fmt.Sprintf("#%d %s", id, n.Goal), System: r.systemPrompt(),
 		Tools: r.toolsFor(id, true), Gate: r.gateFor(id), Charge: r.chargeFor(id),
-		Flush: r.flushFor(id), Fresh: fresh,
+		Flush: r.flushFor(id), Fresh: fresh, QueueEnd: true,
 	}
 }
 
@@ -214,6 +214,12 @@ func (r *run) endTurn(ctx context.Context, id int64, res agent.Result) {
 	r.release(id) // a call that failed or was cancelled never settled
 	r.mu.Lock()
 	defer r.unlock()
+	if res.Stored != nil {
+		// The turn's last write, queued before the commit below: one
+		// wait (unlock) for both, and nothing of this hold is announced
+		// or started before both are durable.
+		r.flight = append(r.flight, res.Stored)
+	}
 	// The turn's end and what it starts (dependents' activations, a
 	// synthesis) are one commit.
 	r.batching = true

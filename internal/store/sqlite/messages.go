@@ -53,13 +53,57 @@ const updateSessionStep = `UPDATE sessions SET
 const maxKnownSeqs = 4096
 
 // saveStep validates and encodes st, then writes it with one update of the
-// session row and the inserts of its messages and usage. The session row's
-// update comes first: it numbers the messages (last_seq, read back from
-// the updated row) and serializes concurrent appends; a part left out adds
-// zero to the totals and keeps the status.
+// session row and the inserts of its messages and usage, and returns the
+// session's last seq.
 func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
+	write, last, err := s.stepWrite(ctx, st)
+	switch {
+	case err != nil:
+		return 0, err
+	case write == nil:
+		return s.lastSeq(ctx, st.SessionID)
+	}
+	if err := s.inTx(ctx, write); err != nil {
+		return 0, err
+	}
+	return *last, nil
+}
+
+// QueueStep queues what SaveStep writes and returns at once; wait returns
+// what SaveStep would have, once the transaction holding the write
+// committed. Like CommitAsync, the write keeps its place among this
+// store's writes: a write queued after it commits with it or later, so a
+// caller that queues a step and then a tree transition need only wait for
+// the transition (agent.StepQueuer). ctx is not watched.
+func (s *Store) QueueStep(ctx context.Context, st store.Step) (wait func() (int64, error)) {
+	ctx = context.WithoutCancel(ctx)
+	fail := func(err error) func() (int64, error) {
+		return func() (int64, error) { return 0, fmt.Errorf("save step of session %s: %w", st.SessionID, err) }
+	}
+	write, last, err := s.stepWrite(ctx, st)
+	switch {
+	case err != nil:
+		return fail(err)
+	case write == nil:
+		return func() (int64, error) { return s.lastSeq(ctx, st.SessionID) }
+	}
+	done := s.w.enqueue(write)
+	return func() (int64, error) {
+		if err := done(); err != nil {
+			return fail(err)()
+		}
+		return *last, nil
+	}
+}
+
+// stepWrite validates and encodes st and returns its write, which sets
+// *last to the session's last seq; nil when st writes nothing. The
+// session row's update comes first: it numbers the messages (last_seq)
+// and serializes concurrent appends; a part left out adds zero to the
+// totals and keeps the status.
+func (s *Store) stepWrite(ctx context.Context, st store.Step) (write func(*wtx) error, last *int64, err error) {
 	if st.Status != "" && !st.Status.Valid() {
-		return 0, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
+		return nil, nil, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
 	}
 	var create []any
 	if st.Create != nil {
@@ -67,11 +111,11 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			st.SessionID = st.Create.ID
 		}
 		if st.Create.ID != st.SessionID {
-			return 0, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
+			return nil, nil, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
 		}
 		var err error
 		if create, err = sessionArgs(*st.Create); err != nil {
-			return 0, fmt.Errorf("create session: %w", err)
+			return nil, nil, fmt.Errorf("create session: %w", err)
 		}
 	}
 	now := time.Now()
@@ -85,35 +129,36 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			u.SessionID = st.SessionID
 		}
 		if u.SessionID != st.SessionID {
-			return 0, fmt.Errorf("%w: usage of session %s in a step of session %s", store.ErrInvalid, u.SessionID, st.SessionID)
+			return nil, nil, fmt.Errorf("%w: usage of session %s in a step of session %s", store.ErrInvalid, u.SessionID, st.SessionID)
 		}
 		if err := u.Validate(); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 		var err error
 		if usageAt, err = nanos(u.At, now); err != nil {
-			return 0, fmt.Errorf("usage at: %w", err)
+			return nil, nil, fmt.Errorf("usage at: %w", err)
 		}
 	}
 	bodies := make([]string, len(st.Messages))
 	for i, m := range st.Messages {
 		if err := store.ValidateMessage(m); err != nil {
-			return 0, fmt.Errorf("message %d: %w", i, err)
+			return nil, nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		b, err := encodeJSON(m)
 		if err != nil {
-			return 0, fmt.Errorf("encode message %d: %w", i, err)
+			return nil, nil, fmt.Errorf("encode message %d: %w", i, err)
 		}
 		bodies[i] = b
 	}
 	if len(st.Messages) == 0 && st.Usage == nil && st.Status == "" && create == nil {
-		return s.lastSeq(ctx, st.SessionID)
+		return nil, nil, nil
 	}
 	ts := now.UnixNano()
 	costKnown := st.Usage == nil || u.CostKnown
 	n := u.Usage
-	var last int64
-	err := s.inTx(ctx, func(tx *wtx) error {
+	last = new(int64)
+	return func(tx *wtx) error {
+		var end int64 // the session's last seq after this write
 		if create != nil {
 			if err := insertSession(ctx, tx, create); err != nil {
 				return err
@@ -141,7 +186,7 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			if rows, err := res.RowsAffected(); err != nil {
 				return err
 			} else if rows == 1 {
-				matched, last = true, seq+int64(len(st.Messages))
+				matched, end = true, seq+int64(len(st.Messages))
 			}
 		}
 		if !matched {
@@ -152,13 +197,14 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			if err := requireRow(res); err != nil {
 				return err
 			}
-			if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, st.SessionID).Scan(&last); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, st.SessionID).Scan(&end); err != nil {
 				return err
 			}
 		}
-		seqs, id, at := &tx.w.seqs, st.SessionID, last
-		tx.afterCommit(func() { seqs.put(id, at) })
-		first := last - int64(len(st.Messages)) + 1
+		seqs, id := &tx.w.seqs, st.SessionID
+		tx.afterCommit(func() { seqs.put(id, end) })
+		*last = end
+		first := end - int64(len(st.Messages)) + 1
 		for i, m := range st.Messages {
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO messages (session_id, seq, role, body, created_at) VALUES (?, ?, ?, ?, ?)`,
@@ -176,8 +222,7 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			u.SessionID, u.Model, n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
 			u.CostUSD, u.CostKnown, usageAt)
 		return err
-	})
-	return last, err
+	}, last, nil
 }
 
 // Messages returns the session's messages with seq > afterSeq in seq order;
