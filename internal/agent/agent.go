@@ -127,12 +127,17 @@ type Config struct {
 	// transaction, instead of before the call. A crash during the call
 	// loses it, and the node sends it again.
 	Resendable bool
-	// QueueEnd, with a Store that is a StepQueuer, queues the results of
-	// the tools that end a turn (Result.EndTurn) instead of waiting for
-	// them to be stored: Send returns with Result.Stored, and the caller
-	// waits for it with the write it makes next (a tree node's end, one
-	// group commit instead of two in a row). Tool results are announced
-	// when the tools return, before any write, as without it.
+	// QueueEnd, with a Store that is a StepQueuer, queues writes instead
+	// of waiting for them where nothing outside the store depends on them
+	// yet: the results of the tools that end a turn (Result.EndTurn), and
+	// the answer of a step whose calls are all of idempotent tools (run
+	// again after a crash, as when the answer was stored and they were
+	// not). Later writes queue behind them, every model call waits for
+	// them first, and Send returns with Result.Stored, which the caller
+	// waits for with the write it makes next (a tree node's end: one group
+	// commit for the turn's writes instead of several in a row). Events
+	// are announced as without it, except Idle, which waits for the
+	// turn's last write.
 	QueueEnd bool
 	// Create, when set, is the session record not stored yet: it is
 	// created with the agent's first write, in the same transaction (a
@@ -201,9 +206,9 @@ type Agent struct {
 	status store.SessionStatus
 	// create is Config.Create until the write that stored it.
 	create *store.Session
-	// pending is the queued write of the last step (Config.QueueEnd),
-	// until waitPending.
-	pending *pendingStep
+	// pending are the queued writes of steps (Config.QueueEnd), oldest
+	// first, until waitPending.
+	pending []*pendingStep
 	// held is set while the last entry of history is a message of Send
 	// not stored yet (Config.Resendable); the next write stores it first.
 	held bool
@@ -355,7 +360,8 @@ func (a *Agent) finish(ctx context.Context, r Result) Result {
 	// has not created its session: they are stored with the status, so
 	// an orderly stop leaves the session as a resume expects it (only a
 	// crash loses a held message, which its node sends again).
-	if p := a.pending; p != nil && !p.done && a.status == status {
+	if n := len(a.pending); n > 0 && a.status == status {
+		p := a.pending[n-1]
 		// The queued step stores the status; Idle is announced once it
 		// is stored (waitPending), by whoever waits for it first.
 		p.idle = &Idle{Outcome: r.Outcome, Result: r.Text}
@@ -393,6 +399,9 @@ func (a *Agent) run(ctx context.Context) Result {
 		if err := a.gate(ctx, a.estimateTokens(), m); err != nil {
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step - 1, Err: err}
 		}
+		if err := a.waitPending(); err != nil { // stored before the next call
+			return Result{Outcome: OutcomeFailed, Text: last, Steps: step - 1, Err: err}
+		}
 		a.publish(&StepStarted{Step: step, Model: m.ref})
 		resp, err := a.call(ctx, m)
 		if err != nil {
@@ -417,7 +426,11 @@ func (a *Agent) run(ctx context.Context) Result {
 		case len(calls) == 0:
 			status = store.SessionIdle
 		}
-		if err := a.record(ctx, resp, m, status); err != nil {
+		// A step whose calls can all run again after a crash (the tree's
+		// tools) need not wait for its answer to be stored before they
+		// run: the write is queued, every later write of the turn queues
+		// behind it, and the next model call waits for all of them.
+		if err := a.record(ctx, resp, m, status, a.cfg.QueueEnd && len(calls) > 0 && a.allIdempotent(calls)); err != nil {
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
 		}
 		if truncate {
@@ -512,15 +525,17 @@ func (a *Agent) normalizeCalls(m *llm.Message) {
 
 // record stores the assistant message of a call to m with its usage and,
 // when set, the session status the step ends in, in one transaction.
-func (a *Agent) record(ctx context.Context, resp *llm.Response, m modelState, status store.SessionStatus) error {
+func (a *Agent) record(ctx context.Context, resp *llm.Response, m modelState, status store.SessionStatus, queue bool) error {
 	if len(resp.Message.Parts) == 0 {
 		resp.Message.Parts = []llm.Part{llm.TextPart("")}
 	}
 	resp.Message.Role = llm.RoleAssistant
 	rec, updated := a.tally(resp.Usage, m)
-	err := a.save(context.WithoutCancel(ctx), store.Step{Messages: []llm.Message{resp.Message}, Usage: &rec, Status: status})
-	if err != nil {
-		return err
+	step := store.Step{Messages: []llm.Message{resp.Message}, Usage: &rec, Status: status}
+	if !queue || !a.queueSave(context.WithoutCancel(ctx), step) {
+		if err := a.save(context.WithoutCancel(ctx), step); err != nil {
+			return err
+		}
 	}
 	a.publish(&AssistantMessage{Message: resp.Message, StopReason: resp.StopReason, Model: m.ref, ResponseID: resp.ID})
 	a.publish(updated)
@@ -652,68 +667,91 @@ func (a *Agent) save(ctx context.Context, st store.Step) error {
 }
 
 // pendingStep is a step whose write was queued (queueSave): its messages
-// are in history from index at on, numbered as the session's next seqs,
-// which its wait confirms.
+// are the history entries at idx, numbered provisionally as the session's
+// next seqs, which its wait confirms.
 type pendingStep struct {
 	wait func() (int64, error)
-	at   int
-	n    int
-	err  error // the wait's outcome, once waited
-	done bool
+	idx  []int
 	idle *Idle // announced once the step is stored (finish)
+	err  error // a failed wait's error (a wait runs once)
+	done bool
 }
 
-// queueSave is save for a step written by a store that can queue it: the
-// write is queued, and its messages join history at once. It reports
-// false, having done nothing, when the step cannot be queued (the store
-// cannot, or the step must create the session or store a held message).
+// queueSave is save for a store that can queue the write (StepQueuer):
+// the write is queued, not waited for, and its messages join history at
+// once. It reports false, having done nothing, when the store cannot
+// queue. A held message and the session's creation go with it, as with
+// save.
 func (a *Agent) queueSave(ctx context.Context, st store.Step) bool {
 	q, ok := a.cfg.Store.(StepQueuer)
-	if !ok || a.held || a.create != nil || a.pending != nil {
+	if !ok {
 		return false
 	}
 	st.SessionID = a.cfg.SessionID
-	last := int64(0)
-	if len(a.history) > 0 {
-		last = a.history[len(a.history)-1].seq
+	st.Create = a.create
+	var idx []int
+	if a.held {
+		st.Messages = append([]llm.Message{a.history[len(a.history)-1].msg}, st.Messages...)
+		if st.Status == "" {
+			st.Status = store.SessionActive
+		}
+		idx = append(idx, len(a.history)-1)
 	}
-	a.pending = &pendingStep{wait: q.QueueStep(ctx, st), at: len(a.history), n: len(st.Messages)}
-	for i, m := range st.Messages {
-		a.history = append(a.history, entry{seq: last + int64(i) + 1, msg: m})
+	for _, m := range st.Messages[len(idx):] {
+		idx = append(idx, len(a.history))
+		a.history = append(a.history, entry{msg: m})
 		for _, c := range m.ToolCalls() {
 			a.callIDs[c.ID] = true
 		}
 	}
+	last := a.lastStoredSeq()
+	for _, i := range idx {
+		last++
+		a.history[i].seq = last
+	}
+	a.pending = append(a.pending, &pendingStep{wait: q.QueueStep(ctx, st), idx: idx})
+	a.create, a.held = nil, false
 	if st.Status != "" {
 		a.status = st.Status
 	}
 	return true
 }
 
-// waitPending waits for the queued step, if any, and numbers its messages
-// as the store did. A failed write stays failed: every later write of the
-// agent reports it.
-func (a *Agent) waitPending() error {
-	p := a.pending
-	if p == nil {
-		return nil
+// lastStoredSeq is the seq of the last message in history that has one
+// (stored or queued), 0 when none has.
+func (a *Agent) lastStoredSeq() int64 {
+	for i := len(a.history) - 1; i >= 0; i-- {
+		if a.history[i].seq > 0 {
+			return a.history[i].seq
+		}
 	}
-	if !p.done {
-		last, err := p.wait()
-		p.done, p.err = true, err
-		if err == nil {
-			first := last - int64(p.n) + 1
-			for i := range p.n {
-				a.history[p.at+i].seq = first + int64(i)
+	return 0
+}
+
+// waitPending waits for the queued steps, oldest first, and numbers their
+// messages as the store did. A failed write stays: every later write of
+// the agent reports it.
+func (a *Agent) waitPending() error {
+	for len(a.pending) > 0 {
+		p := a.pending[0]
+		if !p.done {
+			last, err := p.wait()
+			p.done, p.err = true, err
+			if err == nil {
+				first := last - int64(len(p.idx)) + 1
+				for i, at := range p.idx {
+					a.history[at].seq = first + int64(i)
+				}
+			}
+			if p.idle != nil {
+				a.publish(p.idle)
+				p.idle = nil
 			}
 		}
-		if p.idle != nil {
-			a.publish(p.idle)
-			p.idle = nil
+		if p.err != nil {
+			return fmt.Errorf("store messages: %w", p.err)
 		}
-	}
-	if p.err != nil {
-		return fmt.Errorf("store messages: %w", p.err)
+		a.pending = a.pending[1:]
 	}
 	a.pending = nil
 	return nil

@@ -31,12 +31,26 @@ func (h *heldStore) QueueStep(ctx context.Context, st store.Step) func() (int64,
 // TestQueueEnd: with Config.QueueEnd, the results of a tool that ends the
 // turn are queued, not waited for; Send returns with Result.Stored, Idle
 // is announced only once they are stored, and the next turn goes on from
-// the right seqs.
+// the right seqs. With an idempotent tool the step's answer (with the held
+// prompt and the session's creation) is queued too; a tool that is not
+// idempotent runs only once the answer is stored.
 func TestQueueEnd(t *testing.T) {
+	t.Run("tool not idempotent", func(t *testing.T) { testQueueEnd(t, false) })
+	t.Run("idempotent tool", func(t *testing.T) { testQueueEnd(t, true) })
+}
+
+func testQueueEnd(t *testing.T, idem bool) {
 	b := setup(t, calls(call("c1", "finish", `{}`)), text("next turn"))
-	finish := tool.New("finish", "End the turn.", tool.KindRead, func(context.Context, tool.Call, struct{}) tool.Result {
+	var finish tool.Tool
+	finish = tool.New("finish", "End the turn.", tool.KindRead, func(context.Context, tool.Call, struct{}) tool.Result {
+		if got := len(b.messages(t)); !idem && got != 2 {
+			t.Errorf("the tool ran with %d messages stored, want 2 (prompt and answer)", got)
+		}
 		return tool.Result{Content: "finished", EndTurn: true}
 	})
+	if idem {
+		finish = tool.Idempotent(finish)
+	}
 	held := &heldStore{Store: b.store, q: b.store.(agent.StepQueuer), release: make(chan struct{})}
 	cfg := b.cfg
 	cfg.Store, cfg.QueueEnd, cfg.Resendable = held, true, true
@@ -47,11 +61,15 @@ func TestQueueEnd(t *testing.T) {
 	if r.Outcome != agent.OutcomeCompleted || !r.EndedByTool || r.Stored == nil {
 		t.Fatalf("Send = %+v, want completed by a tool with Stored set", r)
 	}
-	if held.queued != 1 {
-		t.Fatalf("%d steps queued, want 1 (the tool's result)", held.queued)
+	queued, stored := 1, 2 // the tool's result; prompt and answer
+	if idem {
+		queued, stored = 2, 0 // the answer too
 	}
-	if got := b.messages(t); len(got) != 2 {
-		t.Fatalf("%d messages stored before Stored, want 2 (prompt and call)", len(got))
+	if held.queued != queued {
+		t.Fatalf("%d steps queued, want %d", held.queued, queued)
+	}
+	if got := b.messages(t); len(got) != stored {
+		t.Fatalf("%d messages stored before Stored, want %d", len(got), stored)
 	}
 	for _, ev := range b.events.all() {
 		if _, ok := ev.(*agent.Idle); ok {

@@ -154,6 +154,17 @@ func interrupted(in store.Intent) string {
 
 // idempotent reports whether the named tool may run again after an
 // interruption.
+// allIdempotent reports whether every one of calls is of an idempotent
+// tool.
+func (a *Agent) allIdempotent(calls []llm.ToolCall) bool {
+	for _, c := range calls {
+		if !a.idempotent(c.Name) {
+			return false
+		}
+	}
+	return true
+}
+
 func (a *Agent) idempotent(name string) bool {
 	t, ok := a.cfg.Tools.Lookup(name)
 	return ok && t.Info().Idempotent
