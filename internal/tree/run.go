@@ -213,6 +213,29 @@ func (r *run) unlock() {
 		r.mu.Unlock()
 		return
 	}
+	e, waits := r.holdLocked()
+	r.mu.Unlock()
+	r.settle(e, waits)
+}
+
+// unlockDetached is unlock for a caller that need not wait for this
+// hold's commits (a spawn that launched what it created: the spawning
+// agent goes on with its step, and the launched work waits at its gate):
+// the wait, and the events and the gate after it, are left to a job of
+// the run's dispatcher, which the run waits for.
+func (r *run) unlockDetached() {
+	if len(r.flight) == 0 && r.queued.Load() == 0 {
+		r.unlock()
+		return
+	}
+	e, waits := r.holdLocked()
+	r.mu.Unlock()
+	r.disp.Dispatch(func() { r.settle(e, waits) })
+}
+
+// holdLocked moves this hold's events, gate and commits to a new outbox
+// entry.
+func (r *run) holdLocked() (*outEntry, []func() error) {
 	e := &outEntry{events: r.pending, gate: r.gate}
 	waits := r.flight
 	r.pending, r.gate, r.flight = nil, nil, nil
@@ -220,7 +243,12 @@ func (r *run) unlock() {
 	r.outMu.Lock()
 	r.outbox = append(r.outbox, e)
 	r.outMu.Unlock()
-	r.mu.Unlock()
+	return e, waits
+}
+
+// settle waits for a hold's commits, then marks its outbox entry ready
+// and drains the outbox; a failed commit fails the run first.
+func (r *run) settle(e *outEntry, waits []func() error) {
 	var err error
 	for _, wait := range waits {
 		if werr := wait(); werr != nil && err == nil {

@@ -250,7 +250,14 @@ func (r *run) create(parent int64, n store.Node, deferred bool) tool.Result {
 		n.Returns = "text"
 	}
 	r.mu.Lock()
-	defer r.unlock()
+	detach := false
+	defer func() {
+		if detach {
+			r.unlockDetached()
+		} else {
+			r.unlock()
+		}
+	}()
 	if r.finished {
 		return tool.Errorf("the run has ended")
 	}
@@ -282,7 +289,19 @@ func (r *run) create(parent int64, n store.Node, deferred bool) tool.Result {
 	r.children[parent] = append(r.children[parent], n.ID)
 	r.addLocked(&n)
 	r.track(n)
+	// What the node starts is one queued commit, which the spawning agent
+	// does not wait for (unlockDetached): launched one by one with a
+	// commit each under the lock, the children that start while a step
+	// spawns held the run, and the step, for a commit apiece.
+	staged := len(r.unsaved)
+	r.batching = true
 	r.scheduleLocked()
+	if len(r.unsaved) > staged {
+		r.endBatchLocked()
+		detach = true
+	} else {
+		r.batching = false // a spawn that starts nothing leaves its node for the flush
+	}
 	return tool.Result{Content: fmt.Sprintf(`{"id": "#%d"}`, n.ID)}
 }
 
