@@ -635,35 +635,55 @@ func (a *Agent) save(ctx context.Context, st store.Step) error {
 	if err := a.waitPending(); err != nil {
 		return err
 	}
+	st = a.stepFor(st)
+	last, err := a.cfg.Store.SaveStep(ctx, st)
+	if err != nil {
+		return fmt.Errorf("store messages: %w", err)
+	}
+	a.wrote(st, last)
+	return nil
+}
+
+// stepFor completes st as this agent's next write: its session, the
+// session's record while it is not stored, and a held message first.
+func (a *Agent) stepFor(st store.Step) store.Step {
 	st.SessionID = a.cfg.SessionID
 	st.Create = a.create
-	msgs := st.Messages
 	if a.held {
-		st.Messages = append([]llm.Message{a.history[len(a.history)-1].msg}, msgs...)
+		st.Messages = append([]llm.Message{a.history[len(a.history)-1].msg}, st.Messages...)
 		if st.Status == "" {
 			st.Status = store.SessionActive
 		}
 	}
-	last, err := a.cfg.Store.SaveStep(ctx, st)
-	if err != nil {
-		return fmt.Errorf("store messages: %w", err)
+	return st
+}
+
+// wrote records that st (from stepFor) was stored, or queued, with last
+// as the session's last seq: its messages join history with their seqs
+// (a held one is already there) and it returns their history indexes.
+func (a *Agent) wrote(st store.Step, last int64) []int {
+	seq := last - int64(len(st.Messages))
+	idx := make([]int, 0, len(st.Messages))
+	msgs := st.Messages
+	if a.held {
+		seq++
+		a.history[len(a.history)-1].seq = seq
+		idx = append(idx, len(a.history)-1)
+		msgs, a.held = msgs[1:], false
+	}
+	for _, m := range msgs {
+		seq++
+		idx = append(idx, len(a.history))
+		a.history = append(a.history, entry{seq: seq, msg: m})
+		for _, c := range m.ToolCalls() {
+			a.callIDs[c.ID] = true
+		}
 	}
 	a.create = nil
 	if st.Status != "" {
 		a.status = st.Status
 	}
-	first := last - int64(len(msgs)) + 1
-	if a.held {
-		a.history[len(a.history)-1].seq = first - 1
-		a.held = false
-	}
-	for i, m := range msgs {
-		a.history = append(a.history, entry{seq: first + int64(i), msg: m})
-		for _, c := range m.ToolCalls() {
-			a.callIDs[c.ID] = true
-		}
-	}
-	return nil
+	return idx
 }
 
 // pendingStep is a step whose write was queued (queueSave): its messages
@@ -680,40 +700,15 @@ type pendingStep struct {
 // queueSave is save for a store that can queue the write (StepQueuer):
 // the write is queued, not waited for, and its messages join history at
 // once. It reports false, having done nothing, when the store cannot
-// queue. A held message and the session's creation go with it, as with
-// save.
+// queue.
 func (a *Agent) queueSave(ctx context.Context, st store.Step) bool {
 	q, ok := a.cfg.Store.(StepQueuer)
 	if !ok {
 		return false
 	}
-	st.SessionID = a.cfg.SessionID
-	st.Create = a.create
-	var idx []int
-	if a.held {
-		st.Messages = append([]llm.Message{a.history[len(a.history)-1].msg}, st.Messages...)
-		if st.Status == "" {
-			st.Status = store.SessionActive
-		}
-		idx = append(idx, len(a.history)-1)
-	}
-	for _, m := range st.Messages[len(idx):] {
-		idx = append(idx, len(a.history))
-		a.history = append(a.history, entry{msg: m})
-		for _, c := range m.ToolCalls() {
-			a.callIDs[c.ID] = true
-		}
-	}
-	last := a.lastStoredSeq()
-	for _, i := range idx {
-		last++
-		a.history[i].seq = last
-	}
-	a.pending = append(a.pending, &pendingStep{wait: q.QueueStep(ctx, st), idx: idx})
-	a.create, a.held = nil, false
-	if st.Status != "" {
-		a.status = st.Status
-	}
+	st = a.stepFor(st)
+	last := a.lastStoredSeq() + int64(len(st.Messages))
+	a.pending = append(a.pending, &pendingStep{wait: q.QueueStep(ctx, st), idx: a.wrote(st, last)})
 	return true
 }
 
