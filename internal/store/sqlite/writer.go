@@ -396,24 +396,20 @@ func (w *writer) exec(query string) error {
 
 // withConn runs f with the write connection's driver connection in dc,
 // taking a connection first when the last one was dropped; if none can be
-// had, f runs without one and its statements fail with the reason.
+// had, f runs without one and its statements fail with the reason. A
+// statement that found the connection gone (bad) has it dropped after f.
 func (w *writer) withConn(f func()) {
 	if w.conn == nil {
 		conn, err := w.db.Conn(context.Background())
 		if err != nil {
-			w.connErr = err
-			f()
-			w.connErr = nil
+			w.runWithout(err, f)
 			return
 		}
 		w.conn = conn
 	}
+	ran := false
 	err := w.conn.Raw(func(dc any) error {
-		d, ok := dc.(driver.Conn)
-		if !ok {
-			return fmt.Errorf("sqlite driver connection is a %T", dc)
-		}
-		w.dc = d
+		ran, w.dc = true, dc.(driver.Conn) // what Raw hands over
 		defer func() { w.dc = nil }()
 		f()
 		if w.bad {
@@ -424,23 +420,31 @@ func (w *writer) withConn(f func()) {
 	})
 	if err != nil || w.bad {
 		w.bad = false
-		w.closeStmts()
-		_ = w.conn.Close()
-		w.conn = nil
+		w.dropConn()
 	}
+	if !ran {
+		w.runWithout(err, f)
+	}
+}
+
+// runWithout runs f with no connection: its statements fail with err.
+func (w *writer) runWithout(err error, f func()) {
+	w.connErr = err
+	defer func() { w.connErr = nil }()
+	f()
 }
 
 // stmt returns query prepared on the driver connection, preparing it the
 // first time (SQLite prepares inside an open transaction as well).
 func (w *writer) stmt(query string) (driver.Stmt, error) {
-	if st, ok := w.stmts[query]; ok {
-		return st, nil
-	}
-	if w.dc == nil {
+	if w.dc == nil { // a statement is only run inside withConn's Raw
 		if w.connErr != nil {
 			return nil, w.connErr
 		}
 		return nil, sql.ErrConnDone
+	}
+	if st, ok := w.stmts[query]; ok {
+		return st, nil
 	}
 	var (
 		st  driver.Stmt
@@ -570,10 +574,14 @@ func (w *writer) dropConn() {
 	if w.conn == nil {
 		return
 	}
-	_ = w.conn.Raw(func(any) error {
+	if err := w.conn.Raw(func(any) error {
 		w.closeStmts()
 		return nil
-	})
+	}); err != nil {
+		// The connection cannot be had to close them on: they go with
+		// it (the next connection prepares its own).
+		clear(w.stmts)
+	}
 	_ = w.conn.Close()
 	w.conn = nil
 }

@@ -445,3 +445,20 @@ func TestMessageSeqsAcrossStores(t *testing.T) {
 	mustMessages(t, b, "s1", "one", "two", "three", "four", "five")
 	mustMessages(t, b, "s2", "a", "b")
 }
+
+// TestWriterTakesANewConnection: a write that finds the writer's
+// connection gone fails with that error, and the next write runs on a new
+// connection.
+func TestWriterTakesANewConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1"}))
+	must(t, b.st.w.conn.Close()) // the writer is idle: nobody holds it
+	if _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("lost")); !errors.Is(err, sql.ErrConnDone) {
+		t.Fatalf("write on a closed connection: %v, want sql.ErrConnDone", err)
+	}
+	if _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("kept")); err != nil {
+		t.Fatalf("write after the connection was dropped: %v", err)
+	}
+	mustMessages(t, b, "s1", "kept")
+}
