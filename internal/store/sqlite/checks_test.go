@@ -57,12 +57,24 @@ func TestHotWritesBuildNoEphemeralTable(t *testing.T) {
 func ephemeralTables(t *testing.T, db *sql.DB, query string) int {
 	t.Helper()
 	args := make([]any, strings.Count(query, "?"))
-	rows, err := db.QueryContext(t.Context(), "EXPLAIN "+query, args...)
+	n := 0
+	_, rows := queryAll(t, db, "EXPLAIN "+query, args...)
+	for _, vals := range rows {
+		if fmt.Sprint(vals[1]) == "OpenEphemeral" {
+			n++
+		}
+	}
+	return n
+}
+
+// queryAll runs query on db and returns its columns and every row.
+func queryAll(t *testing.T, db *sql.DB, query string, args ...any) (cols []string, all [][]any) {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), query, args...)
 	must(t, err)
 	defer rows.Close()
-	cols, err := rows.Columns()
+	cols, err = rows.Columns()
 	must(t, err)
-	n := 0
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
@@ -70,12 +82,26 @@ func ephemeralTables(t *testing.T, db *sql.DB, query string) int {
 			ptrs[i] = &vals[i]
 		}
 		must(t, rows.Scan(ptrs...))
-		if fmt.Sprint(vals[1]) == "OpenEphemeral" {
-			n++
-		}
+		all = append(all, vals)
 	}
 	must(t, rows.Err())
-	return n
+	return cols, all
+}
+
+// migratedBefore returns a connection to a new file at path migrated up
+// to, not including, the migration named name (as an older arbor left it).
+func migratedBefore(t *testing.T, path, name string) *sql.DB {
+	t.Helper()
+	ms, err := loadMigrations(migrationFiles)
+	must(t, err)
+	i := slices.IndexFunc(ms, func(m migration) bool { return m.name == name })
+	if i < 0 {
+		t.Fatalf("no migration %s", name)
+	}
+	old, err := openDB(t.Context(), path, url.Values{"_txlock": {"immediate"}, "_foreign_keys": {"1"}}, 1)
+	must(t, err)
+	must(t, migrate(t.Context(), old, ms[:i]))
+	return old
 }
 
 // TestMigrateChecksWithoutIn upgrades a file written before 0013, with
@@ -85,15 +111,7 @@ func ephemeralTables(t *testing.T, db *sql.DB, query string) int {
 func TestMigrateChecksWithoutIn(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "arbor.db")
-	ms, err := loadMigrations(migrationFiles)
-	must(t, err)
-	i := slices.IndexFunc(ms, func(m migration) bool { return m.name == "0013_checks_without_in.sql" })
-	if i < 0 {
-		t.Fatal("no migration 0013_checks_without_in.sql")
-	}
-	old, err := openDB(t.Context(), path, url.Values{"_txlock": {"immediate"}, "_foreign_keys": {"1"}}, 1)
-	must(t, err)
-	must(t, migrate(t.Context(), old, ms[:i]))
+	old := migratedBefore(t, path, "0013_checks_without_in.sql")
 	exec := func(q string, args ...any) {
 		t.Helper()
 		_, err := old.ExecContext(t.Context(), q, args...)
@@ -183,22 +201,11 @@ func TestMigrateChecksWithoutIn(t *testing.T) {
 // dumpTable returns every row of tbl, formatted, in primary key order.
 func dumpTable(t *testing.T, db *sql.DB, tbl string) []string {
 	t.Helper()
-	rows, err := db.QueryContext(t.Context(), `SELECT * FROM `+tbl+` ORDER BY 1, 2`)
-	must(t, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	must(t, err)
+	cols, rows := queryAll(t, db, `SELECT * FROM `+tbl+` ORDER BY 1, 2`)
 	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		must(t, rows.Scan(ptrs...))
+	for _, vals := range rows {
 		out = append(out, fmt.Sprintf("%v %q", cols, vals))
 	}
-	must(t, rows.Err())
 	if len(out) == 0 {
 		t.Fatalf("table %s is empty: the test fills every table", tbl)
 	}

@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"errors"
-	"net/url"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/store"
@@ -20,9 +18,7 @@ func TestMigrateTreeOntoVersion1(t *testing.T) {
 	if len(ms) < 2 || ms[1].name != "0002_tree.sql" {
 		t.Fatalf("migration 2 is %+v, want 0002_tree.sql", ms[1:])
 	}
-	old, err := openDB(t.Context(), path, url.Values{"_txlock": {"immediate"}, "_foreign_keys": {"1"}}, 1)
-	must(t, err)
-	must(t, migrate(t.Context(), old, ms[:1]))
+	old := migratedBefore(t, path, "0002_tree.sql")
 	_, err = old.ExecContext(t.Context(), `INSERT INTO sessions (id, title, model, workspace, status, created_at, updated_at)
 		VALUES ('s1', 'kept', '', '', 'idle', 1, 1)`)
 	must(t, err)
@@ -86,15 +82,7 @@ func TestTreeSchemaRefusesStrayRows(t *testing.T) {
 func TestMigrateSessionOwners(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "arbor.db")
-	ms, err := loadMigrations(migrationFiles)
-	must(t, err)
-	i := slices.IndexFunc(ms, func(m migration) bool { return m.name == "0008_session_owner.sql" })
-	if i < 0 {
-		t.Fatal("no migration 0008_session_owner.sql")
-	}
-	old, err := openDB(t.Context(), path, url.Values{"_txlock": {"immediate"}, "_foreign_keys": {"1"}}, 1)
-	must(t, err)
-	must(t, migrate(t.Context(), old, ms[:i]))
+	old := migratedBefore(t, path, "0008_session_owner.sql")
 	exec := func(q string, args ...any) {
 		t.Helper()
 		_, err := old.ExecContext(t.Context(), q, args...)
