@@ -100,12 +100,15 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 			yield(nil, err)
 			return
 		}
-		params, err := buildParams(req, p.maxTokens)
+		body, err := requestBody(req, p.maxTokens)
 		if err != nil {
 			yield(nil, p.requestError(err))
 			return
 		}
-		stream := p.messages.NewStreaming(ctx, params)
+		// The params only name the model (for the SDK's checks); the body
+		// replaces what the SDK would encode from them (body.go).
+		stream := p.messages.NewStreaming(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)},
+			option.WithRequestBody("application/json", body))
 		defer stream.Close()
 
 		asm := newAssembler()

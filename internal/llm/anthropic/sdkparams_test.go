@@ -11,12 +11,10 @@ import (
 	"github.com/arbor-run/arbor/internal/llm"
 )
 
-// errEmptyToolName rejects a tool spec or tool call without a name.
-var errEmptyToolName = errors.New("tool name is empty")
-
-// buildParams translates req into the SDK's request. defaultMax applies
-// when req sets no output cap.
-func buildParams(req *llm.Request, defaultMax int64) (sdk.MessageNewParams, error) {
+// sdkParams builds req as the SDK's params: the reference requestBody is
+// checked against (TestBodyMatchesTheSDK), and what Stream sent before it
+// encoded bodies itself. defaultMax applies when req sets no output cap.
+func sdkParams(req *llm.Request, defaultMax int64) (sdk.MessageNewParams, error) {
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = defaultMax
@@ -37,26 +35,26 @@ func buildParams(req *llm.Request, defaultMax int64) (sdk.MessageNewParams, erro
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
 	for _, spec := range req.Tools {
-		tool, err := toolParam(spec)
+		tool, err := sdkTool(spec)
 		if err != nil {
 			return params, err
 		}
 		params.Tools = append(params.Tools, tool)
 	}
 	for i, m := range req.Messages {
-		msg, err := messageParam(m)
+		msg, err := sdkMessage(m)
 		if err != nil {
 			return params, fmt.Errorf("message %d: %w", i, err)
 		}
-		if len(content(msg)) > 0 {
+		if len(sdkContent(msg)) > 0 {
 			params.Messages = append(params.Messages, msg)
 		}
 	}
-	setCacheBreakpoints(&params)
+	sdkCacheBreakpoints(&params)
 	return params, nil
 }
 
-func toolParam(spec llm.ToolSpec) (sdk.ToolUnionParam, error) {
+func sdkTool(spec llm.ToolSpec) (sdk.ToolUnionParam, error) {
 	if spec.Name == "" {
 		return sdk.ToolUnionParam{}, errEmptyToolName
 	}
@@ -78,10 +76,10 @@ func toolParam(spec llm.ToolSpec) (sdk.ToolUnionParam, error) {
 	return sdk.ToolUnionParam{OfTool: &tool}, nil
 }
 
-func messageParam(m llm.Message) (sdk.MessageParam, error) {
+func sdkMessage(m llm.Message) (sdk.MessageParam, error) {
 	var blocks []sdk.ContentBlockParamUnion
 	for _, part := range m.Parts {
-		block, ok, err := blockParam(part)
+		block, ok, err := sdkBlock(part)
 		if err != nil {
 			return sdk.MessageParam{}, err
 		}
@@ -99,9 +97,9 @@ func messageParam(m llm.Message) (sdk.MessageParam, error) {
 	}
 }
 
-// blockParam translates one part; ok is false for parts the API would
+// sdkBlock translates one part; ok is false for parts the API would
 // reject and that carry nothing (empty text).
-func blockParam(part llm.Part) (block sdk.ContentBlockParamUnion, ok bool, err error) {
+func sdkBlock(part llm.Part) (block sdk.ContentBlockParamUnion, ok bool, err error) {
 	switch part.Type {
 	case llm.PartText:
 		if part.Text == "" {
@@ -154,10 +152,10 @@ func blockParam(part llm.Part) (block sdk.ContentBlockParamUnion, ok bool, err e
 	}
 }
 
-// setCacheBreakpoints marks the stable prefix (tools and system prompt) and
+// sdkCacheBreakpoints marks the stable prefix (tools and system prompt) and
 // the end of the conversation for prompt caching. Thinking blocks cannot
 // carry a breakpoint, so the last block that can is used.
-func setCacheBreakpoints(params *sdk.MessageNewParams) {
+func sdkCacheBreakpoints(params *sdk.MessageNewParams) {
 	switch {
 	case len(params.System) > 0:
 		params.System[len(params.System)-1].CacheControl = sdk.NewCacheControlEphemeralParam()
@@ -169,7 +167,7 @@ func setCacheBreakpoints(params *sdk.MessageNewParams) {
 	if len(params.Messages) == 0 {
 		return
 	}
-	blocks := content(params.Messages[len(params.Messages)-1])
+	blocks := sdkContent(params.Messages[len(params.Messages)-1])
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if cc := blocks[i].GetCacheControl(); cc != nil {
 			*cc = sdk.NewCacheControlEphemeralParam()
@@ -178,8 +176,8 @@ func setCacheBreakpoints(params *sdk.MessageNewParams) {
 	}
 }
 
-// content returns the blocks of a user or assistant message.
-func content(m sdk.MessageParam) []sdk.ContentBlockParamUnion {
+// sdkContent returns the blocks of a user or assistant message.
+func sdkContent(m sdk.MessageParam) []sdk.ContentBlockParamUnion {
 	switch {
 	case m.OfUser != nil:
 		return m.OfUser.Content

@@ -1,0 +1,162 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// sessionRequest is a headless session's request after turns turns: the
+// built-in tools, a system prompt of a few KiB and, every third turn, a
+// tool call with its result.
+func sessionRequest(turns int) *llm.Request {
+	req := &llm.Request{Model: "claude-sonnet-4-5", System: strings.Repeat("You are arbor, a careful agent. ", 80)}
+	req.Tools = tool.NewRegistry(tool.Builtins(tool.BuiltinOptions{Workspace: "."})...).Specs()
+	for i := range turns {
+		req.Messages = append(req.Messages, llm.UserText(fmt.Sprintf("Message %d: answer briefly, and say what \"this\" <is> & why.", i+1)))
+		if i%3 == 2 {
+			call := &llm.ToolCall{ID: fmt.Sprintf("toolu_%04d", i), Name: "read_file", Input: json.RawMessage(`{"path": "README.md", "limit": 40}`)}
+			req.Messages = append(req.Messages,
+				llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart("Reading it."), {Type: llm.PartToolCall, ToolCall: call}}},
+				llm.Message{Role: llm.RoleUser, Parts: []llm.Part{{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: call.ID, Content: strings.Repeat("a line of the readme, ünïcode\n", 40)}}}})
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart(fmt.Sprintf("Reply number %d, short and instant.", i+1))}})
+	}
+	req.Messages = append(req.Messages, llm.UserText("And now?"))
+	return req
+}
+
+func thinking(text, sig string) llm.Part {
+	return llm.Part{Type: llm.PartThinking, Text: text, Signature: sig}
+}
+
+func assistant(parts ...llm.Part) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, Parts: parts}
+}
+
+func result(r llm.ToolResult) llm.Message {
+	return llm.Message{Role: llm.RoleUser, Parts: []llm.Part{{Type: llm.PartToolResult, ToolResult: &r}}}
+}
+
+// TestBodyMatchesTheSDK: the body Stream sends is, as a JSON value, the
+// body the SDK encodes from its own params for the same request, for
+// every kind of part and every place a cache breakpoint can go; and a
+// request either path refuses, both refuse with the same error.
+func TestBodyMatchesTheSDK(t *testing.T) {
+	t.Parallel()
+	bare := llm.ToolSpec{Name: "bare"}
+	cases := map[string]*llm.Request{
+		"Session": sessionRequest(4),
+		"ThinkingBudgetAboveTheCap": {Model: "m", MaxTokens: 1000, ThinkingBudget: 4000,
+			Messages: []llm.Message{llm.UserText("hi")}},
+		"MaxTokens": {Model: "m", MaxTokens: 77, Messages: []llm.Message{llm.UserText("hi")}},
+		"ToolsWithoutSystem": {Model: "m", Tools: []llm.ToolSpec{bare, {Name: "t", Description: "d", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)}},
+			Messages: []llm.Message{llm.UserText("hi")}},
+		"NoMessages": {Model: "m", System: "s"},
+		"EndsInThinking": {Model: "m", Messages: []llm.Message{llm.UserText("hi"),
+			assistant(llm.TextPart("a"), thinking("hm", "sig"), thinking("", "redacted"), thinking("", ""))}},
+		"OnlyThinking": {Model: "m", Messages: []llm.Message{llm.UserText("hi"), assistant(thinking("hm", ""))}},
+		"EmptyPartsAndMessages": {Model: "m", Messages: []llm.Message{llm.UserText(""),
+			llm.UserText("hi"), assistant(llm.TextPart(""), llm.TextPart("a")), {Role: llm.RoleUser}}},
+		"ToolCallsAndResults": {Model: "m", Messages: []llm.Message{llm.UserText("hi"),
+			assistant(llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "t"}},
+				llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c2", Name: "t", Input: json.RawMessage(`{"x":[1,2]}`)}}),
+			{Role: llm.RoleUser, Parts: []llm.Part{
+				{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c1"}},
+				{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c2", Content: "no", IsError: true,
+					Images: []llm.Image{{MediaType: "image/png", Data: "iVBORw0KGgo="}, {MediaType: "image/jpeg", Data: "/9j/"}}}}}}}},
+		"EndsInAToolCall": {Model: "m", Messages: []llm.Message{llm.UserText("hi"),
+			assistant(llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "t", Input: json.RawMessage(`{}`)}})}},
+		"ImageOnlyResult": {Model: "m", Messages: []llm.Message{result(llm.ToolResult{CallID: "c", Images: []llm.Image{{MediaType: "image/gif", Data: "R0lG"}}})}},
+	}
+	for name, req := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := requestBody(req, DefaultMaxTokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			params, err := sdkParams(req, DefaultMaxTokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := params.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w map[string]any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("body is not JSON: %v\n%s", err, got)
+			}
+			if err := json.Unmarshal(want, &w); err != nil {
+				t.Fatal(err)
+			}
+			if g["stream"] != true {
+				t.Fatalf("body does not ask for a stream: %s", got)
+			}
+			w["stream"] = true // the SDK adds it to the body it sends
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("body differs from the SDK's\n got: %s\nwant: %s", got, want)
+			}
+		})
+	}
+
+	bad := map[string]*llm.Request{
+		"ToolWithoutName":     {Model: "m", Tools: []llm.ToolSpec{{Description: "d"}}},
+		"ToolSchemaNotJSON":   {Model: "m", Tools: []llm.ToolSpec{{Name: "t", InputSchema: json.RawMessage(`{"type":`)}}},
+		"CallWithoutName":     {Model: "m", Messages: []llm.Message{assistant(llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c"}})}},
+		"CallInputNotJSON":    {Model: "m", Messages: []llm.Message{assistant(llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c", Name: "t", Input: json.RawMessage(`{x}`)}})}},
+		"CallPartWithoutCall": {Model: "m", Messages: []llm.Message{assistant(llm.Part{Type: llm.PartToolCall})}},
+		"ResultWithoutResult": {Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Type: llm.PartToolResult}}}}},
+		"UnknownPart":         {Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{Type: "video"}}}}},
+		"UnknownRole":         {Model: "m", Messages: []llm.Message{llm.UserText("hi"), {Role: "system", Parts: []llm.Part{llm.TextPart("x")}}}},
+	}
+	for name, req := range bad {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := requestBody(req, DefaultMaxTokens)
+			_, sdkErr := sdkParams(req, DefaultMaxTokens)
+			if err == nil || sdkErr == nil || err.Error() != sdkErr.Error() {
+				t.Fatalf("requestBody: %v; SDK params: %v", err, sdkErr)
+			}
+		})
+	}
+}
+
+// BenchmarkBody encodes a headless session's request after 20 and 200
+// turns, as Stream does on every model call (body) and as the SDK did from
+// its params (sdk).
+func BenchmarkBody(b *testing.B) {
+	for _, turns := range []int{20, 200} {
+		req := sessionRequest(turns)
+		b.Run(fmt.Sprintf("body/turns=%d", turns), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				body, err := requestBody(req, DefaultMaxTokens)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(body)))
+			}
+		})
+		b.Run(fmt.Sprintf("sdk/turns=%d", turns), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				params, err := sdkParams(req, DefaultMaxTokens)
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, err := params.MarshalJSON()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(body)))
+			}
+		})
+	}
+}
