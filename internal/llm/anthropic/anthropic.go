@@ -58,6 +58,7 @@ type Provider struct {
 	name      string
 	maxTokens int64
 	messages  sdk.MessageService
+	heads     headCache // the start of the last body (body.go)
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -100,7 +101,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 			yield(nil, err)
 			return
 		}
-		body, err := requestBody(req, p.maxTokens)
+		body, err := requestBody(req, p.maxTokens, &p.heads)
 		if err != nil {
 			yield(nil, p.requestError(err))
 			return

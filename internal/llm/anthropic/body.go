@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/arbor-run/arbor/internal/llm"
 )
@@ -27,12 +30,118 @@ import (
 var errEmptyToolName = errors.New("tool name is empty")
 
 // requestBody encodes req as a Messages API request body that asks for a
-// stream. defaultMax applies when req sets no output cap.
-func requestBody(req *llm.Request, defaultMax int64) ([]byte, error) {
-	b := body{Stream: true, Model: req.Model, MaxTokens: req.MaxTokens}
-	if b.MaxTokens <= 0 {
-		b.MaxTokens = defaultMax
+// stream. defaultMax applies when req sets no output cap. heads, when not
+// nil, keeps the start of the last body, which the next call of a session
+// repeats.
+func requestBody(req *llm.Request, defaultMax int64, heads *headCache) ([]byte, error) {
+	start, err := heads.get(req, defaultMax)
+	if err != nil {
+		return nil, err
 	}
+	msgs := make([]message, 0, len(req.Messages))
+	for i, m := range req.Messages {
+		msg, err := messageFor(m)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		if len(msg.Content) > 0 {
+			msgs = append(msgs, msg)
+		}
+	}
+	if len(msgs) == 0 { // as the SDK: no messages, no field
+		return append(start, '}'), nil
+	}
+	setLastBreakpoint(msgs)
+	buf := bytes.NewBuffer(make([]byte, 0, len(start)+heads.sizeHint()))
+	buf.Write(start)
+	buf.WriteString(`,"messages":`)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msgs); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	b[len(b)-1] = '}' // Encode's newline
+	heads.sawSize(len(b) - len(start))
+	return b, nil
+}
+
+// headCache keeps the start of the last body encoded (everything before
+// its messages: model, cap, system prompt and tools), with what it was
+// encoded from. The tools of a session are the same on every call, and
+// their schemas are most of a short session's body: encoding them again
+// took 40 µs of the 97 of a call after 20 turns. A request that differs
+// is encoded and kept instead. A nil *headCache keeps nothing.
+type headCache struct {
+	mu   sync.Mutex
+	last *head
+	size atomic.Int64 // the messages' size in the last body, to size the next
+}
+
+type head struct {
+	model             string
+	maxTokens, budget int64
+	system            string
+	tools             []llm.ToolSpec // copies: the caller may reuse its slices
+	start             []byte         // `{"stream":true,…` without the closing brace
+}
+
+func (h *head) matches(req *llm.Request, maxTokens int64) bool {
+	if h.model != req.Model || h.maxTokens != maxTokens || h.budget != req.ThinkingBudget ||
+		h.system != req.System || len(h.tools) != len(req.Tools) {
+		return false
+	}
+	for i, t := range req.Tools {
+		if c := h.tools[i]; c.Name != t.Name || c.Description != t.Description || !bytes.Equal(c.InputSchema, t.InputSchema) {
+			return false
+		}
+	}
+	return true
+}
+
+// get returns the start of req's body, in a slice of its own.
+func (c *headCache) get(req *llm.Request, defaultMax int64) ([]byte, error) {
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = defaultMax
+	}
+	if c != nil {
+		c.mu.Lock()
+		h := c.last
+		c.mu.Unlock()
+		if h != nil && h.matches(req, maxTokens) {
+			return slices.Clip(h.start), nil // appends copy, never write into the cache
+		}
+	}
+	h, err := encodeHead(req, maxTokens, defaultMax)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		c.mu.Lock()
+		c.last = h
+		c.mu.Unlock()
+	}
+	return slices.Clip(h.start), nil
+}
+
+func (c *headCache) sizeHint() int {
+	if c == nil {
+		return 4096
+	}
+	return int(c.size.Load()) + 64
+}
+
+func (c *headCache) sawSize(n int) {
+	if c != nil {
+		c.size.Store(int64(n))
+	}
+}
+
+// encodeHead encodes the start of a body.
+func encodeHead(req *llm.Request, maxTokens, defaultMax int64) (*head, error) {
+	h := &head{model: req.Model, maxTokens: maxTokens, budget: req.ThinkingBudget, system: req.System}
+	b := body{Stream: true, Model: req.Model, MaxTokens: maxTokens}
 	if req.ThinkingBudget > 0 {
 		// The API requires the budget to be below max_tokens and counts
 		// thinking against it, so the cap leaves room for the answer.
@@ -45,36 +154,37 @@ func requestBody(req *llm.Request, defaultMax int64) ([]byte, error) {
 		b.System = []textBlock{{Type: "text", Text: req.System}}
 	}
 	b.Tools = make([]toolDef, 0, len(req.Tools))
+	h.tools = make([]llm.ToolSpec, 0, len(req.Tools))
 	for _, spec := range req.Tools {
 		t, err := toolFor(spec)
 		if err != nil {
 			return nil, err
 		}
 		b.Tools = append(b.Tools, t)
+		spec.InputSchema = bytes.Clone(spec.InputSchema)
+		h.tools = append(h.tools, spec)
 	}
-	b.Messages = make([]message, 0, len(req.Messages))
-	for i, m := range req.Messages {
-		msg, err := messageFor(m)
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		if len(msg.Content) > 0 {
-			b.Messages = append(b.Messages, msg)
-		}
+	// The stable prefix gets a breakpoint: the system prompt's end, or
+	// the tools' when there is no system prompt.
+	switch {
+	case len(b.System) > 0:
+		b.System[len(b.System)-1].CacheControl = ephemeral
+	case len(b.Tools) > 0:
+		b.Tools[len(b.Tools)-1].CacheControl = ephemeral
 	}
-	b.setCacheBreakpoints()
-
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&b); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	h.start = bytes.TrimSuffix(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("}"))
+	return h, nil
 }
 
-// body is the request. Stream comes first: the SDK sets "stream" in the
-// body again (sjson), and finds it at once there.
+// body is the start of the request; its messages follow (requestBody).
+// Stream comes first: the SDK sets "stream" in the body again (sjson), and
+// finds it at once there.
 type body struct {
 	Stream    bool            `json:"stream"`
 	MaxTokens int64           `json:"max_tokens"`
@@ -82,7 +192,6 @@ type body struct {
 	System    []textBlock     `json:"system,omitempty"`
 	Thinking  *thinkingConfig `json:"thinking,omitempty"`
 	Tools     []toolDef       `json:"tools,omitempty"`
-	Messages  []message       `json:"messages,omitempty"` // as the SDK: none is left out
 }
 
 type thinkingConfig struct {
@@ -251,20 +360,12 @@ func blockFor(part llm.Part) (contentBlock, error) {
 	}
 }
 
-// setCacheBreakpoints marks the stable prefix (tools and system prompt) and
-// the end of the conversation for prompt caching. Thinking blocks cannot
-// carry a breakpoint, so the last block that can is used.
-func (b *body) setCacheBreakpoints() {
-	switch {
-	case len(b.System) > 0:
-		b.System[len(b.System)-1].CacheControl = ephemeral
-	case len(b.Tools) > 0:
-		b.Tools[len(b.Tools)-1].CacheControl = ephemeral
-	}
-	if len(b.Messages) == 0 {
-		return
-	}
-	blocks := b.Messages[len(b.Messages)-1].Content
+// setLastBreakpoint marks the end of the conversation for prompt
+// caching, so each step re-reads the previous step's prefix from the
+// cache. Thinking blocks cannot carry a breakpoint, so the last block that
+// can is used.
+func setLastBreakpoint(msgs []message) {
+	blocks := msgs[len(msgs)-1].Content
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if cc := blocks[i].cache(); cc != nil {
 			*cc = ephemeral

@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -45,10 +48,13 @@ func result(r llm.ToolResult) llm.Message {
 
 // TestBodyMatchesTheSDK: the body Stream sends is, as a JSON value, the
 // body the SDK encodes from its own params for the same request, for
-// every kind of part and every place a cache breakpoint can go; and a
-// request either path refuses, both refuse with the same error.
+// every kind of part and every place a cache breakpoint can go, whether
+// its start is encoded or taken from the cache (one cache for all cases,
+// used at once by all); and a request either path refuses, both refuse
+// with the same error.
 func TestBodyMatchesTheSDK(t *testing.T) {
 	t.Parallel()
+	heads := new(headCache)
 	bare := llm.ToolSpec{Name: "bare"}
 	cases := map[string]*llm.Request{
 		"Session": sessionRequest(4),
@@ -77,9 +83,18 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 	for name, req := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got, err := requestBody(req, DefaultMaxTokens)
+			got, err := requestBody(req, DefaultMaxTokens, nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for range 3 {
+				cached, err := requestBody(req, DefaultMaxTokens, heads)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(cached, got) {
+					t.Fatalf("with the cache:\n%s\nwithout:\n%s", cached, got)
+				}
 			}
 			params, err := sdkParams(req, DefaultMaxTokens)
 			if err != nil {
@@ -119,7 +134,7 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 	for name, req := range bad {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := requestBody(req, DefaultMaxTokens)
+			_, err := requestBody(req, DefaultMaxTokens, heads)
 			_, sdkErr := sdkParams(req, DefaultMaxTokens)
 			if err == nil || sdkErr == nil || err.Error() != sdkErr.Error() {
 				t.Fatalf("requestBody: %v; SDK params: %v", err, sdkErr)
@@ -132,12 +147,13 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 // turns, as Stream does on every model call (body) and as the SDK did from
 // its params (sdk).
 func BenchmarkBody(b *testing.B) {
-	for _, turns := range []int{20, 200} {
+	for _, turns := range []int{0, 20, 200} {
 		req := sessionRequest(turns)
 		b.Run(fmt.Sprintf("body/turns=%d", turns), func(b *testing.B) {
+			heads := new(headCache)
 			b.ReportAllocs()
 			for b.Loop() {
-				body, err := requestBody(req, DefaultMaxTokens)
+				body, err := requestBody(req, DefaultMaxTokens, heads)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -158,5 +174,21 @@ func BenchmarkBody(b *testing.B) {
 				b.SetBytes(int64(len(body)))
 			}
 		})
+	}
+}
+
+// BenchmarkStream is one model call of a headless session after 20 turns,
+// over HTTP to the scripted server: encoding, sending, the server's
+// answer and decoding the stream.
+func BenchmarkStream(b *testing.B) {
+	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "Reply, short and instant."} })
+	b.Cleanup(srv.Close)
+	p := New(Options{APIKey: "sk-bench", BaseURL: srv.URL})
+	req := sessionRequest(20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := llm.Collect(p.Stream(context.Background(), req)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
