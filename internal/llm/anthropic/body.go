@@ -22,7 +22,7 @@ import (
 // above. A headless session's request after 20 turns, with the built-in
 // tools, took 340 µs to encode that way (60 MB/s), after 200 turns 3.2 ms,
 // on every model call. These structs encode in one pass (BenchmarkBody).
-// sdkParams in body_test.go builds the same request from the SDK's params,
+// sdkParams in sdkparams_test.go builds the same request from the SDK's params,
 // and TestBodyMatchesTheSDK checks that both encode the same JSON value
 // for every kind of part.
 

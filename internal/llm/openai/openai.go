@@ -18,6 +18,9 @@
 //     "Error: " prefix so the model can still tell.
 //   - ThinkingBudget is not sent: Chat Completions has no budget, and
 //     reasoning models reason without being asked.
+//   - The request body is encoded by arbor (body.go) and sent through the
+//     SDK whole; it is, as a JSON value, what the SDK's params would encode
+//     (TestBodyMatchesTheSDK).
 package openai
 
 import (
@@ -29,6 +32,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/arbor-run/arbor/internal/llm"
 )
@@ -68,6 +72,7 @@ type Provider struct {
 	// all know the latter.
 	official bool
 	chat     sdk.ChatCompletionService
+	heads    headCache // the start of the last body (body.go)
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -130,13 +135,17 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 			yield(nil, err)
 			return
 		}
-		params, err := p.buildParams(req)
+		body, err := requestBody(req, p.maxTokens, p.official, &p.heads)
 		if err != nil {
 			yield(nil, p.requestError(err))
 			return
 		}
+		// The params only name the model; the body replaces what the SDK
+		// would encode from them (body.go), and the SDK then sets "stream"
+		// in it.
 		var httpResp *http.Response
-		stream := p.chat.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+		stream := p.chat.NewStreaming(ctx, sdk.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)},
+			option.WithResponseInto(&httpResp), option.WithRequestBody("application/json", body))
 		defer stream.Close()
 
 		asm := newAssembler()

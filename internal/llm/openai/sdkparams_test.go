@@ -12,11 +12,11 @@ import (
 	"github.com/arbor-run/arbor/internal/llm"
 )
 
-// errEmptyToolName rejects a tool spec or tool call without a name.
-var errEmptyToolName = errors.New("tool name is empty")
-
-// buildParams translates req into the SDK's request.
-func (p *Provider) buildParams(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
+// sdkParams builds req as the SDK's params: the reference requestBody is
+// checked against (TestBodyMatchesTheSDK), and what Stream sent before it
+// encoded bodies itself. defaultMax applies when req sets no output cap;
+// official says the cap goes in max_completion_tokens (api.openai.com).
+func sdkParams(req *llm.Request, defaultMax int64, official bool) (sdk.ChatCompletionNewParams, error) {
 	params := sdk.ChatCompletionNewParams{
 		Model: shared.ChatModel(req.Model),
 		StreamOptions: sdk.ChatCompletionStreamOptionsParam{
@@ -25,9 +25,9 @@ func (p *Provider) buildParams(req *llm.Request) (sdk.ChatCompletionNewParams, e
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
-		maxTokens = p.maxTokens
+		maxTokens = defaultMax
 	}
-	if p.official {
+	if official {
 		params.MaxCompletionTokens = sdk.Int(maxTokens)
 	} else {
 		params.MaxTokens = sdk.Int(maxTokens)
@@ -36,14 +36,14 @@ func (p *Provider) buildParams(req *llm.Request) (sdk.ChatCompletionNewParams, e
 		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
 	}
 	for i, m := range req.Messages {
-		msgs, err := messageParams(m)
+		msgs, err := sdkMessages(m)
 		if err != nil {
 			return params, fmt.Errorf("message %d: %w", i, err)
 		}
 		params.Messages = append(params.Messages, msgs...)
 	}
 	for _, spec := range req.Tools {
-		tool, err := toolParam(spec)
+		tool, err := sdkTool(spec)
 		if err != nil {
 			return params, err
 		}
@@ -52,7 +52,7 @@ func (p *Provider) buildParams(req *llm.Request) (sdk.ChatCompletionNewParams, e
 	return params, nil
 }
 
-func toolParam(spec llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
+func sdkTool(spec llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 	if spec.Name == "" {
 		return sdk.ChatCompletionToolUnionParam{}, errEmptyToolName
 	}
@@ -70,15 +70,15 @@ func toolParam(spec llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 	return sdk.ChatCompletionFunctionTool(fn), nil
 }
 
-// messageParams translates one message. A user message becomes its tool
+// sdkMessages translates one message. A user message becomes its tool
 // results as "tool" messages (which must directly follow the assistant's
 // tool calls) and then its text, if any.
-func messageParams(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+func sdkMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	switch m.Role {
 	case llm.RoleUser:
-		return userParams(m)
+		return sdkUser(m)
 	case llm.RoleAssistant:
-		msg, ok, err := assistantParam(m)
+		msg, ok, err := sdkAssistant(m)
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -88,7 +88,7 @@ func messageParams(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error)
 	}
 }
 
-func userParams(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+func sdkUser(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	var out []sdk.ChatCompletionMessageParamUnion
 	var texts []string
 	// Tool messages hold only text: images of tool results follow them
@@ -129,18 +129,9 @@ func userParams(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	return out, nil
 }
 
-// toolResultText is the content of a tool message; see the package doc
-// for the error prefix.
-func toolResultText(res llm.ToolResult) string {
-	if res.IsError && !strings.HasPrefix(strings.ToLower(res.Content), "error") {
-		return "Error: " + res.Content
-	}
-	return res.Content
-}
-
-// assistantParam translates an assistant message; ok is false when nothing
+// sdkAssistant translates an assistant message; ok is false when nothing
 // is left to send (a message of thinking only).
-func assistantParam(m llm.Message) (msg sdk.ChatCompletionMessageParamUnion, ok bool, err error) {
+func sdkAssistant(m llm.Message) (msg sdk.ChatCompletionMessageParamUnion, ok bool, err error) {
 	var asst sdk.ChatCompletionAssistantMessageParam
 	var texts []string
 	for _, part := range m.Parts {
