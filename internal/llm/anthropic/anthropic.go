@@ -14,6 +14,9 @@
 //     and sent back unchanged. A redacted thinking block is kept as a
 //     thinking part with an empty Text and the opaque data in Signature, so
 //     it too round-trips.
+//   - The SDK's client sends the request and its SSE decoder splits the
+//     answer into events; the events decode into arbor's plain structs,
+//     which read what the SDK's union reads (TestEventMatchesTheSDK).
 //   - Tool call input is always a JSON object; an empty input becomes {}.
 //   - Prompt caching: a cache breakpoint is set at the end of the system
 //     prompt (or the tools, when there is no system prompt) and on the last
@@ -28,6 +31,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/arbor-run/arbor/internal/llm"
 )
@@ -57,7 +61,7 @@ type Options struct {
 type Provider struct {
 	name      string
 	maxTokens int64
-	messages  sdk.MessageService
+	client    sdk.Client
 	heads     headCache // the start of the last body (body.go)
 }
 
@@ -87,8 +91,7 @@ func New(o Options) *Provider {
 		// servers (and older gateways) read x-api-key, so send both.
 		opts = append(opts, option.WithAPIKey(o.APIKey), option.WithHeader("x-api-key", o.APIKey))
 	}
-	client := sdk.NewClient(opts...)
-	return &Provider{name: o.Name, maxTokens: o.MaxTokens, messages: client.Messages}
+	return &Provider{name: o.Name, maxTokens: o.MaxTokens, client: sdk.NewClient(opts...)}
 }
 
 // Name returns the provider's configured name.
@@ -106,15 +109,21 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 			yield(nil, p.requestError(err))
 			return
 		}
-		// The params only name the model (for the SDK's checks); the body
-		// replaces what the SDK would encode from them (body.go).
-		stream := p.messages.NewStreaming(ctx, sdk.MessageNewParams{Model: sdk.Model(req.Model)},
-			option.WithRequestBody("application/json", body))
+		// The SDK's client sends the body (body.go) with its headers and
+		// turns error answers into *sdk.Error; its SSE decoder splits the
+		// stream into events, skips pings and turns error events into
+		// *sdk.Error too. The events decode into arbor's plain structs
+		// (stream.go), not the SDK's union. Messages.NewStreaming would
+		// also rewrite the whole body to set "stream", which it has.
+		var raw *http.Response
+		err = p.client.Post(ctx, "v1/messages", nil, &raw, option.WithRequestBody("application/json", body))
+		stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), err)
 		defer stream.Close()
 
 		asm := newAssembler()
 		for stream.Next() {
-			events, err := asm.add(stream.Current())
+			ev := stream.Current()
+			events, err := asm.add(&ev)
 			if err != nil {
 				yield(nil, p.badResponse(err))
 				return

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -15,6 +16,100 @@ var (
 	errNoStart      = errors.New("event before message_start")
 	errUnknownBlock = errors.New("event for a content block that was not started")
 )
+
+// event is one event of a Messages stream: the fields of every event type
+// that arbor reads, in one plain struct. The SDK's MessageStreamEventUnion
+// decodes the same JSON through its reflection-driven decoder, which kept
+// metadata for every field of every event and was a quarter of a
+// headless turn's CPU; TestEventMatchesTheSDK checks that both read the
+// same values.
+//
+// The SDK coerces a field of the wrong JSON type; arbor refuses it as a
+// bad response, except for numbers (index and token counts), which it
+// reads as the SDK does when a server sends them as strings or floats.
+type event struct {
+	Type         string       `json:"type"`
+	Index        count        `json:"index"`
+	Message      eventMessage `json:"message"`
+	ContentBlock eventBlock   `json:"content_block"`
+	Delta        eventDelta   `json:"delta"`
+	Usage        eventUsage   `json:"usage"`
+}
+
+// eventMessage is message_start's message.
+type eventMessage struct {
+	ID    string     `json:"id"`
+	Model string     `json:"model"`
+	Usage eventUsage `json:"usage"`
+}
+
+// eventUsage is a usage object: message_start's (absolute) or
+// message_delta's (cumulative).
+type eventUsage struct {
+	InputTokens              count `json:"input_tokens"`
+	OutputTokens             count `json:"output_tokens"`
+	CacheReadInputTokens     count `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens count `json:"cache_creation_input_tokens"`
+}
+
+func (u eventUsage) usage() llm.Usage {
+	return llm.Usage{
+		InputTokens:      int64(u.InputTokens),
+		OutputTokens:     int64(u.OutputTokens),
+		CacheReadTokens:  int64(u.CacheReadInputTokens),
+		CacheWriteTokens: int64(u.CacheCreationInputTokens),
+	}
+}
+
+// count is a whole number of an event. It is read from a JSON integer or
+// also, as the SDK reads it, from a float (truncated) or a string holding
+// a number; null leaves it unchanged.
+type count int64
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		b = []byte(s)
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		*c = count(n)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("not a number: %.40s", b)
+	}
+	*c = count(f)
+	return nil
+}
+
+// eventBlock is content_block_start's block, of any type.
+type eventBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+// eventDelta is content_block_delta's delta or message_delta's.
+type eventDelta struct {
+	Type        string         `json:"type"`
+	Text        string         `json:"text"`
+	Thinking    string         `json:"thinking"`
+	Signature   string         `json:"signature"`
+	PartialJSON string         `json:"partial_json"`
+	StopReason  sdk.StopReason `json:"stop_reason"`
+}
 
 // block is a content block being streamed.
 type block struct {
@@ -30,7 +125,7 @@ type block struct {
 	finished   bool
 }
 
-// assembler turns the SDK's stream events into llm events and assembles
+// assembler turns the stream's events into llm events and assembles
 // the final response. It is used by one goroutine.
 type assembler struct {
 	started bool
@@ -41,17 +136,17 @@ type assembler struct {
 	usage   llm.Usage
 	// blocks is indexed by the API's content block index; parts keeps the
 	// message's parts in order, skipping blocks arbor does not keep.
-	blocks map[int64]*block
+	blocks map[count]*block
 	parts  []*llm.Part
 	tools  int
 }
 
 func newAssembler() *assembler {
-	return &assembler{blocks: make(map[int64]*block)}
+	return &assembler{blocks: make(map[count]*block)}
 }
 
 // add consumes one event and returns the llm events it produces.
-func (a *assembler) add(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
+func (a *assembler) add(ev *event) ([]llm.Event, error) {
 	if !a.started && ev.Type != "message_start" {
 		return nil, fmt.Errorf("%w: %q", errNoStart, ev.Type)
 	}
@@ -59,13 +154,7 @@ func (a *assembler) add(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
 	case "message_start":
 		a.started = true
 		a.id, a.model = ev.Message.ID, ev.Message.Model
-		u := ev.Message.Usage
-		a.usage = llm.Usage{
-			InputTokens:      u.InputTokens,
-			OutputTokens:     u.OutputTokens,
-			CacheReadTokens:  u.CacheReadInputTokens,
-			CacheWriteTokens: u.CacheCreationInputTokens,
-		}
+		a.usage = ev.Message.Usage.usage()
 	case "content_block_start":
 		return a.start(ev)
 	case "content_block_delta":
@@ -76,16 +165,16 @@ func (a *assembler) add(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
 		a.stop = stopReason(ev.Delta.StopReason)
 		// message_delta usage is cumulative; input counts are only
 		// present when the server revises them.
-		u := ev.Usage
+		u := ev.Usage.usage()
 		a.usage.OutputTokens = u.OutputTokens
 		if u.InputTokens > 0 {
 			a.usage.InputTokens = u.InputTokens
 		}
-		if u.CacheReadInputTokens > 0 {
-			a.usage.CacheReadTokens = u.CacheReadInputTokens
+		if u.CacheReadTokens > 0 {
+			a.usage.CacheReadTokens = u.CacheReadTokens
 		}
-		if u.CacheCreationInputTokens > 0 {
-			a.usage.CacheWriteTokens = u.CacheCreationInputTokens
+		if u.CacheWriteTokens > 0 {
+			a.usage.CacheWriteTokens = u.CacheWriteTokens
 		}
 	case "message_stop":
 		a.done = true
@@ -94,7 +183,7 @@ func (a *assembler) add(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
 	return nil, nil
 }
 
-func (a *assembler) start(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
+func (a *assembler) start(ev *event) ([]llm.Event, error) {
 	cb := ev.ContentBlock
 	b := &block{tool: -1}
 	switch cb.Type {
@@ -112,7 +201,7 @@ func (a *assembler) start(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
 		b.tool = a.tools
 		a.tools++
 		b.part = &llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: cb.ID, Name: cb.Name}}
-		b.startInput = cb.JSON.Input.Raw()
+		b.startInput = string(cb.Input)
 	}
 	// Server-side tool blocks and other kinds are tracked but not kept.
 	a.blocks[ev.Index] = b
@@ -131,7 +220,7 @@ func (a *assembler) start(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
 	return out, nil
 }
 
-func (a *assembler) delta(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
+func (a *assembler) delta(ev *event) ([]llm.Event, error) {
 	b, ok := a.blocks[ev.Index]
 	if !ok {
 		return nil, fmt.Errorf("%w: delta for block %d", errUnknownBlock, ev.Index)
@@ -159,7 +248,7 @@ func (a *assembler) delta(ev sdk.MessageStreamEventUnion) ([]llm.Event, error) {
 	return nil, nil
 }
 
-func (a *assembler) stopBlock(index int64) ([]llm.Event, error) {
+func (a *assembler) stopBlock(index count) ([]llm.Event, error) {
 	b, ok := a.blocks[index]
 	if !ok {
 		return nil, fmt.Errorf("%w: stop for block %d", errUnknownBlock, index)
