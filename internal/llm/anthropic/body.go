@@ -13,8 +13,8 @@ import (
 )
 
 // The request body is encoded here, from plain structs, and handed to the
-// SDK whole (option.WithRequestBody); the SDK still sends it, with its
-// headers, and decodes the stream.
+// SDK's client whole (option.WithRequestBody); the client still sends it,
+// with its headers, and stream.go decodes the answer.
 //
 // Why not the SDK's params: they encode through a MarshalJSON method at
 // every level (request, message, block union, block), and encoding/json
@@ -183,8 +183,6 @@ func encodeHead(req *llm.Request, maxTokens, defaultMax int64) (*head, error) {
 }
 
 // body is the start of the request; its messages follow (requestBody).
-// Stream comes first: the SDK sets "stream" in the body again (sjson), and
-// finds it at once there.
 type body struct {
 	Stream    bool            `json:"stream"`
 	MaxTokens int64           `json:"max_tokens"`

@@ -109,6 +109,39 @@ func TestCompat(t *testing.T) {
 		}
 	})
 
+	t.Run("FieldsOfTheWrongType", func(t *testing.T) {
+		t.Parallel()
+		for _, bad := range []string{
+			`{"type":"content_block_start","index":"first","content_block":{"type":"text","text":""}}`,
+			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":7}}`,
+			`{"type":"content_block_start","index":0,"content_block":[]}`,
+		} {
+			p := rawServer(t, http.StatusOK, "text/event-stream", sse("message_start", start, "content_block_start", bad))
+			_, err := llm.Collect(p.Stream(context.Background(), hello()))
+			if !errors.Is(err, llm.ErrBadResponse) {
+				t.Errorf("%s: err = %v, want ErrBadResponse", bad, err)
+			}
+		}
+	})
+
+	t.Run("NumbersAsStrings", func(t *testing.T) {
+		t.Parallel()
+		p := rawServer(t, http.StatusOK, "text/event-stream", sse(
+			"message_start", `{"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":"5","output_tokens":1.0}}}`,
+			"content_block_start", `{"type":"content_block_start","index":"0","content_block":{"type":"text","text":""}}`,
+			"content_block_delta", textDelta, "content_block_stop", stop0,
+			"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":"3"}}`,
+			"message_stop", msgStop,
+		))
+		resp, err := llm.Collect(p.Stream(context.Background(), hello()))
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if resp.Message.Text() != "hi" || resp.Usage != (llm.Usage{InputTokens: 5, OutputTokens: 3}) {
+			t.Fatalf("resp = %+v", resp)
+		}
+	})
+
 	t.Run("DeltaForUnknownBlock", func(t *testing.T) {
 		t.Parallel()
 		p := rawServer(t, http.StatusOK, "text/event-stream", sse(

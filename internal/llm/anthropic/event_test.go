@@ -11,6 +11,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 )
 
@@ -19,7 +20,7 @@ import (
 // fields Stream read before it decoded events itself.
 func sdkEvent(ev sdk.MessageStreamEventUnion) event {
 	usage := func(in, out, read, write int64) eventUsage {
-		return eventUsage{InputTokens: count(in), OutputTokens: count(out), CacheReadInputTokens: count(read), CacheCreationInputTokens: count(write)}
+		return eventUsage{InputTokens: llm.Count(in), OutputTokens: llm.Count(out), CacheReadInputTokens: llm.Count(read), CacheCreationInputTokens: llm.Count(write)}
 	}
 	m, u, cb, d := ev.Message, ev.Usage, ev.ContentBlock, ev.Delta
 	var input json.RawMessage
@@ -28,7 +29,7 @@ func sdkEvent(ev sdk.MessageStreamEventUnion) event {
 	}
 	return event{
 		Type:  ev.Type,
-		Index: count(ev.Index),
+		Index: llm.Count(ev.Index),
 		Message: eventMessage{ID: m.ID, Model: string(m.Model),
 			Usage: usage(m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadInputTokens, m.Usage.CacheCreationInputTokens)},
 		ContentBlock: eventBlock{Type: cb.Type, Text: cb.Text, Thinking: cb.Thinking, Signature: cb.Signature,

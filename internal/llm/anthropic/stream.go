@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -26,10 +25,11 @@ var (
 //
 // The SDK coerces a field of the wrong JSON type; arbor refuses it as a
 // bad response, except for numbers (index and token counts), which it
-// reads as the SDK does when a server sends them as strings or floats.
+// reads as the SDK does when a server sends them as strings or floats
+// (llm.Count).
 type event struct {
 	Type         string       `json:"type"`
-	Index        count        `json:"index"`
+	Index        llm.Count    `json:"index"`
 	Message      eventMessage `json:"message"`
 	ContentBlock eventBlock   `json:"content_block"`
 	Delta        eventDelta   `json:"delta"`
@@ -46,10 +46,10 @@ type eventMessage struct {
 // eventUsage is a usage object: message_start's (absolute) or
 // message_delta's (cumulative).
 type eventUsage struct {
-	InputTokens              count `json:"input_tokens"`
-	OutputTokens             count `json:"output_tokens"`
-	CacheReadInputTokens     count `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens count `json:"cache_creation_input_tokens"`
+	InputTokens              llm.Count `json:"input_tokens"`
+	OutputTokens             llm.Count `json:"output_tokens"`
+	CacheReadInputTokens     llm.Count `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens llm.Count `json:"cache_creation_input_tokens"`
 }
 
 func (u eventUsage) usage() llm.Usage {
@@ -59,34 +59,6 @@ func (u eventUsage) usage() llm.Usage {
 		CacheReadTokens:  int64(u.CacheReadInputTokens),
 		CacheWriteTokens: int64(u.CacheCreationInputTokens),
 	}
-}
-
-// count is a whole number of an event. It is read from a JSON integer or
-// also, as the SDK reads it, from a float (truncated) or a string holding
-// a number; null leaves it unchanged.
-type count int64
-
-func (c *count) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		b = []byte(s)
-	}
-	if string(b) == "null" {
-		return nil
-	}
-	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
-		*c = count(n)
-		return nil
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return fmt.Errorf("not a number: %.40s", b)
-	}
-	*c = count(f)
-	return nil
 }
 
 // eventBlock is content_block_start's block, of any type.
@@ -136,13 +108,13 @@ type assembler struct {
 	usage   llm.Usage
 	// blocks is indexed by the API's content block index; parts keeps the
 	// message's parts in order, skipping blocks arbor does not keep.
-	blocks map[count]*block
+	blocks map[llm.Count]*block
 	parts  []*llm.Part
 	tools  int
 }
 
 func newAssembler() *assembler {
-	return &assembler{blocks: make(map[count]*block)}
+	return &assembler{blocks: make(map[llm.Count]*block)}
 }
 
 // add consumes one event and returns the llm events it produces.
@@ -248,7 +220,7 @@ func (a *assembler) delta(ev *event) ([]llm.Event, error) {
 	return nil, nil
 }
 
-func (a *assembler) stopBlock(index count) ([]llm.Event, error) {
+func (a *assembler) stopBlock(index llm.Count) ([]llm.Event, error) {
 	b, ok := a.blocks[index]
 	if !ok {
 		return nil, fmt.Errorf("%w: stop for block %d", errUnknownBlock, index)

@@ -16,8 +16,8 @@ import (
 )
 
 // The request body is encoded here, from plain structs, and handed to the
-// SDK whole (option.WithRequestBody); the SDK still sends it, with its
-// headers, and decodes the stream.
+// SDK's client whole (option.WithRequestBody); the client still sends it,
+// with its headers, and stream.go decodes the answer.
 //
 // Why not the SDK's params: they encode through a MarshalJSON method at
 // every level (request, message union, message, content union, part), and
@@ -174,9 +174,7 @@ func encodeHead(req *llm.Request, limit outputCap) (*head, error) {
 }
 
 // bodyStart is the start of the request; its messages follow
-// (requestBody). Stream comes first: the SDK sets "stream" in the body
-// again (option.WithJSONSet, through sjson), and finds it at once there.
-// One of the two caps is set.
+// (requestBody). One of the two caps is set.
 type bodyStart struct {
 	Stream              bool          `json:"stream"`
 	Model               string        `json:"model"`

@@ -250,3 +250,19 @@ func BenchmarkBody(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStream is one model call of a headless session after 20 turns,
+// over HTTP to the scripted server: encoding, sending, the server's
+// answer and decoding the stream.
+func BenchmarkStream(b *testing.B) {
+	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "Reply, short and instant."} })
+	b.Cleanup(srv.Close)
+	p := New(Options{APIKey: "sk-bench", BaseURL: srv.URL})
+	req := sessionRequest(20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := llm.Collect(p.Stream(context.Background(), req)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

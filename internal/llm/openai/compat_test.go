@@ -101,6 +101,38 @@ func TestCompat(t *testing.T) {
 		}
 	})
 
+	t.Run("FieldsOfTheWrongType", func(t *testing.T) {
+		t.Parallel()
+		for _, bad := range []string{
+			`{"id":"x","model":"m","choices":[{"index":0,"delta":{"content":5}}]}`,
+			`{"id":"x","model":"m","choices":[{"index":"first","delta":{}}]}`,
+			`{"id":"x","model":"m","choices":{}}`,
+		} {
+			p := rawServer(t, http.StatusOK, "text/event-stream", sse(bad, "[DONE]"))
+			_, err := llm.Collect(p.Stream(context.Background(), hello()))
+			if !errors.Is(err, llm.ErrBadResponse) {
+				t.Errorf("%s: err = %v, want ErrBadResponse", bad, err)
+			}
+		}
+	})
+
+	t.Run("NumbersAsStrings", func(t *testing.T) {
+		t.Parallel()
+		p := rawServer(t, http.StatusOK, "text/event-stream", sse(
+			`{"id":"x","model":"m","choices":[{"index":"0","delta":{"content":"hi"}}]}`,
+			`{"id":"x","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			`{"id":"x","model":"m","choices":[],"usage":{"prompt_tokens":"20","completion_tokens":5.0,"prompt_tokens_details":{"cached_tokens":"8"}}}`,
+			"[DONE]",
+		))
+		resp, err := llm.Collect(p.Stream(context.Background(), hello()))
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if resp.Message.Text() != "hi" || resp.Usage != (llm.Usage{InputTokens: 12, OutputTokens: 5, CacheReadTokens: 8}) {
+			t.Fatalf("resp = %+v", resp)
+		}
+	})
+
 	t.Run("CallWithoutID", func(t *testing.T) {
 		t.Parallel()
 		p := rawServer(t, http.StatusOK, "text/event-stream", sse(

@@ -20,7 +20,9 @@
 //     reasoning models reason without being asked.
 //   - The request body is encoded by arbor (body.go) and sent through the
 //     SDK whole; it is, as a JSON value, what the SDK's params would encode
-//     (TestBodyMatchesTheSDK).
+//     (TestBodyMatchesTheSDK). The SDK's SSE decoder splits the answer into
+//     chunks, which decode into arbor's plain structs and read what the
+//     SDK's ChatCompletionChunk reads (TestChunkMatchesTheSDK).
 package openai
 
 import (
@@ -32,7 +34,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/arbor-run/arbor/internal/llm"
 )
@@ -71,7 +73,7 @@ type Provider struct {
 	// max_tokens and need max_completion_tokens; compatible servers do not
 	// all know the latter.
 	official bool
-	chat     sdk.ChatCompletionService
+	client   sdk.Client
 	heads    headCache // the start of the last body (body.go)
 }
 
@@ -99,7 +101,7 @@ func New(o Options) *Provider {
 		name:      o.Name,
 		maxTokens: o.MaxTokens,
 		official:  isOfficial(base),
-		chat:      client.Chat.Completions,
+		client:    client,
 	}
 }
 
@@ -140,17 +142,21 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 			yield(nil, p.requestError(err))
 			return
 		}
-		// The params only name the model; the body replaces what the SDK
-		// would encode from them (body.go), and the SDK then sets "stream"
-		// in it.
+		// The SDK's client sends the body (body.go) with its headers and
+		// turns error answers into *sdk.Error; its SSE decoder splits the
+		// stream into chunks, ends it at [DONE] and turns in-band errors
+		// into *ssestream.StreamError. The chunks decode into arbor's plain
+		// structs (stream.go), not the SDK's. Chat.Completions.NewStreaming
+		// would also rewrite the whole body to set "stream", which it has.
 		var httpResp *http.Response
-		stream := p.chat.NewStreaming(ctx, sdk.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)},
-			option.WithResponseInto(&httpResp), option.WithRequestBody("application/json", body))
+		err = p.client.Post(ctx, "chat/completions", nil, &httpResp, option.WithRequestBody("application/json", body))
+		stream := ssestream.NewStream[chunk](ssestream.NewDecoder(httpResp), err)
 		defer stream.Close()
 
 		asm := newAssembler()
 		for stream.Next() {
-			events, err := asm.add(stream.Current())
+			c := stream.Current()
+			events, err := asm.add(&c)
 			if err != nil {
 				yield(nil, p.badResponse(err))
 				return

@@ -7,10 +7,59 @@ import (
 	"fmt"
 	"strings"
 
-	sdk "github.com/openai/openai-go/v3"
-
 	"github.com/arbor-run/arbor/internal/llm"
 )
+
+// chunk is one chunk of a Chat Completions stream: the fields arbor reads,
+// in plain structs. The SDK's ChatCompletionChunk decodes the same JSON
+// through its reflection-driven decoder, which keeps metadata for every
+// field; TestChunkMatchesTheSDK checks that both read the same values.
+// Numbers (indexes, token counts) are read as the SDK reads them, also
+// from strings and floats (llm.Count); text or structure of the wrong
+// JSON type, which the SDK coerced, is a bad response.
+type chunk struct {
+	ID      string        `json:"id"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	// Usage is nil when the chunk has none (or null).
+	Usage *chunkUsage `json:"usage"`
+}
+
+type chunkChoice struct {
+	Index        llm.Count  `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Content   string          `json:"content"`
+	Refusal   string          `json:"refusal"`
+	ToolCalls []chunkToolCall `json:"tool_calls"`
+	// ReasoningContent and Reasoning are not part of OpenAI's schema:
+	// DeepSeek, Qwen and vLLM send reasoning_content, Ollama and
+	// OpenRouter reasoning. They are kept raw, as the SDK keeps extra
+	// fields, and read by reasoningOf.
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+}
+
+type chunkToolCall struct {
+	Index    llm.Count `json:"index"`
+	ID       string    `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chunkUsage struct {
+	PromptTokens        llm.Count `json:"prompt_tokens"`
+	CompletionTokens    llm.Count `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens     llm.Count `json:"cached_tokens"`
+		CacheWriteTokens llm.Count `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+}
 
 // call is a tool call being streamed.
 type call struct {
@@ -28,33 +77,34 @@ type assembler struct {
 	// calls are in the order the model opened them; byIndex maps the wire
 	// index of a call to its position.
 	calls    []*call
-	byIndex  map[int64]int
+	byIndex  map[llm.Count]int
 	finish   string
 	finished bool
 	usage    llm.Usage
 }
 
 func newAssembler() *assembler {
-	return &assembler{byIndex: make(map[int64]int)}
+	return &assembler{byIndex: make(map[llm.Count]int)}
 }
 
 // add consumes one chunk and returns the llm events it produces.
-func (a *assembler) add(c sdk.ChatCompletionChunk) ([]llm.Event, error) {
+func (a *assembler) add(c *chunk) ([]llm.Event, error) {
 	if a.id == "" {
 		a.id = c.ID
 	}
 	if a.model == "" {
 		a.model = c.Model
 	}
-	if c.JSON.Usage.Valid() {
+	if c.Usage != nil {
 		a.setUsage(c.Usage)
 	}
 	var out []llm.Event
-	for _, choice := range c.Choices {
+	for i := range c.Choices {
+		choice := &c.Choices[i]
 		if choice.Index != 0 {
 			continue // arbor asks for one choice
 		}
-		evs, err := a.delta(choice.Delta)
+		evs, err := a.delta(&choice.Delta)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +119,7 @@ func (a *assembler) add(c sdk.ChatCompletionChunk) ([]llm.Event, error) {
 	return out, nil
 }
 
-func (a *assembler) delta(d sdk.ChatCompletionChunkChoiceDelta) ([]llm.Event, error) {
+func (a *assembler) delta(d *chunkDelta) ([]llm.Event, error) {
 	var out []llm.Event
 	reasoning, err := reasoningOf(d)
 	if err != nil {
@@ -88,26 +138,25 @@ func (a *assembler) delta(d sdk.ChatCompletionChunkChoiceDelta) ([]llm.Event, er
 		a.text.WriteString(d.Refusal)
 		out = append(out, llm.TextDelta{Text: d.Refusal})
 	}
-	for _, tc := range d.ToolCalls {
-		out = append(out, a.toolDelta(tc)...)
+	for i := range d.ToolCalls {
+		out = append(out, a.toolDelta(&d.ToolCalls[i])...)
 	}
 	return out, nil
 }
 
-// reasoningOf reads the reasoning text of a delta, which is not part of
-// OpenAI's schema: DeepSeek, Qwen and vLLM send reasoning_content, Ollama
-// and OpenRouter reasoning.
-func reasoningOf(d sdk.ChatCompletionChunkChoiceDelta) (string, error) {
-	for _, key := range []string{"reasoning_content", "reasoning"} {
-		// Extra fields are never Valid (the SDK has no type for them);
-		// their raw JSON is what counts.
-		raw := d.JSON.ExtraFields[key].Raw()
-		if raw == "" || raw == "null" {
+// reasoningOf reads the reasoning text of a delta: reasoning_content, else
+// reasoning.
+func reasoningOf(d *chunkDelta) (string, error) {
+	for _, f := range []struct {
+		key string
+		raw json.RawMessage
+	}{{"reasoning_content", d.ReasoningContent}, {"reasoning", d.Reasoning}} {
+		if len(f.raw) == 0 || string(f.raw) == "null" {
 			continue
 		}
 		var s string
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
-			return "", fmt.Errorf("delta %s is not a string: %w", key, err)
+		if err := json.Unmarshal(f.raw, &s); err != nil {
+			return "", fmt.Errorf("delta %s is not a string: %w", f.key, err)
 		}
 		if s != "" {
 			return s, nil
@@ -120,7 +169,7 @@ func reasoningOf(d sdk.ChatCompletionChunkChoiceDelta) (string, error) {
 // an index carries its id and name; a fragment with a new id on an index
 // whose call already has arguments opens a new call (some servers reuse
 // index 0 for parallel calls).
-func (a *assembler) toolDelta(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) []llm.Event {
+func (a *assembler) toolDelta(tc *chunkToolCall) []llm.Event {
 	var out []llm.Event
 	pos, ok := a.byIndex[tc.Index]
 	if ok && tc.ID != "" && tc.ID != a.calls[pos].id && a.calls[pos].args.Len() > 0 {
@@ -147,12 +196,12 @@ func (a *assembler) toolDelta(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) []l
 
 // setUsage records a usage report. prompt_tokens includes cached and
 // cache-write tokens; InputTokens must not, or cost is counted twice.
-func (a *assembler) setUsage(u sdk.CompletionUsage) {
-	cached := u.PromptTokensDetails.CachedTokens
-	written := u.PromptTokensDetails.CacheWriteTokens
+func (a *assembler) setUsage(u *chunkUsage) {
+	cached := int64(u.PromptTokensDetails.CachedTokens)
+	written := int64(u.PromptTokensDetails.CacheWriteTokens)
 	a.usage = llm.Usage{
-		InputTokens:      max(u.PromptTokens-cached-written, 0),
-		OutputTokens:     u.CompletionTokens,
+		InputTokens:      max(int64(u.PromptTokens)-cached-written, 0),
+		OutputTokens:     int64(u.CompletionTokens),
 		CacheReadTokens:  cached,
 		CacheWriteTokens: written,
 	}
