@@ -61,8 +61,11 @@ type Options struct {
 type Provider struct {
 	name      string
 	maxTokens int64
-	client    sdk.Client
-	heads     headCache // the start of the last body (body.go)
+	// post is the SDK client's Post. Only the method is kept: a Provider
+	// holding the whole sdk.Client made the linker keep every method of
+	// every service of the SDK (40 MB of binary).
+	post  func(ctx context.Context, path string, params, res any, opts ...option.RequestOption) error
+	heads headCache // the start of the last body (body.go)
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -91,7 +94,8 @@ func New(o Options) *Provider {
 		// servers (and older gateways) read x-api-key, so send both.
 		opts = append(opts, option.WithAPIKey(o.APIKey), option.WithHeader("x-api-key", o.APIKey))
 	}
-	return &Provider{name: o.Name, maxTokens: o.MaxTokens, client: sdk.NewClient(opts...)}
+	client := sdk.NewClient(opts...)
+	return &Provider{name: o.Name, maxTokens: o.MaxTokens, post: client.Post}
 }
 
 // Name returns the provider's configured name.
@@ -116,7 +120,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 		// (stream.go), not the SDK's union. Messages.NewStreaming would
 		// also rewrite the whole body to set "stream", which it has.
 		var raw *http.Response
-		err = p.client.Post(ctx, "v1/messages", nil, &raw, option.WithRequestBody("application/json", body))
+		err = p.post(ctx, "v1/messages", nil, &raw, option.WithRequestBody("application/json", body))
 		stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), err)
 		defer stream.Close()
 

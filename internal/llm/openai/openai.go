@@ -73,8 +73,10 @@ type Provider struct {
 	// max_tokens and need max_completion_tokens; compatible servers do not
 	// all know the latter.
 	official bool
-	client   sdk.Client
-	heads    headCache // the start of the last body (body.go)
+	// post is the SDK client's Post; only the method is kept, as in the
+	// anthropic package.
+	post  func(ctx context.Context, path string, params, res any, opts ...option.RequestOption) error
+	heads headCache // the start of the last body (body.go)
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -101,7 +103,7 @@ func New(o Options) *Provider {
 		name:      o.Name,
 		maxTokens: o.MaxTokens,
 		official:  isOfficial(base),
-		client:    client,
+		post:      client.Post,
 	}
 }
 
@@ -149,7 +151,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 		// structs (stream.go), not the SDK's. Chat.Completions.NewStreaming
 		// would also rewrite the whole body to set "stream", which it has.
 		var httpResp *http.Response
-		err = p.client.Post(ctx, "chat/completions", nil, &httpResp, option.WithRequestBody("application/json", body))
+		err = p.post(ctx, "chat/completions", nil, &httpResp, option.WithRequestBody("application/json", body))
 		stream := ssestream.NewStream[chunk](ssestream.NewDecoder(httpResp), err)
 		defer stream.Close()
 
