@@ -26,5 +26,6 @@ if [ -n "${OTHER:-}" ]; then
 	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -other "$other" \
 		-turns "${TURNS:-20}" -rounds "${ROUNDS:-3}"
 fi
+echo "arbor binary: $(($(stat -c %s "$tmp/arbor") / 1048576)) MiB"
 "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" \
 	-starts "${STARTS:-20}" -turns "${TURNS:-20}" -rss-turns "${RSS_TURNS:-100}"

@@ -4,7 +4,8 @@
 // runs it.
 //
 // It prints three figures: the time from process start to the first stdout
-// line (`ready`) over -starts processes; the time from writing a `send`
+// line (`ready`) over -starts processes, each with fresh state and then
+// each finding the state a start before them left; the time from writing a `send`
 // line to reading its `idle` envelope over -turns turns in one process; and
 // the resident memory (VmRSS, VmHWM from /proc/PID/status) after -rss-turns
 // turns in another process.
@@ -77,18 +78,18 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 	b := bench{bin: bin, dir: dir, script: script}
 
 	var ready []time.Duration
-	var readyRSS []int
+	var readyRSS, readyAnon []int
 	for range starts {
 		p, err := b.start()
 		if err != nil {
 			return err
 		}
 		ready = append(ready, p.ready)
-		rss, _, err := p.memory()
+		m, err := p.memory()
 		if err != nil {
 			return err
 		}
-		readyRSS = append(readyRSS, rss)
+		readyRSS, readyAnon = append(readyRSS, m.rss), append(readyAnon, m.anon)
 		if err := p.stop(); err != nil {
 			return err
 		}
@@ -96,22 +97,43 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 	fmt.Printf("envelope protocol, scripted instant model (%d starts, %d + %d turns)\n", starts, turns, rssTurns)
 	fmt.Printf("time to ready: median %s, p90 %s, worst %s (fresh state dir each; the first start includes a cold page cache)\n",
 		ms(quantile(ready, 0.5)), ms(quantile(ready, 0.9)), ms(slices.Max(ready)))
-	fmt.Printf("RSS at ready: median %.1f MiB\n", mb(quantile(readyRSS, 0.5)))
+	fmt.Printf("RSS at ready: median %.1f MiB, of which anonymous %.1f MiB (the rest is file-backed, mostly the binary's pages, shared by every arbor process)\n",
+		mb(quantile(readyRSS, 0.5)), mb(quantile(readyAnon, 0.5)))
 
-	lat, rss, hwm, err := b.session(turns)
+	// Later sessions of a gateway find the state its first one created:
+	// the store exists and is migrated.
+	ready = ready[:0]
+	b.shared = filepath.Join(dir, "shared")
+	for i := range starts + 1 {
+		p, err := b.start()
+		if err != nil {
+			return err
+		}
+		if i > 0 { // the first start creates the state
+			ready = append(ready, p.ready)
+		}
+		if err := p.stop(); err != nil {
+			return err
+		}
+	}
+	b.shared = ""
+	fmt.Printf("time to ready, existing state: median %s, p90 %s, worst %s (one state dir, created by a start before these)\n",
+		ms(quantile(ready, 0.5)), ms(quantile(ready, 0.9)), ms(slices.Max(ready)))
+
+	lat, m, err := b.session(turns)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("send→idle, %d turns in one process: median %s, p90 %s, worst %s; then VmRSS %.1f MiB, VmHWM %.1f MiB\n",
-		turns, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(slices.Max(lat)), mb(rss), mb(hwm))
+	fmt.Printf("send→idle, %d turns in one process: median %s, p90 %s, worst %s; then VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB\n",
+		turns, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(slices.Max(lat)), mb(m.rss), mb(m.hwm), mb(m.anon))
 
-	lat, rss, hwm, err = b.session(rssTurns)
+	lat, m, err = b.session(rssTurns)
 	if err != nil {
 		return err
 	}
 	tail := lat[max(0, len(lat)-20):]
-	fmt.Printf("after %d turns in one process: VmRSS %.1f MiB, VmHWM %.1f MiB; send→idle of the last %d turns: median %s\n",
-		rssTurns, mb(rss), mb(hwm), len(tail), ms(quantile(tail, 0.5)))
+	fmt.Printf("after %d turns in one process: VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB; send→idle of the last %d turns: median %s\n",
+		rssTurns, mb(m.rss), mb(m.hwm), mb(m.anon), len(tail), ms(quantile(tail, 0.5)))
 	return nil
 }
 
@@ -128,6 +150,9 @@ func writeScript(path string, n int) error {
 type bench struct {
 	bin, dir, script string
 	runs             int
+	// shared, when set, is the directory every start uses instead of a
+	// fresh one.
+	shared string
 	// argv, when set, is the whole command to start instead of arbor with
 	// the script; env is added to every process's environment.
 	argv []string
@@ -153,7 +178,7 @@ func compare(bin, dir string, other []string, turns, rounds int) error {
 	lats := make([][]time.Duration, len(programs))
 	for range rounds {
 		for i, b := range programs {
-			lat, _, _, err := b.session(turns)
+			lat, _, err := b.session(turns)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
@@ -181,6 +206,9 @@ type proc struct {
 func (b *bench) start() (*proc, error) {
 	b.runs++
 	root := filepath.Join(b.dir, "run"+strconv.Itoa(b.runs))
+	if b.shared != "" {
+		root = b.shared
+	}
 	ws := filepath.Join(root, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, err
@@ -222,24 +250,24 @@ func (b *bench) start() (*proc, error) {
 
 // session runs n timed send→idle turns in one process and reads its memory
 // after the last.
-func (b *bench) session(n int) (lat []time.Duration, rss, hwm int, err error) {
+func (b *bench) session(n int) (lat []time.Duration, m memory, err error) {
 	p, err := b.start()
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, memory{}, err
 	}
 	for i := range n {
 		line := fmt.Sprintf(`{"type":"send","content":"Message %d: answer briefly."}`+"\n", i+1)
 		t0 := time.Now()
 		if _, err := io.WriteString(p.in, line); err != nil {
-			return nil, 0, 0, p.fail(err)
+			return nil, memory{}, p.fail(err)
 		}
 		for {
 			typ, payload, err := p.next()
 			if err != nil {
-				return nil, 0, 0, p.fail(fmt.Errorf("turn %d: %w", i+1, err))
+				return nil, memory{}, p.fail(fmt.Errorf("turn %d: %w", i+1, err))
 			}
 			if typ == "error" {
-				return nil, 0, 0, p.fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
+				return nil, memory{}, p.fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
 			}
 			if typ != "idle" {
 				continue
@@ -249,15 +277,15 @@ func (b *bench) session(n int) (lat []time.Duration, rss, hwm int, err error) {
 				LastOutcome string `json:"last_outcome"`
 			}
 			if err := json.Unmarshal(payload, &idle); err != nil || idle.LastOutcome != "completed" {
-				return nil, 0, 0, p.fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
+				return nil, memory{}, p.fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
 			}
 			break
 		}
 	}
-	if rss, hwm, err = p.memory(); err != nil {
-		return nil, 0, 0, err
+	if m, err = p.memory(); err != nil {
+		return nil, memory{}, err
 	}
-	return lat, rss, hwm, p.stop()
+	return lat, m, p.stop()
 }
 
 // next reads one envelope and returns its type and payload.
@@ -279,10 +307,14 @@ func (p *proc) next() (string, json.RawMessage, error) {
 }
 
 // memory reads VmRSS and VmHWM in KiB from /proc/PID/status.
-func (p *proc) memory() (rss, hwm int, err error) {
+// memory is a process's resident memory in KiB: VmRSS, VmHWM and RssAnon
+// (VmRSS without the pages mapped from files, such as the binary's).
+type memory struct{ rss, hwm, anon int }
+
+func (p *proc) memory() (m memory, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	for l := range strings.Lines(string(data)) {
 		f := strings.Fields(l)
@@ -291,15 +323,17 @@ func (p *proc) memory() (rss, hwm int, err error) {
 		}
 		switch f[0] {
 		case "VmRSS:":
-			rss, err = strconv.Atoi(f[1])
+			m.rss, err = strconv.Atoi(f[1])
 		case "VmHWM:":
-			hwm, err = strconv.Atoi(f[1])
+			m.hwm, err = strconv.Atoi(f[1])
+		case "RssAnon:":
+			m.anon, err = strconv.Atoi(f[1])
 		}
 		if err != nil {
-			return 0, 0, err
+			return memory{}, err
 		}
 	}
-	return rss, hwm, nil
+	return m, nil
 }
 
 // stop closes stdin, which ends arbor with exit 0, and waits for it.
