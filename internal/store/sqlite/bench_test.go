@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/store"
@@ -25,3 +26,20 @@ func BenchmarkAppendMessage(b *testing.B)    { storetest.BenchmarkAppendMessage(
 func BenchmarkMessagesLoad(b *testing.B)     { storetest.BenchmarkMessagesLoad(b, openBench) }
 func BenchmarkCommitTransition(b *testing.B) { storetest.BenchmarkCommitTransition(b, openBench) }
 func BenchmarkParallelSteps(b *testing.B)    { storetest.BenchmarkParallelSteps(b, openBench) }
+
+// BenchmarkOpenNew opens and closes a store on a new file: what the first
+// run on a machine costs, and every store a test opens.
+func BenchmarkOpenNew(b *testing.B) {
+	dir := b.TempDir()
+	n := 0
+	for b.Loop() {
+		n++
+		st, err := Open(b.Context(), filepath.Join(dir, strconv.Itoa(n)+".db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
