@@ -190,6 +190,9 @@ type sseFrame struct {
 type stream struct {
 	frames chan sseFrame
 	body   io.Closer
+	// seen holds the last frames next returned (read by the test's
+	// goroutine only), for the message of a hang.
+	seen []sseFrame
 }
 
 func (b *bundle) stream(run string) *stream {
@@ -246,27 +249,44 @@ func (b *bundle) streamQuery(run, query string) *stream {
 
 func (s *stream) next(t testing.TB) sseFrame {
 	t.Helper()
+	return s.nextFor(t, "a frame")
+}
+
+// nextFor is next; what names the frame awaited in the message of a hang,
+// which also lists the last frames seen.
+func (s *stream) nextFor(t testing.TB, what string) sseFrame {
+	t.Helper()
 	select {
 	case f, ok := <-s.frames:
 		if !ok {
-			t.Fatal("stream ended")
+			t.Fatalf("stream ended waiting for %s; last frames:%s", what, s.last())
+		}
+		s.seen = append(s.seen, f)
+		if len(s.seen) > 20 {
+			s.seen = s.seen[1:]
 		}
 		return f
 	case <-time.After(30 * time.Second): // hang guard
-		t.Fatal("no frame in 30s")
+		t.Fatalf("no frame in 30s waiting for %s; last frames:%s", what, s.last())
 	}
 	return sseFrame{}
+}
+
+func (s *stream) last() string {
+	var b strings.Builder
+	for _, f := range s.seen {
+		fmt.Fprintf(&b, "\n  %s %.300s", f.Event, f.Data)
+	}
+	return b.String()
 }
 
 // until reads frames until match accepts one and returns it.
 func (s *stream) until(t testing.TB, what string, match func(sseFrame) bool) sseFrame {
 	t.Helper()
 	for {
-		f := s.next(t)
-		if match(f) {
+		if f := s.nextFor(t, what); match(f) {
 			return f
 		}
-		_ = what
 	}
 }
 
