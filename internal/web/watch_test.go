@@ -108,6 +108,10 @@ func TestResumeInterruptedRun(t *testing.T) {
 	}()
 	s := b.stream(r.ID)
 	b.waitNode(s, r.ID, 2, "active")
+	// Interrupt only once #1 recorded its draft: cut short inside its
+	// complete call, #1 would ask the model again on resume (as it should)
+	// and run past the script's turns.
+	b.waitNode(s, r.ID, 1, "waiting")
 	cancel() // the other process's Ctrl-C
 	if fin := <-done; fin.Status != store.RunInterrupted {
 		t.Fatalf("after cancel: %s", fin.Status)
