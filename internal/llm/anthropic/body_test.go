@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -10,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm"
-	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/llm/providertest"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -181,14 +180,5 @@ func BenchmarkBody(b *testing.B) {
 // over HTTP to the scripted server: encoding, sending, the server's
 // answer and decoding the stream.
 func BenchmarkStream(b *testing.B) {
-	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "Reply, short and instant."} })
-	b.Cleanup(srv.Close)
-	p := New(Options{APIKey: "sk-bench", BaseURL: srv.URL})
-	req := sessionRequest(20)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := llm.Collect(p.Stream(context.Background(), req)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	providertest.BenchmarkStream(b, func(baseURL string) llm.Provider { return New(Options{APIKey: "sk-bench", BaseURL: baseURL}) }, sessionRequest(20))
 }

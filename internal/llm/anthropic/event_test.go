@@ -1,18 +1,14 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
-	"net/http"
-	"reflect"
-	"strings"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/llm/providertest"
 )
 
 // sdkEvent is what the SDK's union decoded from an event, in arbor's
@@ -40,38 +36,14 @@ func sdkEvent(ev sdk.MessageStreamEventUnion) event {
 	}
 }
 
-// scriptedEvents returns the data of every event the scripted server
-// streams for turns, one request each.
-func scriptedEvents(t *testing.T, turns ...llmtest.Turn) [][]byte {
-	t.Helper()
-	srv := llmtest.NewServer(turns...)
-	t.Cleanup(srv.Close)
-	var all [][]byte
-	for range turns {
-		body := `{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
-		res, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := ssestream.NewDecoder(res)
-		for dec.Next() {
-			all = append(all, bytes.Clone(dec.Event().Data))
-		}
-		if err := dec.Err(); err != nil {
-			t.Fatal(err)
-		}
-		dec.Close()
-	}
-	return all
-}
-
 // TestEventMatchesTheSDK: for every event the scripted server sends, and
 // for the shapes of the API it does not (nulls, server tool blocks,
 // fields and types arbor does not know), decoding into event reads what
 // the SDK's union reads; and an event either refuses, both refuse.
 func TestEventMatchesTheSDK(t *testing.T) {
 	t.Parallel()
-	payloads := scriptedEvents(t,
+	payloads := providertest.ScriptedData(t, "/v1/messages",
+		`{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
 		llmtest.Turn{Text: "Reply, short and instant."},
 		llmtest.Turn{Thinking: "Let me think it over.", Text: "Done: \"quoted\" <tags> & ünïcode \u2028."},
 		llmtest.Turn{Text: "Two calls.", ToolCalls: []llmtest.ToolCall{
@@ -111,43 +83,21 @@ func TestEventMatchesTheSDK(t *testing.T) {
 	if len(payloads) < 60 {
 		t.Fatalf("only %d payloads", len(payloads))
 	}
-	for _, p := range payloads {
-		var ours event
-		errOurs := json.Unmarshal(p, &ours)
-		var theirs sdk.MessageStreamEventUnion
-		errSDK := json.Unmarshal(p, &theirs)
-		if errOurs != nil || errSDK != nil {
-			t.Errorf("%s:\n arbor: %v\n SDK: %v", p, errOurs, errSDK)
-			continue
-		}
-		if want := sdkEvent(theirs); !reflect.DeepEqual(ours, want) {
-			t.Errorf("%s:\n arbor: %+v\n SDK:   %+v", p, ours, want)
-		}
-	}
+	providertest.DecodesLikeTheSDK(t, payloads, sdkEvent)
 
 	// Both refuse what is not JSON; arbor also refuses, as a bad
 	// response, an event whose text or structure has the wrong JSON type,
 	// which the SDK coerced (a string from a number, an empty event from
 	// an array).
-	for _, c := range []struct {
-		data       string
-		sdkRefuses bool
-	}{
-		{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`, true},
-		{`not json`, true},
-		{`{"type":"message_stop"} trailing`, true},
-		{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":5}}`, false},
-		{`{"type":"content_block_delta","index":0,"delta":[]}`, false},
-		{`{"type":5}`, false},
-		{`[]`, false},
-		{`{"type":"content_block_stop","index":"one"}`, false},
-		{`{"type":"content_block_stop","index":true}`, false},
-	} {
-		var ours event
-		var theirs sdk.MessageStreamEventUnion
-		errOurs, errSDK := json.Unmarshal([]byte(c.data), &ours), json.Unmarshal([]byte(c.data), &theirs)
-		if errOurs == nil || (errSDK != nil) != c.sdkRefuses {
-			t.Errorf("%s: arbor: %v, SDK: %v; want arbor to refuse, the SDK to refuse: %v", c.data, errOurs, errSDK, c.sdkRefuses)
-		}
-	}
+	providertest.RefusesLikeTheSDK[event, sdk.MessageStreamEventUnion](t, []providertest.Refusal{
+		{Data: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`, SDKRefuses: true},
+		{Data: `not json`, SDKRefuses: true},
+		{Data: `{"type":"message_stop"} trailing`, SDKRefuses: true},
+		{Data: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":5}}`, SDKRefuses: false},
+		{Data: `{"type":"content_block_delta","index":0,"delta":[]}`, SDKRefuses: false},
+		{Data: `{"type":5}`, SDKRefuses: false},
+		{Data: `[]`, SDKRefuses: false},
+		{Data: `{"type":"content_block_stop","index":"one"}`, SDKRefuses: false},
+		{Data: `{"type":"content_block_stop","index":true}`, SDKRefuses: false},
+	})
 }

@@ -1,18 +1,14 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
-	"net/http"
-	"reflect"
-	"strings"
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/llm/providertest"
 )
 
 // sdkChunk is what the SDK's ChatCompletionChunk decoded from a chunk, in
@@ -50,33 +46,6 @@ func sdkChunk(c sdk.ChatCompletionChunk) chunk {
 	return out
 }
 
-// scriptedChunks returns the data of every chunk the scripted server
-// streams for turns, one request each, with the usage chunk asked for.
-func scriptedChunks(t *testing.T, turns ...llmtest.Turn) [][]byte {
-	t.Helper()
-	srv := llmtest.NewServer(turns...)
-	t.Cleanup(srv.Close)
-	var all [][]byte
-	for range turns {
-		body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
-		res, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := ssestream.NewDecoder(res)
-		for dec.Next() {
-			if data := dec.Event().Data; !bytes.HasPrefix(data, []byte("[DONE]")) {
-				all = append(all, bytes.Clone(data))
-			}
-		}
-		if err := dec.Err(); err != nil {
-			t.Fatal(err)
-		}
-		dec.Close()
-	}
-	return all
-}
-
 // TestChunkMatchesTheSDK: for every chunk the scripted server sends, and
 // for shapes of compatible servers it does not (nulls, reasoning fields,
 // several choices, numbers as strings or floats, fields arbor does not
@@ -84,7 +53,8 @@ func scriptedChunks(t *testing.T, turns ...llmtest.Turn) [][]byte {
 // reads; and a chunk either refuses, both refuse.
 func TestChunkMatchesTheSDK(t *testing.T) {
 	t.Parallel()
-	payloads := scriptedChunks(t,
+	payloads := providertest.ScriptedData(t, "/v1/chat/completions",
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
 		llmtest.Turn{Text: "Reply, short and instant."},
 		llmtest.Turn{Thinking: "Let me think it over.", Text: "Done: \"quoted\" <tags> & ünïcode \u2028."},
 		llmtest.Turn{Text: "Two calls.", ToolCalls: []llmtest.ToolCall{
@@ -116,39 +86,17 @@ func TestChunkMatchesTheSDK(t *testing.T) {
 	if len(payloads) < 50 {
 		t.Fatalf("only %d payloads", len(payloads))
 	}
-	for _, p := range payloads {
-		var ours chunk
-		errOurs := json.Unmarshal(p, &ours)
-		var theirs sdk.ChatCompletionChunk
-		errSDK := json.Unmarshal(p, &theirs)
-		if errOurs != nil || errSDK != nil {
-			t.Errorf("%s:\n arbor: %v\n SDK: %v", p, errOurs, errSDK)
-			continue
-		}
-		if want := sdkChunk(theirs); !reflect.DeepEqual(ours, want) {
-			t.Errorf("%s:\n arbor: %+v\n SDK:   %+v", p, ours, want)
-		}
-	}
+	providertest.DecodesLikeTheSDK(t, payloads, sdkChunk)
 
 	// Both refuse what is not JSON; arbor also refuses, as a bad
 	// response, a chunk whose text or structure has the wrong JSON type,
 	// which the SDK coerced.
-	for _, c := range []struct {
-		data       string
-		sdkRefuses bool
-	}{
-		{`{"id":"chatcmpl-broken","choices":[{"delta":`, true},
-		{`not json`, true},
-		{`{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":5}}]}`, false},
-		{`{"id":"c1","model":"m","choices":{}}`, false},
-		{`{"id":"c1","model":"m","choices":[{"index":"first"}]}`, false},
-		{`[]`, true},
-	} {
-		var ours chunk
-		var theirs sdk.ChatCompletionChunk
-		errOurs, errSDK := json.Unmarshal([]byte(c.data), &ours), json.Unmarshal([]byte(c.data), &theirs)
-		if errOurs == nil || (errSDK != nil) != c.sdkRefuses {
-			t.Errorf("%s: arbor: %v, SDK: %v; want arbor to refuse, the SDK to refuse: %v", c.data, errOurs, errSDK, c.sdkRefuses)
-		}
-	}
+	providertest.RefusesLikeTheSDK[chunk, sdk.ChatCompletionChunk](t, []providertest.Refusal{
+		{Data: `{"id":"chatcmpl-broken","choices":[{"delta":`, SDKRefuses: true},
+		{Data: `not json`, SDKRefuses: true},
+		{Data: `{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":5}}]}`, SDKRefuses: false},
+		{Data: `{"id":"c1","model":"m","choices":{}}`, SDKRefuses: false},
+		{Data: `{"id":"c1","model":"m","choices":[{"index":"first"}]}`, SDKRefuses: false},
+		{Data: `[]`, SDKRefuses: true},
+	})
 }
