@@ -63,10 +63,11 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 }
 
 // freshSchema is the schema a new file gets in one step instead of
-// running every migration: the statements SQLite stored after all of them
-// ran, as schemaDump reads them (TestFreshSchemaIsCurrent keeps it so; go
-// test -run TestFreshSchemaIsCurrent -update rewrites it after a new
-// migration). Its first line names the migration it stands for.
+// running every migration: the statements SQLite stored after all of
+// them ran, as schemaDump (schema_test.go) reads them. Its first line
+// names the migration it stands for. TestFreshSchemaIsCurrent keeps it
+// so; go test -run TestFreshSchemaIsCurrent -update rewrites it after a
+// new migration.
 //
 // Why: a new file took 10 ms to migrate, most of it SQLite parsing the
 // whole schema again after every table a migration rebuilt; a new file is
@@ -92,31 +93,6 @@ func freshFor(ms []migration, fresh string) string {
 		return ""
 	}
 	return fresh
-}
-
-// schemaDump returns the statements SQLite stored for q's schema, in the
-// order it stored them, each ending in ";\n", without its own tables and
-// indexes and without schema_migrations (which migrate creates first).
-func schemaDump(ctx context.Context, q *sql.DB) (string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT sql FROM sqlite_master
-		WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name <> 'schema_migrations'
-		ORDER BY rowid`)
-	if err != nil {
-		return "", fmt.Errorf("read schema: %w", err)
-	}
-	defer rows.Close()
-	var b strings.Builder
-	for rows.Next() {
-		var stmt string
-		if err := rows.Scan(&stmt); err != nil {
-			return "", fmt.Errorf("read schema: %w", err)
-		}
-		b.WriteString(stmt + ";\n")
-	}
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("read schema: %w", err)
-	}
-	return b.String(), nil
 }
 
 // migrate brings db up to the last of ms: a new file in one step
@@ -163,13 +139,7 @@ func migrateWith(ctx context.Context, db *sql.DB, ms []migration, fresh string) 
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("apply migration %s: %w", m.name, err)
 			}
-			_, err = tx.ExecContext(ctx,
-				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, time.Now().UnixNano())
-			if err != nil {
-				return fmt.Errorf("record migration %s: %w", m.name, err)
-			}
-			return nil
+			return record(ctx, tx, m, time.Now().UnixNano())
 		})
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
@@ -188,11 +158,19 @@ func applyFresh(ctx context.Context, tx *sql.Tx, ms []migration, fresh string) e
 	}
 	now := time.Now().UnixNano()
 	for _, m := range ms {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, m.version, m.name, now)
-		if err != nil {
-			return fmt.Errorf("record migration %s: %w", m.name, err)
+		if err := record(ctx, tx, m, now); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// record notes m as applied at the given time.
+func record(ctx context.Context, tx *sql.Tx, m migration, at int64) error {
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, m.version, m.name, at)
+	if err != nil {
+		return fmt.Errorf("record migration %s: %w", m.name, err)
 	}
 	return nil
 }

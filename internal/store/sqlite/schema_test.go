@@ -34,6 +34,31 @@ func stepwise(t *testing.T, path string) *sql.DB {
 	return db
 }
 
+// schemaDump returns the statements SQLite stored for q's schema, in the
+// order it stored them, each ending in ";\n", without its own tables and
+// indexes and without schema_migrations (which migrate creates first).
+func schemaDump(ctx context.Context, q *sql.DB) (string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT sql FROM sqlite_master
+		WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name <> 'schema_migrations'
+		ORDER BY rowid`)
+	if err != nil {
+		return "", fmt.Errorf("read schema: %w", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var stmt string
+		if err := rows.Scan(&stmt); err != nil {
+			return "", fmt.Errorf("read schema: %w", err)
+		}
+		b.WriteString(stmt + ";\n")
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("read schema: %w", err)
+	}
+	return b.String(), nil
+}
+
 // TestFreshSchemaIsCurrent: schema.sql is what SQLite stored after every
 // migration ran, for the last migration. go test -run
 // TestFreshSchemaIsCurrent -update rewrites it.
