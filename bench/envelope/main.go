@@ -5,10 +5,10 @@
 //
 // It prints three figures: the time from process start to the first stdout
 // line (`ready`) over -starts processes, each with fresh state and then
-// each finding the state a start before them left; the time from writing a `send`
-// line to reading its `idle` envelope over -turns turns in one process; and
-// the resident memory (VmRSS, VmHWM from /proc/PID/status) after -rss-turns
-// turns in another process.
+// each finding the state a start before them left; the time from writing
+// a `send` line to reading its `idle` envelope over -turns turns in one
+// process; and the resident memory (VmRSS, VmHWM, RssAnon from
+// /proc/PID/status) after -rss-turns turns in another process.
 //
 // Every process gets its own fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and
 // workspace under -dir, so the user's files are never read or written. The
