@@ -36,7 +36,7 @@ cannot be reached (another machine, not a cluster run) is named, exit 1.`,
 				return err
 			}
 			defer a.Close()
-			if _, ok, queued, err := clusterRequest(cmd.Context(), a, cluster.ControlRequest{Run: args[0], Node: id, Op: cluster.OpAnswer, Text: args[2]}); ok {
+			if _, ok, queued, err := cluster.SendIfDriven(cmd.Context(), a.Store, cluster.ControlRequest{Run: args[0], Node: id, Op: cluster.OpAnswer, Text: args[2]}); ok {
 				switch {
 				case err != nil:
 					return &exitError{code: ExitFailure, err: err}

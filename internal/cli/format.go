@@ -1,22 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"strings"
 )
-
-// brief renders a call's input on one short line.
-func brief(raw json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) == nil {
-		for _, k := range []string{"command", "path", "pattern", "question"} {
-			if v, ok := m[k].(string); ok {
-				return clipLine(v, 100)
-			}
-		}
-	}
-	return clipLine(string(raw), 100)
-}
 
 func clipLine(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")

@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/protocol/dialect"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
 	"github.com/arbor-run/arbor/internal/store"
-	"github.com/arbor-run/arbor/internal/tool"
 )
 
 type headlessFlags struct {
@@ -157,72 +153,8 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 	return "", usageError{errNoSession}
 }
 
-// unsupportedFlags lists the flags of args that runSDK does not define.
-func unsupportedFlags(fs *pflag.FlagSet, args []string) []string {
-	var bad []string
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if fs.Lookup(name) == nil {
-			bad = append(bad, "--"+name)
-		}
-	}
-	return bad
-}
-
 // errNoSession: --continue found no conversation to continue.
 var errNoSession = errors.New("--continue: there is no stored session yet")
-
-// splitList splits a list of tools or rules separated by commas or spaces
-// outside parentheses ("Bash(git log *),Read"), as Claude Code's tool
-// flags take; "" is nil.
-func splitList(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	flush := func(end int) {
-		if f := strings.TrimSpace(s[start:end]); f != "" {
-			out = append(out, f)
-		}
-	}
-	for i, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')' && depth > 0:
-			depth--
-		case (r == ',' || r == ' ') && depth == 0:
-			flush(i)
-			start = i + 1
-		}
-	}
-	flush(len(s))
-	return out
-}
-
-// isUUID reports whether s is a UUID in its canonical text form.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Options) error {
 	a, err := g.open(ctx)
@@ -251,153 +183,24 @@ func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Op
 	return streamjson.Serve(ctx, a, s.In, s.Out, s.Err, o)
 }
 
-// sdkMode reports whether args are the Claude Agent SDK's invocation of its
-// CLI (no subcommand; stream-json in and out), which arbor serves as the
-// stream-json protocol.
-func sdkMode(args []string) bool {
-	in, out := false, false
-	for i, a := range args {
-		next := ""
-		if i+1 < len(args) {
-			next = args[i+1]
-		}
-		switch {
-		case a == "--input-format" && next == "stream-json", a == "--input-format=stream-json":
-			in = true
-		case a == "--output-format" && next == "stream-json", a == "--output-format=stream-json":
-			out = true
-		}
-	}
-	return in && out
-}
-
-// runSDK serves the Claude Agent SDK: it accepts the flags that SDK passes
-// to its CLI (both --k=v and --k v), honours the ones arbor has a meaning
-// for, and refuses the rest with a usage error (never ignores them).
+// runSDK serves the Claude Agent SDK, which launched arbor as its CLI
+// (dialect.ParseClaudeCode reads the flags it passes).
 func runSDK(ctx context.Context, args []string, s Streams) int {
-	fs := pflag.NewFlagSet("arbor", pflag.ContinueOnError)
-	fs.ParseErrorsAllowlist.UnknownFlags = true
-	fs.SetOutput(s.Err)
-	var (
-		g                              globals
-		o                              streamjson.Options
-		permMode, allowed, disallowed  string
-		outputFormat, inputFormat, ppt string
-		tools                          string
-		verbose, cont                  bool
-	)
-	fs.StringVar(&outputFormat, "output-format", "", "")
-	fs.StringVar(&inputFormat, "input-format", "", "")
-	fs.BoolVar(&verbose, "verbose", false, "")
-	fs.StringVar(&ppt, "permission-prompt-tool", "", "")
-	fs.StringVar(&g.model, "model", "", "")
-	fs.IntVar(&o.MaxTurns, "max-turns", 0, "")
-	fs.StringVar(&permMode, "permission-mode", "", "")
-	fs.StringVar(&allowed, "allowedTools", "", "")
-	fs.StringVar(&disallowed, "disallowedTools", "", "")
-	fs.StringVar(&o.AppendSystemPrompt, "append-system-prompt", "", "")
-	fs.StringVar(&o.Resume, "resume", "", "")
-	fs.BoolVar(&o.PartialMessages, "include-partial-messages", false, "")
-	fs.StringVar(&tools, "tools", "", "")
-	fs.BoolVar(&cont, "continue", false, "")
-	fs.BoolVar(&o.ForkSession, "fork-session", false, "")
-	fs.StringVar(&o.SessionID, "session-id", "", "")
-	fs.Float64Var(&o.MaxBudgetUSD, "max-budget-usd", 0, "")
-	var settingSources string
-	fs.StringVar(&settingSources, "setting-sources", "", "")
-	var debug bool
-	var debugFile string
-	fs.BoolVar(&debug, "debug", false, "")
-	fs.StringVar(&debugFile, "debug-file", "", "")
-	fs.Bool("allow-dangerously-skip-permissions", false, "")
-	var mcpConfigs []string
-	fs.StringArrayVar(&mcpConfigs, "mcp-config", nil, "")
-	fs.BoolVar(&g.strictMCP, "strict-mcp-config", false, "")
-	var awaitInit bool
-	fs.BoolVar(&awaitInit, "await-initialize", false, "")
-	fs.String("initialize-fields", "", "") // which fields the SDK sent there; all are read (awaitInitialize)
-	if err := fs.Parse(args); err != nil {
+	l, in, err := dialect.ParseClaudeCode(args, s.In)
+	if err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
-		return ExitUsage
-	}
-	// A Claude Code option arbor does not implement is refused, never
-	// silently ignored: the program would otherwise run without what it
-	// asked for (see docs/headless-stream-json.md, SDK options).
-	if bad := unsupportedFlags(fs, args); len(bad) > 0 {
-		fmt.Fprintf(s.Err, "arbor: not supported by arbor, so refused rather than ignored: %s\n", strings.Join(bad, ", "))
-		return ExitUsage
-	}
-	if awaitInit {
-		li, in, err := awaitInitialize(s.In)
-		if err != nil {
-			fmt.Fprintln(s.Err, "arbor:", err)
-			return ExitFailure // as Claude Code exits
-		}
-		s.In = in
-		disallowed = strings.Join(append(splitList(disallowed), li.Request.DisallowedTools...), ",")
-		o.LaunchInit.DisallowedTools = li.Request.DisallowedTools != nil
-		if hasJSONValue(li.Request.MCPServers) {
-			mcpConfigs = append(mcpConfigs, `{"mcpServers":`+string(li.Request.MCPServers)+`}`)
-			o.LaunchInit.MCPServers = true
-		}
-	}
-	if os.Getenv("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING") == "true" {
-		// The SDK's enableFileCheckpointing: arbor keeps no checkpoints for
-		// rewindFiles() to go back to.
-		fmt.Fprintln(s.Err, "arbor: enableFileCheckpointing (CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING): arbor keeps no file checkpoints, so refused rather than ignored")
-		return ExitUsage
-	}
-	if ppt != "" && ppt != "stdio" {
-		// Approvals come over stdio (canUseTool); an MCP approval tool
-		// (permissionPromptToolName) would be silently bypassed.
-		fmt.Fprintf(s.Err, "arbor: --permission-prompt-tool %s: arbor asks for approvals over stdio only (canUseTool), so refused rather than ignored\n", ppt)
-		return ExitUsage
-	}
-	if settingSources != "" {
-		fmt.Fprintf(s.Err, "arbor: --setting-sources %s: arbor does not read Claude Code's settings files; pass settingSources: [] or leave it out\n", settingSources)
-		return ExitUsage
-	}
-	for _, v := range mcpConfigs {
-		servers, err := config.ReadMCPConfig(v)
-		if err != nil {
-			fmt.Fprintln(s.Err, "arbor:", err)
+		if errors.Is(err, dialect.ErrUsage) {
 			return ExitUsage
 		}
-		if g.mcp == nil {
-			g.mcp = map[string]config.MCPServer{}
-		}
-		maps.Copy(g.mcp, servers)
+		return ExitFailure // as Claude Code exits
 	}
-	g.stderr = s.Err
-	o.ClaudeCode = true
-	if permMode != "" {
-		if _, err := permission.ParseMode(permMode); err != nil {
-			fmt.Fprintln(s.Err, "arbor:", err)
-			return ExitUsage
-		}
-		g.mode = permMode
-	}
-	for _, r := range splitList(allowed) {
-		o.AllowedTools = append(o.AllowedTools, tool.RuleFromClaudeCode(r))
-	}
-	for _, r := range splitList(disallowed) {
-		o.DisallowedTools = append(o.DisallowedTools, tool.RuleFromClaudeCode(r))
-	}
-	if fs.Changed("tools") && tools != "default" {
-		o.Tools = splitList(tools)
-		if o.Tools == nil {
-			o.Tools = []string{} // --tools "": no tools
-		}
-	}
-	if o.SessionID != "" && !isUUID(o.SessionID) {
-		fmt.Fprintf(s.Err, "arbor: --session-id %q: a session id is a UUID\n", o.SessionID)
-		return ExitUsage
-	}
-	if o.ForkSession && o.Resume == "" && !cont {
-		fmt.Fprintln(s.Err, "arbor: --fork-session needs --resume or --continue")
-		return ExitUsage
-	}
-	if cont && o.Resume == "" {
+	s.In = in
+	g := globals{model: l.Model, mode: l.PermissionMode, mcp: l.MCPServers, strictMCP: l.StrictMCP, stderr: s.Err}
+	o := streamjson.Options{ClaudeCode: true, MaxTurns: l.MaxTurns, AllowedTools: l.AllowedTools, DisallowedTools: l.DisallowedTools,
+		Tools: l.Tools, AppendSystemPrompt: l.AppendSystemPrompt, Resume: l.Resume, SessionID: l.SessionID,
+		ForkSession: l.ForkSession, PartialMessages: l.PartialMessages, MaxBudgetUSD: l.MaxBudgetUSD,
+		LaunchInit: streamjson.LaunchInit{DisallowedTools: l.FromInit.DisallowedTools, MCPServers: l.FromInit.MCPServers}}
+	if l.Continue && o.Resume == "" {
 		id, err := latestSession(ctx, &g)
 		switch {
 		case errors.Is(err, errNoSession):

@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -20,11 +17,8 @@ import (
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tui"
 )
-
-// tokenEnv holds the bearer token of `arbor mcp --http` when --token is
-// not given.
-const tokenEnv = "ARBOR_MCP_TOKEN"
 
 type mcpFlags struct {
 	http  string
@@ -66,7 +60,7 @@ with --yes they are granted, otherwise refused. Questions of ask nodes are
 answered with: arbor answer RUN '#N' "text".
 
 Over HTTP a bind address that is not loopback needs a bearer token (--token
-or ` + tokenEnv + `); requests without it get 401.`,
+or ` + mcpserver.TokenEnv + `); requests without it get 401.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMCP(cmd.Context(), g, s, f)
@@ -74,7 +68,7 @@ or ` + tokenEnv + `); requests without it get 401.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
-	fl.StringVar(&f.token, "token", "", "bearer token HTTP clients must send (env "+tokenEnv+"); required for a non-loopback --http")
+	fl.StringVar(&f.token, "token", "", "bearer token HTTP clients must send (env "+mcpserver.TokenEnv+"); required for a non-loopback --http")
 	fl.StringVar(&f.run, "run", "", "attach to this run instead of creating one on the first spawn")
 	fl.StringVar(&f.node, "node", "", "with --run: act as this node (#N) of a run another process drives")
 	fl.StringVar(&f.goal, "goal", "", "the goal (title) of the run the first spawn creates")
@@ -90,7 +84,7 @@ or ` + tokenEnv + `); requests without it get 401.`,
 
 func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	if f.token == "" {
-		f.token = os.Getenv(tokenEnv)
+		f.token = os.Getenv(mcpserver.TokenEnv)
 	}
 	var node int64
 	if f.node != "" {
@@ -104,8 +98,8 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 		node = id
 	}
 	if f.http != "" {
-		if err := checkBind(f.http, f.token); err != nil {
-			return err
+		if err := mcpserver.CheckBind(f.http, f.token); err != nil {
+			return &exitError{code: ExitUsage, err: err}
 		}
 	}
 	a, err := g.open(ctx)
@@ -146,7 +140,7 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 		}
 		// Children's approvals follow --yes; questions go to arbor answer,
 		// served while this process owns the run.
-		hosted.stops = append(hosted.stops, (&terminal{yes: f.yes, approvalsOnly: true, runID: id, out: s.Err}).serve(ctx, a.Bus, a.Broker),
+		hosted.stops = append(hosted.stops, (&tui.Prompter{Yes: f.yes, ApprovalsOnly: true, RunID: id, Out: s.Err}).Serve(ctx, a.Bus, a.Broker),
 			serveAnswers(ctx, a, e, id, s.Err))
 		h.Start()
 		hosted.host = h
@@ -184,7 +178,10 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	srv := mcpserver.New(o)
 	defer srv.Close()
 	if f.http != "" {
-		return serveMCPHTTP(ctx, srv.MCP(), f, s.Err)
+		if err := mcpserver.ServeHTTP(ctx, srv.MCP(), f.http, f.token, s.Err); err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+		return nil
 	}
 	err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(s.In), Writer: nopWriteCloser{s.Out}})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
@@ -196,68 +193,3 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-// checkBind refuses a non-loopback --http address without a token.
-func checkBind(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return usageError{fmt.Errorf("--http %s: %w", addr, err)}
-	}
-	if token != "" {
-		return nil
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return &exitError{code: ExitUsage, err: fmt.Errorf("--http %s is not a loopback address: set a bearer token with --token or %s, or bind to 127.0.0.1", addr, tokenEnv)}
-}
-
-// serveMCPHTTP serves srv over streamable HTTP until ctx ends.
-func serveMCPHTTP(ctx context.Context, srv *mcp.Server, f mcpFlags, diag io.Writer) error {
-	ln, err := net.Listen("tcp", f.http)
-	if err != nil {
-		return &exitError{code: ExitFailure, err: fmt.Errorf("--http: %w", err)}
-	}
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	if f.token != "" {
-		h = bearer(f.token, h)
-	}
-	hs := &http.Server{Handler: h}
-	fmt.Fprintf(diag, "arbor: MCP server on http://%s/mcp\n", ln.Addr())
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-		// Streams of waiting clients never go idle: give them a moment,
-		// then cut them.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if hs.Shutdown(sctx) != nil {
-			_ = hs.Close()
-		}
-		<-done
-		return nil
-	case err := <-done:
-		return &exitError{code: ExitFailure, err: fmt.Errorf("--http: %w", err)}
-	}
-}
-
-// bearer refuses requests without "Authorization: Bearer token".
-func bearer(token string, next http.Handler) http.Handler {
-	want := "Bearer " + token
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if got := r.Header.Get("Authorization"); !constantEqual(got, want) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="arbor"`)
-			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func constantEqual(a, b string) bool {
-	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
-}

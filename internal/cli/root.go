@@ -16,6 +16,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/protocol/dialect"
 )
 
 // Exit codes.
@@ -88,7 +89,7 @@ func classify(err error) error {
 
 // Run executes the command line args and returns the exit code.
 func Run(ctx context.Context, args []string, s Streams) int {
-	if sdkMode(args) {
+	if dialect.Recognize(args) == dialect.ClaudeCode {
 		return runSDK(ctx, args, s)
 	}
 	root := newRoot(s)

@@ -285,7 +285,7 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 // terminal rules.
 func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r store.Run, cancel func()) (stop func()) {
 	if !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err) {
-		live := tui.NewLive(tui.LiveOptions{RunID: r.ID, In: s.In, Out: s.Err, Resolver: a.Broker, Title: title(r.Goal), OnInterrupt: cancel})
+		live := tui.NewLive(tui.LiveOptions{RunID: r.ID, In: s.In, Out: s.Err, Resolver: a.Broker, Title: tui.Title(r.Goal), OnInterrupt: cancel})
 		sub := a.Bus.Subscribe(live.Handle)
 		stopMCP := showMCPFailures(a, live)
 		done := make(chan struct{})
@@ -294,7 +294,7 @@ func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r st
 			_ = live.Run(context.WithoutCancel(ctx))
 		}()
 		if f.yes {
-			stopYes := (&terminal{yes: true, approvalsOnly: true, runID: r.ID, out: s.Err}).serve(ctx, a.Bus, a.Broker)
+			stopYes := (&tui.Prompter{Yes: true, ApprovalsOnly: true, RunID: r.ID, Out: s.Err}).Serve(ctx, a.Bus, a.Broker)
 			return func() { stopYes(); stopMCP(); sub.Close(); live.Quit(); <-done }
 		}
 		return func() { stopMCP(); sub.Close(); live.Quit(); <-done }
@@ -304,8 +304,8 @@ func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r st
 	if !f.quiet {
 		plain = a.Bus.Subscribe(tui.NewPlain(s.Err, r.ID).Handle)
 	}
-	term := &terminal{in: s.In, out: s.Err, yes: f.yes, interactive: isTerminal(s.In), runID: r.ID}
-	stopTerm := term.serve(ctx, a.Bus, a.Broker)
+	term := &tui.Prompter{In: s.In, Out: s.Err, Yes: f.yes, Interactive: isTerminal(s.In), RunID: r.ID}
+	stopTerm := term.Serve(ctx, a.Bus, a.Broker)
 	stopMCP := watchMCPFailures(a, s.Err)
 	return func() {
 		stopMCP()
@@ -360,12 +360,4 @@ func printTotals(ctx context.Context, a *app.App, r store.Run, s Streams) {
 		c = fmt.Sprintf("$%.4f", cost)
 	}
 	fmt.Fprintf(s.Err, "arbor: run %s %s: %d nodes, %d input + %d output tokens, cost %s\n", r.ID, r.Status, len(nodes), in, out, c)
-}
-
-func title(goal string) string {
-	t := strings.TrimSpace(strings.SplitN(strings.TrimSpace(goal), "\n", 2)[0])
-	if r := []rune(t); len(r) > 80 {
-		t = string(r[:77]) + "..."
-	}
-	return t
 }

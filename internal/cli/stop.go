@@ -39,7 +39,7 @@ drives is refused, exit 1.`,
 				return err
 			}
 			defer a.Close()
-			if state, ok, queued, err := clusterRequest(cmd.Context(), a, cluster.ControlRequest{Run: args[0], Node: id, Op: cluster.OpStop}); ok {
+			if state, ok, queued, err := cluster.SendIfDriven(cmd.Context(), a.Store, cluster.ControlRequest{Run: args[0], Node: id, Op: cluster.OpStop}); ok {
 				switch {
 				case err != nil:
 					return &exitError{code: ExitFailure, err: err}

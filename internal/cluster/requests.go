@@ -65,6 +65,20 @@ func Driven(ctx context.Context, st *postgres.Store, run string) bool {
 	return err == nil && !l.Dead(time.Now())
 }
 
+// SendIfDriven sends req to the worker driving req.Run when s is a
+// PostgreSQL store and a live process drives the run (handled is false
+// otherwise: the caller takes its local path). The worker may be on any
+// machine. queued reports a request no worker carried out in time: it
+// stays open, and the worker that takes the run next carries it out.
+func SendIfDriven(ctx context.Context, s store.Store, req ControlRequest) (state string, handled, queued bool, err error) {
+	st, ok := s.(*postgres.Store)
+	if !ok || !Driven(ctx, st, req.Run) {
+		return "", false, false, nil
+	}
+	state, queued, err = Send(ctx, st, req)
+	return state, true, queued, err
+}
+
 // Send is Request waiting at most RequestWait for the outcome; queued
 // reports a request no driver carried out by then (it stays open for the
 // run's next worker), which is no error.

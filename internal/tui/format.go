@@ -122,3 +122,13 @@ func elapsed(d time.Duration) string {
 		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
 	}
 }
+
+// Title is a run's goal as its title: the first line, at most 80
+// characters (cut with "...").
+func Title(goal string) string {
+	t := strings.TrimSpace(strings.SplitN(strings.TrimSpace(goal), "\n", 2)[0])
+	if r := []rune(t); len(r) > 80 {
+		t = string(r[:77]) + "..."
+	}
+	return t
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/llm"
 )
 
@@ -17,7 +18,7 @@ import (
 type initSettings struct {
 	systemBase   string // replaces arbor's system prompt when not ""
 	appendSystem string
-	hooks        map[string][]hookMatcher
+	hooks        map[hook.Event][]hook.Matcher
 }
 
 // systemPromptIn is the initialize request's systemPrompt: a string, an
@@ -54,7 +55,7 @@ func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 	if err != nil {
 		return initApplied{}, err
 	}
-	hooks, err := parseHooks(p.Hooks)
+	hooks, err := s.parseHooks(p.Hooks)
 	if err != nil {
 		return initApplied{}, err
 	}
@@ -73,6 +74,7 @@ func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 	}
 	s.initialized = true
 	s.init = initSettings{systemBase: base, appendSystem: joinNonEmpty("\n", extra, p.AppendSystemPrompt), hooks: hooks}
+	s.hooks.Set(hooks)
 	return applied, nil
 }
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -142,6 +143,10 @@ type Server struct {
 	// hookCalls are the hook_callback requests waiting for an answer.
 	hookCalls map[string]chan hookReply
 
+	// hooks runs the client's hooks (initialize.hooks); it has a lock of
+	// its own.
+	hooks hook.Runner
+
 	// stepStart and apiTime measure the model time of the running turn
 	// (from each step's start to its assistant message), in nanoseconds.
 	stepStart atomic.Int64
@@ -164,6 +169,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	limit := a.Config().Headless.QueueLimit
 	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
+	s.hooks.Base = s.hookBase
 	defer func() {
 		// Claude Code exits with status 1 after an error result, which
 		// the Claude Agent SDK turns into the query's error.

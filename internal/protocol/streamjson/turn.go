@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -146,7 +147,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			r.Subtype, r.IsError, r.Errors = "error_max_budget_usd", true, []string{res.Err.Error()}
 			break
 		}
-		var hs hookStopped
+		var hs hook.Stopped
 		if errors.As(context.Cause(ctx), &hs) {
 			r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{hs.Error()}
 			break

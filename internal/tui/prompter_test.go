@@ -1,4 +1,4 @@
-package cli
+package tui
 
 import (
 	"fmt"
@@ -23,9 +23,9 @@ func TestTerminalManyPendingApprovals(t *testing.T) {
 	bus := agent.NewBus()
 	broker := agent.NewBroker(bus)
 	inR, inW := io.Pipe()
-	term := &terminal{in: inR, out: io.Discard, interactive: true, runID: "r1"}
+	term := &Prompter{In: inR, Out: io.Discard, Interactive: true, RunID: "r1"}
 	ctx := t.Context()
-	stop := term.serve(ctx, bus, broker)
+	stop := term.Serve(ctx, bus, broker)
 	defer stop()
 
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package cli
+package tui
 
 import (
 	"bufio"
@@ -13,20 +13,21 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-// terminal answers interactions: approvals and questions. With yes it
-// approves every call; when in is not a terminal it denies approvals and
+// Prompter answers interactions on a terminal: approvals and questions,
+// as lines (the live view answers in its own way). With Yes it
+// approves every call; when In is not a terminal it denies approvals and
 // declines the agents' own questions, saying why, and leaves the questions
 // of ask nodes pending for 'arbor answer'. An interaction resolved
 // elsewhere (the web view, arbor answer) while it waits or is prompted
 // for is dropped from the terminal, which says how it was resolved.
-type terminal struct {
-	in          io.Reader
-	out         io.Writer
-	yes         bool
-	interactive bool
-	// approvalsOnly leaves questions to another front end (the live view).
-	approvalsOnly bool
-	runID         string
+type Prompter struct {
+	In          io.Reader // the person's lines
+	Out         io.Writer // prompts and notes
+	Yes         bool      // approve every call
+	Interactive bool      // In is a terminal: prompt; else deny and decline
+	// ApprovalsOnly leaves questions to another front end (the live view).
+	ApprovalsOnly bool
+	RunID         string // named in the hint to answer an ask node
 
 	once  sync.Once
 	lines chan string // the terminal's lines, read on a goroutine of their own; closed at EOF
@@ -53,9 +54,9 @@ func (w *waiting) what() string {
 	return string(w.in.Kind)
 }
 
-// serve answers every interaction published on bus through broker until
+// Serve answers every interaction published on bus through broker until
 // the returned stop function is called.
-func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Broker) (stop func()) {
+func (t *Prompter) Serve(ctx context.Context, bus *agent.Bus, broker *agent.Broker) (stop func()) {
 	// The subscriber only queues: answering may wait for a person, and
 	// the queue has no bound, so no number of pending interactions blocks
 	// the subscription or the agents.
@@ -102,14 +103,14 @@ func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Brok
 				if ctx.Err() != nil {
 					return
 				}
-				if t.approvalsOnly && w.in.Kind != agent.KindApproval {
+				if t.ApprovalsOnly && w.in.Kind != agent.KindApproval {
 					continue
 				}
 				resp, ok := t.answer(w)
 				select {
 				case <-w.gone:
 					if w.how.Resolution == "answered" {
-						fmt.Fprintf(t.out, "\n  %s: answered elsewhere (%s)\n", w.what(), resolvedAs(w.how.Response))
+						fmt.Fprintf(t.Out, "\n  %s: answered elsewhere (%s)\n", w.what(), resolvedAs(w.how.Response))
 					}
 					continue
 				default:
@@ -127,7 +128,7 @@ func (t *terminal) serve(ctx context.Context, bus *agent.Bus, broker *agent.Brok
 	return func() {
 		sub.Close()
 		cancel()
-		if !t.interactive {
+		if !t.Interactive {
 			wg.Wait()
 		}
 		// An interactive reader may be blocked reading the terminal; the
@@ -152,7 +153,7 @@ func resolvedAs(r agent.Response) string {
 	return "resolved"
 }
 
-func (t *terminal) answer(w *waiting) (agent.Response, bool) {
+func (t *Prompter) answer(w *waiting) (agent.Response, bool) {
 	select {
 	case <-w.gone:
 		return agent.Response{}, false // resolved before its turn came
@@ -178,12 +179,12 @@ func (t *terminal) answer(w *waiting) (agent.Response, bool) {
 // line returns the terminal's next line, or false at EOF or once gone is
 // closed (the prompt was answered elsewhere; the next line goes to the
 // next prompt).
-func (t *terminal) line(gone <-chan struct{}) (string, bool) {
+func (t *Prompter) line(gone <-chan struct{}) (string, bool) {
 	t.once.Do(func() {
 		t.lines = make(chan string)
 		go func() {
 			defer close(t.lines)
-			r := bufio.NewReader(t.in)
+			r := bufio.NewReader(t.In)
 			for {
 				s, err := r.ReadString('\n')
 				if err != nil && s == "" {
@@ -201,15 +202,15 @@ func (t *terminal) line(gone <-chan struct{}) (string, bool) {
 	}
 }
 
-func (t *terminal) approve(r tool.ApprovalRequest, line func() (string, bool)) tool.Approval {
-	if t.yes {
+func (t *Prompter) approve(r tool.ApprovalRequest, line func() (string, bool)) tool.Approval {
+	if t.Yes {
 		return tool.Approval{Allow: true}
 	}
-	if !t.interactive {
-		fmt.Fprintf(t.out, "! %s %s denied: %s\n", r.Tool, brief(r.Input), noTerminal)
+	if !t.Interactive {
+		fmt.Fprintf(t.Out, "! %s %s denied: %s\n", r.Tool, brief(r.Input), noTerminal)
 		return tool.Approval{Message: noTerminal}
 	}
-	return promptApproval(t.out, line, r)
+	return promptApproval(t.Out, line, r)
 }
 
 // promptApproval asks on the terminal until it gets y, n or a.
@@ -245,21 +246,21 @@ func promptApproval(out io.Writer, line func() (string, bool), r tool.ApprovalRe
 	}
 }
 
-func (t *terminal) answerAskNode(q tool.Question, line func() (string, bool)) (tool.Answer, bool) {
+func (t *Prompter) answerAskNode(q tool.Question, line func() (string, bool)) (tool.Answer, bool) {
 	node := fmt.Sprintf("#%d", q.AskNode)
-	if !t.interactive {
-		fmt.Fprintf(t.out, "? %s asks: %s\n  answer with: arbor answer %s '%s' \"…\"\n", node, q.Question, t.runID, node)
+	if !t.Interactive {
+		fmt.Fprintf(t.Out, "? %s asks: %s\n  answer with: arbor answer %s '%s' \"…\"\n", node, q.Question, t.RunID, node)
 		return tool.Answer{}, false
 	}
-	return promptQuestion(t.out, line, q), true
+	return promptQuestion(t.Out, line, q), true
 }
 
-func (t *terminal) ask(q tool.Question, line func() (string, bool)) tool.Answer {
-	if !t.interactive {
-		fmt.Fprintf(t.out, "! question not answered (stdin is not a terminal): %s\n", q.Question)
+func (t *Prompter) ask(q tool.Question, line func() (string, bool)) tool.Answer {
+	if !t.Interactive {
+		fmt.Fprintf(t.Out, "! question not answered (stdin is not a terminal): %s\n", q.Question)
 		return tool.Answer{Declined: true}
 	}
-	return promptQuestion(t.out, line, q)
+	return promptQuestion(t.Out, line, q)
 }
 
 // promptQuestion shows a question with numbered options; a number picks an

@@ -1,4 +1,4 @@
-package cli
+package worker
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // RunUnit implements cluster.Unit: one node turn handed out by a run's
 // driver. It returns nil once the turn is over, reported or not: a turn
 // the driver cannot be told of is the driver's to hand out again.
-func (w *worker) RunUnit(ctx context.Context, cl cluster.Claim) error {
+func (w *Worker) RunUnit(ctx context.Context, cl cluster.Claim) error {
 	a := cl.Args
 	if a.Turn == "" || a.Endpoint == "" {
 		return nil // not a handed-out turn: nothing here drives it
@@ -118,7 +118,7 @@ func (w *worker) RunUnit(ctx context.Context, cl cluster.Claim) error {
 }
 
 // drives reports whether this worker drives run id.
-func (w *worker) drives(id string) bool {
+func (w *Worker) drives(id string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	h := w.runs[id]
@@ -128,7 +128,7 @@ func (w *worker) drives(id string) bool {
 // appFor is the run and the App of run id's turns (open), made on the
 // run's first turn here and kept while its turns come (an hour since the
 // last).
-func (w *worker) appFor(ctx context.Context, id string) (*runApp, error) {
+func (w *Worker) appFor(ctx context.Context, id string) (*runApp, error) {
 	now := time.Now()
 	w.mu.Lock()
 	for k, v := range w.apps {

@@ -1,0 +1,172 @@
+// Package hook is arbor's one hook runner. A hook is a program's say at a
+// fixed point of a turn: before and after a tool runs, when a prompt is
+// submitted, when a turn would stop, when a session starts. Claude Code's
+// shapes are the contract (its HookInput and hook output fields): the
+// Claude Agent SDK's callbacks (stream-json's hook_callback) are one kind
+// of Handler, and commands from the project's or the user's config are
+// another, run by the same Runner with the same verdicts.
+//
+// A Runner holds, per Event, the matchers in the order they were given;
+// Run calls every handler whose matcher selects the target, in order, and
+// sums their answers up in a Verdict. Tool wraps a tool so that its
+// PreToolUse hooks run before it (and may deny it or change its input)
+// and its PostToolUse hooks after it.
+//
+// Invariants: a handler that fails is an error, never a silent allow (the
+// caller refuses what the hook guarded); the Runner's lock guards only its
+// matcher set and is never held while a handler runs.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Event is a point of a turn at which hooks run.
+type Event string
+
+// The events arbor runs hooks for, with what a matcher is compared with.
+const (
+	PreToolUse       Event = "PreToolUse"       // the tool's name
+	PostToolUse      Event = "PostToolUse"      // the tool's name
+	UserPromptSubmit Event = "UserPromptSubmit" // (no matcher)
+	Stop             Event = "Stop"             // (no matcher)
+	SessionStart     Event = "SessionStart"     // the source: startup, resume
+)
+
+// Supported reports whether arbor runs hooks for e; callers refuse hooks
+// for other events rather than never running them.
+func Supported(e Event) bool {
+	switch e {
+	case PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart:
+		return true
+	}
+	return false
+}
+
+// Input is what a hook receives: the common fields and those of its
+// event (the Claude Agent SDK's HookInput types).
+type Input struct {
+	HookEventName  string `json:"hook_event_name"`
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	PermissionMode string `json:"permission_mode"`
+	// PreToolUse, PostToolUse
+	ToolName     string          `json:"tool_name,omitempty"`
+	ToolInput    json.RawMessage `json:"tool_input,omitempty"`
+	ToolResponse *string         `json:"tool_response,omitempty"`
+	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	// UserPromptSubmit
+	Prompt *string `json:"prompt,omitempty"`
+	// Stop
+	StopHookActive *bool `json:"stop_hook_active,omitempty"`
+	// SessionStart
+	Source string `json:"source,omitempty"`
+}
+
+// Output is the part of a hook's answer arbor acts on.
+type Output struct {
+	Continue           *bool  `json:"continue,omitempty"`
+	StopReason         string `json:"stopReason,omitempty"`
+	Decision           string `json:"decision,omitempty"` // "approve" or "block"
+	Reason             string `json:"reason,omitempty"`
+	HookSpecificOutput struct {
+		PermissionDecision       string          `json:"permissionDecision,omitempty"` // allow, deny, ask
+		PermissionDecisionReason string          `json:"permissionDecisionReason,omitempty"`
+		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
+		AdditionalContext        string          `json:"additionalContext,omitempty"`
+	} `json:"hookSpecificOutput"`
+}
+
+// stops reports whether the output asks to stop (continue: false).
+func (o Output) stops() bool { return o.Continue != nil && !*o.Continue }
+
+// Handler is one hook: an SDK callback, a config command.
+type Handler interface {
+	Call(ctx context.Context, in Input) (Output, error)
+}
+
+// HandlerFunc is a Handler that is a function.
+type HandlerFunc func(ctx context.Context, in Input) (Output, error)
+
+// Call implements Handler.
+func (f HandlerFunc) Call(ctx context.Context, in Input) (Output, error) { return f(ctx, in) }
+
+// Matcher selects the targets of its handlers: "" and "*" select every
+// target, anything else is a regular expression that must match a
+// target whole (a tool by arbor's name or Claude Code's).
+type Matcher struct {
+	Pattern  string
+	Handlers []Handler
+	re       *regexp.Regexp
+}
+
+// NewMatcher compiles pattern.
+func NewMatcher(pattern string, hs ...Handler) (Matcher, error) {
+	m := Matcher{Pattern: pattern, Handlers: hs}
+	if pattern != "" && pattern != "*" {
+		re, err := regexp.Compile("^(?:" + pattern + ")$")
+		if err != nil {
+			return Matcher{}, fmt.Errorf("hook matcher %q: %w", pattern, err)
+		}
+		m.re = re
+	}
+	return m, nil
+}
+
+// Matches reports whether the matcher selects target: a tool by arbor's
+// name or Claude Code's, or SessionStart's source.
+func (m Matcher) Matches(target string) bool {
+	if m.re == nil || target == "" {
+		return true
+	}
+	cc := tool.ClaudeCodeName(target)
+	return m.re.MatchString(target) || (cc != "" && m.re.MatchString(cc))
+}
+
+// Verdict is what the hooks of one event said together.
+type Verdict struct {
+	Block   bool   // decision "block" (or PreToolUse's deny)
+	Stop    bool   // continue: false
+	Reason  string // why, joined
+	Context string // additionalContext, joined
+	Input   json.RawMessage
+}
+
+// Stopped ends a turn a hook answered with continue: false.
+type Stopped struct {
+	Event  Event
+	Reason string
+}
+
+func (e Stopped) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("a %s hook stopped the turn (continue: false)", e.Event)
+	}
+	return fmt.Sprintf("a %s hook stopped the turn: %s", e.Event, e.Reason)
+}
+
+// OrNoReason is r, or "no reason given".
+func OrNoReason(r string) string {
+	if r == "" {
+		return "no reason given"
+	}
+	return r
+}
+
+// join joins the non-empty parts with sep.
+func join(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}

@@ -1,0 +1,138 @@
+package hook
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Runner runs the hooks of a session. Its zero value has no hooks.
+type Runner struct {
+	// Base fills the common fields of every input (session id, cwd,
+	// permission mode) just before a handler is called.
+	Base func(*Input)
+
+	mu  sync.Mutex // guards set
+	set map[Event][]Matcher
+}
+
+// Set replaces the hooks.
+func (r *Runner) Set(set map[Event][]Matcher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.set = set
+}
+
+// Has reports whether there are hooks for e.
+func (r *Runner) Has(e Event) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.set[e]) > 0
+}
+
+// Run calls the handlers of e whose matcher selects target, in order,
+// and sums up their answers; an updated tool input is what the next
+// handler sees. A handler that fails is an error: the caller refuses
+// what it guarded.
+func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Verdict, error) {
+	r.mu.Lock()
+	ms := r.set[e]
+	r.mu.Unlock()
+	var v Verdict
+	for _, m := range ms {
+		if !m.Matches(target) {
+			continue
+		}
+		for _, h := range m.Handlers {
+			in.HookEventName = string(e)
+			if r.Base != nil {
+				r.Base(&in)
+			}
+			out, err := h.Call(ctx, in)
+			if err != nil {
+				return Verdict{}, err
+			}
+			hs := out.HookSpecificOutput
+			if out.Decision == "block" || hs.PermissionDecision == "deny" {
+				v.Block = true
+			}
+			if out.stops() {
+				v.Stop = true
+			}
+			v.Reason = join("; ", v.Reason, hs.PermissionDecisionReason, out.Reason, out.StopReason)
+			v.Context = join("\n", v.Context, hs.AdditionalContext)
+			if len(hs.UpdatedInput) > 0 && string(hs.UpdatedInput) != "null" {
+				v.Input = hs.UpdatedInput
+				in.ToolInput = hs.UpdatedInput
+			}
+		}
+	}
+	return v, nil
+}
+
+// Tool runs a tool's PreToolUse hooks before it (before the permission
+// check too, when it wraps the checked tool) and its PostToolUse hooks
+// after it.
+type Tool struct {
+	tool.Tool
+	Hooks *Runner
+	// Denied is told of a call the hooks refused (for the protocol's
+	// permission denials); Stop ends the turn when a hook answered
+	// continue: false. Either may be nil.
+	Denied func(name string, call tool.Call)
+	Stop   func(Stopped)
+}
+
+// Run implements tool.Tool.
+func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
+	name := h.Info().Name
+	v, err := h.Hooks.Run(ctx, PreToolUse, name, Input{ToolName: name, ToolInput: call.Input, ToolUseID: call.ID})
+	if err != nil {
+		h.denied(name, call)
+		return tool.Errorf("the PreToolUse hook failed, so the call was not run: %v", err)
+	}
+	if v.Block || v.Stop {
+		h.denied(name, call)
+		if v.Stop {
+			h.stop(Stopped{Event: PreToolUse, Reason: v.Reason})
+		}
+		return tool.Errorf("a PreToolUse hook denied this call: %s", OrNoReason(v.Reason))
+	}
+	if v.Input != nil {
+		call.Input = v.Input
+	}
+	res := h.Tool.Run(ctx, call)
+	if !h.Hooks.Has(PostToolUse) {
+		return res
+	}
+	content := res.Content
+	post, err := h.Hooks.Run(ctx, PostToolUse, name, Input{ToolName: name, ToolInput: call.Input, ToolResponse: &content, ToolUseID: call.ID})
+	if err != nil {
+		res.Content += fmt.Sprintf("\n\n(the PostToolUse hook failed: %v)", err)
+		return res
+	}
+	if post.Block {
+		res.Content += "\n\nPostToolUse hook feedback: " + post.Reason
+	}
+	if post.Context != "" {
+		res.Content += "\n\n" + post.Context
+	}
+	if post.Stop {
+		h.stop(Stopped{Event: PostToolUse, Reason: post.Reason})
+	}
+	return res
+}
+
+func (h *Tool) denied(name string, call tool.Call) {
+	if h.Denied != nil {
+		h.Denied(name, call)
+	}
+}
+
+func (h *Tool) stop(s Stopped) {
+	if h.Stop != nil {
+		h.Stop(s)
+	}
+}

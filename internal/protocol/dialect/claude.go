@@ -1,0 +1,227 @@
+package dialect
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// Launch is what a Claude Code argv asks of arbor, in arbor's terms.
+type Launch struct {
+	Model          string
+	PermissionMode string // as given: arbor's mode names and Claude's are both taken
+	MaxTurns       int
+	// AllowedTools and DisallowedTools are rules in arbor's syntax
+	// (tool.RuleFromClaudeCode), from the flags and, for disallowed
+	// tools, the initialize request under --await-initialize.
+	AllowedTools, DisallowedTools []string
+	// Tools is --tools: nil for the default set, empty for none.
+	Tools              []string
+	AppendSystemPrompt string
+	Resume, SessionID  string
+	Continue           bool
+	ForkSession        bool
+	PartialMessages    bool
+	MaxBudgetUSD       float64
+	// MCPServers are those of --mcp-config (and of the initialize
+	// request); StrictMCP ignores the configured ones.
+	MCPServers map[string]config.MCPServer
+	StrictMCP  bool
+	// FromInit says which launch fields came in the initialize request
+	// (--await-initialize): the front end reports them as that request's.
+	FromInit struct{ DisallowedTools, MCPServers bool }
+}
+
+// usageError is a launch refused; it is ErrUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
+
+func refuse(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// ParseClaudeCode reads the flags the Claude Agent SDK passes to its CLI
+// (both --k=v and --k v), keeps the ones arbor has a meaning for and
+// refuses the rest (ErrUsage). Under --await-initialize it reads the
+// first line of in, which must be the initialize request, and returns the
+// input to serve (that line again, then the rest); an error there is not
+// ErrUsage (Claude Code exits 1).
+func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
+	fs := pflag.NewFlagSet("arbor", pflag.ContinueOnError)
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	fs.SetOutput(io.Discard)
+	var (
+		l                              Launch
+		allowed, disallowed, tools     string
+		outputFormat, inputFormat, ppt string
+		settingSources, debugFile      string
+		verbose, debug, awaitInit      bool
+		mcpConfigs                     []string
+	)
+	fs.StringVar(&outputFormat, "output-format", "", "")
+	fs.StringVar(&inputFormat, "input-format", "", "")
+	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.StringVar(&ppt, "permission-prompt-tool", "", "")
+	fs.StringVar(&l.Model, "model", "", "")
+	fs.IntVar(&l.MaxTurns, "max-turns", 0, "")
+	fs.StringVar(&l.PermissionMode, "permission-mode", "", "")
+	fs.StringVar(&allowed, "allowedTools", "", "")
+	fs.StringVar(&disallowed, "disallowedTools", "", "")
+	fs.StringVar(&l.AppendSystemPrompt, "append-system-prompt", "", "")
+	fs.StringVar(&l.Resume, "resume", "", "")
+	fs.BoolVar(&l.PartialMessages, "include-partial-messages", false, "")
+	fs.StringVar(&tools, "tools", "", "")
+	fs.BoolVar(&l.Continue, "continue", false, "")
+	fs.BoolVar(&l.ForkSession, "fork-session", false, "")
+	fs.StringVar(&l.SessionID, "session-id", "", "")
+	fs.Float64Var(&l.MaxBudgetUSD, "max-budget-usd", 0, "")
+	fs.StringVar(&settingSources, "setting-sources", "", "")
+	fs.BoolVar(&debug, "debug", false, "")
+	fs.StringVar(&debugFile, "debug-file", "", "")
+	fs.Bool("allow-dangerously-skip-permissions", false, "")
+	fs.StringArrayVar(&mcpConfigs, "mcp-config", nil, "")
+	fs.BoolVar(&l.StrictMCP, "strict-mcp-config", false, "")
+	fs.BoolVar(&awaitInit, "await-initialize", false, "")
+	fs.String("initialize-fields", "", "") // which fields the SDK sent there; all are read (awaitInitialize)
+	if err := fs.Parse(args); err != nil {
+		return Launch{}, nil, refuse("%v", err)
+	}
+	// A Claude Code option arbor does not implement is refused, never
+	// silently ignored: the program would otherwise run without what it
+	// asked for (see docs/headless-stream-json.md, SDK options).
+	if bad := unsupportedFlags(fs, args); len(bad) > 0 {
+		return Launch{}, nil, refuse("not supported by arbor, so refused rather than ignored: %s", strings.Join(bad, ", "))
+	}
+	if awaitInit {
+		li, rest, err := awaitInitialize(in)
+		if err != nil {
+			return Launch{}, nil, err
+		}
+		in = rest
+		disallowed = strings.Join(append(splitList(disallowed), li.Request.DisallowedTools...), ",")
+		l.FromInit.DisallowedTools = li.Request.DisallowedTools != nil
+		if hasJSONValue(li.Request.MCPServers) {
+			mcpConfigs = append(mcpConfigs, `{"mcpServers":`+string(li.Request.MCPServers)+`}`)
+			l.FromInit.MCPServers = true
+		}
+	}
+	if os.Getenv("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING") == "true" {
+		// The SDK's enableFileCheckpointing: arbor keeps no checkpoints for
+		// rewindFiles() to go back to.
+		return Launch{}, nil, refuse("enableFileCheckpointing (CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING): arbor keeps no file checkpoints, so refused rather than ignored")
+	}
+	if ppt != "" && ppt != "stdio" {
+		// Approvals come over stdio (canUseTool); an MCP approval tool
+		// (permissionPromptToolName) would be silently bypassed.
+		return Launch{}, nil, refuse("--permission-prompt-tool %s: arbor asks for approvals over stdio only (canUseTool), so refused rather than ignored", ppt)
+	}
+	if settingSources != "" {
+		return Launch{}, nil, refuse("--setting-sources %s: arbor does not read Claude Code's settings files; pass settingSources: [] or leave it out", settingSources)
+	}
+	for _, v := range mcpConfigs {
+		servers, err := config.ReadMCPConfig(v)
+		if err != nil {
+			return Launch{}, nil, refuse("%v", err)
+		}
+		if l.MCPServers == nil {
+			l.MCPServers = map[string]config.MCPServer{}
+		}
+		maps.Copy(l.MCPServers, servers)
+	}
+	if l.PermissionMode != "" {
+		if _, err := permission.ParseMode(l.PermissionMode); err != nil {
+			return Launch{}, nil, refuse("%v", err)
+		}
+	}
+	for _, r := range splitList(allowed) {
+		l.AllowedTools = append(l.AllowedTools, tool.RuleFromClaudeCode(r))
+	}
+	for _, r := range splitList(disallowed) {
+		l.DisallowedTools = append(l.DisallowedTools, tool.RuleFromClaudeCode(r))
+	}
+	if fs.Changed("tools") && tools != "default" {
+		l.Tools = splitList(tools)
+		if l.Tools == nil {
+			l.Tools = []string{} // --tools "": no tools
+		}
+	}
+	if l.SessionID != "" && !isUUID(l.SessionID) {
+		return Launch{}, nil, refuse("--session-id %q: a session id is a UUID", l.SessionID)
+	}
+	if l.ForkSession && l.Resume == "" && !l.Continue {
+		return Launch{}, nil, refuse("--fork-session needs --resume or --continue")
+	}
+	return l, in, nil
+}
+
+// unsupportedFlags lists the flags of args that fs does not define.
+func unsupportedFlags(fs *pflag.FlagSet, args []string) []string {
+	var bad []string
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if fs.Lookup(name) == nil {
+			bad = append(bad, "--"+name)
+		}
+	}
+	return bad
+}
+
+// splitList splits a list of tools or rules separated by commas or spaces
+// outside parentheses ("Bash(git log *),Read"), as Claude Code's tool
+// flags take; "" is nil.
+func splitList(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	flush := func(end int) {
+		if f := strings.TrimSpace(s[start:end]); f != "" {
+			out = append(out, f)
+		}
+	}
+	for i, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case (r == ',' || r == ' ') && depth == 0:
+			flush(i)
+			start = i + 1
+		}
+	}
+	flush(len(s))
+	return out
+}
+
+// isUUID reports whether s is a UUID in its canonical text form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
+}

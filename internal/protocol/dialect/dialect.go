@@ -1,0 +1,59 @@
+// Package dialect recognises the client that launched arbor and reads its
+// argv. A client starts arbor as it would start its own CLI: the Claude
+// Agent SDK runs `claude --input-format stream-json --output-format
+// stream-json …` with its own flags; arbor recognises that launch
+// (Recognize), reads the flags the way that CLI does (ParseClaudeCode),
+// and the front end then speaks that client's dialect of its protocol.
+// A client that asks for arbor's own commands (`arbor headless
+// --protocol …`) gets the spec's shapes.
+//
+// This is the one place a dialect is chosen: a new client family (the
+// qwen CLI's, say) adds its recognition and its flags here, and the front
+// ends read the Dialect they are given.
+//
+// Invariants: an option of the client's CLI that arbor does not implement
+// is refused with an error that wraps ErrUsage, never ignored; parsing
+// reads at most the first input line (--await-initialize) and hands the
+// input back whole.
+package dialect
+
+import "errors"
+
+// Dialect is the shape of a protocol a client expects.
+type Dialect string
+
+const (
+	// Spec is the protocol as its specification writes it (spec 000 for
+	// the envelope protocol, 001/003 for stream-json): arbor's own argv.
+	Spec Dialect = "spec"
+	// ClaudeCode is stream-json as Claude Code 2.x speaks it, for the
+	// Claude Agent SDK and other programs that launch the claude CLI.
+	ClaudeCode Dialect = "claude-code"
+)
+
+// ErrUsage marks a launch arbor refuses: a flag it does not implement,
+// a value it cannot take.
+var ErrUsage = errors.New("usage")
+
+// Recognize reports which client's CLI args are: ClaudeCode for the
+// Claude Agent SDK's invocation (no subcommand; stream-json in and out),
+// else Spec.
+func Recognize(args []string) Dialect {
+	in, out := false, false
+	for i, a := range args {
+		next := ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		switch {
+		case a == "--input-format" && next == "stream-json", a == "--input-format=stream-json":
+			in = true
+		case a == "--output-format" && next == "stream-json", a == "--output-format=stream-json":
+			out = true
+		}
+	}
+	if in && out {
+		return ClaudeCode
+	}
+	return Spec
+}
