@@ -27,11 +27,11 @@
 //     caller's transaction; the process running the node cancels the
 //     unit's context.
 //
-// What is not wired yet: the tree engine does not use this package (its
-// scheduling has to become a pure transition function first, see
-// docs/cluster.md), no command starts a Cluster (arbor worker and arbor
-// run --cluster do not exist), and a Unit here is whatever the caller
-// passes: nothing runs an agent step through it yet.
+// Who uses it: internal/worker is the process side (arbor worker drives
+// runs, carries out their control requests and runs handed-out turns
+// through a Cluster; Follow shows a cluster run), arbor run --cluster
+// submits runs with Submit, and the web view and arbor answer/stop reach
+// a driven run through Send and SendIfDriven.
 //
 // Invariants: a Cluster's goroutines (River's, the reaper, the control
 // listener, one heartbeat per running unit) are started by Start and
