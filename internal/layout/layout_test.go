@@ -3,6 +3,7 @@ package layout
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -150,24 +151,20 @@ func scan(t *testing.T, dir string) map[string]*pkgInfo {
 	return pkgs
 }
 
-// TestLayers: every package is on a documented floor and imports nothing
-// on a higher one. With -v it prints the graph, floor by floor.
-func TestLayers(t *testing.T) {
-	t.Parallel()
-	dir := root(t)
-	fl := readFloors(t, dir)
-	pkgs := scan(t, dir)
-	byFloor := make([][]string, len(fl))
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range pkgs {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+// check places every package on its floor and lists what breaks the
+// rules: a package on no floor, an import of one on no floor or on a
+// higher floor. byFloor lists the packages of each floor, sorted.
+func check(fl []floor, pkgs map[string]*pkgInfo) (byFloor [][]string, problems []string) {
+	byFloor = make([][]string, len(fl))
+	names := make([]string, 0, len(pkgs))
+	for k := range pkgs {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		f := floorOf(fl, name)
 		if f < 0 {
-			t.Errorf("%s is on no floor of docs/architecture.md: add it where it belongs", name)
+			problems = append(problems, name+" is on no floor of docs/architecture.md: add it where it belongs")
 			continue
 		}
 		byFloor[f] = append(byFloor[f], name)
@@ -175,11 +172,25 @@ func TestLayers(t *testing.T) {
 			g := floorOf(fl, im)
 			switch {
 			case g < 0:
-				t.Errorf("%s imports %s, which is on no floor of docs/architecture.md", name, im)
+				problems = append(problems, fmt.Sprintf("%s imports %s, which is on no floor of docs/architecture.md", name, im))
 			case g < f:
-				t.Errorf("%s (floor %q) imports %s (floor %q, higher): imports go down only", name, fl[f].name, im, fl[g].name)
+				problems = append(problems, fmt.Sprintf("%s (floor %q) imports %s (floor %q, higher): imports go down only", name, fl[f].name, im, fl[g].name))
 			}
 		}
+	}
+	return byFloor, problems
+}
+
+// TestLayers: every package is on a documented floor and imports nothing
+// on a higher one. With -v it prints the graph, floor by floor.
+func TestLayers(t *testing.T) {
+	t.Parallel()
+	dir := root(t)
+	fl := readFloors(t, dir)
+	pkgs := scan(t, dir)
+	byFloor, problems := check(fl, pkgs)
+	for _, p := range problems {
+		t.Error(p)
 	}
 	for i, f := range fl {
 		t.Logf("floor %d, %s:", i+1, f.name)
@@ -188,6 +199,29 @@ func TestLayers(t *testing.T) {
 			slices.Sort(im)
 			t.Logf("    %s → %s", name, strings.Join(im, " "))
 		}
+	}
+}
+
+// TestCheckFindsUpwardImports: the check reports an import that goes up
+// and a package the floors do not name, and passes one that goes down or
+// stays on its floor.
+func TestCheckFindsUpwardImports(t *testing.T) {
+	t.Parallel()
+	fl := []floor{{"top", []string{"internal/cli"}}, {"mid", []string{"internal/tree", "internal/owner"}}, {"low", []string{"internal/llm"}}}
+	pkgs := map[string]*pkgInfo{
+		"internal/cli":   {imports: []string{"internal/tree"}},
+		"internal/tree":  {imports: []string{"internal/llm", "internal/owner"}},
+		"internal/owner": {},
+		"internal/llm":   {imports: []string{"internal/cli"}},
+		"internal/stray": {},
+	}
+	_, problems := check(fl, pkgs)
+	want := []string{
+		`internal/llm (floor "low") imports internal/cli (floor "top", higher): imports go down only`,
+		"internal/stray is on no floor of docs/architecture.md: add it where it belongs",
+	}
+	if !slices.Equal(problems, want) {
+		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
 	}
 }
 
