@@ -65,6 +65,11 @@ type SessionOptions struct {
 	// Only, when not nil, keeps only the tools of these names (compared
 	// as the registry compares them); an empty list offers no tools.
 	Only []string
+	// Hide, when set, leaves out every tool (built-in, o.Tools or an MCP
+	// server's) whose name it reports true for: the model is not offered
+	// it and a call of it is one of an unknown tool (Claude Code's
+	// disallowedTools naming a tool without a pattern).
+	Hide func(name string) bool
 }
 
 // Session is one agent with its tools, bound to a stored session.
@@ -174,6 +179,9 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 			}
 		}
 	}
+	if o.Hide != nil {
+		tools = slices.DeleteFunc(tools, func(t tool.Tool) bool { return o.Hide(t.Info().Name) })
+	}
 	tools = tool.GuardAll(tools, a.Permissions, broker)
 	if o.Wrap != nil {
 		for i, t := range tools {
@@ -184,7 +192,11 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	// The MCP servers' tools, guarded like the others; the registry takes
 	// them again when a server's list changes, or a reload changes the
 	// servers (so the source is there even while none is configured).
-	reg.AddSource(a.MCP(ctx), func(t tool.Tool) tool.Tool {
+	var mcp tool.Source = a.MCP(ctx)
+	if o.Hide != nil {
+		mcp = hiddenSource{mcp, o.Hide}
+	}
+	reg.AddSource(mcp, func(t tool.Tool) tool.Tool {
 		t = tool.Guard(t, a.Permissions, broker)
 		if o.Wrap != nil {
 			t = o.Wrap(t)
@@ -213,4 +225,15 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		},
 	})
 	return &Session{ID: id, Model: m, Agent: ag, Todos: todos, Tools: reg}
+}
+
+// hiddenSource is a tool source without the tools hide reports true for.
+type hiddenSource struct {
+	tool.Source
+	hide func(name string) bool
+}
+
+func (h hiddenSource) Tools() (uint64, []tool.Tool) {
+	v, ts := h.Source.Tools()
+	return v, slices.DeleteFunc(slices.Clone(ts), func(t tool.Tool) bool { return h.hide(t.Info().Name) })
 }

@@ -2,7 +2,8 @@ package cli_test
 
 // Benchmarks of the cluster (issue #15): runs submitted to arbor worker
 // processes on PostgreSQL, against the instant scripted model server over
-// HTTP. They need the Debian postgresql package (or ARBOR_TEST_POSTGRES).
+// HTTP. They need the Debian postgresql package, which scripts/test.sh
+// installs (or ARBOR_TEST_POSTGRES).
 //
 //	go test -run '^$' -bench Cluster -benchtime 3x ./internal/cli
 

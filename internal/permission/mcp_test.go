@@ -64,3 +64,33 @@ func TestMCPRules(t *testing.T) {
 		}
 	})
 }
+
+// TestRuleNames: a rule names its tool tolerantly, and a server rule every
+// tool of that server, whatever the pattern.
+func TestRuleNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		rule, tool string
+		want       bool
+	}{
+		{"shell", "shell", true},
+		{"Shell", "shell", true},
+		{"todo_write", "TodoWrite", true},
+		{"shell(rm *)", "shell", true},
+		{"shell", "read_file", false},
+		{"Bash", "shell", false}, // Claude Code's names are rewritten before (tool.RuleFromClaudeCode)
+		{"mcp__github", "mcp__github__list", true},
+		{"mcp__github__*", "mcp__github__list", true},
+		{"mcp__github", "mcp__githubx__list", false},
+		{"mcp__github__list", "mcp__github__list", true},
+		{"mcp__github__list", "mcp__github__other", false},
+	} {
+		r, err := permission.ParseRule(c.rule, permission.Deny, permission.ScopeSession)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Names(c.tool); got != c.want {
+			t.Errorf("rule %q names %q = %v, want %v", c.rule, c.tool, got, c.want)
+		}
+	}
+}

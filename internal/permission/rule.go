@@ -79,6 +79,15 @@ func (r Rule) String() string {
 	return r.Tool + "(" + r.Pattern + ")"
 }
 
+// Names reports whether r is about the tool called name, whatever its
+// pattern: the same name compared tolerantly (case, '_' and '-' ignored),
+// or, for a rule naming an MCP server ("mcp__github", "mcp__github__*"),
+// any tool of that server.
+func (r Rule) Names(name string) bool {
+	m := matcher{rule: r, tool: normalize(r.Tool), mcpPrefix: mcpServerPrefix(r.Tool)}
+	return m.appliesTo(name)
+}
+
 // same reports whether r and o are the same rule, tool names compared
 // tolerantly.
 func (r Rule) same(o Rule) bool {

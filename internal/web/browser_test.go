@@ -15,7 +15,7 @@ import (
 	"github.com/arbor-run/arbor/internal/web"
 )
 
-// chromiumPath finds Debian's chromium (CI installs it in .ci/run).
+// chromiumPath finds Debian's chromium (scripts/test.sh installs it).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium"} {
@@ -29,7 +29,7 @@ func chromiumPath(t *testing.T) string {
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
 	}
-	t.Fatal("chromium not found: this test drives the pages in Debian's chromium (apt-get install chromium; .ci/run installs it), or set CHROMIUM to its path")
+	t.Fatal("chromium not found: this test drives the pages in Debian's chromium; run `bash scripts/test.sh`, which installs it (or apt-get install chromium), or set CHROMIUM to its path")
 	return ""
 }
 

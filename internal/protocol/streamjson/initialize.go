@@ -90,7 +90,9 @@ type initApplied struct {
 
 // launchFields checks the initialize request's launch fields. Denied
 // tools apply as session deny rules while no session exists (taken at
-// launch, they already are); MCP servers can only be taken at launch.
+// launch, they already are), and those named without a pattern are left
+// out of the session it creates (hiddenTools); MCP servers can only be
+// taken at launch.
 // s.mu must be held.
 func (s *Server) launchFields(p controlPayload) (initApplied, error) {
 	var a initApplied
@@ -113,6 +115,7 @@ func (s *Server) launchFields(p controlPayload) (initApplied, error) {
 				if err := s.app.Permissions.AddRule(r); err != nil {
 					return a, fmt.Errorf("initialize: disallowedTools: %w", err)
 				}
+				s.disallowed = append(s.disallowed, name)
 			}
 		}
 		a.DisallowedTools = &yes

@@ -3,6 +3,7 @@
 package streamjson_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +57,10 @@ func TestSDKInitializeOptions(t *testing.T) {
 		r.find(t, "an error tool_result for toolu_a1", func(m sdkMessage) bool {
 			return m.Type == "user" && m.hasBlock(func(b sdkBlock) bool { return b.ToolUseID == "toolu_a1" && b.IsError })
 		})
+		// A bare name leaves the tool out of init's tools, as Claude Code's.
+		init := r.find(t, "system/init", func(m sdkMessage) bool { return m.Type == "system" && m.Subtype == "init" })
+		if slices.Contains(init.Tools, "Bash") || !slices.Contains(init.Tools, "Read") {
+			r.fatalf(t, "init.tools = %q; want Read and no Bash", init.Tools)
+		}
 	})
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/hook"
+	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -45,7 +47,10 @@ type Options struct {
 	// AllowedTools are allowed without asking for this session.
 	AllowedTools []string
 	// DisallowedTools are denied for this session (the CLI adds them as
-	// deny rules, as it adds AllowedTools as allow rules).
+	// deny rules, as it adds AllowedTools as allow rules). One that names
+	// a tool without a pattern ("Bash", not "Bash(rm *)") also leaves the
+	// tool out of the session, as Claude Code does: the model is not
+	// offered it and init's tools do not list it.
 	DisallowedTools []string
 	// PartialMessages sends stream_event lines (text and tool deltas).
 	PartialMessages bool
@@ -117,6 +122,9 @@ type Server struct {
 	init initSettings
 	// initialized is set by the first initialize that was not refused.
 	initialized bool
+	// disallowed are the disallowedTools an initialize request added as
+	// deny rules (arbor's tool names); see Options.DisallowedTools.
+	disallowed []string
 	// initErr is why the client's initialize was refused; turns fail
 	// with it.
 	initErr error
@@ -387,7 +395,7 @@ func (s *Server) current() *app.Session {
 // held across the store's I/O.
 func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	s.mu.Lock()
-	sess, hostShell, in := s.sess, s.hostShell, s.init
+	sess, hostShell, in, disallowed := s.sess, s.hostShell, s.init, s.disallowed
 	s.mu.Unlock()
 	if sess != nil {
 		return sess, nil
@@ -407,6 +415,8 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 			o.Only = append(o.Only, tool.FromClaudeCode(n))
 		}
 	}
+	hide := s.hiddenTools(slices.Concat(s.opts.DisallowedTools, disallowed))
+	o.Hide = hide
 	// Under Claude Code's argv the tools are Claude Code's (Bash, Read
 	// with file_path, …); hooks see them so, outside that presentation.
 	if s.opts.ClaudeCode || len(in.hooks) > 0 {
@@ -442,7 +452,7 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 		return nil, err
 	}
 	for _, n := range s.opts.Tools {
-		if _, ok := sess.Tools.Lookup(n); ok {
+		if _, ok := sess.Tools.Lookup(n); ok || hide != nil && hide(tool.FromClaudeCode(n)) {
 			continue
 		}
 		if _, ok := sess.Tools.Lookup(tool.FromClaudeCode(n)); !ok {
@@ -460,6 +470,30 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 		return nil, err
 	}
 	return sess, nil
+}
+
+// hiddenTools returns what leaves tools out of the session: the
+// disallowed rules that name a tool without a pattern ("Bash", "shell",
+// "mcp__github"), as Claude Code removes such a tool from the model's
+// tools and init's list; a rule with a pattern ("Bash(rm *)") only denies
+// the calls it matches. nil when no rule is bare.
+func (s *Server) hiddenTools(disallowed []string) func(name string) bool {
+	var bare []permission.Rule
+	for _, d := range disallowed {
+		if s.opts.ClaudeCode {
+			d = tool.RuleFromClaudeCode(d) // the CLI's are rewritten already; again changes nothing
+		}
+		// The rules were checked when they were added as deny rules.
+		if r, err := permission.ParseRule(d, permission.Deny, permission.ScopeSession); err == nil && r.Pattern == "" {
+			bare = append(bare, r)
+		}
+	}
+	if bare == nil {
+		return nil
+	}
+	return func(name string) bool {
+		return slices.ContainsFunc(bare, func(r permission.Rule) bool { return r.Names(name) })
+	}
 }
 
 // sessionID is the session id, the one to resume before any turn, "" when

@@ -11,8 +11,8 @@
 //     (initdb into a temporary directory, a free loopback port, the unix
 //     socket in that directory, as a non-root user when running as root),
 //     shared by the package's tests and stopped by Main. When the
-//     PostgreSQL binaries are missing, those tests fail and say what to
-//     install; they never skip silently.
+//     PostgreSQL binaries are missing, those tests fail and say to run
+//     scripts/test.sh, which installs them; they never skip silently.
 //
 // A package using it calls Main from its TestMain.
 package pgtest
@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -75,8 +76,11 @@ func ServerDSN(t testing.TB) string {
 		return ""
 	case "":
 		startOnce.Do(func() { shared, startErr = Start(context.Background()) })
+		if errors.Is(startErr, errNotInstalled) {
+			t.Fatalf("no PostgreSQL for the tests: %v: run `bash scripts/test.sh`, which installs them (or apt-get install postgresql), or set %s to a postgres:// DSN, or to skip", startErr, EnvVar)
+		}
 		if startErr != nil {
-			t.Fatalf("no PostgreSQL for the tests: %v\n(install the server with `apt-get install postgresql`, or set %s to a postgres:// DSN, or to skip)", startErr, EnvVar)
+			t.Fatalf("no PostgreSQL for the tests: %v\n(set %s to a postgres:// DSN to use another server, or to skip)", startErr, EnvVar)
 		}
 		return shared.DSN
 	default:

@@ -157,6 +157,9 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
+// errNotInstalled is findBin's error: the server binaries are missing.
+var errNotInstalled = errors.New("initdb and postgres are not installed")
+
 // findBin returns the directory of initdb and postgres: the one on PATH,
 // else the newest Debian install under /usr/lib/postgresql.
 func findBin() (string, error) {
@@ -176,7 +179,7 @@ func findBin() (string, error) {
 			return d, nil
 		}
 	}
-	return "", errors.New("initdb and postgres are not installed (not on PATH, not under /usr/lib/postgresql)")
+	return "", fmt.Errorf("%w (not on PATH, not under /usr/lib/postgresql)", errNotInstalled)
 }
 
 // version is the major version in /usr/lib/postgresql/<version>/bin.
