@@ -186,12 +186,17 @@ func TestRootBuildsTreeAndWaits(t *testing.T) {
 	s, hosts := b.rootServer(t, "run-root")
 	var mu sync.Mutex
 	var progress []*mcp.ProgressNotificationParams
+	progressed := make(chan struct{}, 1)
 	updated := make(chan string, 100)
 	cs := b.client(t, s, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
-			defer mu.Unlock()
 			progress = append(progress, r.Params)
+			mu.Unlock()
+			select {
+			case progressed <- struct{}{}:
+			default:
+			}
 		},
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			select {
@@ -220,11 +225,24 @@ func TestRootBuildsTreeAndWaits(t *testing.T) {
 			t.Fatalf("wait result lacks %q:\n%s", want, text)
 		}
 	}
-	mu.Lock()
-	got := slices.Clone(progress)
-	mu.Unlock()
-	if len(got) == 0 || got[len(got)-1].Total != 3 || got[len(got)-1].ProgressToken != "w1" {
-		t.Fatalf("progress notifications %+v, want some for token w1 out of 3", got)
+	// The client hands notifications to their handler on goroutines of
+	// its own: the last one may reach it after the call's result.
+	final := func(got []*mcp.ProgressNotificationParams) bool {
+		return len(got) > 0 && got[len(got)-1].Total == 3 && got[len(got)-1].ProgressToken == "w1"
+	}
+	guard := time.After(30 * time.Second)
+	for {
+		mu.Lock()
+		got := slices.Clone(progress)
+		mu.Unlock()
+		if final(got) {
+			break
+		}
+		select {
+		case <-progressed:
+		case <-guard:
+			t.Fatalf("progress notifications %+v, want some for token w1 out of 3", got)
+		}
 	}
 	// The dependent child got its dependencies' results.
 	for _, r := range b.srv.Requests() {
