@@ -1,11 +1,23 @@
-// Package sandbox is the room of OS confinement (issue #29, not built
-// yet): given a policy (where a process may write, what it may not read,
-// which hosts it may reach), it turns a command into a wrapped command
-// that the kernel confines, and reports what it blocked. The shell tool,
-// background jobs, and (where the config asks) stdio MCP servers and hook
-// commands ask it for the wrapped command; it knows nothing of agents,
-// tools or protocols.
+// Package sandbox confines the processes arbor starts for agents, so that
+// a shell command can run without a person approving it: it may write only
+// in the workspace (and a node's worktree, and paths the config adds) and
+// a private /tmp; it cannot read the paths that hold secrets (~/.ssh, keys,
+// arbor's own config and state); it has no network but what an allow-list
+// lets through a proxy arbor runs; it runs in a PID namespace of its own,
+// so a call's every process dies with the call, with its node, and with
+// arbor; and a fork bomb ends without taking the tree with it.
 //
-// It sits below tool: it may import the standard library, config and
-// llm-free helpers only, so that every starter of processes can use it.
+// The mechanism is bubblewrap (Debian's bubblewrap package, the one Claude
+// Code's sandbox runtime uses on Linux): user, mount, PID, network, IPC and
+// UTS namespaces, no daemon, no root. Detect says whether it works here.
+// arbor's own binary runs inside as a small helper in front of the command
+// (Main): it forwards the proxy port and watches the process count.
+//
+// The shell tool, background jobs and the headless protocols' local shell
+// ask Wrap for a confined command line; nothing else knows how confinement
+// works. Explain and Call.Done turn what was blocked into lines for the
+// model (the path, the host), so that it can adapt.
+//
+// Invariants: a Wrap never widens the policy; every goroutine a call's
+// proxy starts ends in Call.Done; the private temp dir is removed by Close.
 package sandbox

@@ -1,0 +1,319 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Mode says whether commands are confined.
+type Mode string
+
+const (
+	// Off runs commands with all of the user's rights.
+	Off Mode = "off"
+	// Auto confines commands where a mechanism works and says once, at
+	// start, when none does (commands then ask for approval as before).
+	Auto Mode = "auto"
+	// Required refuses to start where no mechanism works.
+	Required Mode = "required"
+)
+
+// ParseMode reads a mode; "" is Auto.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "":
+		return Auto, nil
+	case Off, Auto, Required:
+		return m, nil
+	}
+	return "", fmt.Errorf("sandbox mode %q: off, auto or required", s)
+}
+
+// ErrUnavailable is New's error where no mechanism works; it says what
+// is missing.
+var ErrUnavailable = errors.New("the sandbox is unavailable")
+
+// Policy is what a confined command may do.
+type Policy struct {
+	// Workspace is where the command runs and may write.
+	Workspace string
+	// Writable are further directories it may write (a node's worktree,
+	// paths the config adds).
+	Writable []string
+	// DenyRead are paths it may not read (nor write): directories look
+	// empty, files empty (config.SandboxDenyRead gives the usual secrets).
+	DenyRead []string
+	// Allow is the network allow-list (see ProxyOptions.Allow); empty: no
+	// network at all.
+	Allow []string
+	// MaxProcesses ends every process of a call once it has more than this
+	// many at once (a fork bomb ends, the tree goes on); 0 is
+	// DefaultMaxProcesses.
+	MaxProcesses int
+	// Blocked is told of every destination the proxy refused; may be nil.
+	Blocked func(host string, port int)
+}
+
+// DefaultMaxProcesses bounds the processes of one call.
+const DefaultMaxProcesses = 512
+
+// Sandbox confines the commands of one App (every session and node of
+// it): Wrap turns a command into one that bubblewrap runs in namespaces
+// of its own. Its private temp directory is the commands' /tmp.
+type Sandbox struct {
+	policy Policy
+	bwrap  string // the bubblewrap binary
+	tmp    string // private temp dir, /tmp inside
+	calls  atomic.Int64
+
+	mu     sync.Mutex // guards closed
+	closed bool
+}
+
+// New makes the sandbox of p, or fails with ErrUnavailable saying why no
+// mechanism works here.
+func New(p Policy) (*Sandbox, error) {
+	bw, err := Detect()
+	if err != nil {
+		return nil, err
+	}
+	if p.Workspace == "" {
+		return nil, errors.New("sandbox: no workspace")
+	}
+	abs := func(ps []string) []string {
+		var out []string
+		for _, x := range ps {
+			if a, err := filepath.Abs(x); err == nil {
+				out = append(out, filepath.Clean(a))
+			}
+		}
+		return out
+	}
+	p.Workspace = abs([]string{p.Workspace})[0]
+	p.Writable, p.DenyRead = abs(p.Writable), abs(p.DenyRead)
+	if p.MaxProcesses <= 0 {
+		p.MaxProcesses = DefaultMaxProcesses
+	}
+	s := &Sandbox{policy: p, bwrap: bw}
+	if len(p.Allow) > 0 {
+		if !helperRegistered {
+			return nil, fmt.Errorf("%w: a network allow-list needs arbor's sandbox helper, which this program does not include (it calls sandbox.Main at start)", ErrUnavailable)
+		}
+		if _, err := NewProxy(ProxyOptions{Allow: p.Allow}); err != nil {
+			return nil, fmt.Errorf("sandbox.network.allow: %w", err)
+		}
+	}
+	if s.tmp, err = os.MkdirTemp("", "arbor-sandbox-"); err != nil {
+		return nil, fmt.Errorf("sandbox: private temp dir: %w", err)
+	}
+	return s, nil
+}
+
+// Policy returns the sandbox's policy, paths made absolute.
+func (s *Sandbox) Policy() Policy { return s.policy }
+
+// Close removes the private temp dir. Safe to call twice; the calls
+// must be done.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	return os.RemoveAll(s.tmp)
+}
+
+// Call is one confined command: run Argv with Env added to the
+// environment, then call Done.
+type Call struct {
+	Argv []string
+	Env  []string
+	done func()
+
+	mu      sync.Mutex // guards blocked
+	blocked []string   // host:port refused by the call's proxy
+}
+
+// Done releases what the call held (its proxy and socket) and returns the
+// destinations its proxy refused, as host:port. Call it once the command
+// ended; a second call returns the same.
+func (c *Call) Done() []string {
+	if c.done != nil {
+		c.done()
+		c.done = nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.blocked)
+}
+
+// proxyPort is the port the helper listens on inside the sandbox: the
+// network namespace is the call's own, so any port is free.
+const proxyPort = 3128
+
+// Wrap returns argv confined, to run in dir (the workspace or below it;
+// dir outside every writable path still runs, read-only).
+func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
+	n := s.calls.Add(1)
+	c := &Call{}
+	var socket string
+	if len(s.policy.Allow) > 0 {
+		// A proxy of the call's own, so that what it refused is the call's.
+		px, err := NewProxy(ProxyOptions{Allow: s.policy.Allow, Blocked: func(host string, port int) {
+			hp := net.JoinHostPort(host, strconv.Itoa(port))
+			c.mu.Lock()
+			if !slices.Contains(c.blocked, hp) {
+				c.blocked = append(c.blocked, hp)
+			}
+			c.mu.Unlock()
+			if s.policy.Blocked != nil {
+				s.policy.Blocked(host, port)
+			}
+		}})
+		if err != nil {
+			return nil, err
+		}
+		socket = filepath.Join(s.tmp, "proxy-"+strconv.FormatInt(n, 10)+".sock")
+		l, err := px.ListenUnix(socket)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: proxy socket: %w", err)
+		}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = px.Serve(l)
+		}()
+		c.done = func() {
+			_ = px.Close()
+			<-served
+			_ = os.Remove(socket)
+		}
+		url := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {
+			c.Env = append(c.Env, k+"="+url)
+		}
+		c.Env = append(c.Env, "NO_PROXY=", "no_proxy=")
+	}
+	c.Argv = s.bwrapArgs(dir, argv, socket)
+	return c, nil
+}
+
+// bwrapArgs is the bubblewrap command line that runs argv in dir: the
+// whole file system read-only, the writable paths bound read-write, the
+// denied ones hidden, a private /tmp, new user, PID, network, IPC and UTS
+// namespaces, and everything killed when arbor dies. With a proxy socket
+// the helper runs first (see Main).
+func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string) []string {
+	p := s.policy
+	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--bind", s.tmp, "/tmp", "--setenv", "TMPDIR", "/tmp"}
+	for _, w := range append([]string{p.Workspace}, p.Writable...) {
+		if _, err := os.Stat(w); err == nil {
+			a = append(a, "--bind", w, w)
+		}
+	}
+	for _, d := range p.DenyRead {
+		fi, err := os.Stat(d)
+		switch {
+		case err != nil:
+			continue // nothing there to hide
+		case fi.IsDir():
+			a = append(a, "--tmpfs", d, "--remount-ro", d)
+		default:
+			a = append(a, "--ro-bind", "/dev/null", d)
+		}
+	}
+	exe, _ := os.Executable()
+	helper := helperRegistered && exe != ""
+	if helper {
+		// Bound at a path of its own: the binary may be anywhere, even in
+		// the /tmp the sandbox replaces (go run builds it there).
+		a = append(a, "--ro-bind", exe, helperPath)
+	}
+	a = append(a, "--chdir", dir, "--")
+	if helper {
+		inside := ""
+		if socket != "" {
+			inside = "/tmp/" + filepath.Base(socket)
+		}
+		a = append(a, helperPath, helperArg, strconv.Itoa(p.MaxProcesses), inside, strconv.Itoa(proxyPort), "--")
+	}
+	return append(a, argv...)
+}
+
+// helperPath is where arbor's binary is inside the sandbox.
+const helperPath = "/tmp/.arbor-sandbox-helper"
+
+// Explain names what the sandbox blocked that shows in a command's
+// output: a denied path it mentions, a write refused as read-only. Each
+// note is a line for the model, so that it can adapt.
+func (s *Sandbox) Explain(output string) []string {
+	var notes []string
+	for _, d := range s.policy.DenyRead {
+		if strings.Contains(output, d) {
+			notes = append(notes, fmt.Sprintf("sandbox: %s is hidden from commands (it holds secrets); it reads as empty or missing", d))
+		}
+	}
+	// A path under /tmp outside the workspace does not exist inside: the
+	// call's /tmp is its own.
+	if strings.Contains(output, "Read-only file system") || strings.Contains(output, "/tmp/") && strings.Contains(output, "No such file or directory") {
+		roots := append([]string{s.policy.Workspace, "/tmp"}, s.policy.Writable...)
+		notes = append(notes, "sandbox: commands may write only in "+strings.Join(roots, ", ")+" (/tmp is the call's own); everything else is read-only")
+	}
+	if len(s.policy.Allow) == 0 && networkFailed(output) {
+		notes = append(notes, "sandbox: commands have no network access (sandbox.network.allow lists the hosts they may reach)")
+	}
+	return notes
+}
+
+// networkFailed reports whether output shows a failed name lookup or
+// connection, as common tools word it.
+func networkFailed(output string) bool {
+	for _, s := range []string{"Could not resolve host", "Temporary failure in name resolution", "Network is unreachable",
+		"Name or service not known", "getaddrinfo", "Connection refused"} {
+		if strings.Contains(output, s) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	detectOnce sync.Once
+	detected   string
+	detectErr  error
+)
+
+// Detect finds a mechanism that works here, once per process: bubblewrap
+// on PATH that can create the namespaces the sandbox uses. Its error wraps
+// ErrUnavailable and says what is missing.
+func Detect() (string, error) {
+	detectOnce.Do(func() {
+		bw, err := exec.LookPath("bwrap")
+		if err != nil {
+			detectErr = fmt.Errorf("%w: bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)", ErrUnavailable)
+			return
+		}
+		out, err := exec.Command(bw, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
+			"--proc", "/proc", "--", "true").CombinedOutput()
+		if err != nil {
+			detectErr = fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%s): user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces)",
+				ErrUnavailable, strings.TrimSpace(string(out)+" "+err.Error()))
+			return
+		}
+		detected = bw
+	})
+	return detected, detectErr
+}
