@@ -12,7 +12,8 @@
 #   chromium       internal/web's browser test drives the pages in it
 #   initdb         PostgreSQL's server binaries: the postgres store's tests
 #                  start a throwaway server (internal/store/postgres/pgtest)
-#   bwrap          bubblewrap, for the coming sandbox (no test uses it yet)
+#   bwrap          bubblewrap: the sandbox's tests confine commands for real
+#   curl           the sandbox's network tests fetch through its proxy
 # Missing ones are installed with apt-get as root; otherwise the script
 # names the packages to install and exits non-zero.
 set -euo pipefail
@@ -37,6 +38,7 @@ if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev
   need postgresql
 fi
 command -v bwrap >/dev/null || need bubblewrap
+command -v curl >/dev/null || need curl
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then

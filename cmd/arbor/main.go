@@ -10,9 +10,13 @@ import (
 	"syscall"
 
 	"github.com/arbor-run/arbor/internal/cli"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 func main() {
+	// Inside the sandbox arbor's binary is the helper in front of a
+	// confined command; sandbox.Main runs it and exits.
+	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// ARBOR_CPUPROFILE=FILE writes a CPU profile of the whole process
 	// (go tool pprof FILE): for finding where a worker's time goes.

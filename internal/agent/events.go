@@ -97,6 +97,9 @@ type ToolCallFinished struct {
 	Result   string        `json:"result"`
 	IsError  bool          `json:"is_error"`
 	Duration time.Duration `json:"duration"`
+	// Blocked says what the OS sandbox refused during the call (a path,
+	// a host), one line each; front ends show it to people.
+	Blocked []string `json:"blocked,omitempty"`
 }
 
 // AssistantMessage is a complete assistant message, after it is stored.

@@ -20,7 +20,7 @@ func TestToolProcessGroupInIntent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, calls(call("c1", "run", `{"text":"echo hi"}`)), text("done"))
 	b.cfg.Tools.Add(tool.New("run", "Run a command.", tool.KindExecute, func(ctx context.Context, _ tool.Call, a echoArgs) tool.Result {
-		r := tool.RunCommand(ctx, t.TempDir(), a.Text, time.Minute, 1000, time.Second)
+		r := tool.RunCommand(ctx, nil, t.TempDir(), a.Text, time.Minute, 1000, time.Second)
 		return tool.Result{Content: r.Output, IsError: r.ExitCode != 0}
 	}))
 	if res := b.agent.Send(b.ctx, llm.UserText("go")); res.Outcome != agent.OutcomeCompleted {

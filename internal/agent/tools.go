@@ -190,7 +190,7 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 			return llm.ToolResult{}, false, fmt.Errorf("record result of %s: %w", c.Name, err)
 		}
 	}
-	a.publish(&ToolCallFinished{CallID: c.ID, Tool: c.Name, Result: res.Content, IsError: res.IsError, Duration: time.Since(start)})
+	a.publish(&ToolCallFinished{CallID: c.ID, Tool: c.Name, Result: res.Content, IsError: res.IsError, Duration: time.Since(start), Blocked: out.Blocked})
 	return res, out.EndTurn && !res.IsError, nil
 }
 

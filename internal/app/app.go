@@ -27,6 +27,7 @@ import (
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/store/sqlite"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // Options open an App.
@@ -36,6 +37,10 @@ type Options struct {
 	Overrides config.Overrides
 	// Getenv reads the environment; nil = os.Getenv.
 	Getenv func(string) string
+	// SandboxDefault is the sandbox mode where neither the config, the
+	// environment nor a flag sets one ("" is off; the CLI's commands that
+	// run agents pass auto).
+	SandboxDefault string
 }
 
 // App holds what every front end shares: config, store, event bus,
@@ -63,6 +68,16 @@ type App struct {
 	mcpSDK func(server string) mcp.Transport
 	// root is the App a view made by In belongs to; nil for an opened one.
 	root *App
+
+	// sandbox confines the workspace's commands; made once by Sandbox
+	// (nil: off, or sandboxErr says why it could not be made).
+	sandboxOnce sync.Once
+	sandbox     *sandbox.Sandbox
+	sandboxErr  error
+	// warnings are said once at start (Warnings), set by Open.
+	warnings []string
+	// sandboxDefault is Options.SandboxDefault, for views and reloads.
+	sandboxDefault string
 }
 
 // Open loads the configuration and opens the store.
@@ -83,7 +98,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: o.Overrides, Getenv: getenv})
+	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: o.Overrides, Getenv: getenv, SandboxDefault: o.SandboxDefault})
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +121,15 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	a := &App{
 		env:       map[string]string{},
 		Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
-		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides,
+		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides, sandboxDefault: o.SandboxDefault,
 	}
 	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })
 	a.setTimeouts(cfg)
+	if err := a.checkSandbox(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -161,8 +180,8 @@ func (a *App) In(dir string) (*App, error) {
 	a.mu.Unlock()
 	ov := root.currentOverrides()
 	v := &App{Workspace: ws, Store: a.Store, Bus: a.Bus, Broker: a.Broker, getenv: a.getenv,
-		overrides: ov, env: env, models: map[string]Model{}, root: root}
-	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: ov, Getenv: v.lookupEnv})
+		overrides: ov, env: env, models: map[string]Model{}, root: root, sandboxDefault: root.sandboxDefault}
+	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: ov, Getenv: v.lookupEnv, SandboxDefault: root.sandboxDefault})
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +268,7 @@ func (a *App) AnswerSocket(id string) string {
 // MCP servers whose entries changed restart (see reloadMCP). It must not
 // run while a session is being created.
 func (a *App) Reload() error {
-	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: a.currentOverrides(), Getenv: a.lookupEnv})
+	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: a.currentOverrides(), Getenv: a.lookupEnv, SandboxDefault: a.sandboxDefault})
 	if err != nil {
 		return err
 	}

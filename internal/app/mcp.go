@@ -130,7 +130,7 @@ func (a *App) AddMCPServers(servers map[string]config.MCPServer) error {
 	}
 	maps.Copy(ov.MCPServers, servers)
 	// Not under mu: loading reads the environment through lookupEnv.
-	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: ov, Getenv: a.lookupEnv})
+	cfg, err := config.Load(config.LoadOptions{Workspace: a.Workspace, Overrides: ov, Getenv: a.lookupEnv, SandboxDefault: a.sandboxDefault})
 	if err != nil {
 		return err
 	}

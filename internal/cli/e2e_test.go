@@ -62,7 +62,20 @@ func newEnv(t testing.TB) *env {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"XDG_STATE_HOME=" + filepath.Join(home, "state"),
+		// These tests drive what they test through shell commands that
+		// reach outside the workspace (fifos, logs in the home, host
+		// pids); the sandbox's own end-to-end tests (sandbox_e2e_test.go)
+		// drop this and run with the commands' default, auto.
+		sandboxOff,
 	}}
+}
+
+// sandboxOff is the variable newEnv sets to run commands unconfined.
+const sandboxOff = "ARBOR_SANDBOX=off"
+
+// sandboxDefault drops sandboxOff: the commands' own default applies.
+func (e *env) sandboxDefault() {
+	e.vars = slices.DeleteFunc(e.vars, func(v string) bool { return v == sandboxOff })
 }
 
 type outcome struct {

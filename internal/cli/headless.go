@@ -45,6 +45,7 @@ control_request, control_response and result lines. With a prompt argument
 it runs that one turn and exits. Diagnostics go to stderr.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runsAgents()
 			if f.sessionDir != "" {
 				g.workspace = f.sessionDir
 			}

@@ -63,6 +63,7 @@ Over HTTP a bind address that is not loopback needs a bearer token (--token
 or ` + mcpserver.TokenEnv + `); requests without it get 401.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			g.runsAgents()
 			return runMCP(cmd.Context(), g, s, f)
 		},
 	}

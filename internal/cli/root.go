@@ -58,17 +58,26 @@ type globals struct {
 	// mcp holds stream-json's --mcp-config servers and --strict-mcp-config.
 	mcp       map[string]config.MCPServer
 	strictMCP bool
+	// sandbox is --sandbox; sandboxDefault is the mode of a command that
+	// runs agents (auto) when neither the flag, ARBOR_SANDBOX nor the
+	// config sets one ("" is off).
+	sandbox, sandboxDefault string
 }
+
+// runsAgents marks a command whose agents' commands are sandboxed by
+// default (sandbox.mode auto).
+func (g *globals) runsAgents() { g.sandboxDefault = "auto" }
 
 func (g *globals) open(ctx context.Context) (*app.App, error) {
 	a, err := app.Open(ctx, app.Options{
-		Workspace: g.workspace,
-		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, MCPServers: g.mcp, StrictMCP: g.strictMCP},
+		Workspace:      g.workspace,
+		Overrides:      config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, MCPServers: g.mcp, StrictMCP: g.strictMCP},
+		SandboxDefault: g.sandboxDefault,
 	})
 	if err != nil {
 		return nil, classify(err)
 	}
-	for _, w := range a.Config().Warnings() {
+	for _, w := range a.Warnings() {
 		fmt.Fprintln(g.stderr, "arbor: warning:", w)
 	}
 	return a, nil
@@ -143,6 +152,7 @@ can be listed, inspected and continued.`,
 	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit or trust")
 	pf.StringVar(&g.store, "store", "", "database: a SQLite file (default $XDG_STATE_HOME/arbor/arbor.db) or a postgres:// URL; env ARBOR_STORE")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
+	pf.StringVar(&g.sandbox, "sandbox", "", "confine the shell commands of agents: off, auto (the default of commands that run agents) or required; env ARBOR_SANDBOX (docs/sandbox.md)")
 	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s), newWorkerCmd(g, s), newStopCmd(g))
 	root.AddCommand(newMCPCmd(g, s))
 	usageArgs(root)

@@ -86,6 +86,7 @@ id and returns at once.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runsAgents()
 			if err := f.validate(true); err != nil {
 				return err
 			}
@@ -126,6 +127,7 @@ resume raises its budgets if asked, hands it back to them when it stopped,
 and follows it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.runsAgents()
 			if err := f.validate(false); err != nil {
 				return err
 			}

@@ -31,6 +31,7 @@ every request must carry it; the link printed at start carries it once. See
 docs/web.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			g.runsAgents()
 			if token == "" {
 				token = os.Getenv("ARBOR_SERVE_TOKEN")
 			}

@@ -51,6 +51,7 @@ again) and exits 0.`,
   arbor worker --store "$DB" --queue gpu --workspace /srv/checkout --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			g.runsAgents()
 			a, err := g.open(cmd.Context())
 			if err != nil {
 				return err

@@ -14,7 +14,7 @@
 //  2. the user file $XDG_CONFIG_HOME/arbor/config.yaml (~/.config/…);
 //  3. the project's <workspace>/.mcp.json (MCP servers only, Claude Code's
 //     format), then the project file <workspace>/.arbor/config.yaml;
-//  4. the environment: ARBOR_MODEL, ARBOR_STORE, ARBOR_MODE;
+//  4. the environment: ARBOR_MODEL, ARBOR_STORE, ARBOR_MODE, ARBOR_SANDBOX;
 //  5. flags (Overrides).
 //
 // Invariants: a key a layer does not mention keeps the value of the layer
@@ -72,6 +72,8 @@ type Config struct {
 	// Code's format) and the project file, later ones replacing an entry
 	// of the same name whole.
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	// Sandbox confines the commands agents run.
+	Sandbox Sandbox `yaml:"sandbox"`
 
 	getenv     func(string) string
 	workspace  string
@@ -132,7 +134,9 @@ type Headless struct {
 // Overrides are the values given as flags; a zero field is unset.
 type Overrides struct {
 	Model, Store, Mode string
-	MaxTurns           int
+	// Sandbox is --sandbox: off, auto or required.
+	Sandbox  string
+	MaxTurns int
 	// MCPServers are added over the files' (stream-json --mcp-config);
 	// StrictMCP keeps only them (--strict-mcp-config).
 	MCPServers map[string]MCPServer
@@ -146,6 +150,9 @@ type LoadOptions struct {
 	Overrides Overrides
 	// Getenv reads the environment; nil = os.Getenv.
 	Getenv func(string) string
+	// SandboxDefault is sandbox.mode where no layer sets it: the command's
+	// own default ("" is off: a program embedding arbor opts in).
+	SandboxDefault string
 	// ConfigHome and StateHome replace the XDG directories; "" = derived
 	// from XDG_CONFIG_HOME / XDG_STATE_HOME / HOME through Getenv.
 	ConfigHome, StateHome string
@@ -159,6 +166,10 @@ func Load(o LoadOptions) (*Config, error) {
 	}
 	c := builtin(getenv)
 	c.getenv = getenv
+	c.Sandbox.Mode = o.SandboxDefault
+	if c.Sandbox.Mode == "" {
+		c.Sandbox.Mode = "off"
+	}
 	c.configHome = o.ConfigHome
 	if c.configHome == "" {
 		c.configHome = ConfigHome(getenv)
@@ -210,6 +221,7 @@ func Load(o LoadOptions) (*Config, error) {
 		{"ARBOR_MODEL", &c.Model, "model"},
 		{"ARBOR_STORE", &c.Store, "store"},
 		{"ARBOR_MODE", &c.Mode, "mode"},
+		{"ARBOR_SANDBOX", &c.Sandbox.Mode, "sandbox.mode"},
 	} {
 		if v := getenv(e.name); v != "" {
 			*e.dst = v
@@ -225,6 +237,7 @@ func Load(o LoadOptions) (*Config, error) {
 		{ov.Model, "--model", "model", &c.Model},
 		{ov.Store, "--store", "store", &c.Store},
 		{ov.Mode, "--mode", "mode", &c.Mode},
+		{ov.Sandbox, "--sandbox", "sandbox.mode", &c.Sandbox.Mode},
 	} {
 		if f.v != "" {
 			*f.dst = f.v

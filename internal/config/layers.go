@@ -36,6 +36,7 @@ type fileConfig struct {
 	Retry           fileRetry               `yaml:"retry"`
 	Headless        fileHeadless            `yaml:"headless"`
 	MCPServers      map[string]MCPServer    `yaml:"mcp_servers"`
+	Sandbox         fileSandbox             `yaml:"sandbox"`
 }
 
 type fileProvider struct {
@@ -223,6 +224,7 @@ func (c *Config) apply(fc *fileConfig, src string) {
 	set(c, &c.Headless.QueueLimit, fc.Headless.QueueLimit, "headless.queue_limit", src)
 
 	c.addMCPServers(fc.MCPServers, src)
+	c.applySandbox(fc.Sandbox, src)
 	for name, ref := range fc.NodeModels {
 		if c.NodeModels == nil {
 			c.NodeModels = map[string]string{}

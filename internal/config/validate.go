@@ -45,6 +45,12 @@ func (c *Config) validate() error {
 	if c.Retry.StallTimeout <= 0 {
 		return c.invalid("retry.stall_timeout", nil, "must be a positive duration such as 60s (got %v)", c.Retry.StallTimeout)
 	}
+	if !validSandboxMode(c.Sandbox.Mode) {
+		return c.invalid("sandbox.mode", nil, "%q is not a sandbox mode: off, auto or required", c.Sandbox.Mode)
+	}
+	if c.Sandbox.MaxProcesses < 0 {
+		return c.invalid("sandbox.max_processes", nil, "must not be negative (0 = the default; got %d)", c.Sandbox.MaxProcesses)
+	}
 	if c.Headless.QueueLimit < 0 {
 		return c.invalid("headless.queue_limit", nil, "must not be negative (0 = no limit; got %d)", c.Headless.QueueLimit)
 	}

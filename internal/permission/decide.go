@@ -200,6 +200,8 @@ func byMode(mode Mode, r Request) Decision {
 		return allow(fmt.Sprintf("%s mode allows reading", mode))
 	case r.Class == ClassWrite && mode == ModeAutoEdit:
 		return allow("auto-edit mode allows writing")
+	case r.Class == ClassExecute && r.Sandboxed:
+		return allow("the command runs in the sandbox")
 	}
 	what := "writing"
 	switch {

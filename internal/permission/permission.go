@@ -222,6 +222,10 @@ type Request struct {
 	// Paths are the paths the call touches as the model gave them: relative
 	// to the workspace, or absolute.
 	Paths []string
+	// Sandboxed says the command runs confined by the OS (package
+	// tool/sandbox): where the mode would ask before running it, it runs.
+	// Rules still apply: deny denies, ask asks.
+	Sandboxed bool
 }
 
 // Decision is the verdict on a Request.

@@ -3,6 +3,8 @@ package tool
 import (
 	"path/filepath"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // BuiltinOptions configures the built-in tools.
@@ -19,6 +21,9 @@ type BuiltinOptions struct {
 	// zero); ShellMaxTimeout the largest a call may ask for
 	// (DefaultShellMaxTimeout when zero).
 	ShellTimeout, ShellMaxTimeout time.Duration
+	// Sandbox confines shell commands (and background jobs); nil runs them
+	// with the user's rights.
+	Sandbox *sandbox.Sandbox
 }
 
 // Builtins returns the built-in tools: read_file, write_file, edit,
@@ -43,7 +48,7 @@ func Builtins(o BuiltinOptions) []Tool {
 		newListDirectory(root),
 		newGlob(root),
 		newGrep(root),
-		newShell(root, o.ShellTimeout, o.ShellMaxTimeout),
+		newShell(root, o),
 		newTodoWrite(todos),
 		newAskUser(o.Asker),
 	}

@@ -154,7 +154,7 @@ func (g *guarded) remember(tool string, ap Approval, suggested string) error {
 
 // request describes a call to the policy.
 func request(info Info, t Target) permission.Request {
-	return permission.Request{Tool: info.Name, Class: classOf(info.Kind), Command: t.Command, Paths: t.Paths}
+	return permission.Request{Tool: info.Name, Class: classOf(info.Kind), Command: t.Command, Paths: t.Paths, Sandboxed: t.Sandboxed}
 }
 
 // classOf maps a tool's kind to a permission class; an unknown kind is

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // Background jobs: shell commands that the shell tool starts with
@@ -62,9 +64,10 @@ func NewJobs(onDone func(Job)) *Jobs {
 	return &Jobs{onDone: onDone, running: map[string]context.CancelFunc{}}
 }
 
-// Start runs command with bash -c in dir in the background and returns
-// its id ("job_1", "job_2", …). A timeout <= 0 means none.
-func (j *Jobs) Start(dir, command string, timeout, waitDelay time.Duration) (string, error) {
+// Start runs command with bash -c in dir in the background, confined by
+// sb when it is not nil, and returns its id ("job_1", "job_2", …). A
+// timeout <= 0 means none.
+func (j *Jobs) Start(sb *sandbox.Sandbox, dir, command string, timeout, waitDelay time.Duration) (string, error) {
 	if timeout <= 0 {
 		timeout = backgroundNoTimeout
 	}
@@ -80,7 +83,7 @@ func (j *Jobs) Start(dir, command string, timeout, waitDelay time.Duration) (str
 	j.running[id] = cancel
 	j.wg.Go(func() {
 		defer cancel()
-		r := RunCommand(ctx, dir, command, timeout, shellMaxOutputBytes, waitDelay)
+		r := RunCommand(ctx, sb, dir, command, timeout, shellMaxOutputBytes, waitDelay)
 		job := Job{ID: id, Command: command, Output: r.Output, ExitCode: r.ExitCode,
 			Killed: r.TimedOut || r.Cancelled || r.ExitCode < 0}
 		if r.Err != nil {
@@ -141,7 +144,7 @@ func (j *Jobs) Tools(o BuiltinOptions) []Tool {
 	if err != nil {
 		ws = filepath.Clean(o.Workspace)
 	}
-	return []Tool{newBackgroundShell(workRoot(ws), o.ShellTimeout, o.ShellMaxTimeout, j), newJobKill(j)}
+	return []Tool{newBackgroundShell(workRoot(ws), o, j), newJobKill(j)}
 }
 
 type jobKillArgs struct {

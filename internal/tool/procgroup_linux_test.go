@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // liveGroup returns the commands of the processes of group pgid that have
@@ -86,7 +88,7 @@ func TestRunCommandGroup(t *testing.T) {
 		started := make(chan int, 2)
 		ctx = WithGroupReporter(ctx, func(pgid int) { started <- pgid })
 		done := make(chan CommandResult, 1)
-		go func() { done <- RunCommand(ctx, t.TempDir(), twoSleeps, time.Hour, 1000, shellWaitDelay) }()
+		go func() { done <- RunCommand(ctx, nil, t.TempDir(), twoSleeps, time.Hour, 1000, shellWaitDelay) }()
 
 		pgid := <-started
 		t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
@@ -104,7 +106,7 @@ func TestRunCommandGroup(t *testing.T) {
 
 	t.Run("NoReporterNeeded", func(t *testing.T) {
 		t.Parallel()
-		r := RunCommand(context.Background(), t.TempDir(), "echo ok", time.Minute, 1000, shellWaitDelay)
+		r := RunCommand(context.Background(), nil, t.TempDir(), "echo ok", time.Minute, 1000, shellWaitDelay)
 		if r.Err != nil || r.Output != "ok\n" || r.ExitCode != 0 {
 			t.Fatalf("result %+v", r)
 		}
@@ -175,17 +177,29 @@ func TestHelperRunCommand(t *testing.T) {
 	ctx := WithGroupReporter(context.Background(), func(pgid int) { fmt.Printf("pgid %d\n", pgid) })
 	switch os.Getenv("ARBOR_TOOL_HELPER") {
 	case "running":
-		RunCommand(ctx, t.TempDir(), twoSleeps, time.Hour, 1000, shellWaitDelay)
+		RunCommand(ctx, nil, t.TempDir(), twoSleeps, time.Hour, 1000, shellWaitDelay)
 		t.Fatal("the command ended; it should have been killed with this process")
 	case "ended":
 		// The sleep keeps no output pipe open, so the command ends at once.
-		r := RunCommand(ctx, t.TempDir(), "sleep 300 >/dev/null 2>&1 &", time.Hour, 1000, shellWaitDelay)
+		r := RunCommand(ctx, nil, t.TempDir(), "sleep 300 >/dev/null 2>&1 &", time.Hour, 1000, shellWaitDelay)
 		if r.ExitCode != 0 || r.OutputHeld {
 			t.Fatalf("result %+v", r)
 		}
 		select {} // until killed
 	default:
-		t.Skip("only run by startHelper")
+		marker, ok := strings.CutPrefix(os.Getenv("ARBOR_TOOL_HELPER"), "sandboxed:")
+		if !ok {
+			t.Skip("only run by startHelper")
+		}
+		// A confined call leaves a sleep in a session of its own, then
+		// runs until this process is killed.
+		ws := t.TempDir()
+		sb, err := sandbox.New(sandbox.Policy{Workspace: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		RunCommand(ctx, sb, ws, "setsid nohup sleep "+marker+" >/dev/null 2>&1 & sleep 3600", time.Hour, 1000, shellWaitDelay)
+		t.Fatal("the command ended; it should have been killed with this process")
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // Limits of shell.
@@ -37,11 +39,29 @@ type shellArgs struct {
 
 func (a shellArgs) Target() Target { return Target{Command: a.Command} }
 
+// sandboxShellArgs are shell's arguments when a sandbox confines it: the
+// model may ask to leave it, which a person must approve.
+type sandboxShellArgs struct {
+	Command                   string `json:"command" jsonschema_description:"The command line, run with bash -c in the workspace root."`
+	Timeout                   int    `json:"timeout,omitempty" jsonschema:"minimum=0" jsonschema_description:"Timeout in seconds. Default 120, maximum 600."`
+	Description               string `json:"description,omitempty" jsonschema_description:"A few words saying what the command does, shown to the user."`
+	RunInBackground           bool   `json:"run_in_background,omitempty" jsonschema_description:"Start the command in the background and return at once; its output and exit code are delivered as a message when it ends. No timeout applies unless one is given. Stop it with job_kill."`
+	DangerouslyDisableSandbox bool   `json:"dangerously_disable_sandbox,omitempty" jsonschema_description:"Run outside the sandbox, with the user's full rights. Only when the sandbox blocked something the task needs (a path, a host); a person must approve it."`
+}
+
+func (a sandboxShellArgs) Target() Target {
+	return Target{Command: a.Command, Sandboxed: !a.DangerouslyDisableSandbox}
+}
+
 const shellDescription = `Run a shell command with bash -c in the workspace root; stdout and stderr are merged. ` +
 	`The exit code is reported and a nonzero one marks the call as failed. ` +
 	`The command and everything it started are killed when the timeout expires (default 120 s, maximum 600 s). ` +
 	`Output beyond 30000 characters is cut in the middle. Stdin is empty: do not run interactive programs. ` +
 	`With run_in_background the call returns a job id at once and the result arrives as a message when the command ends.`
+
+const sandboxDescription = ` The command runs in a sandbox: it may write only in the workspace and /tmp, ` +
+	`secrets (~/.ssh, keys, arbor's config) are hidden, and the network is closed except for the hosts the user allowed. ` +
+	`When the sandbox blocks what the task needs, say so, or set dangerously_disable_sandbox to ask the user to run it outside.`
 
 // shellTool runs commands. Its fields are fixed at construction.
 type shellTool struct {
@@ -51,16 +71,19 @@ type shellTool struct {
 	waitDelay  time.Duration
 	// jobs runs background commands; nil refuses run_in_background.
 	jobs *Jobs
+	// sandbox confines the commands; nil runs them with the user's rights.
+	sandbox *sandbox.Sandbox
 }
 
-func newShell(root workRoot, timeout, maxTimeout time.Duration) Tool {
-	return newBackgroundShell(root, timeout, maxTimeout, nil)
+func newShell(root workRoot, o BuiltinOptions) Tool {
+	return newBackgroundShell(root, o, nil)
 }
 
 // newBackgroundShell is newShell whose run_in_background starts jobs in
 // jobs (nil = refused).
-func newBackgroundShell(root workRoot, timeout, maxTimeout time.Duration, jobs *Jobs) Tool {
-	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs}
+func newBackgroundShell(root workRoot, o BuiltinOptions, jobs *Jobs) Tool {
+	timeout, maxTimeout := o.ShellTimeout, o.ShellMaxTimeout
+	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs, sandbox: o.Sandbox}
 	if s.maxTimeout <= 0 {
 		s.maxTimeout = DefaultShellMaxTimeout
 	}
@@ -72,10 +95,21 @@ func newBackgroundShell(root workRoot, timeout, maxTimeout time.Duration, jobs *
 }
 
 func (s *shellTool) tool() Tool {
-	return New("shell", shellDescription, KindExecute, s.run)
+	if s.sandbox == nil {
+		return New("shell", shellDescription, KindExecute, func(ctx context.Context, _ Call, a shellArgs) Result {
+			return s.run(ctx, a, nil)
+		})
+	}
+	return New("shell", shellDescription+sandboxDescription, KindExecute, func(ctx context.Context, _ Call, a sandboxShellArgs) Result {
+		sb := s.sandbox
+		if a.DangerouslyDisableSandbox {
+			sb = nil // approved by a person (the guard asked: Target says unsandboxed)
+		}
+		return s.run(ctx, shellArgs{Command: a.Command, Timeout: a.Timeout, Description: a.Description, RunInBackground: a.RunInBackground}, sb)
+	})
 }
 
-func (s *shellTool) run(ctx context.Context, _ Call, a shellArgs) Result {
+func (s *shellTool) run(ctx context.Context, a shellArgs, sb *sandbox.Sandbox) Result {
 	if strings.TrimSpace(a.Command) == "" {
 		return Errorf("command is empty")
 	}
@@ -89,9 +123,9 @@ func (s *shellTool) run(ctx context.Context, _ Call, a shellArgs) Result {
 		}
 	}
 	if a.RunInBackground {
-		return s.background(a)
+		return s.background(a, sb)
 	}
-	r := RunCommand(ctx, s.dir, a.Command, timeout, shellMaxOutputBytes, s.waitDelay)
+	r := RunCommand(ctx, sb, s.dir, a.Command, timeout, shellMaxOutputBytes, s.waitDelay)
 	var status string
 	isError := true
 	switch {
@@ -117,16 +151,16 @@ func (s *shellTool) run(ctx context.Context, _ Call, a shellArgs) Result {
 	} else {
 		b.WriteString("(no output)\n")
 	}
-	for _, n := range notes {
+	for _, n := range append(notes, r.Notes...) {
 		fmt.Fprintf(&b, "[%s]\n", n)
 	}
 	b.WriteString(status)
-	return Result{Content: b.String(), IsError: isError}
+	return Result{Content: b.String(), IsError: isError, Blocked: r.Notes}
 }
 
 // background starts a.Command as a job. Only a timeout the call gives
 // applies (clamped to the maximum).
-func (s *shellTool) background(a shellArgs) Result {
+func (s *shellTool) background(a shellArgs, sb *sandbox.Sandbox) Result {
 	if s.jobs == nil {
 		return Errorf("run_in_background is not available in this session; run the command in the foreground")
 	}
@@ -137,7 +171,7 @@ func (s *shellTool) background(a shellArgs) Result {
 			timeout = time.Duration(a.Timeout) * time.Second
 		}
 	}
-	id, err := s.jobs.Start(s.dir, a.Command, timeout, s.waitDelay)
+	id, err := s.jobs.Start(sb, s.dir, a.Command, timeout, s.waitDelay)
 	if err != nil {
 		return Errorf("cannot start background job: %v", err)
 	}
@@ -165,21 +199,37 @@ type CommandResult struct {
 	OutputHeld bool
 	// Err is set when the command could not be run at all.
 	Err error
+	// Notes say what the sandbox blocked (a hidden path, a read-only
+	// write, a host it refused), for the model.
+	Notes []string
 }
 
 // RunCommand runs command with bash -c in dir, in its own process group so
 // that a timeout or ctx's cancellation kills everything it started, and so
 // that it dies with arbor (see runInGroup); the group is reported to ctx's
-// group reporter (WithGroupReporter). It is shared by the shell tool,
-// background jobs and the headless protocols' local shell.
-func RunCommand(ctx context.Context, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration) CommandResult {
+// group reporter (WithGroupReporter). With sb it runs confined by the
+// sandbox. It is shared by the shell tool, background jobs and the
+// headless protocols' local shell.
+func RunCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration) CommandResult {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := newHeadTail(maxOutput)
-	cmd := exec.CommandContext(runCtx, "bash", "-c", command)
+	argv := []string{"bash", "-c", command}
+	var call *sandbox.Call
+	if sb != nil {
+		var err error
+		if call, err = sb.Wrap(dir, argv); err != nil {
+			return CommandResult{Err: err, ExitCode: -1}
+		}
+		argv = call.Argv
+	}
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
 	cmd.Env = append(cmd.Env, envFrom(ctx)...)
+	if call != nil {
+		cmd.Env = append(cmd.Env, call.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
@@ -198,6 +248,12 @@ func RunCommand(ctx context.Context, dir, command string, timeout time.Duration,
 		r.ExitCode = exitErr.ExitCode()
 	case err != nil:
 		r.Err = err
+	}
+	if call != nil {
+		r.Notes = sb.Explain(r.Output)
+		for _, hp := range call.Done() {
+			r.Notes = append(r.Notes, "sandbox: the network access to "+hp+" was blocked (sandbox.network.allow lists the hosts commands may reach)")
+		}
 	}
 	return r
 }

@@ -89,6 +89,10 @@ type Result struct {
 	// EndTurn asks the agent loop to end its turn after this step instead
 	// of calling the model again (the tree's complete tool sets it).
 	EndTurn bool
+	// Blocked says what the OS sandbox refused during the call (a path, a
+	// host), one line each, for the events people see; Content tells the
+	// model too.
+	Blocked []string
 	// Images go to the model with Content (an MCP tool's image blocks).
 	Images []llm.Image
 }
@@ -114,6 +118,8 @@ type Target struct {
 	Paths []string
 	// Command is the shell command, for KindExecute tools.
 	Command string
+	// Sandboxed says the command will run confined by the OS sandbox.
+	Sandboxed bool
 }
 
 // Main returns the main argument a rule pattern is matched against.

@@ -55,7 +55,7 @@ func NewLive(o LiveOptions) *Live {
 // returns at once.
 func (l *Live) Handle(e agent.Event) {
 	switch e.(type) {
-	case *tree.NodeChanged, *tree.RunFinished, *tree.Notified, *agent.ToolCallStarted, *agent.UsageUpdated,
+	case *tree.NodeChanged, *tree.RunFinished, *tree.Notified, *agent.ToolCallStarted, *agent.ToolCallFinished, *agent.UsageUpdated,
 		*agent.InteractionRequested, *agent.InteractionResolved:
 	default:
 		return

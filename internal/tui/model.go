@@ -120,6 +120,8 @@ func (m *model) apply(e agent.Event) {
 		m.tr.notified(e)
 	case *agent.ToolCallStarted:
 		m.tr.toolStarted(e)
+	case *agent.ToolCallFinished:
+		m.tr.toolBlocked(e)
 	case *agent.UsageUpdated:
 		m.tr.addUsage(e)
 	case *agent.InteractionRequested:

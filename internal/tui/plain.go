@@ -50,6 +50,10 @@ func (p *Plain) Handle(e agent.Event) {
 		if id, ok := p.tr.toolStarted(e); ok {
 			line = fmt.Sprintf("#%d → %s %s", id, e.Tool, brief(e.Input))
 		}
+	case *agent.ToolCallFinished:
+		if id, ok := p.tr.toolBlocked(e); ok {
+			line = fmt.Sprintf("#%d ⊘ %s", id, strings.Join(e.Blocked, "; "))
+		}
 	}
 	if line != "" {
 		// A failed write (a closed pipe) is not the run's problem.

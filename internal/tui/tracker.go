@@ -112,6 +112,21 @@ func (t *tracker) toolStarted(e *agent.ToolCallStarted) (id int64, ok bool) {
 	return id, true
 }
 
+// toolBlocked records what the sandbox refused a node's call as its
+// latest activity and returns the node id; ok is false when nothing was
+// blocked or the session is no node of the run.
+func (t *tracker) toolBlocked(e *agent.ToolCallFinished) (id int64, ok bool) {
+	if len(e.Blocked) == 0 {
+		return 0, false
+	}
+	n, id, ok := t.nodeOf(e.SessionID)
+	if !ok {
+		return 0, false
+	}
+	n.lastTool = "⊘ " + firstLine(e.Blocked[0], textCut)
+	return id, true
+}
+
 // notified records a node's progress note as its latest activity and
 // returns the node id; ok is false for other runs and unknown nodes.
 func (t *tracker) notified(e *tree.Notified) (id int64, ok bool) {

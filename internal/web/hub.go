@@ -51,6 +51,8 @@ type ActivityFrame struct {
 	Usage    *llm.Usage `json:"usage,omitempty"`
 	CostUSD  float64    `json:"cost_usd,omitempty"`
 	TextSize int        `json:"text_size,omitempty"`
+	// Blocked is what the sandbox refused during the call (tool_done).
+	Blocked []string `json:"blocked,omitempty"`
 }
 
 // HelloFrame (event "hello") opens every stream, and ResyncFrame (event
@@ -229,7 +231,7 @@ func (h *hub) translate(seq uint64, ev agent.Event, rt route) {
 	case *agent.ToolCallStarted:
 		h.emitActivity(seq, "tool", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool})
 	case *agent.ToolCallFinished:
-		h.emitActivity(seq, "tool_done", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool, IsError: e.IsError})
+		h.emitActivity(seq, "tool_done", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool, IsError: e.IsError, Blocked: e.Blocked})
 	case *agent.AssistantMessage:
 		h.emitActivity(seq, "message", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, TextSize: len(e.Message.Text())})
 	case *agent.UsageUpdated:

@@ -412,9 +412,13 @@ func (s *server) subscribe(c subscribeCmd) error {
 
 // status writes a snapshot of the cached state with a fresh seq.
 func (s *server) status() {
+	sandbox := s.ws().SandboxStatus() // not under ctl.mu: the first call may start bubblewrap
+	if sandbox == "off" {
+		sandbox = "" // left out, as Chord's status_response has no such field
+	}
 	s.ctl.mu.Lock()
 	defer s.ctl.mu.Unlock()
-	p := statusPayload{Workdir: s.workdirLocked(), MCPServers: s.mcpServers()}
+	p := statusPayload{Workdir: s.workdirLocked(), MCPServers: s.mcpServers(), Sandbox: sandbox}
 	s.ix.mu.Lock()
 	defer s.ix.mu.Unlock()
 	if len(s.ix.confirms) > 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // Limits of local_shell.
@@ -46,7 +47,8 @@ func (s *server) localShell(ctx context.Context, c localShellCmd) error {
 			s.shellMu.Unlock()
 			stop()
 		}()
-		s.wire.push(evLocalShellResult, runShell(ctx, s.ws().Workspace, command), nil)
+		ws := s.ws()
+		s.wire.push(evLocalShellResult, runShell(ctx, ws.Sandbox(), ws.Workspace, command), nil)
 	})
 	return nil
 }
@@ -61,8 +63,8 @@ func (s *server) stopShells() {
 	}
 }
 
-func runShell(ctx context.Context, dir, command string) localShellResult {
-	res := tool.RunCommand(ctx, dir, command, shellTimeout, shellOutputCap, shellWaitDelay)
+func runShell(ctx context.Context, sb *sandbox.Sandbox, dir, command string) localShellResult {
+	res := tool.RunCommand(ctx, sb, dir, command, shellTimeout, shellOutputCap, shellWaitDelay)
 	r := localShellResult{Command: command, Output: res.Output}
 	switch {
 	case res.Err != nil:

@@ -168,6 +168,9 @@ func (s *server) translate(e agent.Event) {
 		s.ctl.mu.Lock()
 		s.syncJobsLocked()
 		s.ctl.mu.Unlock()
+		for _, b := range e.Blocked {
+			s.wire.push(evToast, toast{AgentID: mainAgent, Message: b, Level: "warn"}, nil)
+		}
 	case *agent.AssistantMessage:
 		s.wire.committed(mainAgent, assistantPayload(e.Message))
 	case *agent.InteractionRequested:

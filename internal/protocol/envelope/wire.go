@@ -156,6 +156,10 @@ type statusPayload struct {
 	// MCPServers are the MCP servers agents use; absent when none is
 	// configured.
 	MCPServers []mcpServerStatus `json:"mcp_servers,omitempty"`
+	// Sandbox says whether shell commands run confined: "on", or
+	// "unavailable: why" where it was asked for (docs/sandbox.md); absent
+	// when it is off.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 type activity struct {

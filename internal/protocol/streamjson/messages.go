@@ -138,6 +138,9 @@ type systemMessage struct {
 	Model     string `json:"model,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	UUID      string `json:"uuid,omitempty"`
+	// sandbox_blocked: the call and what the OS sandbox refused during it.
+	ToolUseID string   `json:"tool_use_id,omitempty"`
+	Blocked   []string `json:"blocked,omitempty"`
 }
 
 // initMessage is the "system" "init" line, with the fields Claude Code SDK

@@ -320,6 +320,9 @@ func (s *Server) translate(e agent.Event) {
 		s.mu.Unlock()
 		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
 			Content: []apiBlock{{Type: "tool_result", ToolUseID: e.CallID, Content: e.Result, IsError: &e.IsError}}}})
+		if len(e.Blocked) > 0 {
+			s.write(systemMessage{Type: "system", Subtype: "sandbox_blocked", SessionID: sid, UUID: newUUID(), ToolUseID: e.CallID, Blocked: e.Blocked})
+		}
 	}
 }
 

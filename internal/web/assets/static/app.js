@@ -111,6 +111,7 @@
     for (const name of ["tool", "tool_done", "message", "usage"]) {
       frame(name, (f) => { if (page === "node" && f.node === node) refresh(); });
     }
+    frame("tool_done", (f) => { if (f.blocked && f.blocked.length) toast("#" + f.node + " " + f.blocked.join("; ")); });
     src.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
   }
 

@@ -1,0 +1,138 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Sandbox is the sandbox section: how the commands agents run are
+// confined (see internal/tool/sandbox and docs/sandbox.md).
+type Sandbox struct {
+	// Mode is off, auto (the default: confine where a mechanism works) or
+	// required (refuse to start where none does).
+	Mode string `yaml:"mode"`
+	// Writable are directories commands may write besides the workspace
+	// and their private /tmp.
+	Writable []string `yaml:"writable"`
+	// DenyRead are paths commands may not read, besides the defaults
+	// (~/.ssh, ~/.aws, ~/.gnupg, ~/.netrc, arbor's config and state, …).
+	DenyRead []string       `yaml:"deny_read"`
+	Network  SandboxNetwork `yaml:"network"`
+	// MaxProcesses ends a call's processes once it has more at once; 0 is
+	// the sandbox's default.
+	MaxProcesses int `yaml:"max_processes"`
+}
+
+// SandboxNetwork is what confined commands may reach.
+type SandboxNetwork struct {
+	// Allow lists hosts ("example.com", "*.example.com", "127.0.0.1:8080");
+	// empty: no network.
+	Allow []string `yaml:"allow"`
+}
+
+type fileSandbox struct {
+	Mode     *string  `yaml:"mode"`
+	Writable []string `yaml:"writable"`
+	DenyRead []string `yaml:"deny_read"`
+	Network  struct {
+		Allow []string `yaml:"allow"`
+	} `yaml:"network"`
+	MaxProcesses *int `yaml:"max_processes"`
+}
+
+// applySandbox merges a file's sandbox section. A project file may
+// narrow the sandbox (deny more, fewer processes, required) but not widen
+// it: what would widen it (mode off, writable paths, allowed hosts, more
+// processes) is ignored with a warning, so that cloning a repository never
+// lets it loosen the user's own settings.
+func (c *Config) applySandbox(fs fileSandbox, src string) {
+	project := src == c.ProjectConfigFile()
+	widen := func(key string) {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: sandbox.%s is ignored: a project file may narrow the sandbox, not widen it; put it in %s to agree", src, key, c.UserConfigFile()))
+	}
+	if fs.Mode != nil {
+		if project && strings.EqualFold(strings.TrimSpace(*fs.Mode), "off") {
+			widen("mode: off")
+		} else {
+			set(c, &c.Sandbox.Mode, fs.Mode, "sandbox.mode", src)
+		}
+	}
+	if len(fs.Writable) > 0 {
+		if project {
+			widen("writable")
+		} else {
+			c.Sandbox.Writable = append(c.Sandbox.Writable, c.absAll(fs.Writable)...)
+			c.sources["sandbox.writable"] = src
+		}
+	}
+	if len(fs.Network.Allow) > 0 {
+		if project {
+			widen("network.allow")
+		} else {
+			c.Sandbox.Network.Allow = append(c.Sandbox.Network.Allow, fs.Network.Allow...)
+			c.sources["sandbox.network.allow"] = src
+		}
+	}
+	if len(fs.DenyRead) > 0 {
+		c.Sandbox.DenyRead = append(c.Sandbox.DenyRead, c.absAll(fs.DenyRead)...)
+		c.sources["sandbox.deny_read"] = src
+	}
+	if fs.MaxProcesses != nil {
+		if project && c.Sandbox.MaxProcesses > 0 && *fs.MaxProcesses > c.Sandbox.MaxProcesses {
+			widen("max_processes")
+		} else {
+			set(c, &c.Sandbox.MaxProcesses, fs.MaxProcesses, "sandbox.max_processes", src)
+		}
+	}
+}
+
+func (c *Config) absAll(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, c.absPath(p))
+		}
+	}
+	return out
+}
+
+// SandboxDenyRead is every path confined commands may not read: keys and
+// credentials under the home directory, arbor's config and state
+// directories (API keys, transcripts), and the config's own entries.
+func (c *Config) SandboxDenyRead() []string {
+	home := homeDir(c.env)
+	var out []string
+	if home != "" {
+		for _, p := range []string{".ssh", ".aws", ".gnupg", ".netrc", ".config/gcloud", ".azure", ".kube",
+			".docker/config.json", ".git-credentials", ".npmrc", ".pypirc"} {
+			out = append(out, filepath.Join(home, p))
+		}
+	}
+	if d := c.inConfigHome(""); d != "" {
+		out = append(out, filepath.Clean(d))
+	}
+	state := c.stateHome
+	if state == "" {
+		state = StateHome(c.env)
+	}
+	if state != "" {
+		out = append(out, filepath.Join(state, "arbor"))
+	}
+	for _, p := range c.Sandbox.DenyRead {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validSandboxMode reports whether m is a sandbox mode.
+func validSandboxMode(m string) bool {
+	switch strings.ToLower(strings.TrimSpace(m)) {
+	case "", "off", "auto", "required":
+		return true
+	}
+	return false
+}

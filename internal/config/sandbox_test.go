@@ -1,0 +1,61 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSandboxLayers: the user's file sets the sandbox; the project's may
+// narrow it but not widen it (each widening ignored with a warning); the
+// environment and --sandbox choose the mode; defaults hide the secrets.
+func TestSandboxLayers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	writeFile(t, b.userFile(), "sandbox:\n  mode: auto\n  writable: [~/cache]\n  network:\n    allow: [proxy.golang.org]\n  max_processes: 100\n")
+	writeFile(t, b.projectFile(), "sandbox:\n  mode: 'off'\n  writable: [/etc]\n  deny_read: [secrets]\n  network:\n    allow: [evil.example]\n  max_processes: 1000\n")
+	c := b.mustLoad(t, Overrides{})
+	equal(t, "mode", c.Sandbox.Mode, "auto")
+	equal(t, "writable", strings.Join(c.Sandbox.Writable, ","), filepath.Join(b.home, "cache"))
+	equal(t, "allow", strings.Join(c.Sandbox.Network.Allow, ","), "proxy.golang.org")
+	equal(t, "max processes", c.Sandbox.MaxProcesses, 100)
+	warned := strings.Join(c.Warnings(), "\n")
+	for _, key := range []string{"mode: off", "writable", "network.allow", "max_processes"} {
+		if !strings.Contains(warned, "sandbox."+key+" is ignored") {
+			t.Errorf("no warning for the project's sandbox.%s:\n%s", key, warned)
+		}
+	}
+	deny := c.SandboxDenyRead()
+	for _, want := range []string{filepath.Join(b.home, ".ssh"), filepath.Join(b.home, ".config", "arbor"),
+		filepath.Join(b.home, ".local", "state", "arbor"), filepath.Join(b.workspace, "secrets")} {
+		if !slices.Contains(deny, want) {
+			t.Errorf("deny list lacks %s: %v", want, deny)
+		}
+	}
+
+	b.env["ARBOR_SANDBOX"] = "required"
+	equal(t, "env mode", b.mustLoad(t, Overrides{}).Sandbox.Mode, "required")
+	equal(t, "flag mode", b.mustLoad(t, Overrides{Sandbox: "off"}).Sandbox.Mode, "off")
+	if _, err := b.load(Overrides{Sandbox: "on"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "off, auto or required") {
+		t.Fatalf("--sandbox on: %v; want an invalid config naming the modes", err)
+	}
+}
+
+// TestSandboxDefault: with no layer setting it, the mode is the caller's
+// default, and off when the caller gives none.
+func TestSandboxDefault(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c, err := Load(LoadOptions{Workspace: b.workspace, Getenv: b.getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "no default", c.Sandbox.Mode, "off")
+	c, err = Load(LoadOptions{Workspace: b.workspace, Getenv: b.getenv, SandboxDefault: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "command default", c.Sandbox.Mode, "auto")
+}
