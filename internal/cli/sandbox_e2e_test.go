@@ -192,3 +192,22 @@ func TestSandboxBlockedEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestSandboxCommand: arbor sandbox runs a command confined, passes its
+// output and exit code through and names what was blocked on stderr.
+func TestSandboxCommand(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	outside := fmt.Sprintf("/var/tmp/arbor-sandbox-escape-cmd-%d.txt", os.Getpid())
+	t.Cleanup(func() { _ = os.Remove(outside) })
+	o := e.run("sandbox", "--", "echo inside > made && cat made && echo x > "+outside)
+	if o.code != 1 || !strings.HasPrefix(o.stdout, "inside\n") || !strings.Contains(o.stderr, "arbor: sandbox: commands may write only in "+e.workspace) {
+		t.Fatalf("exit %d, stdout %q\nstderr:\n%s", o.code, o.stdout, o.stderr)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("arbor sandbox let the command write outside the workspace")
+	}
+	if o := e.run("sandbox", "--sandbox", "off", "--", "true"); o.code != 2 {
+		t.Fatalf("--sandbox off: exit %d, want 2\n%s", o.code, o.stderr)
+	}
+}

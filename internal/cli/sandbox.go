@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+func newSandboxCmd(g *globals, s Streams) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "sandbox [flags] -- COMMAND [ARG...]",
+		Short: "Run a command confined, as an agent's shell command runs",
+		Long: `Run a command line with bash -c in the workspace, confined by the sandbox an
+agent's shell command gets (docs/sandbox.md): writes only in the workspace
+and a private /tmp, secrets hidden, no network but the config's
+sandbox.network.allow through arbor's proxy, every process gone when it
+ends. Its output (stdout and stderr merged, as the model sees it) goes to
+stdout; what the sandbox blocked to stderr; arbor
+exits with the command's code. Where bubblewrap does not work it exits 2
+and says what is missing.`,
+		Example: `  arbor sandbox -- cat ~/.ssh/id_rsa
+  arbor sandbox -- 'curl -sS https://proxy.golang.org/'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.sandbox == "off" {
+				return usageError{errors.New("arbor sandbox runs commands confined: --sandbox off makes no sense here")}
+			}
+			g.sandboxDefault = "required"
+			if g.sandbox == "" {
+				g.sandbox = "required" // whatever the config says: this command is the sandbox
+			}
+			a, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			sb := a.Sandbox()
+			if sb == nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("the sandbox is %s", a.SandboxStatus())}
+			}
+			r := tool.RunCommand(cmd.Context(), sb, a.Workspace, strings.Join(args, " "), timeout, 1<<20, 2*time.Second)
+			fmt.Fprint(s.Out, r.Output)
+			for _, n := range r.Notes {
+				fmt.Fprintf(s.Err, "arbor: %s\n", n)
+			}
+			switch {
+			case r.Err != nil:
+				return &exitError{code: ExitFailure, err: r.Err}
+			case r.TimedOut:
+				return &exitError{code: ExitFailure, err: fmt.Errorf("timed out after %s; every process it started was killed", timeout)}
+			case r.ExitCode < 0:
+				return &exitError{code: 128 + 9, err: errors.New("the command was killed")}
+			case r.ExitCode != 0:
+				return &exitError{code: r.ExitCode} // the command said why
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "kill the command and everything it started after this long")
+	return cmd
+}
