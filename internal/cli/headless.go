@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -139,19 +138,14 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 		return "", err
 	}
 	defer a.Close()
-	// The newest sessions may be those of tree nodes (sub-agents, arbor
-	// run): they are not conversations to continue.
-	ss, err := a.Store.ListSessions(ctx, 1000)
-	if err != nil {
+	s, err := store.LatestConversation(ctx, a.Store)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", usageError{errNoSession}
+	case err != nil:
 		return "", err
 	}
-	slices.SortStableFunc(ss, func(a, b store.Session) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
-	for _, s := range ss {
-		if !s.OwnedByNode() {
-			return s.ID, nil
-		}
-	}
-	return "", usageError{errNoSession}
+	return s.ID, nil
 }
 
 // errNoSession: --continue found no conversation to continue.

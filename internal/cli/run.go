@@ -265,7 +265,10 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 	}
 	var fin store.Run
 	if f.wait {
-		fin, err = waitForLease(ctx, r.ID, s.Err, drive)
+		fin, err = store.WaitForLease(ctx, r.ID, s.Err, drive)
+		if errors.Is(err, store.ErrStoppedWaiting) {
+			return &exitError{code: ExitInterrupted, err: err}
+		}
 	} else {
 		fin, err = drive()
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,13 +18,13 @@ func newRunsCmd(g *globals) *cobra.Command {
 	return newListCmd(g, "runs", "runs", listRuns, printRuns)
 }
 
-// listRuns lists runs with the status a reader should see (shownStatus).
+// listRuns lists runs with the status a reader should see (store.ShownStatus).
 func listRuns(st store.Store, ctx context.Context, limit int) ([]store.Run, error) {
 	rs, err := st.ListRuns(ctx, limit)
 	if err != nil {
 		return nil, err
 	}
-	return withShownStatus(ctx, st, rs), nil
+	return store.WithShownStatus(ctx, st, rs), nil
 }
 
 // newListCmd is a command listing stored records newest first, as a
@@ -84,7 +83,7 @@ func newTreeCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", args[0], err)}
 			}
-			r.Status = shownStatus(cmd.Context(), a.Store, r)
+			r.Status = store.ShownStatus(cmd.Context(), a.Store, r)
 			nodes, err := a.Store.Nodes(cmd.Context(), r.ID)
 			if err != nil {
 				return err
@@ -95,7 +94,7 @@ func newTreeCmd(g *globals) *cobra.Command {
 					Nodes []treeNode `json:"nodes"`
 				}{r, withSpend(cmd.Context(), a.Store, nodes)})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s [%s] model %s%s\n", r.ID, r.Status, r.Model, driver(cmd.Context(), a.Store, r))
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s [%s] model %s%s\n", r.ID, r.Status, r.Model, store.DescribeDriver(cmd.Context(), a.Store, r))
 			if r.Error != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "error: %s\n", r.Error)
 			}
@@ -127,21 +126,4 @@ func withSpend(ctx context.Context, st store.Store, nodes []store.Node) []treeNo
 		}
 	}
 	return out
-}
-
-// driver says who drives cluster run r, for arbor tree's first line:
-// its queue, and the worker holding it while one does.
-func driver(ctx context.Context, st store.LeaseStore, r store.Run) string {
-	if r.Queue == "" {
-		return ""
-	}
-	out := ", queue " + r.Queue
-	if r.Status != store.RunRunning {
-		return out
-	}
-	l, err := st.GetLease(ctx, store.RunLeaseKey(r.ID))
-	if err != nil || l.Dead(time.Now()) {
-		return out + ", waiting for a worker"
-	}
-	return fmt.Sprintf("%s, driven by pid %d on %s", out, l.PID, l.Host)
 }

@@ -16,14 +16,10 @@ func newSandboxCmd(g *globals, s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sandbox [flags] -- COMMAND [ARG...]",
 		Short: "Run a command confined, as an agent's shell command runs",
-		Long: `Run a command line with bash -c in the workspace, confined by the sandbox an
-agent's shell command gets (docs/sandbox.md): writes only in the workspace
-and a private /tmp, secrets hidden, no network but the config's
-sandbox.network.allow through arbor's proxy, every process gone when it
-ends. Its output (stdout and stderr merged, as the model sees it) goes to
-stdout; what the sandbox blocked to stderr; arbor
-exits with the command's code. Where bubblewrap does not work it exits 2
-and says what is missing.`,
+		Long: `Run a command line with bash -c in the workspace, confined as an agent's shell
+command is (docs/sandbox.md). Its output (stdout and stderr merged, as the
+model sees it) goes to stdout, what the sandbox blocked to stderr, and arbor
+exits with the command's code; 2 where bubblewrap does not work.`,
 		Example: `  arbor sandbox -- cat ~/.ssh/id_rsa
   arbor sandbox -- 'curl -sS https://proxy.golang.org/'`,
 		Args: cobra.MinimumNArgs(1),
@@ -52,10 +48,8 @@ and says what is missing.`,
 			switch {
 			case r.Err != nil:
 				return &exitError{code: ExitFailure, err: r.Err}
-			case r.TimedOut:
-				return &exitError{code: ExitFailure, err: fmt.Errorf("timed out after %s; every process it started was killed", timeout)}
-			case r.ExitCode < 0:
-				return &exitError{code: 128 + 9, err: errors.New("the command was killed")}
+			case r.TimedOut, r.ExitCode < 0:
+				return &exitError{code: ExitFailure, err: fmt.Errorf("killed (timeout %s); every process it started with it", timeout)}
 			case r.ExitCode != 0:
 				return &exitError{code: r.ExitCode} // the command said why
 			}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// How a run looks to a reader (arbor runs, arbor tree, the web view):
+// the stored row corrected by what its lease says.
+
+// ShownStatus is the status a reader shows for r: a run stored as running
+// whose lease is gone or dead was left by a killed process and is
+// interrupted (but for a cluster run, which the workers take on). The row itself is corrected by the next owner's drive.
+func ShownStatus(ctx context.Context, st LeaseStore, r Run) RunStatus {
+	if r.Status != RunRunning || r.Queue != "" {
+		// A cluster run with no live driver is waiting for a worker,
+		// which the run reaper hands it to: it is running still.
+		return r.Status
+	}
+	l, err := st.GetLease(ctx, RunLeaseKey(r.ID))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return RunInterrupted
+	case err != nil:
+		return r.Status
+	case l.Dead(time.Now()):
+		return RunInterrupted
+	}
+	return r.Status
+}
+
+// WithShownStatus rewrites the status of every run to ShownStatus.
+func WithShownStatus(ctx context.Context, st LeaseStore, rs []Run) []Run {
+	for i := range rs {
+		rs[i].Status = ShownStatus(ctx, st, rs[i])
+	}
+	return rs
+}
+
+// DescribeDriver says who drives cluster run r, for a reader (arbor
+// tree's first line): its queue, and the worker holding it while one does;
+// "" for a run of no queue.
+func DescribeDriver(ctx context.Context, st LeaseStore, r Run) string {
+	if r.Queue == "" {
+		return ""
+	}
+	out := ", queue " + r.Queue
+	if r.Status != RunRunning {
+		return out
+	}
+	l, err := st.GetLease(ctx, RunLeaseKey(r.ID))
+	if err != nil || l.Dead(time.Now()) {
+		return out + ", waiting for a worker"
+	}
+	return fmt.Sprintf("%s, driven by pid %d on %s", out, l.PID, l.Host)
+}
+
+// LatestConversation is the most recently used session that is a
+// conversation (the last one written to, not the last one created; a
+// tree node's session is not one), for --continue; ErrNotFound when there
+// is none among the newest thousand.
+func LatestConversation(ctx context.Context, st Store) (Session, error) {
+	ss, err := st.ListSessions(ctx, 1000)
+	if err != nil {
+		return Session{}, err
+	}
+	slices.SortStableFunc(ss, func(a, b Session) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	for _, s := range ss {
+		if !s.OwnedByNode() {
+			return s, nil
+		}
+	}
+	return Session{}, fmt.Errorf("no conversation to continue: %w", ErrNotFound)
+}
+
+// ErrStoppedWaiting is WaitForLease's end when its context ended.
+var ErrStoppedWaiting = errors.New("stopped waiting")
+
+// WaitForLease runs try until it does not fail with a *LeaseHeldError,
+// polling with a growing pause (up to the lease's usual expiry), and says
+// once on diag whom it waits for. It gives up when ctx ends (Ctrl-C),
+// with an error that wraps ErrStoppedWaiting.
+func WaitForLease[T any](ctx context.Context, runID string, diag io.Writer, try func() (T, error)) (T, error) {
+	pause := 100 * time.Millisecond
+	said := ""
+	for {
+		v, err := try()
+		var held *LeaseHeldError
+		if !errors.As(err, &held) {
+			return v, err
+		}
+		if said != held.ID {
+			said = held.ID
+			fmt.Fprintf(diag, "arbor: waiting for pid %d on %s to let go of run %s\n", held.PID, held.Host, runID)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("%w for run %s: %w", ErrStoppedWaiting, runID, context.Cause(ctx))
+		case <-t.C:
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
