@@ -45,8 +45,9 @@ func reportGroup(ctx context.Context, pgid int) {
 	}
 }
 
-// runInGroup starts cmd as the leader of a new process group, reports the
-// group through ctx, lists it with the reaper, and waits for cmd.
+// runInGroup starts cmd as the leader of a new process group, calls
+// started (when not nil) once it started or failed to, reports the group
+// through ctx, lists it with the reaper, and waits for cmd.
 //
 // Pdeathsig is sent when the *thread* that forked the child exits, not
 // the process: a Go thread ends when a goroutine that locked it exits
@@ -56,17 +57,21 @@ func reportGroup(ctx context.Context, pgid int) {
 // child's whole life, so only arbor's death (or the end of this call)
 // ends it. The cost is one OS thread per running tool process, which Wait
 // would mostly hold anyway.
-func runInGroup(ctx context.Context, cmd *exec.Cmd) error {
+func runInGroup(ctx context.Context, cmd *exec.Cmd, started func()) error {
 	cmd.SysProcAttr = groupAttr()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if started != nil {
+		started()
+	}
+	if err != nil {
 		return err
 	}
 	pgid := cmd.Process.Pid
 	unlist := reap.list(pgid)
 	reportGroup(ctx, pgid)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	// A process that outlived the command in its group (a server started
 	// with &) stays listed, so that it still dies with arbor.
 	if !groupAlive(pgid) {
@@ -128,7 +133,7 @@ func KillLeftoverGroup(pgid int, startedAt time.Time) (bool, error) {
 // pipes whose other ends the caller holds, so Wait does not close them
 // under a reader.
 func RunInGroup(cmd *exec.Cmd, started func(pgid int)) error {
-	return runInGroup(WithGroupReporter(context.Background(), started), cmd)
+	return runInGroup(WithGroupReporter(context.Background(), started), cmd, nil)
 }
 
 // KillGroup kills the process group pgid; nil when it had no process left.

@@ -227,13 +227,15 @@ func RunCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
 	cmd.Env = append(cmd.Env, envFrom(ctx)...)
+	var started func()
 	if call != nil {
 		cmd.Env = append(cmd.Env, call.Env...)
+		cmd.ExtraFiles, started = call.ExtraFiles, call.Started
 	}
 	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
-	err := runInGroup(ctx, cmd)
+	err := runInGroup(ctx, cmd, started)
 
 	r := CommandResult{Output: out.String()}
 	var exitErr *exec.ExitError
@@ -251,9 +253,7 @@ func RunCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 	}
 	if call != nil {
 		r.Notes = sb.Explain(r.Output)
-		for _, hp := range call.Done() {
-			r.Notes = append(r.Notes, "sandbox: the network access to "+hp+" was blocked (sandbox.network.allow lists the hosts commands may reach)")
-		}
+		r.Notes = append(r.Notes, call.Done()...)
 	}
 	return r
 }

@@ -14,18 +14,28 @@ import (
 // prints the ratio and the extra time.
 func BenchmarkTrue(b *testing.B) {
 	ws := b.TempDir()
-	run := func(b *testing.B, argv, env []string) {
+	run := func(b *testing.B, argv, env []string, c *Call) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = ws
 		cmd.Env = append(os.Environ(), env...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v: %s", err, out)
+		if c != nil {
+			cmd.ExtraFiles = c.ExtraFiles
+		}
+		err := cmd.Start()
+		if c != nil {
+			c.Started()
+		}
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 	b.Run("plain", func(b *testing.B) {
 		for b.Loop() {
-			run(b, []string{"bash", "-c", "true"}, nil)
+			run(b, []string{"bash", "-c", "true"}, nil, nil)
 		}
 	})
 	for _, c := range []struct {
@@ -43,7 +53,7 @@ func BenchmarkTrue(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				run(b, call.Argv, call.Env)
+				run(b, call.Argv, call.Env, call)
 				call.Done()
 			}
 		})

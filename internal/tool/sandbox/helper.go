@@ -8,26 +8,20 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"sync"
 	"syscall"
-	"time"
 )
 
 // The helper is arbor's own binary run again inside the sandbox, in front
-// of the command: bubblewrap starts it with helperArg (see Main). It
+// of a command that may reach the network (an allow-list is set):
+// bubblewrap starts it with helperArg (see Main). It forwards
+// 127.0.0.1:<port> to the call's proxy socket, the only way out of the
+// call's empty network namespace, runs the command and exits with its
+// status. A call with no network needs no helper: starting arbor's binary
+// costs tens of milliseconds, bubblewrap alone a few.
 //
-//   - forwards 127.0.0.1:<port> to the call's proxy socket, the only way
-//     out of the call's empty network namespace;
-//   - watches the number of processes in the call's PID namespace and
-//     kills them all past the limit (a fork bomb; as root RLIMIT_NPROC
-//     does not apply, so the count is watched instead);
-//   - runs the command and exits with its status.
-//
-// When the helper exits, bubblewrap's init (PID 1 of the namespace) exits
-// and the kernel kills every process left in it: a `setsid nohup … &` dies
-// with its call.
+// When the command (or the helper) exits, bubblewrap's init (PID 1 of the
+// namespace) exits and the kernel kills every process left in it: a
+// `setsid nohup … &` dies with its call.
 
 // helperArg is argv[1] of the helper.
 const helperArg = "__arbor_sandbox_helper"
@@ -47,15 +41,14 @@ func Main() {
 	helperRegistered = true
 }
 
-// runHelper is the helper: args are max-processes, the proxy socket ("" =
-// none), the port, "--", then the command.
+// runHelper is the helper: args are the proxy socket ("" = none), the
+// port, "--", then the command.
 func runHelper(args []string, diag io.Writer) int {
-	if len(args) < 5 || args[3] != "--" {
+	if len(args) < 4 || args[2] != "--" {
 		fmt.Fprintln(diag, "arbor sandbox helper: bad arguments")
 		return 125
 	}
-	maxProcs, _ := strconv.Atoi(args[0])
-	socket, port, argv := args[1], args[2], args[4:]
+	socket, port, argv := args[0], args[1], args[3:]
 	if socket != "" {
 		l, err := net.Listen("tcp", "127.0.0.1:"+port)
 		if err != nil {
@@ -76,21 +69,7 @@ func runHelper(args []string, diag io.Writer) int {
 		fmt.Fprintf(diag, "arbor sandbox helper: %v\n", err)
 		return 127
 	}
-	exceeded := make(chan int, 1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	if maxProcs > 0 {
-		wg.Go(func() { watch(maxProcs, stop, exceeded) })
-	}
 	err := cmd.Wait()
-	close(stop)
-	wg.Wait()
-	select {
-	case n := <-exceeded:
-		fmt.Fprintf(diag, "\narbor sandbox: the command started more than %d processes at once (%d); all of them were killed\n", maxProcs, n)
-		return 137
-	default:
-	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -133,34 +112,5 @@ func forward(l net.Listener, socket string) {
 func closeWrite(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
-	}
-}
-
-// watch counts the processes of the PID namespace (its /proc lists only
-// them) until stop, and kills them all when there are more than max.
-func watch(max int, stop <-chan struct{}, exceeded chan<- int) {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		ps, err := filepath.Glob("/proc/[0-9]*")
-		if err != nil || len(ps) <= max {
-			continue
-		}
-		exceeded <- len(ps)
-		// Every process this one may signal but itself and the
-		// namespace's init; repeated while a bomb still forks.
-		for range 50 {
-			_ = syscall.Kill(-1, syscall.SIGKILL)
-			if ps, _ := filepath.Glob("/proc/[0-9]*"); len(ps) <= 2 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		return
 	}
 }

@@ -74,6 +74,7 @@ type Sandbox struct {
 	bwrap  string // the bubblewrap binary
 	tmp    string // private temp dir, /tmp inside
 	calls  atomic.Int64
+	watch  watcher
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -131,27 +132,72 @@ func (s *Sandbox) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.watch.wg.Wait()
 	return os.RemoveAll(s.tmp)
 }
 
 // Call is one confined command: run Argv with Env added to the
-// environment, then call Done.
+// environment and ExtraFiles as the command's (fd 3 on), call Started
+// once it started and Done once it ended.
 type Call struct {
-	Argv []string
-	Env  []string
-	done func()
+	Argv       []string
+	Env        []string
+	ExtraFiles []*os.File
+	done       func()
+
+	sb      *Sandbox
+	info    *os.File // read end of bubblewrap's --info-fd
+	watched chan *watched
 
 	mu      sync.Mutex // guards blocked
-	blocked []string   // host:port refused by the call's proxy
+	blocked []string   // what the sandbox refused the call, a line each
 }
 
-// Done releases what the call held (its proxy and socket) and returns the
-// destinations its proxy refused, as host:port. Call it once the command
+// Started hands the call to the watchdog: call it once the command
+// started (or failed to), after which ExtraFiles may be closed.
+func (c *Call) Started() {
+	for _, f := range c.ExtraFiles {
+		_ = f.Close() // the command has its copy
+	}
+	c.ExtraFiles = nil
+	info := c.info
+	c.info = nil
+	if info == nil {
+		return
+	}
+	go func() { // ends when bubblewrap wrote its info or exited
+		pid, ns, ok := readInit(info)
+		if !ok {
+			c.watched <- nil
+			return
+		}
+		w := &watched{ns: ns, init: pid, max: c.sb.policy.MaxProcesses}
+		c.sb.watch.add(w)
+		c.watched <- w
+	}()
+}
+
+// Done releases what the call held (its proxy and socket, its watch) and
+// returns what the sandbox refused it, a line each: the destinations its
+// proxy refused, a process limit it passed. Call it once the command
 // ended; a second call returns the same.
 func (c *Call) Done() []string {
+	if c.info != nil { // never started
+		c.Started()
+	}
 	if c.done != nil {
 		c.done()
 		c.done = nil
+	}
+	if c.watched != nil {
+		if w := <-c.watched; w != nil {
+			if n := c.sb.watch.remove(w); n > 0 {
+				c.mu.Lock()
+				c.blocked = append(c.blocked, fmt.Sprintf("sandbox: the command started more than %d processes at once (%d); all of them were killed", w.max, n))
+				c.mu.Unlock()
+			}
+		}
+		c.watched = nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,15 +212,21 @@ const proxyPort = 3128
 // dir outside every writable path still runs, read-only).
 func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 	n := s.calls.Add(1)
-	c := &Call{}
+	c := &Call{sb: s, watched: make(chan *watched, 1)}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: info pipe: %w", err)
+	}
+	c.info, c.ExtraFiles = r, []*os.File{w}
 	var socket string
 	if len(s.policy.Allow) > 0 {
 		// A proxy of the call's own, so that what it refused is the call's.
 		px, err := NewProxy(ProxyOptions{Allow: s.policy.Allow, Blocked: func(host string, port int) {
-			hp := net.JoinHostPort(host, strconv.Itoa(port))
+			note := "sandbox: the network access to " + net.JoinHostPort(host, strconv.Itoa(port)) +
+				" was blocked (sandbox.network.allow lists the hosts commands may reach)"
 			c.mu.Lock()
-			if !slices.Contains(c.blocked, hp) {
-				c.blocked = append(c.blocked, hp)
+			if !slices.Contains(c.blocked, note) {
+				c.blocked = append(c.blocked, note)
 			}
 			c.mu.Unlock()
 			if s.policy.Blocked != nil {
@@ -182,11 +234,13 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 			}
 		}})
 		if err != nil {
+			_, _ = r.Close(), w.Close()
 			return nil, err
 		}
 		socket = filepath.Join(s.tmp, "proxy-"+strconv.FormatInt(n, 10)+".sock")
 		l, err := px.ListenUnix(socket)
 		if err != nil {
+			_, _ = r.Close(), w.Close()
 			return nil, fmt.Errorf("sandbox: proxy socket: %w", err)
 		}
 		served := make(chan struct{})
@@ -205,7 +259,7 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 		}
 		c.Env = append(c.Env, "NO_PROXY=", "no_proxy=")
 	}
-	c.Argv = s.bwrapArgs(dir, argv, socket)
+	c.Argv = s.bwrapArgs(dir, argv, socket, 3)
 	return c, nil
 }
 
@@ -214,9 +268,9 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 // denied ones hidden, a private /tmp, new user, PID, network, IPC and UTS
 // namespaces, and everything killed when arbor dies. With a proxy socket
 // the helper runs first (see Main).
-func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string) []string {
+func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int) []string {
 	p := s.policy
-	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all",
+	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--info-fd", strconv.Itoa(infoFD),
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--bind", s.tmp, "/tmp", "--setenv", "TMPDIR", "/tmp"}
 	for _, w := range append([]string{p.Workspace}, p.Writable...) {
@@ -236,7 +290,7 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string) []string {
 		}
 	}
 	exe, _ := os.Executable()
-	helper := helperRegistered && exe != ""
+	helper := socket != "" && exe != "" // only a call that may reach the network needs it
 	if helper {
 		// Bound at a path of its own: the binary may be anywhere, even in
 		// the /tmp the sandbox replaces (go run builds it there).
@@ -244,11 +298,7 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string) []string {
 	}
 	a = append(a, "--chdir", dir, "--")
 	if helper {
-		inside := ""
-		if socket != "" {
-			inside = "/tmp/" + filepath.Base(socket)
-		}
-		a = append(a, helperPath, helperArg, strconv.Itoa(p.MaxProcesses), inside, strconv.Itoa(proxyPort), "--")
+		a = append(a, helperPath, helperArg, "/tmp/"+filepath.Base(socket), strconv.Itoa(proxyPort), "--")
 	}
 	return append(a, argv...)
 }
