@@ -151,7 +151,9 @@ func (a *App) session(ctx context.Context, id string, m Model, o SessionOptions)
 func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOptions, create *store.Session) *Session {
 	todos := tool.NewTodoList(o.OnTodos)
 	broker := a.Broker.For(id)
-	bo := tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos, Sandbox: a.Sandbox()}
+	sbc := a.Config().Sandbox
+	bo := tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos, Sandbox: a.Sandbox(),
+		SandboxAsks: !sbc.AutoAllows(), SandboxOnly: !sbc.AllowsUnsandboxed()}
 	// The background-capable shell and job_kill, then o.Tools, replace the
 	// tools of the same name in place, or are added after them.
 	tools := tool.Builtins(bo)

@@ -190,7 +190,8 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 		return ExitFailure // as Claude Code exits
 	}
 	s.In = in
-	g := globals{model: l.Model, mode: l.PermissionMode, mcp: l.MCPServers, strictMCP: l.StrictMCP, stderr: s.Err}
+	g := globals{model: l.Model, mode: l.PermissionMode, mcp: l.MCPServers, strictMCP: l.StrictMCP, stderr: s.Err,
+		sandboxSettings: sdkSandbox(l.Sandbox)}
 	o := streamjson.Options{ClaudeCode: true, MaxTurns: l.MaxTurns, AllowedTools: l.AllowedTools, DisallowedTools: l.DisallowedTools,
 		Tools: l.Tools, AppendSystemPrompt: l.AppendSystemPrompt, Resume: l.Resume, SessionID: l.SessionID,
 		ForkSession: l.ForkSession, PartialMessages: l.PartialMessages, MaxBudgetUSD: l.MaxBudgetUSD,
@@ -215,4 +216,15 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// sdkSandbox is the SDK's sandbox option as config (docs/sandbox.md);
+// nil leaves the sandbox off, as Claude Code does.
+func sdkSandbox(s *dialect.SandboxSettings) *config.Sandbox {
+	if s == nil {
+		return nil
+	}
+	auto, out := s.AutoAllow, s.AllowUnsandboxed
+	return &config.Sandbox{Mode: s.Mode(), Writable: s.AllowWrite, DenyRead: s.DenyRead,
+		Network: config.SandboxNetwork{Allow: s.AllowedDomains}, AutoAllow: &auto, AllowUnsandboxed: &out}
 }

@@ -62,6 +62,8 @@ type globals struct {
 	// runs agents (auto) when neither the flag, ARBOR_SANDBOX nor the
 	// config sets one ("" is off).
 	sandbox, sandboxDefault string
+	// sandboxSettings are the Claude Agent SDK's sandbox option.
+	sandboxSettings *config.Sandbox
 }
 
 // runsAgents marks a command whose agents' commands are sandboxed by
@@ -70,8 +72,9 @@ func (g *globals) runsAgents() { g.sandboxDefault = "auto" }
 
 func (g *globals) open(ctx context.Context) (*app.App, error) {
 	a, err := app.Open(ctx, app.Options{
-		Workspace:      g.workspace,
-		Overrides:      config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, MCPServers: g.mcp, StrictMCP: g.strictMCP},
+		Workspace: g.workspace,
+		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, SandboxSettings: g.sandboxSettings,
+			MCPServers: g.mcp, StrictMCP: g.strictMCP},
 		SandboxDefault: g.sandboxDefault,
 	})
 	if err != nil {

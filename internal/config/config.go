@@ -135,8 +135,11 @@ type Headless struct {
 type Overrides struct {
 	Model, Store, Mode string
 	// Sandbox is --sandbox: off, auto or required.
-	Sandbox  string
-	MaxTurns int
+	Sandbox string
+	// SandboxSettings are a launching program's sandbox settings (the
+	// Claude Agent SDK's sandbox option), merged at this layer.
+	SandboxSettings *Sandbox
+	MaxTurns        int
 	// MCPServers are added over the files' (stream-json --mcp-config);
 	// StrictMCP keeps only them (--strict-mcp-config).
 	MCPServers map[string]MCPServer
@@ -252,6 +255,7 @@ func Load(o LoadOptions) (*Config, error) {
 		c.MCPServers = nil
 	}
 	c.addMCPServers(ov.MCPServers, "flag --mcp-config")
+	c.applySandboxOverrides(ov.SandboxSettings)
 
 	c.Model = strings.TrimSpace(c.Model)
 	c.Mode = strings.TrimSpace(c.Mode)

@@ -23,7 +23,19 @@ type Sandbox struct {
 	// MaxProcesses ends a call's processes once it has more at once; 0 is
 	// the sandbox's default.
 	MaxProcesses int `yaml:"max_processes"`
+	// AutoAllow lets a confined shell command run without asking (default
+	// true; false: the mode decides, as without a sandbox).
+	AutoAllow *bool `yaml:"auto_allow"`
+	// AllowUnsandboxed lets a call ask a person to run outside the sandbox
+	// (dangerously_disable_sandbox; default true).
+	AllowUnsandboxed *bool `yaml:"allow_unsandboxed"`
 }
+
+// AutoAllows reports whether a confined command runs without asking.
+func (s Sandbox) AutoAllows() bool { return s.AutoAllow == nil || *s.AutoAllow }
+
+// AllowsUnsandboxed reports whether a call may ask to leave the sandbox.
+func (s Sandbox) AllowsUnsandboxed() bool { return s.AllowUnsandboxed == nil || *s.AllowUnsandboxed }
 
 // SandboxNetwork is what confined commands may reach.
 type SandboxNetwork struct {
@@ -39,7 +51,9 @@ type fileSandbox struct {
 	Network  struct {
 		Allow []string `yaml:"allow"`
 	} `yaml:"network"`
-	MaxProcesses *int `yaml:"max_processes"`
+	MaxProcesses     *int  `yaml:"max_processes"`
+	AutoAllow        *bool `yaml:"auto_allow"`
+	AllowUnsandboxed *bool `yaml:"allow_unsandboxed"`
 }
 
 // applySandbox merges a file's sandbox section. A project file may
@@ -79,12 +93,48 @@ func (c *Config) applySandbox(fs fileSandbox, src string) {
 		c.Sandbox.DenyRead = append(c.Sandbox.DenyRead, c.absAll(fs.DenyRead)...)
 		c.sources["sandbox.deny_read"] = src
 	}
+	for _, b := range []struct {
+		v   *bool
+		dst **bool
+		key string
+	}{{fs.AutoAllow, &c.Sandbox.AutoAllow, "auto_allow"}, {fs.AllowUnsandboxed, &c.Sandbox.AllowUnsandboxed, "allow_unsandboxed"}} {
+		switch {
+		case b.v == nil:
+		case project && *b.v:
+			widen(b.key + ": true")
+		default:
+			v := *b.v
+			*b.dst = &v
+			c.sources["sandbox."+b.key] = src
+		}
+	}
 	if fs.MaxProcesses != nil {
 		if project && c.Sandbox.MaxProcesses > 0 && *fs.MaxProcesses > c.Sandbox.MaxProcesses {
 			widen("max_processes")
 		} else {
 			set(c, &c.Sandbox.MaxProcesses, fs.MaxProcesses, "sandbox.max_processes", src)
 		}
+	}
+}
+
+// applySandboxOverrides merges what the launching program set (the
+// Claude Agent SDK's sandbox option), at the flag layer.
+func (c *Config) applySandboxOverrides(o *Sandbox) {
+	if o == nil {
+		return
+	}
+	if o.Mode != "" {
+		c.Sandbox.Mode = o.Mode
+		c.sources["sandbox.mode"] = "flag --settings"
+	}
+	c.Sandbox.Writable = append(c.Sandbox.Writable, c.absAll(o.Writable)...)
+	c.Sandbox.DenyRead = append(c.Sandbox.DenyRead, c.absAll(o.DenyRead)...)
+	c.Sandbox.Network.Allow = append(c.Sandbox.Network.Allow, o.Network.Allow...)
+	if o.AutoAllow != nil {
+		c.Sandbox.AutoAllow = o.AutoAllow
+	}
+	if o.AllowUnsandboxed != nil {
+		c.Sandbox.AllowUnsandboxed = o.AllowUnsandboxed
 	}
 }
 

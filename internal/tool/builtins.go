@@ -24,6 +24,9 @@ type BuiltinOptions struct {
 	// Sandbox confines shell commands (and background jobs); nil runs them
 	// with the user's rights.
 	Sandbox *sandbox.Sandbox
+	// SandboxAsks makes a confined command ask as an unconfined one would
+	// (the mode decides); SandboxOnly refuses dangerously_disable_sandbox.
+	SandboxAsks, SandboxOnly bool
 }
 
 // Builtins returns the built-in tools: read_file, write_file, edit,

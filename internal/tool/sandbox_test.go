@@ -124,3 +124,49 @@ func sleepingMarker(marker string) bool {
 	}
 	return false
 }
+
+// TestSandboxedShellOptions: SandboxAsks keeps confined commands asking
+// (the schema unchanged), SandboxOnly refuses to leave the sandbox.
+func TestSandboxedShellOptions(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	eng, err := permission.New(permission.Options{Mode: permission.ModeDefault, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := newSandbox(t, ws)
+	shell := func(o BuiltinOptions) Tool {
+		o.Workspace, o.Sandbox = ws, sb
+		for _, tl := range Builtins(o) {
+			if tl.Info().Name == "shell" {
+				return Guard(tl, eng, nil)
+			}
+		}
+		t.Fatal("no shell")
+		return nil
+	}
+	asking := shell(BuiltinOptions{SandboxAsks: true})
+	for _, field := range []string{`"command"`, `"dangerously_disable_sandbox"`, `"run_in_background"`} {
+		if !strings.Contains(string(asking.Info().Schema), field) {
+			t.Fatalf("the asking shell's schema lacks %s: %s", field, asking.Info().Schema)
+		}
+	}
+	res := asking.Run(context.Background(), Call{ID: "c", Input: json.RawMessage(`{"command":"true"}`)})
+	if !res.IsError || !strings.Contains(res.Content, "approval needed") {
+		t.Fatalf("SandboxAsks: a confined command must ask: %+v", res)
+	}
+	trusted, err := permission.New(permission.Options{Mode: permission.ModeTrust, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var only Tool
+	for _, tl := range Builtins(BuiltinOptions{Workspace: ws, Sandbox: sb, SandboxOnly: true}) {
+		if tl.Info().Name == "shell" {
+			only = Guard(tl, trusted, nil)
+		}
+	}
+	res = only.Run(context.Background(), Call{ID: "c", Input: json.RawMessage(`{"command":"true","dangerously_disable_sandbox":true}`)})
+	if !res.IsError || !strings.Contains(res.Content, "only in the sandbox") {
+		t.Fatalf("SandboxOnly: leaving the sandbox must be refused even in trust mode: %+v", res)
+	}
+}

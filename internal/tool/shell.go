@@ -53,6 +53,12 @@ func (a sandboxShellArgs) Target() Target {
 	return Target{Command: a.Command, Sandboxed: !a.DangerouslyDisableSandbox}
 }
 
+// askingShellArgs are sandboxShellArgs whose confined commands ask as
+// unconfined ones do (BuiltinOptions.SandboxAsks).
+type askingShellArgs struct{ sandboxShellArgs }
+
+func (a askingShellArgs) Target() Target { return Target{Command: a.Command} }
+
 const shellDescription = `Run a shell command with bash -c in the workspace root; stdout and stderr are merged. ` +
 	`The exit code is reported and a nonzero one marks the call as failed. ` +
 	`The command and everything it started are killed when the timeout expires (default 120 s, maximum 600 s). ` +
@@ -73,6 +79,9 @@ type shellTool struct {
 	jobs *Jobs
 	// sandbox confines the commands; nil runs them with the user's rights.
 	sandbox *sandbox.Sandbox
+	// asks keeps confined commands asking; only refuses leaving the
+	// sandbox (BuiltinOptions.SandboxAsks, SandboxOnly).
+	asks, only bool
 }
 
 func newShell(root workRoot, o BuiltinOptions) Tool {
@@ -83,7 +92,8 @@ func newShell(root workRoot, o BuiltinOptions) Tool {
 // jobs (nil = refused).
 func newBackgroundShell(root workRoot, o BuiltinOptions, jobs *Jobs) Tool {
 	timeout, maxTimeout := o.ShellTimeout, o.ShellMaxTimeout
-	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs, sandbox: o.Sandbox}
+	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs, sandbox: o.Sandbox,
+		asks: o.SandboxAsks, only: o.SandboxOnly}
 	if s.maxTimeout <= 0 {
 		s.maxTimeout = DefaultShellMaxTimeout
 	}
@@ -100,12 +110,23 @@ func (s *shellTool) tool() Tool {
 			return s.run(ctx, a, nil)
 		})
 	}
-	return New("shell", shellDescription+sandboxDescription, KindExecute, func(ctx context.Context, _ Call, a sandboxShellArgs) Result {
+	run := func(ctx context.Context, a sandboxShellArgs) Result {
 		sb := s.sandbox
 		if a.DangerouslyDisableSandbox {
+			if s.only {
+				return Errorf("commands run only in the sandbox here (sandbox.allow_unsandboxed is false); run it without dangerously_disable_sandbox")
+			}
 			sb = nil // approved by a person (the guard asked: Target says unsandboxed)
 		}
 		return s.run(ctx, shellArgs{Command: a.Command, Timeout: a.Timeout, Description: a.Description, RunInBackground: a.RunInBackground}, sb)
+	}
+	if s.asks {
+		return New("shell", shellDescription+sandboxDescription, KindExecute, func(ctx context.Context, _ Call, a askingShellArgs) Result {
+			return run(ctx, a.sandboxShellArgs)
+		})
+	}
+	return New("shell", shellDescription+sandboxDescription, KindExecute, func(ctx context.Context, _ Call, a sandboxShellArgs) Result {
+		return run(ctx, a)
 	})
 }
 

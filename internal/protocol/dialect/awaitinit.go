@@ -16,8 +16,8 @@ import (
 // Agent SDK does when it sends disallowedTools, MCP servers, settings or
 // plugins there instead of in argv). Its launch fields apply as their
 // flags would: disallowedTools as --disallowedTools, mcpServers as
-// --mcp-config; settings, managed settings and plugins, whose flags arbor
-// refuses, are refused too.
+// --mcp-config, settings as --settings (only the sandbox's); managed
+// settings and plugins, whose flags arbor refuses, are refused too.
 type launchInit struct {
 	Type    string `json:"type"`
 	Request struct {
@@ -58,7 +58,7 @@ func awaitInitialize(in io.Reader) (launchInit, io.Reader, error) {
 	if err := json.Unmarshal(bytes.TrimSpace(line), &li); err != nil || li.Type != "control_request" || li.Request.Subtype != "initialize" {
 		return launchInit{}, nil, errInitializeNotFirst
 	}
-	for name, v := range map[string]json.RawMessage{"settings": li.Request.Settings, "managedSettings": li.Request.ManagedSettings, "plugins": li.Request.Plugins} {
+	for name, v := range map[string]json.RawMessage{"managedSettings": li.Request.ManagedSettings, "plugins": li.Request.Plugins} {
 		if hasJSONValue(v) {
 			return launchInit{}, nil, fmt.Errorf("--await-initialize: the initialize request's %s are not supported by arbor, so refused rather than ignored", name)
 		}

@@ -44,7 +44,7 @@ func TestAwaitInitialize(t *testing.T) {
 		})
 	}
 
-	for _, field := range []string{`"settings":{"model":"x"}`, `"managedSettings":{"a":1}`, `"plugins":[{"type":"local","path":"/p"}]`} {
+	for _, field := range []string{`"managedSettings":{"a":1}`, `"plugins":[{"type":"local","path":"/p"}]`} {
 		t.Run("refused", func(t *testing.T) {
 			t.Parallel()
 			line := `{"type":"control_request","request_id":"r1","request":{"subtype":"initialize",` + field + `}}` + "\n"

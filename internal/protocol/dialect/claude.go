@@ -35,6 +35,9 @@ type Launch struct {
 	// request); StrictMCP ignores the configured ones.
 	MCPServers map[string]config.MCPServer
 	StrictMCP  bool
+	// Sandbox is the SDK's sandbox option (--settings, or the initialize
+	// request's settings); nil when not given.
+	Sandbox *SandboxSettings
 	// FromInit says which launch fields came in the initialize request
 	// (--await-initialize): the front end reports them as that request's.
 	FromInit struct{ DisallowedTools, MCPServers bool }
@@ -63,6 +66,7 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 		allowed, disallowed, tools     string
 		outputFormat, inputFormat, ppt string
 		settingSources, debugFile      string
+		settings                       string
 		verbose, debug, awaitInit      bool
 		mcpConfigs                     []string
 	)
@@ -84,6 +88,7 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 	fs.StringVar(&l.SessionID, "session-id", "", "")
 	fs.Float64Var(&l.MaxBudgetUSD, "max-budget-usd", 0, "")
 	fs.StringVar(&settingSources, "setting-sources", "", "")
+	fs.StringVar(&settings, "settings", "", "")
 	fs.BoolVar(&debug, "debug", false, "")
 	fs.StringVar(&debugFile, "debug-file", "", "")
 	fs.Bool("allow-dangerously-skip-permissions", false, "")
@@ -106,11 +111,25 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 			return Launch{}, nil, err
 		}
 		in = rest
+		if hasJSONValue(li.Request.Settings) {
+			if l.Sandbox, err = parseSettingsJSON(li.Request.Settings, "the initialize request's settings"); err != nil {
+				return Launch{}, nil, err
+			}
+		}
 		disallowed = strings.Join(append(splitList(disallowed), li.Request.DisallowedTools...), ",")
 		l.FromInit.DisallowedTools = li.Request.DisallowedTools != nil
 		if hasJSONValue(li.Request.MCPServers) {
 			mcpConfigs = append(mcpConfigs, `{"mcpServers":`+string(li.Request.MCPServers)+`}`)
 			l.FromInit.MCPServers = true
+		}
+	}
+	if settings != "" {
+		s, err := parseSettings(settings)
+		if err != nil {
+			return Launch{}, nil, err
+		}
+		if s != nil {
+			l.Sandbox = s
 		}
 	}
 	if os.Getenv("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING") == "true" {

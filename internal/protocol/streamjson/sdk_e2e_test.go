@@ -494,6 +494,7 @@ type sdkBlock struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"` // a tool_result's
 }
 
 func (m sdkMessage) hasBlock(pred func(sdkBlock) bool) bool {

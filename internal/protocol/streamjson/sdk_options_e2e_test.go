@@ -206,6 +206,33 @@ func TestSDKOptions(t *testing.T) {
 		}
 	})
 
+	// The SDK's sandbox option (sent as --settings): a confined Bash
+	// runs without canUseTool, writes in the workspace, and cannot write
+	// outside it.
+	t.Run("sandbox", func(t *testing.T) {
+		t.Parallel()
+		escape := filepath.Join("/var/tmp", "arbor-sdk-sandbox-escape-"+filepath.Base(t.TempDir()))
+		t.Cleanup(func() { _ = os.Remove(escape) })
+		srv := llmtest.NewServer(shellCall("toolu_s1", "echo hi > ran.txt; echo x > "+escape), llmtest.Turn{Text: "done"})
+		r := h.driveOptions(t, srv, driverOptions{CanUseTool: "deny", Options: map[string]any{
+			"sandbox": map[string]any{"enabled": true, "autoAllowBashIfSandboxed": true}}})
+		r.requireDone(t)
+		if n := len(r.driverEvents("can_use_tool")); n != 0 {
+			r.fatalf(t, "canUseTool was asked %d times; a confined Bash runs without asking", n)
+		}
+		if _, err := os.Stat(filepath.Join(r.workspace, "ran.txt")); err != nil {
+			r.fatalf(t, "the confined command did not write in the workspace: %v", err)
+		}
+		if _, err := os.Stat(escape); err == nil {
+			r.fatalf(t, "the confined command wrote outside the workspace")
+		}
+		r.find(t, "a tool_result naming what the sandbox blocked", func(m sdkMessage) bool {
+			return m.Type == "user" && m.hasBlock(func(b sdkBlock) bool {
+				return b.ToolUseID == "toolu_s1" && strings.Contains(string(b.Content), "sandbox: commands may write only in")
+			})
+		})
+	})
+
 	t.Run("partial-messages", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(llmtest.Turn{Text: "Hello streamed"})
