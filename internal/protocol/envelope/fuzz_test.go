@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
@@ -227,6 +228,23 @@ func expectedErrors(in []byte) (want map[string]int, shell bool) {
 		var typ string
 		if l[0] != '{' || json.Unmarshal(l, &head) != nil || json.Unmarshal(head.Type, &typ) != nil || typ == "" {
 			want["invalid_command"]++ // not an object, or no string type
+			continue
+		}
+		// A line that frames as a command but holds bytes that are not
+		// UTF-8 is refused whole with invalid_json, whatever its type, and
+		// nothing is run (docs/headless-envelope.md, Framing, and the table
+		// of differences from Chord). encoding/json would replace the bytes
+		// with U+FFFD and fold the key's case: Chord decodes
+		// {"tYpe":"\xc7"} to the type "\ufffd" and answers "unknown
+		// command type", without a code. Both refuse the line; arbor's
+		// code names the fault a client can fix (its encoding), and the
+		// same check keeps a known command with a bad byte in a field
+		// (a send's content, a local_shell command) from running as
+		// something the client did not send, where Chord runs the
+		// replaced text. The fuzzer found the case the oracle lacked
+		// (testdata/fuzz/FuzzServe/non-utf8-type).
+		if !utf8.Valid(l) {
+			want["invalid_json"]++
 			continue
 		}
 		shape, known := commandShapes[typ]
