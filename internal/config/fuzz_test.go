@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // FuzzLoad writes arbitrary bytes as the user's config.yaml, the
@@ -41,7 +43,7 @@ func FuzzLoad(f *testing.F) {
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]), []byte(s[2]))
 	}
-	root := f.TempDir()
+	root := testutil.MemDir(f) // the files are rewritten for every input
 	env := map[string]string{"HOME": filepath.Join(root, "home"), "XDG_CONFIG_HOME": filepath.Join(root, "config"),
 		"XDG_STATE_HOME": filepath.Join(root, "state")}
 	getenv := func(k string) string { return env[k] }
@@ -218,7 +220,7 @@ func FuzzMCPConfig(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	path := filepath.Join(f.TempDir(), "mcp.json")
+	path := filepath.Join(testutil.MemDir(f), "mcp.json")
 	env := map[string]string{"TOKEN": "t", "HOST": "h"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {

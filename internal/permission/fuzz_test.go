@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // FuzzRule parses an arbitrary rule and judges an arbitrary command and
@@ -44,7 +45,7 @@ func FuzzRule(f *testing.F) {
 	} {
 		f.Add(s[0], s[1])
 	}
-	dir := memDir(f)
+	dir := testutil.MemDir(f) // the rules file is written with fsync
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		f.Fatal(err)
@@ -184,17 +185,4 @@ func hasRule(rs []permission.Rule, r permission.Rule) bool {
 		}
 	}
 	return false
-}
-
-// memDir is a temporary directory in memory (/dev/shm) when there is one:
-// the rules file is written with fsync, which on a disk costs more than
-// the rest of an input.
-func memDir(f *testing.F) string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if dir, err := os.MkdirTemp("/dev/shm", "arbor-fuzz-"); err == nil {
-			f.Cleanup(func() { os.RemoveAll(dir) })
-			return dir
-		}
-	}
-	return f.TempDir()
 }
