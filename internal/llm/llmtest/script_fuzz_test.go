@@ -123,8 +123,8 @@ func checkAnthropic(t *testing.T, n int, turn Turn, req Request) {
 	if err != nil {
 		t.Fatalf("turn %d does not resolve: %v", n, err)
 	}
-	text, thinking := "", ""
-	inputs := map[int]string{}
+	var text, thinking strings.Builder // a long text streams in many pieces
+	inputs := map[int]*strings.Builder{}
 	names := map[int]string{}
 	call := map[int]int{} // tool_use block index → call index
 	for _, ev := range (anthropic{}).events(a) {
@@ -138,19 +138,20 @@ func checkAnthropic(t *testing.T, n int, turn Turn, req Request) {
 		}
 		switch d := e.Delta; {
 		case d.Text != nil:
-			text += *d.Text
+			text.WriteString(*d.Text)
 		case d.Thinking != nil:
-			thinking += *d.Thinking
+			thinking.WriteString(*d.Thinking)
 		case d.PartialJSON != nil:
-			inputs[call[e.Index]] += *d.PartialJSON
+			inputs[call[e.Index]].WriteString(*d.PartialJSON)
 		}
 		if e.ContentBlock.Type == "tool_use" {
 			call[e.Index] = len(names)
+			inputs[len(names)] = &strings.Builder{}
 			names[len(names)] = e.ContentBlock.Name
 		}
 	}
-	if text != turn.Text || thinking != turn.Thinking {
-		t.Fatalf("turn %d: Anthropic stream text %q thinking %q, want %q %q", n, text, thinking, turn.Text, turn.Thinking)
+	if text.String() != turn.Text || thinking.String() != turn.Thinking {
+		t.Fatalf("turn %d: Anthropic stream text %q thinking %q, want %q %q", n, text.String(), thinking.String(), turn.Text, turn.Thinking)
 	}
 	checkCalls(t, n, "Anthropic", turn, inputs, names, len(a.Calls) > 0)
 }
@@ -164,8 +165,8 @@ func checkOpenAI(t *testing.T, n int, turn Turn, req Request) {
 	if !json.Valid(openai{}.message(a)) {
 		t.Fatalf("turn %d: the OpenAI message is not JSON", n)
 	}
-	text, thinking := "", ""
-	inputs := map[int]string{}
+	var text, thinking strings.Builder
+	inputs := map[int]*strings.Builder{}
 	names := map[int]string{}
 	for _, ev := range (openai{}).events(a) {
 		if string(ev.data) == "[DONE]" {
@@ -177,33 +178,40 @@ func checkOpenAI(t *testing.T, n int, turn Turn, req Request) {
 		}
 		for _, ch := range c.Choices {
 			if d := ch.Delta; d.Content != nil {
-				text += *d.Content
+				text.WriteString(*d.Content)
 			}
 			if d := ch.Delta; d.ReasoningContent != nil {
-				thinking += *d.ReasoningContent
+				thinking.WriteString(*d.ReasoningContent)
 			}
 			for _, tc := range ch.Delta.ToolCalls {
-				inputs[tc.Index] += tc.Function.Arguments
+				if inputs[tc.Index] == nil {
+					inputs[tc.Index] = &strings.Builder{}
+				}
+				inputs[tc.Index].WriteString(tc.Function.Arguments)
 				names[tc.Index] += tc.Function.Name
 			}
 		}
 	}
-	if text != turn.Text || thinking != turn.Thinking {
-		t.Fatalf("turn %d: OpenAI stream text %q thinking %q, want %q %q", n, text, thinking, turn.Text, turn.Thinking)
+	if text.String() != turn.Text || thinking.String() != turn.Thinking {
+		t.Fatalf("turn %d: OpenAI stream text %q thinking %q, want %q %q", n, text.String(), thinking.String(), turn.Text, turn.Thinking)
 	}
 	checkCalls(t, n, "OpenAI", turn, inputs, names, len(a.Calls) > 0)
 }
 
 // checkCalls compares the calls put back together from a stream with the
 // scripted ones.
-func checkCalls(t *testing.T, n int, format string, turn Turn, inputs, names map[int]string, any bool) {
+func checkCalls(t *testing.T, n int, format string, turn Turn, inputs map[int]*strings.Builder, names map[int]string, any bool) {
 	t.Helper()
 	if len(names) != len(turn.ToolCalls) || any != (len(turn.ToolCalls) > 0) {
 		t.Fatalf("turn %d: %s stream has %d calls, want %d", n, format, len(names), len(turn.ToolCalls))
 	}
 	for i, c := range turn.ToolCalls {
-		if names[i] != c.Name || inputs[i] != scriptedInput(t, c) {
-			t.Fatalf("turn %d: %s call %d is %s(%s), want %s(%s)", n, format, i+1, names[i], inputs[i], c.Name, scriptedInput(t, c))
+		var in string
+		if inputs[i] != nil {
+			in = inputs[i].String()
+		}
+		if names[i] != c.Name || in != scriptedInput(t, c) {
+			t.Fatalf("turn %d: %s call %d is %s(%s), want %s(%s)", n, format, i+1, names[i], in, c.Name, scriptedInput(t, c))
 		}
 	}
 }
