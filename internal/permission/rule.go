@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Rule allows, asks for or denies calls of one tool, optionally only those
@@ -30,8 +31,14 @@ const regexPrefix = "re:"
 // the command, or over the path as given relative to the workspace or
 // absolute. "tool:rest" is a tool name when rest is itself a valid tool
 // name ("mcp:server"), so a one-word regex needs the parenthesised form.
+// A spec that is not UTF-8 is refused: its pattern could not compile.
 func ParseRule(spec string, a Action, s Scope) (Rule, error) {
 	spec = strings.TrimSpace(spec)
+	if !utf8.ValidString(spec) {
+		// A pattern compiles to a regular expression, which must be
+		// UTF-8: refused here, not when the rule is added.
+		return Rule{}, fmt.Errorf("%w %q: not valid UTF-8", ErrInvalidRule, spec)
+	}
 	if i := strings.IndexByte(spec, ':'); i > 0 && !globForm(spec) {
 		if tool, re := spec[:i], spec[i+1:]; validTool(tool) && re != "" && !validTool(re) {
 			spec = tool + "(" + regexPrefix + re + ")"

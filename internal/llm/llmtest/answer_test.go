@@ -3,6 +3,7 @@ package llmtest
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/arbor-run/arbor/internal/llm"
@@ -40,6 +41,10 @@ func TestFragments(t *testing.T) {
 	}
 }
 
+// FuzzSplitting checks how the server cuts streamed text and tool inputs:
+// for any UTF-8 text, words and fragments give back the text when joined,
+// in non-empty UTF-8 pieces; a word piece is one word and the spaces after
+// it; fragments(s, 3) gives at most 3 pieces, and at least 2 for 2 runes.
 func FuzzSplitting(f *testing.F) {
 	f.Add("Hello, brave new world")
 	f.Add(`{"path":"ünï/cöde.txt","n":[1,2,3]}`)
@@ -55,9 +60,17 @@ func FuzzSplitting(f *testing.F) {
 		if len(strings.Fields(s)) >= 2 && len(ws) < 2 {
 			t.Fatalf("words(%q) gave %d pieces for several words", s, len(ws))
 		}
+		for i, w := range ws {
+			// A piece is a run of non-space then a run of space; all but
+			// the last end with space.
+			body := strings.TrimRightFunc(w, unicode.IsSpace)
+			if strings.IndexFunc(body, unicode.IsSpace) >= 0 || i < len(ws)-1 && body == w {
+				t.Fatalf("words(%q): piece %q is not one word and its spaces", s, w)
+			}
+		}
 		fs := fragments(s, 3)
-		if strings.Join(fs, "") != s {
-			t.Fatalf("fragments(%q) joins to %q", s, strings.Join(fs, ""))
+		if strings.Join(fs, "") != s || len(fs) > 3 {
+			t.Fatalf("fragments(%q, 3) = %q", s, fs)
 		}
 		if utf8.RuneCountInString(s) >= 2 && len(fs) < 2 {
 			t.Fatalf("fragments(%q) gave %d pieces", s, len(fs))

@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -11,6 +12,16 @@ type anthropic struct{}
 func (anthropic) name() string                         { return FormatAnthropic }
 func (anthropic) decode(body []byte, r *Request) error { return decodeAnthropic(body, r) }
 func (anthropic) resolve(t Turn, r Request) (answer, error) {
+	if !r.Stream {
+		// A message carries a call's input as JSON; only a stream, whose
+		// input_json_delta fragments are text, can carry arguments that
+		// are not JSON.
+		for i, c := range t.ToolCalls {
+			if c.RawInput != "" && !json.Valid([]byte(c.RawInput)) {
+				return answer{}, fmt.Errorf("tool call %d (%s): raw_input %.60q is not JSON, which a non-streaming Anthropic message cannot carry (stream the request, or use the OpenAI format)", i+1, c.Name, c.RawInput)
+			}
+		}
+	}
 	return resolve(t, r, "msg_", "toolu_")
 }
 

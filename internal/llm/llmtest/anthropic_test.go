@@ -1,9 +1,11 @@
 package llmtest_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	antoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 )
@@ -91,6 +93,27 @@ func TestAnthropicNonStreaming(t *testing.T) {
 	equal(t, "stop", msg.StopReason, anthropic.StopReasonToolUse)
 	equal(t, "usage", [3]int64{msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens}, [3]int64{7, 9, 3})
 	equal(t, "recorded stream flag", b.srv.Requests()[0].Stream, false)
+}
+
+// A non-streaming message cannot carry arguments that are not JSON: the
+// request is answered with an error saying so (it used to panic in the
+// handler, found by FuzzScript). A stream carries them.
+func TestAnthropicRawInputNotJSON(t *testing.T) {
+	t.Parallel()
+	turn := llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", RawInput: `{"command":`}}}
+	b := setup(t, turn, turn)
+	_, err := b.ant.Messages.New(ctxT(t), antParams("go"), antoption.WithMaxRetries(0))
+	if err == nil || !strings.Contains(err.Error(), "raw_input") {
+		t.Fatalf("non-streaming: %v, want an error about raw_input", err)
+	}
+	stream := b.ant.Messages.NewStreaming(ctxT(t), antParams("go"))
+	var partial string
+	for stream.Next() {
+		if d := stream.Current().Delta; d.Type == "input_json_delta" {
+			partial += d.PartialJSON
+		}
+	}
+	equal(t, "streamed arguments", partial, `{"command":`)
 }
 
 func TestModelsEndpoint(t *testing.T) {

@@ -40,8 +40,10 @@ type ToolCall struct {
 	Name  string `json:"name" yaml:"name"`
 	Input any    `json:"input,omitempty" yaml:"input,omitempty"`
 	// RawInput, when set, is sent as the call's arguments as it is, even
-	// when it is not valid JSON: a model's malformed arguments. Only the
-	// OpenAI wire format can carry it (its arguments are a string).
+	// when it is not valid JSON: a model's malformed arguments. The OpenAI
+	// wire format carries it (its arguments are a string), and so does an
+	// Anthropic stream (as input_json_delta fragments); a non-streaming
+	// Anthropic message cannot, and that request is answered 500.
 	RawInput string `json:"raw_input,omitempty" yaml:"raw_input,omitempty"`
 }
 
