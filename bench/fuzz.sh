@@ -49,11 +49,21 @@ for t in "${targets[@]}"; do
   echo "== $name (./$dir) for $fuzztime"
   start=$SECONDS
   status=ok
+  seeds="$dir/testdata/fuzz/$name"
+  before=$(ls "$seeds" 2>/dev/null || true)
   if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" \
     -parallel "$parallel" -timeout "$timeout" "./$dir" >"$log" 2>&1; then
-    status=FAIL
-    failed+=("$name")
-    cat "$log"
+    if grep -aq '^    context deadline exceeded$' "$log" && ! grep -aq 'Failing input written' "$log" &&
+      ! grep -aq -e '^panic' -e 'fuzzing process hung' "$log" && [ "$(ls "$seeds" 2>/dev/null || true)" = "$before" ]; then
+      # Go before 1.27 may fail a run with a duration -fuzztime as the
+      # time runs out, having found nothing (go.dev/issue/75804, a race
+      # in its coordinator); a count (FUZZTIME=100000x) has no deadline.
+      status="ok (go.dev/issue/75804: the deadline race, no input failed)"
+    else
+      status=FAIL
+      failed+=("$name")
+      cat "$log"
+    fi
   fi
   # go prints "fuzz: elapsed: 20s, execs: 12345 (617/sec), ..." every 3 s
   # and at the end; the last one is the total.
