@@ -177,12 +177,3 @@ func (c *Config) SandboxDenyRead() []string {
 	}
 	return out
 }
-
-// validSandboxMode reports whether m is a sandbox mode.
-func validSandboxMode(m string) bool {
-	switch strings.ToLower(strings.TrimSpace(m)) {
-	case "", "off", "auto", "required":
-		return true
-	}
-	return false
-}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -45,8 +46,8 @@ func (c *Config) validate() error {
 	if c.Retry.StallTimeout <= 0 {
 		return c.invalid("retry.stall_timeout", nil, "must be a positive duration such as 60s (got %v)", c.Retry.StallTimeout)
 	}
-	if !validSandboxMode(c.Sandbox.Mode) {
-		return c.invalid("sandbox.mode", nil, "%q is not a sandbox mode: off, auto or required", c.Sandbox.Mode)
+	if _, err := sandbox.ParseMode(c.Sandbox.Mode); err != nil {
+		return c.invalid("sandbox.mode", err, "%q is not a sandbox mode: off, auto or required", c.Sandbox.Mode)
 	}
 	if c.Sandbox.MaxProcesses < 0 {
 		return c.invalid("sandbox.max_processes", nil, "must not be negative (0 = the default; got %d)", c.Sandbox.MaxProcesses)

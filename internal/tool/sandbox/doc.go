@@ -10,8 +10,9 @@
 // The mechanism is bubblewrap (Debian's bubblewrap package, the one Claude
 // Code's sandbox runtime uses on Linux): user, mount, PID, network, IPC and
 // UTS namespaces, no daemon, no root. Detect says whether it works here.
-// arbor's own binary runs inside as a small helper in front of the command
-// (Main): it forwards the proxy port and watches the process count.
+// When a network allow-list is set, arbor's own binary runs inside as a
+// small helper in front of the command (Main) that forwards the proxy
+// port; the process count is watched from outside (watch.go).
 //
 // The shell tool, background jobs and the headless protocols' local shell
 // ask Wrap for a confined command line; nothing else knows how confinement

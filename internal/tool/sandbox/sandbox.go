@@ -119,9 +119,6 @@ func New(p Policy) (*Sandbox, error) {
 	return s, nil
 }
 
-// Policy returns the sandbox's policy, paths made absolute.
-func (s *Sandbox) Policy() Policy { return s.policy }
-
 // Close removes the private temp dir. Safe to call twice; the calls
 // must be done.
 func (s *Sandbox) Close() error {
