@@ -3,15 +3,18 @@ package sandbox
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkTrue is the overhead of the sandbox on one command: `true` run
-// plain, confined (bubblewrap and the helper), and confined with a
-// network allow-list (the call's proxy on its socket too). The issue's
-// target is a median extra time per call of at most 15 ms; bench/sandbox.sh
-// prints the ratio and the extra time.
+// plain, confined (bubblewrap), and confined with a network allow-list
+// (the relay into the call's network namespace and the call's proxy
+// too). Besides the mean (ns/op) it reports the median call (ms/median),
+// which the issue's target is about: at most 15 ms more than plain.
+// bench/sandbox.sh prints the extra time.
 func BenchmarkTrue(b *testing.B) {
 	ws := b.TempDir()
 	run := func(b *testing.B, argv, env []string, c *Call) {
@@ -33,10 +36,18 @@ func BenchmarkTrue(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("plain", func(b *testing.B) {
+	median := func(b *testing.B, call func()) {
+		var took []time.Duration
 		for b.Loop() {
-			run(b, []string{"bash", "-c", "true"}, nil, nil)
+			t := time.Now()
+			call()
+			took = append(took, time.Since(t))
 		}
+		slices.Sort(took)
+		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms/median")
+	}
+	b.Run("plain", func(b *testing.B) {
+		median(b, func() { run(b, []string{"bash", "-c", "true"}, nil, nil) })
 	})
 	for _, c := range []struct {
 		name  string
@@ -48,14 +59,14 @@ func BenchmarkTrue(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer sb.Close()
-			for b.Loop() {
+			median(b, func() {
 				call, err := sb.Wrap(ws, []string{"bash", "-c", "true"})
 				if err != nil {
 					b.Fatal(err)
 				}
 				run(b, call.Argv, call.Env, call)
 				call.Done()
-			}
+			})
 		})
 	}
 }
