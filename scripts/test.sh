@@ -14,6 +14,7 @@
 #                  start a throwaway server (internal/store/postgres/pgtest)
 #   bwrap          bubblewrap: the sandbox's tests confine commands for real
 #   curl           the sandbox's network tests fetch through its proxy
+#   socat          the relay into a confined call's network namespace
 # Missing ones are installed with apt-get as root; otherwise the script
 # names the packages to install and exits non-zero.
 set -euo pipefail
@@ -39,6 +40,7 @@ if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev
 fi
 command -v bwrap >/dev/null || need bubblewrap
 command -v curl >/dev/null || need curl
+command -v socat >/dev/null || need socat
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then

@@ -72,6 +72,7 @@ const DefaultMaxProcesses = 512
 type Sandbox struct {
 	policy Policy
 	bwrap  string // the bubblewrap binary
+	socat  string // the relay of a call with an allow-list; "": arbor's helper
 	tmp    string // private temp dir, /tmp inside
 	calls  atomic.Int64
 	watch  watcher
@@ -104,10 +105,10 @@ func New(p Policy) (*Sandbox, error) {
 	if p.MaxProcesses <= 0 {
 		p.MaxProcesses = DefaultMaxProcesses
 	}
-	s := &Sandbox{policy: p, bwrap: bw}
+	s := &Sandbox{policy: p, bwrap: bw, socat: findSocat()}
 	if len(p.Allow) > 0 {
-		if !helperRegistered {
-			return nil, fmt.Errorf("%w: a network allow-list needs arbor's sandbox helper, which this program does not include (it calls sandbox.Main at start)", ErrUnavailable)
+		if s.socat == "" && !helperRegistered {
+			return nil, fmt.Errorf("%w: a network allow-list needs socat or arbor's sandbox helper, which this program does not include (it calls sandbox.Main at start)", ErrUnavailable)
 		}
 		if _, err := NewProxy(ProxyOptions{Allow: p.Allow}); err != nil {
 			return nil, fmt.Errorf("sandbox.network.allow: %w", err)
@@ -286,17 +287,19 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int
 			a = append(a, "--ro-bind", "/dev/null", d)
 		}
 	}
+	if socket == "" { // only a call that may reach the network needs a relay
+		return append(append(a, "--chdir", dir, "--"), argv...)
+	}
+	inside := "/tmp/" + filepath.Base(socket)
+	if s.socat != "" {
+		a = append(a, "--chdir", dir, "--", "/bin/sh", "-c", socatScript(s.socat, inside, proxyPort), "arbor-sandbox")
+		return append(a, argv...)
+	}
+	// Bound at a path of its own: the binary may be anywhere, even in the
+	// /tmp the sandbox replaces (go run builds it there).
 	exe, _ := os.Executable()
-	helper := socket != "" && exe != "" // only a call that may reach the network needs it
-	if helper {
-		// Bound at a path of its own: the binary may be anywhere, even in
-		// the /tmp the sandbox replaces (go run builds it there).
-		a = append(a, "--ro-bind", exe, helperPath)
-	}
-	a = append(a, "--chdir", dir, "--")
-	if helper {
-		a = append(a, helperPath, helperArg, "/tmp/"+filepath.Base(socket), strconv.Itoa(proxyPort), "--")
-	}
+	a = append(a, "--ro-bind", exe, helperPath, "--chdir", dir, "--",
+		helperPath, helperArg, inside, strconv.Itoa(proxyPort), "--")
 	return append(a, argv...)
 }
 

@@ -191,28 +191,41 @@ func TestNetwork(t *testing.T) {
 			t.Fatalf("with no allow-list the network was reachable:\n%s", r.out)
 		}
 	})
-	t.Run("allow-list", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, allowedHost)
-		r := b.run(t, "curl -sS --max-time 20 "+allowed.URL+"/x")
-		if r.code != 0 || !strings.Contains(r.out, "hello from the allowed server") {
-			t.Fatalf("the allowed server through the proxy: exit %d:\n%s", r.code, r.out)
-		}
-		r = b.run(t, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "+denied.URL+"/x; echo; curl -sS --max-time 5 --noproxy '*' "+denied.URL+" || echo direct-refused")
-		if !strings.Contains(r.out, "403") || !strings.Contains(r.out, "direct-refused") {
-			t.Fatalf("the denied server: want 403 through the proxy and no direct way:\n%s", r.out)
-		}
-		if len(r.blocked) != 1 || !strings.Contains(r.blocked[0], "network access to "+deniedHost+" was blocked") {
-			t.Fatalf("blocked %v; want %s named", r.blocked, deniedHost)
-		}
-		if n := deniedHits.Load(); n != 0 {
-			t.Fatalf("the denied server was reached %d times", n)
-		}
-		r = b.run(t, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' http://example.invalid/")
-		if !strings.Contains(r.out, "403") || len(r.blocked) != 1 || !strings.Contains(r.blocked[0], "example.invalid:80") {
-			t.Fatalf("an arbitrary host name: want it refused by name, got %v:\n%s", r.blocked, r.out)
-		}
-	})
+	for _, relay := range []string{"socat", "helper"} {
+		t.Run("allow-list/"+relay, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, allowedHost)
+			if relay == "helper" {
+				b.sb.socat = "" // arbor's own binary relays, as where socat is missing
+			} else if b.sb.socat == "" {
+				t.Fatal("socat is not installed (bash scripts/test.sh installs it)")
+			}
+			r := b.run(t, "curl -sS --max-time 20 "+allowed.URL+"/x")
+			if r.code != 0 || !strings.Contains(r.out, "hello from the allowed server") {
+				t.Fatalf("the allowed server through the proxy: exit %d:\n%s", r.code, r.out)
+			}
+			r = b.run(t, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "+denied.URL+"/x; echo; curl -sS --max-time 5 --noproxy '*' "+denied.URL+" || echo direct-refused")
+			if !strings.Contains(r.out, "403") || !strings.Contains(r.out, "direct-refused") {
+				t.Fatalf("the denied server: want 403 through the proxy and no direct way:\n%s", r.out)
+			}
+			if len(r.blocked) != 1 || !strings.Contains(r.blocked[0], "network access to "+deniedHost+" was blocked") {
+				t.Fatalf("blocked %v; want %s named", r.blocked, deniedHost)
+			}
+			if n := deniedHits.Load(); n != 0 {
+				t.Fatalf("the denied server was reached %d times", n)
+			}
+			r = b.run(t, "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' http://example.invalid/")
+			if !strings.Contains(r.out, "403") || len(r.blocked) != 1 || !strings.Contains(r.blocked[0], "example.invalid:80") {
+				t.Fatalf("an arbitrary host name: want it refused by name, got %v:\n%s", r.blocked, r.out)
+			}
+			// The relay is no child of the command: a shell that waits for
+			// all of its children ends, and the exit status is the command's.
+			r = b.run(t, "sleep 0.1 & wait; exit 7")
+			if r.code != 7 {
+				t.Fatalf("wait and exit 7 under the relay: exit %d:\n%s", r.code, r.out)
+			}
+		})
+	}
 }
 
 // TestProcesses: a process that left the call's session dies with the
