@@ -21,15 +21,17 @@ func (a *App) MCP(ctx context.Context) *mcpclient.Manager {
 	if a.root != nil {
 		return a.root.MCP(ctx)
 	}
+	cfg := a.Config()
+	sb := a.Sandbox() // made once; confines the servers the config says
 	a.mu.Lock()
 	m := a.mcp
 	if m == nil {
-		cfg := a.Config()
 		m = mcpclient.New(mcpclient.Options{
 			Servers: cfg.MCPServers, Workspace: a.Workspace, Getenv: a.lookupEnv,
 			LogDir:   a.MCPLogDir(),
 			OnChange: a.mcpChanged,
 			SDK:      a.mcpSDK,
+			Sandbox:  sb, Confined: func(s config.MCPServer) bool { return a.Config().ConfinesMCP(s) },
 		})
 		a.mcp = m
 		a.closers = append(a.closers, m.Stop)

@@ -20,12 +20,14 @@ func (a *App) Sandbox() *sandbox.Sandbox {
 		if mode == sandbox.Off {
 			return
 		}
+		maxMem, _ := sandbox.ParseSize(cfg.Sandbox.MaxMemory) // validated by config.Load; "" is 0, the default
 		sb, err := sandbox.New(sandbox.Policy{
 			Workspace:    a.Workspace,
 			Writable:     append(gitCommonDirs(a.Workspace), cfg.Sandbox.Writable...),
 			DenyRead:     cfg.SandboxDenyRead(),
 			Allow:        cfg.Sandbox.Network.Allow,
 			MaxProcesses: cfg.Sandbox.MaxProcesses,
+			MaxMemory:    maxMem,
 		})
 		if err != nil {
 			a.sandboxErr = err

@@ -46,6 +46,9 @@ type MCPServer struct {
 	StartTimeout time.Duration `yaml:"start_timeout" json:"-"`
 	// Disabled servers are listed but not started.
 	Disabled bool `yaml:"disabled" json:"disabled,omitempty"`
+	// Sandbox confines a stdio server as the shell's commands are (when
+	// the sandbox is on); sandbox.mcp does it for every server.
+	Sandbox bool `yaml:"sandbox" json:"sandbox,omitempty"`
 	// Source names the file that defined the server (not read from it).
 	Source string `yaml:"-" json:"-"`
 }

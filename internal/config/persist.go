@@ -11,8 +11,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/arbor-run/arbor/internal/atomicfile"
 	"gopkg.in/yaml.v3"
+
+	"github.com/arbor-run/arbor/internal/atomicfile"
 )
 
 // SaveProviderKey stores key as providers.<provider>.api_key in the config

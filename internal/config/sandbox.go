@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // Sandbox is the sandbox section: how the commands agents run are
@@ -23,6 +25,13 @@ type Sandbox struct {
 	// MaxProcesses ends a call's processes once it has more at once; 0 is
 	// the sandbox's default.
 	MaxProcesses int `yaml:"max_processes"`
+	// MaxMemory ends a call's processes once they hold more memory of
+	// their own together ("2GiB", "512MiB"); "" is the sandbox's default
+	// (half of the machine's).
+	MaxMemory string `yaml:"max_memory"`
+	// MCP confines every stdio MCP server as the shell's commands are (a
+	// server's own sandbox: true confines that one).
+	MCP bool `yaml:"mcp"`
 	// AutoAllow lets a confined shell command run without asking (default
 	// true; false: the mode decides, as without a sandbox).
 	AutoAllow *bool `yaml:"auto_allow"`
@@ -51,9 +60,11 @@ type fileSandbox struct {
 	Network  struct {
 		Allow []string `yaml:"allow"`
 	} `yaml:"network"`
-	MaxProcesses     *int  `yaml:"max_processes"`
-	AutoAllow        *bool `yaml:"auto_allow"`
-	AllowUnsandboxed *bool `yaml:"allow_unsandboxed"`
+	MaxProcesses     *int    `yaml:"max_processes"`
+	MaxMemory        *string `yaml:"max_memory"`
+	MCP              *bool   `yaml:"mcp"`
+	AutoAllow        *bool   `yaml:"auto_allow"`
+	AllowUnsandboxed *bool   `yaml:"allow_unsandboxed"`
 }
 
 // applySandbox merges a file's sandbox section. A project file may
@@ -109,13 +120,50 @@ func (c *Config) applySandbox(fs fileSandbox, src string) {
 		}
 	}
 	if fs.MaxProcesses != nil {
-		if project && c.Sandbox.MaxProcesses > 0 && *fs.MaxProcesses > c.Sandbox.MaxProcesses {
+		now := c.Sandbox.MaxProcesses
+		if now <= 0 {
+			now = sandbox.DefaultMaxProcesses
+		}
+		if project && (*fs.MaxProcesses > now || *fs.MaxProcesses == 0) {
 			widen("max_processes")
 		} else {
 			set(c, &c.Sandbox.MaxProcesses, fs.MaxProcesses, "sandbox.max_processes", src)
 		}
 	}
+	if fs.MCP != nil {
+		if project && !*fs.MCP {
+			widen("mcp: false")
+		} else {
+			set(c, &c.Sandbox.MCP, fs.MCP, "sandbox.mcp", src)
+		}
+	}
+	if fs.MaxMemory != nil {
+		if project && !narrowsMemory(*fs.MaxMemory, c.Sandbox.MaxMemory) {
+			widen("max_memory")
+		} else {
+			set(c, &c.Sandbox.MaxMemory, fs.MaxMemory, "sandbox.max_memory", src)
+		}
+	}
 }
+
+// narrowsMemory reports whether a project's max_memory is a valid size no
+// larger than the one in force (now; "" is the sandbox's default). An
+// invalid one is taken, so that validation names it.
+func narrowsMemory(project, now string) bool {
+	p, err := sandbox.ParseSize(project)
+	if err != nil {
+		return true
+	}
+	limit := sandbox.DefaultMaxMemory()
+	if n, err := sandbox.ParseSize(now); now != "" && err == nil && n > 0 {
+		limit = n
+	}
+	return p > 0 && p <= limit
+}
+
+// ConfinesMCP reports whether the stdio MCP server s runs confined (when
+// the sandbox is on).
+func (c *Config) ConfinesMCP(s MCPServer) bool { return c.Sandbox.MCP || s.Sandbox }
 
 // applySandboxOverrides merges what the launching program set (the
 // Claude Agent SDK's sandbox option), at the flag layer.

@@ -14,15 +14,16 @@ import (
 func TestSandboxLayers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	writeFile(t, b.userFile(), "sandbox:\n  mode: auto\n  writable: [~/cache]\n  network:\n    allow: [proxy.golang.org]\n  max_processes: 100\n")
-	writeFile(t, b.projectFile(), "sandbox:\n  mode: 'off'\n  writable: [/etc]\n  deny_read: [secrets]\n  network:\n    allow: [evil.example]\n  max_processes: 1000\n")
+	writeFile(t, b.userFile(), "sandbox:\n  mode: auto\n  writable: [~/cache]\n  network:\n    allow: [proxy.golang.org]\n  max_processes: 100\n  max_memory: 1GiB\n")
+	writeFile(t, b.projectFile(), "sandbox:\n  mode: 'off'\n  writable: [/etc]\n  deny_read: [secrets]\n  network:\n    allow: [evil.example]\n  max_processes: 1000\n  max_memory: 2GiB\n")
 	c := b.mustLoad(t, Overrides{})
 	equal(t, "mode", c.Sandbox.Mode, "auto")
 	equal(t, "writable", strings.Join(c.Sandbox.Writable, ","), filepath.Join(b.home, "cache"))
 	equal(t, "allow", strings.Join(c.Sandbox.Network.Allow, ","), "proxy.golang.org")
 	equal(t, "max processes", c.Sandbox.MaxProcesses, 100)
+	equal(t, "max memory", c.Sandbox.MaxMemory, "1GiB")
 	warned := strings.Join(c.Warnings(), "\n")
-	for _, key := range []string{"mode: off", "writable", "network.allow", "max_processes"} {
+	for _, key := range []string{"mode: off", "writable", "network.allow", "max_processes", "max_memory"} {
 		if !strings.Contains(warned, "sandbox."+key+" is ignored") {
 			t.Errorf("no warning for the project's sandbox.%s:\n%s", key, warned)
 		}
@@ -58,4 +59,33 @@ func TestSandboxDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	equal(t, "command default", c.Sandbox.Mode, "auto")
+}
+
+// TestSandboxLimitsNarrow: a project file may lower the limits below the
+// defaults but not raise them or turn them off (0); a size that is no
+// size is an invalid config naming the key.
+func TestSandboxLimitsNarrow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	writeFile(t, b.projectFile(), "sandbox:\n  max_processes: 64\n  max_memory: 256MiB\n")
+	c := b.mustLoad(t, Overrides{})
+	equal(t, "narrowed processes", c.Sandbox.MaxProcesses, 64)
+	equal(t, "narrowed memory", c.Sandbox.MaxMemory, "256MiB")
+
+	writeFile(t, b.projectFile(), "sandbox:\n  max_processes: 0\n  max_memory: 1000TiB\n")
+	c = b.mustLoad(t, Overrides{})
+	equal(t, "processes 0 from a project", c.Sandbox.MaxProcesses, 0)
+	equal(t, "memory above the default from a project", c.Sandbox.MaxMemory, "")
+	warned := strings.Join(c.Warnings(), "\n")
+	for _, key := range []string{"max_processes", "max_memory"} {
+		if !strings.Contains(warned, "sandbox."+key+" is ignored") {
+			t.Errorf("no warning for the project's sandbox.%s:\n%s", key, warned)
+		}
+	}
+
+	writeFile(t, b.userFile(), "sandbox:\n  max_memory: lots\n")
+	writeFile(t, b.projectFile(), "")
+	if _, err := b.load(Overrides{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "sandbox.max_memory") {
+		t.Fatalf("max_memory: lots: %v; want an invalid config naming the key", err)
+	}
 }

@@ -52,6 +52,11 @@ func (c *Config) validate() error {
 	if c.Sandbox.MaxProcesses < 0 {
 		return c.invalid("sandbox.max_processes", nil, "must not be negative (0 = the default; got %d)", c.Sandbox.MaxProcesses)
 	}
+	if m := c.Sandbox.MaxMemory; m != "" {
+		if _, err := sandbox.ParseSize(m); err != nil {
+			return c.invalid("sandbox.max_memory", err, "%q is not a size such as 512MiB or 2GiB", m)
+		}
+	}
 	if c.Headless.QueueLimit < 0 {
 		return c.invalid("headless.queue_limit", nil, "must not be negative (0 = no limit; got %d)", c.Headless.QueueLimit)
 	}

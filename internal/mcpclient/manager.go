@@ -14,6 +14,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // Defaults of Options.
@@ -49,6 +50,10 @@ type Options struct {
 	// OnChange, when set, is called after a server's state or tools
 	// changed (a status view refreshes). It must not block.
 	OnChange func()
+	// Sandbox confines the stdio servers Confined says so of (see
+	// config.Config.ConfinesMCP); nil: none is.
+	Sandbox  *sandbox.Sandbox
+	Confined func(config.MCPServer) bool
 	// SDK connects to an in-process server (type sdk) of the client
 	// program that declared it, over that client's channel (stream-json's
 	// mcp_message); nil = such servers fail with ErrNoSDKClient.

@@ -19,6 +19,7 @@ import (
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
 	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 type bundle struct {
@@ -334,4 +335,48 @@ func readPID(t *testing.T, path string) int {
 
 func processAlive(pid int) bool {
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// TestConfinedServer: a stdio server the config confines runs in the
+// sandbox (its own PID namespace, writes only in the workspace) and its
+// tools work; one it does not confine runs as before.
+func TestConfinedServer(t *testing.T) {
+	t.Parallel()
+	if _, err := sandbox.Detect(); err != nil {
+		t.Fatalf("%v (bash scripts/test.sh installs bubblewrap)", err)
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	sb, err := sandbox.New(sandbox.Policy{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Close() })
+	boxed := stdioServer(t, map[string]string{mcptest.EnvPIDFile: filepath.Join(outside, "boxed.pid")})
+	boxed.Sandbox = true
+	inWS := stdioServer(t, map[string]string{mcptest.EnvPIDFile: filepath.Join(ws, "inws.pid")})
+	inWS.Sandbox = true
+	free := stdioServer(t, map[string]string{mcptest.EnvPIDFile: filepath.Join(outside, "free.pid")})
+	b := setup(t, map[string]config.MCPServer{"boxed": boxed, "inws": inWS, "free": free}, func(o *Options) {
+		o.Workspace, o.Sandbox = ws, sb
+		o.Confined = func(s config.MCPServer) bool { return s.Sandbox }
+	})
+	for _, name := range []string{"boxed", "inws", "free"} {
+		if res := call(t, b.tool(t, "mcp__"+name+"__echo"), `{"text":"hi"}`); res.IsError || res.Content != "echo: hi" {
+			t.Fatalf("%s: echo = %+v", name, res)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "boxed.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the confined server wrote outside the workspace: %v", err)
+	}
+	pid, err := os.ReadFile(filepath.Join(ws, "inws.pid"))
+	if n, _ := strconv.Atoi(string(pid)); err != nil || n < 1 || n > 10 {
+		t.Fatalf("the confined server's pid %q (%v): want a small pid of its own namespace", pid, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "free.pid")); err != nil {
+		t.Fatalf("the unconfined server could not write its pid file: %v", err)
+	}
+	log, _ := os.ReadFile(LogFile(b.logDir, "boxed"))
+	if !strings.Contains(string(log), "(confined by the sandbox)") {
+		t.Fatalf("the log does not say the server is confined:\n%s", log)
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
 // stopGrace is how long a stdio server gets to exit after its stdin
@@ -65,14 +66,36 @@ func startProcess(name string, spec config.MCPServer, o Options) (*process, erro
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logf
-	fmt.Fprintf(logf, "--- %s: starting %s\n", time.Now().UTC().Format(time.RFC3339), spec.Command)
+	how := ""
+	var call *sandbox.Call
+	if o.Sandbox != nil && o.Confined != nil && o.Confined(spec) && cmd.Err == nil {
+		if call, err = o.Sandbox.Wrap(cmd.Dir, cmd.Args); err != nil {
+			for _, f := range []*os.File{inR, inW, outR, outW} {
+				f.Close()
+			}
+			return nil, fmt.Errorf("starting %s: %w", spec.Command, err)
+		}
+		cmd.Path, cmd.Args, cmd.Err = call.Argv[0], call.Argv, nil
+		cmd.Env = append(cmd.Env, call.Env...)
+		cmd.ExtraFiles = call.ExtraFiles
+		how = " (confined by the sandbox)"
+	}
+	fmt.Fprintf(logf, "--- %s: starting %s%s\n", time.Now().UTC().Format(time.RFC3339), spec.Command, how)
 
 	p := &process{stdin: inW, stdout: outR, done: make(chan struct{})}
 	started := make(chan int, 1)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(p.done)
-		err := tool.RunInGroup(cmd, func(pgid int) { started <- pgid })
+		err := tool.RunInGroup(cmd, func(pgid int) {
+			if call != nil {
+				call.Started()
+			}
+			started <- pgid
+		})
+		if call != nil {
+			logNotes(o.LogDir, name, call.Done())
+		}
 		errc <- err
 	}()
 	select {
@@ -88,6 +111,21 @@ func startProcess(name string, spec config.MCPServer, o Options) (*process, erro
 	inR.Close()
 	outW.Close()
 	return p, nil
+}
+
+// logNotes appends what the sandbox refused a confined server to its log.
+func logNotes(dir, name string, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	f, err := openLog(dir, name)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for _, n := range notes {
+		fmt.Fprintf(f, "--- %s\n", n)
+	}
 }
 
 // openLog opens the server's log for appending; without a directory, the

@@ -107,7 +107,7 @@ func (n *normaliser) request(req llmtest.Request, system bool) *goldenRequest {
 // server_tool_use; a tool result's text; error texts) are deliberately not
 // compared: they describe Claude Code itself, not the protocol.
 var (
-	initRule      = []string{"=type", "=subtype", "=session_id", "=model", "=permissionMode", "=apiKeySource", "=mcp_servers", "=output_style", "cwd", "tools", "slash_commands", "uuid"}
+	initRule      = []string{"=type", "=subtype", "=session_id", "=model", "=permissionMode", "=apiKeySource", "=mcp_servers", "=output_style", "=sandbox_enabled", "cwd", "tools", "slash_commands", "uuid"}
 	assistantRule = []string{"=type", "=session_id", "=parent_tool_use_id", "uuid", "=message.type", "=message.role", "=message.model",
 		"=message.content", "=message.stop_reason", "message.id", "message.usage", "message.usage.input_tokens", "message.usage.output_tokens"}
 	userRule = []string{"=type", "=session_id", "=parent_tool_use_id", "uuid", "=message.role", "=message.content.[].type",

@@ -157,7 +157,10 @@ type initMessage struct {
 	MCPServers     []mcpServer `json:"mcp_servers"`
 	SlashCommands  []string    `json:"slash_commands"`
 	OutputStyle    string      `json:"output_style"`
-	UUID           string      `json:"uuid"`
+	// SandboxEnabled says whether shell commands run confined by the OS
+	// sandbox, as Claude Code's init does.
+	SandboxEnabled bool   `json:"sandbox_enabled"`
+	UUID           string `json:"uuid"`
 }
 
 type mcpServer struct {

@@ -455,6 +455,7 @@ type sdkMessage struct {
 	Tools     []string `json:"tools"`
 	Mode      string   `json:"permissionMode"`
 	KeySource string   `json:"apiKeySource"`
+	Sandbox   bool     `json:"sandbox_enabled"`
 	Event     *struct {
 		Type  string `json:"type"`
 		Delta struct {

@@ -231,6 +231,9 @@ func TestSDKOptions(t *testing.T) {
 				return b.ToolUseID == "toolu_s1" && strings.Contains(string(b.Content), "sandbox: commands may write only in")
 			})
 		})
+		r.find(t, "system/init saying sandbox_enabled", func(m sdkMessage) bool {
+			return m.Type == "system" && m.Subtype == "init" && m.Sandbox
+		})
 	})
 
 	t.Run("partial-messages", func(t *testing.T) {

@@ -207,7 +207,7 @@ func (s *Server) initMessage(sessionID string) initMessage {
 	sess := s.current()
 	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
 		PermissionMode: s.modeName(), APIKeySource: "environment", MCPServers: s.initMCPServers(), SlashCommands: []string{},
-		OutputStyle: "default", UUID: newUUID()}
+		OutputStyle: "default", SandboxEnabled: s.app.SandboxStatus() == "on", UUID: newUUID()}
 	if sess != nil {
 		m.Model = s.modelName(sess.Model.Ref.Ref)
 		m.Tools = sess.Tools.Names()

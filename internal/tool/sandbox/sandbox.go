@@ -59,12 +59,31 @@ type Policy struct {
 	// many at once (a fork bomb ends, the tree goes on); 0 is
 	// DefaultMaxProcesses.
 	MaxProcesses int
+	// MaxMemory ends every process of a call once they hold more than this
+	// many bytes of memory of their own together; 0 is DefaultMaxMemory.
+	MaxMemory int64
 	// Blocked is told of every destination the proxy refused; may be nil.
 	Blocked func(host string, port int)
 }
 
 // DefaultMaxProcesses bounds the processes of one call.
 const DefaultMaxProcesses = 512
+
+// DefaultMaxMemory bounds the memory of one call: half of this machine's
+// (4 GiB where /proc/meminfo does not say).
+func DefaultMaxMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for line := range strings.Lines(string(b)) {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
+					return kb * 1024 / 2
+				}
+			}
+		}
+	}
+	return 4 << 30
+}
 
 // Sandbox confines the commands of one App (every session and node of
 // it): Wrap turns a command into one that bubblewrap runs in namespaces
@@ -104,6 +123,9 @@ func New(p Policy) (*Sandbox, error) {
 	p.Writable, p.DenyRead = abs(p.Writable), abs(p.DenyRead)
 	if p.MaxProcesses <= 0 {
 		p.MaxProcesses = DefaultMaxProcesses
+	}
+	if p.MaxMemory <= 0 {
+		p.MaxMemory = DefaultMaxMemory()
 	}
 	s := &Sandbox{policy: p, bwrap: bw, socat: findSocat()}
 	if len(p.Allow) > 0 {
@@ -169,7 +191,7 @@ func (c *Call) Started() {
 			c.watched <- nil
 			return
 		}
-		w := &watched{ns: ns, init: pid, max: c.sb.policy.MaxProcesses}
+		w := &watched{ns: ns, init: pid, max: c.sb.policy.MaxProcesses, maxMem: c.sb.policy.MaxMemory}
 		c.sb.watch.add(w)
 		c.watched <- w
 	}()
@@ -189,9 +211,9 @@ func (c *Call) Done() []string {
 	}
 	if c.watched != nil {
 		if w := <-c.watched; w != nil {
-			if n := c.sb.watch.remove(w); n > 0 {
+			if why := c.sb.watch.remove(w); why != "" {
 				c.mu.Lock()
-				c.blocked = append(c.blocked, fmt.Sprintf("sandbox: the command started more than %d processes at once (%d); all of them were killed", w.max, n))
+				c.blocked = append(c.blocked, why)
 				c.mu.Unlock()
 			}
 		}
@@ -276,6 +298,11 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int
 			a = append(a, "--bind", w, w)
 		}
 	}
+	if len(argv) > 0 && filepath.IsAbs(argv[0]) && within(argv[0], "/tmp") && !within(argv[0], append([]string{p.Workspace}, p.Writable...)...) {
+		// A program under the host's /tmp (a test binary, go run's) runs
+		// from there: the private /tmp would hide it.
+		a = append(a, "--ro-bind", argv[0], argv[0])
+	}
 	for _, d := range p.DenyRead {
 		fi, err := os.Stat(d)
 		switch {
@@ -301,6 +328,16 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int
 	a = append(a, "--ro-bind", exe, helperPath, "--chdir", dir, "--",
 		helperPath, helperArg, inside, strconv.Itoa(proxyPort), "--")
 	return append(a, argv...)
+}
+
+// within reports whether path is one of dirs or below one.
+func within(path string, dirs ...string) bool {
+	for _, d := range dirs {
+		if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
 }
 
 // helperPath is where arbor's binary is inside the sandbox.

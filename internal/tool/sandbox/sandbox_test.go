@@ -261,6 +261,34 @@ func TestProcesses(t *testing.T) {
 	})
 }
 
+// TestMemory: a call whose processes take more memory than the limit
+// ends, named, and the next call runs.
+func TestMemory(t *testing.T) {
+	t.Parallel()
+	if _, err := Detect(); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	sb, err := New(Policy{Workspace: ws, MaxMemory: 64 << 20})
+	must(t, err)
+	t.Cleanup(func() { _ = sb.Close() })
+	b := &bundle{ws: ws, sb: sb}
+	// bash keeps the whole substitution in memory: 1 GiB of it.
+	r := b.run(t, `x=$(head -c 1073741824 /dev/zero | tr '\0' a); echo ${#x}`)
+	if r.code == 0 || len(r.blocked) != 1 || !strings.Contains(r.blocked[0], "more than 64 MiB of memory") {
+		t.Fatalf("a runaway allocation: exit %d, blocked %q:\n%.2000s", r.code, r.blocked, r.out)
+	}
+	r = b.run(t, `x=$(head -c 1048576 /dev/zero | tr '\0' a); echo ${#x}`)
+	if r.code != 0 || len(r.blocked) != 0 || strings.TrimSpace(r.out) != "1048576" {
+		t.Fatalf("1 MiB under a 64 MiB limit: exit %d, blocked %q:\n%s", r.code, r.blocked, r.out)
+	}
+	for n, want := range map[int64]string{512: "512 B", 64 << 20: "64 MiB", 5 << 29: "2.5 GiB", 2 << 30: "2 GiB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 // sleeping lists the pids of live `sleep marker` processes.
 func sleeping(marker string) []int {
 	var pids []int
@@ -295,5 +323,20 @@ func TestModes(t *testing.T) {
 	}
 	if _, err := New(Policy{Workspace: t.TempDir(), Allow: []string{"bad host!"}}); err == nil {
 		t.Error("New took a bad allow-list entry")
+	}
+}
+
+// TestParseSize: the sizes a config may give.
+func TestParseSize(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{"512": 512, "512MiB": 512 << 20, "2GiB": 2 << 30, "1.5G": 3 << 29, "800M": 800 << 20, "64 mb": 64 << 20, "1k": 1024} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-1G", "2X", "1e30G"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) took it", bad)
+		}
 	}
 }
