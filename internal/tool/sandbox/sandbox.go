@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // Mode says whether commands are confined.
@@ -138,6 +139,11 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	if s.tmp, err = os.MkdirTemp("", "arbor-sandbox-"); err != nil {
 		return nil, fmt.Errorf("sandbox: private temp dir: %w", err)
+	}
+	if s.socat != "" && len(p.Allow) > 0 {
+		if err := syscall.Mkfifo(filepath.Join(s.tmp, relayWait), 0o600); err != nil {
+			s.socat = "" // arbor's helper relays instead
+		}
 	}
 	return s, nil
 }
@@ -319,7 +325,7 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int
 	}
 	inside := "/tmp/" + filepath.Base(socket)
 	if s.socat != "" {
-		a = append(a, "--chdir", dir, "--", "/bin/sh", "-c", socatScript(s.socat, inside, proxyPort), "arbor-sandbox")
+		a = append(a, "--chdir", dir, "--", "bash", "-c", socatScript(s.socat, inside, proxyPort), "arbor-sandbox")
 		return append(a, argv...)
 	}
 	// Bound at a path of its own: the binary may be anywhere, even in the
