@@ -30,7 +30,8 @@ type BuiltinOptions struct {
 }
 
 // Builtins returns the built-in tools: read_file, write_file, edit,
-// list_directory, glob, grep, shell, todo_write and ask_user, in that order.
+// apply_patch, delete, list_directory, glob, grep, shell, todo_write and
+// ask_user, in that order.
 // They are not guarded: wrap them with the permission decorator.
 func Builtins(o BuiltinOptions) []Tool {
 	ws, err := filepath.Abs(o.Workspace)
@@ -48,6 +49,8 @@ func Builtins(o BuiltinOptions) []Tool {
 		newReadFile(root),
 		newWriteFile(root),
 		newEdit(root),
+		newApplyPatch(root),
+		newDelete(root),
 		newListDirectory(root),
 		newGlob(root),
 		newGrep(root),

@@ -122,6 +122,7 @@ func TestBuiltins(t *testing.T) {
 		f := setupTools(t)
 		wantKinds := map[string]Kind{
 			"read_file": KindRead, "write_file": KindWrite, "edit": KindWrite,
+			"apply_patch": KindWrite, "delete": KindWrite,
 			"list_directory": KindRead, "glob": KindRead, "grep": KindRead,
 			"shell": KindExecute, "todo_write": KindInteract, "ask_user": KindInteract,
 		}
@@ -139,6 +140,8 @@ func TestBuiltins(t *testing.T) {
 			{"read_file", `{"path":"a/b.txt"}`, Target{Paths: []string{"a/b.txt"}}},
 			{"write_file", `{"path":"/etc/x","content":""}`, Target{Paths: []string{"/etc/x"}}},
 			{"edit", `{"path":"x.go","old_string":"a","new_string":"b"}`, Target{Paths: []string{"x.go"}}},
+			{"apply_patch", `{"patch":"*** Begin Patch\n*** Add File: n.txt\n+x\n*** Delete File: ../o.txt\n*** End Patch"}`, Target{Paths: []string{"n.txt", "../o.txt"}}},
+			{"delete", `{"paths":["a","/etc/passwd"],"reason":"r"}`, Target{Paths: []string{"a", "/etc/passwd"}}},
 			{"list_directory", `{}`, Target{Paths: []string{"."}}},
 			{"glob", `{"pattern":"../../secret/**/*.key"}`, Target{Paths: []string{"../../secret"}}},
 			{"glob", `{"pattern":"/etc/*.conf"}`, Target{Paths: []string{"/etc"}}},

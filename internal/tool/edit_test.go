@@ -74,3 +74,48 @@ func TestEdit(t *testing.T) {
 		reqEqual(t, f.read("x.go"), src)
 	})
 }
+
+func TestMultiEdit(t *testing.T) {
+	t.Parallel()
+	const src = "a = 1\nb = 2\nc = 3\n"
+
+	t.Run("AppliesInOrder", func(t *testing.T) {
+		t.Parallel()
+		f := setupTools(t)
+		f.write("x.py", src)
+		got := reqOK(t, f.call("edit", editArgs{Path: "x.py", Edits: []editOp{
+			{OldString: "a = 1", NewString: "a = 10"},
+			{OldString: "a = 10\nb", NewString: "a = 10\nbb"}, // sees the first edit's result
+			{OldString: " = ", NewString: ": ", ReplaceAll: true},
+		}}))
+		reqEqual(t, got, "made 3 edits (5 replacements) in x.py")
+		reqEqual(t, f.read("x.py"), "a: 10\nbb: 2\nc: 3\n")
+	})
+
+	t.Run("AllOrNothing", func(t *testing.T) {
+		t.Parallel()
+		f := setupTools(t)
+		f.write("x.py", src)
+		msg := reqErr(t, f.call("edit", editArgs{Path: "x.py", Edits: []editOp{
+			{OldString: "a = 1", NewString: "a = 10"},
+			{OldString: "z = 26", NewString: "z = 0"},
+		}}))
+		reqContains(t, msg, "edit 2 of 2", "old_string not found", "no edit was made")
+		reqEqual(t, f.read("x.py"), src)
+	})
+
+	t.Run("ClaudeCodesMultiEdit", func(t *testing.T) {
+		t.Parallel()
+		f := setupTools(t)
+		p := f.write("x.py", src)
+		reqOK(t, f.callRaw("MultiEdit", `{"file_path":"`+p+`","edits":[{"old_string":"b = 2","new_string":"b = 20"}]}`))
+		reqEqual(t, f.read("x.py"), "a = 1\nb = 20\nc = 3\n")
+	})
+
+	t.Run("NotBoth", func(t *testing.T) {
+		t.Parallel()
+		f := setupTools(t)
+		f.write("x.py", src)
+		reqContains(t, reqErr(t, f.call("edit", editArgs{Path: "x.py", OldString: "a", NewString: "b", Edits: []editOp{{OldString: "c", NewString: "d"}}})), "not both")
+	})
+}
