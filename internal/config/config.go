@@ -103,6 +103,10 @@ type Model struct {
 	ContextWindow int64      `yaml:"context_window"`
 	// MaxOutput is the most output tokens per call; 0 = provider default.
 	MaxOutput int64 `yaml:"max_output"`
+	// Images false says the model takes no image input: view_image is
+	// not offered to it and an image sent to it is refused. Unset: it
+	// takes images.
+	Images *bool `yaml:"images"`
 }
 
 // Compaction says when and how an agent's transcript is compacted.

@@ -250,7 +250,7 @@ providers:
         price: {input: 2, output: 9}
   proxy:
     models:
-      small: {max_output: 4096}
+      small: {max_output: 4096, images: false}
       big: {max_output: 8192}
 pools:
   fast: [ollama/qwen3]
@@ -271,6 +271,15 @@ compaction:
 	equal(t, "proxy big window kept", proxy.Models["big"].ContextWindow, int64(64000))
 	equal(t, "proxy big max output added", proxy.Models["big"].MaxOutput, int64(8192))
 	equal(t, "proxy small", proxy.Models["small"].MaxOutput, int64(4096))
+	if img := proxy.Models["small"].Images; img == nil || *img {
+		t.Errorf("proxy small images = %v, want false", img)
+	}
+	if mr, err := c.Resolve("proxy/small"); err != nil || !mr.NoImages {
+		t.Errorf("proxy/small resolved NoImages = %v (%v), want true", mr.NoImages, err)
+	}
+	if mr, err := c.Resolve("proxy/big"); err != nil || mr.NoImages {
+		t.Errorf("proxy/big resolved NoImages = %v (%v), want false", mr.NoImages, err)
+	}
 
 	equal(t, "fast pool replaced", strings.Join(c.Pools["fast"], ","), "ollama/qwen3")
 	equal(t, "smart pool kept", strings.Join(c.Pools["smart"], ","), "anthropic/claude-opus-4-1")

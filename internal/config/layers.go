@@ -52,6 +52,7 @@ type fileModel struct {
 	Price         *llm.Price `yaml:"price"`
 	ContextWindow *int64     `yaml:"context_window"`
 	MaxOutput     *int64     `yaml:"max_output"`
+	Images        *bool      `yaml:"images"`
 }
 
 type fileCompaction struct {
@@ -258,6 +259,11 @@ func (c *Config) apply(fc *fileConfig, src string) {
 			}
 			set(c, &m.ContextWindow, fm.ContextWindow, mfield+".context_window", src)
 			set(c, &m.MaxOutput, fm.MaxOutput, mfield+".max_output", src)
+			if fm.Images != nil {
+				v := *fm.Images
+				m.Images = &v
+				c.sources[mfield+".images"] = src
+			}
 			p.Models[mname] = m
 		}
 		c.Providers[name] = p

@@ -27,6 +27,8 @@ type ModelRef struct {
 	ContextWindow int64
 	// MaxOutput is 0 for the provider's default.
 	MaxOutput int64
+	// NoImages says the model takes no image input (images: false).
+	NoImages bool
 	// ScriptPath is the absolute script file for "script:FILE".
 	ScriptPath string
 }
@@ -151,6 +153,7 @@ func (c *Config) lookup(ref string) (ModelRef, error) {
 			m.ContextWindow = info.ContextWindow
 		}
 		m.MaxOutput = info.MaxOutput
+		m.NoImages = info.Images != nil && !*info.Images
 	}
 	return m, nil
 }

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/tool/sandbox"
@@ -27,11 +28,13 @@ type BuiltinOptions struct {
 	// SandboxAsks makes a confined command ask as an unconfined one would
 	// (the mode decides); SandboxOnly refuses dangerously_disable_sandbox.
 	SandboxAsks, SandboxOnly bool
+	// NoImages leaves out view_image: the model takes no image input.
+	NoImages bool
 }
 
-// Builtins returns the built-in tools: read_file, write_file, edit,
-// apply_patch, delete, list_directory, glob, grep, shell, todo_write and
-// ask_user, in that order.
+// Builtins returns the built-in tools: read_file, view_image (unless
+// o.NoImages), write_file, edit, apply_patch, delete, list_directory, glob,
+// grep, shell, todo_write and ask_user, in that order.
 // They are not guarded: wrap them with the permission decorator.
 func Builtins(o BuiltinOptions) []Tool {
 	ws, err := filepath.Abs(o.Workspace)
@@ -45,7 +48,7 @@ func Builtins(o BuiltinOptions) []Tool {
 	if todos == nil {
 		todos = NewTodoList(nil)
 	}
-	return []Tool{
+	tools := []Tool{
 		newReadFile(root),
 		newWriteFile(root),
 		newEdit(root),
@@ -58,4 +61,8 @@ func Builtins(o BuiltinOptions) []Tool {
 		newTodoWrite(todos),
 		newAskUser(o.Asker),
 	}
+	if !o.NoImages {
+		tools = slices.Insert(tools, 1, newViewImage(root))
+	}
+	return tools
 }
