@@ -37,6 +37,11 @@ func (e *Engine) Decide(r Request) Decision {
 	if d, ok := denied(rules, c); ok {
 		return d
 	}
+	if r.Host != "" && r.Private && !namedHost(rules, r.Tool, r.Host) {
+		return Decision{Action: Deny, Reason: fmt.Sprintf(
+			"%s is a loopback, private or link-local address, which %s does not reach unless a rule allows it, in every mode; allow it with a rule such as %s(domain:%s)",
+			r.Host, r.Tool, r.Tool, r.Host)}
+	}
 	for _, p := range c.paths {
 		if p.outside != "" && !namedByAllowRule(rules, c.req.Tool, p) {
 			return Decision{Action: Deny, Reason: fmt.Sprintf(
@@ -93,6 +98,8 @@ func (m *matcher) denies(c call) bool {
 	switch {
 	case m.bare():
 		return true
+	case c.req.Host != "":
+		return m.matchHost(c.req.Host)
 	case c.cmd != nil:
 		for _, f := range c.cmd.denyForms() {
 			if m.matchSegment(f) {
@@ -104,6 +111,19 @@ func (m *matcher) denies(c call) bool {
 	for _, p := range c.paths {
 		if m.matchPath(p, false) {
 			return true
+		}
+	}
+	return false
+}
+
+// namedHost reports whether an allow rule names host by a domain pattern
+// (a rule without a pattern does not: a private address needs its name).
+func namedHost(rules [len(scopeOrder)][]*matcher, tool, host string) bool {
+	for _, ms := range rules {
+		for _, m := range ms {
+			if m.rule.Action == Allow && m.appliesTo(tool) && m.domain != "" && m.matchHost(host) {
+				return true
+			}
 		}
 	}
 	return false
@@ -127,6 +147,8 @@ func namedByAllowRule(rules [len(scopeOrder)][]*matcher, tool string, p resolved
 func byRule(rules [len(scopeOrder)][]*matcher, c call) (Decision, bool) {
 	var items []func(*matcher) bool
 	switch {
+	case c.req.Host != "":
+		items = append(items, func(m *matcher) bool { return m.matchHost(c.req.Host) })
 	case c.cmd != nil:
 		for _, seg := range c.cmd.segments {
 			items = append(items, func(m *matcher) bool { return m.matchSegment(seg) })
@@ -202,9 +224,13 @@ func byMode(mode Mode, r Request) Decision {
 		return allow("auto-edit mode allows writing")
 	case r.Class == ClassExecute && r.Sandboxed:
 		return allow("the command runs in the sandbox")
+	case r.Class == ClassNetwork && r.Sandboxed:
+		return allow("the host is on the sandbox's network allow-list")
 	}
 	what := "writing"
 	switch {
+	case r.Class == ClassNetwork:
+		what = "reaching " + r.Host
 	case strings.HasPrefix(strings.ToLower(r.Tool), "mcp__"):
 		what = "calling MCP tools"
 	case r.Class != ClassWrite:
@@ -216,6 +242,9 @@ func byMode(mode Mode, r Request) Decision {
 // suggest proposes a rule allowing this call and ones like it, "" when no
 // sensible one exists (compound commands, substitutions, mixed folders).
 func suggest(c call, ws workspace) string {
+	if c.req.Host != "" {
+		return c.req.Tool + "(" + domainPrefix + strings.ToLower(c.req.Host) + ")"
+	}
 	if c.cmd != nil {
 		if c.cmd.unsafe() || len(c.cmd.segments) != 1 {
 			return ""

@@ -197,6 +197,9 @@ const (
 	// ClassNone is for interaction tools (ask the user, update a todo
 	// list); the mode always allows them.
 	ClassNone
+	// ClassNetwork reaches a host (web_fetch): trust allows it, a host on
+	// the sandbox's allow-list (Sandboxed) runs, the other modes ask.
+	ClassNetwork
 )
 
 func (c Class) String() string {
@@ -209,6 +212,8 @@ func (c Class) String() string {
 		return "execute"
 	case ClassNone:
 		return "none"
+	case ClassNetwork:
+		return "network"
 	}
 	return fmt.Sprintf("Class(%d)", int(c))
 }
@@ -223,9 +228,17 @@ type Request struct {
 	// to the workspace, or absolute.
 	Paths []string
 	// Sandboxed says the command runs confined by the OS (package
-	// tool/sandbox): where the mode would ask before running it, it runs.
-	// Rules still apply: deny denies, ask asks.
+	// tool/sandbox), or the host is on the sandbox's network allow-list:
+	// where the mode would ask before running it, it runs. Rules still
+	// apply: deny denies, ask asks.
 	Sandboxed bool
+	// Host is the host a network call reaches ("example.com",
+	// "127.0.0.1"), matched by rules like "web_fetch(domain:example.com)".
+	Host string
+	// Private says Host is (or resolves to) a loopback, private or
+	// link-local address: the call is denied, in every mode, unless an
+	// allow rule names the host (it guards against request forgery).
+	Private bool
 }
 
 // Decision is the verdict on a Request.

@@ -133,6 +133,9 @@ type matcher struct {
 	// against a path both absolute and relative to ws; nil for globs.
 	regex *regexp.Regexp
 	ws    workspace
+	// domain is the host a "domain:…" pattern names ("example.com", or
+	// "*.example.com" for it and its subdomains); "" otherwise.
+	domain string
 }
 
 func compile(r Rule, ws workspace) (*matcher, error) {
@@ -141,6 +144,14 @@ func compile(r Rule, ws workspace) (*matcher, error) {
 		return m, nil
 	}
 	var err error
+	if d, ok := strings.CutPrefix(r.Pattern, domainPrefix); ok {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if d == "" || strings.ContainsAny(d, "/ ") || strings.Contains(strings.TrimPrefix(d, "*."), "*") {
+			return nil, fmt.Errorf("%w %q: a domain pattern is a host name such as example.com or *.example.com", ErrInvalidRule, r)
+		}
+		m.domain = d
+		return m, nil
+	}
 	if expr, ok := strings.CutPrefix(r.Pattern, regexPrefix); ok {
 		re, err := regexp.Compile(expr)
 		if err != nil {
@@ -192,6 +203,26 @@ func pathPatterns(p string, ws workspace) []string {
 		}
 	}
 	return out
+}
+
+// domainPrefix starts a rule pattern naming a host: "domain:example.com".
+const domainPrefix = "domain:"
+
+// matchHost reports whether the rule covers a call to host: a rule
+// without a pattern does, a domain pattern naming it (or, for
+// "*.example.com", a domain it is under) does; no other pattern does.
+func (m *matcher) matchHost(host string) bool {
+	if m.bare() {
+		return true
+	}
+	if m.domain == "" || host == "" {
+		return false
+	}
+	host = strings.ToLower(host)
+	if base, ok := strings.CutPrefix(m.domain, "*."); ok {
+		return host == base || strings.HasSuffix(host, "."+base)
+	}
+	return host == m.domain
 }
 
 // bare reports whether the rule has no pattern and so matches every call.

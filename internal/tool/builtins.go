@@ -30,11 +30,14 @@ type BuiltinOptions struct {
 	SandboxAsks, SandboxOnly bool
 	// NoImages leaves out view_image: the model takes no image input.
 	NoImages bool
+	// Policy decides what web_fetch meets on its way (a redirect to
+	// another host, a private address); nil refuses both.
+	Policy Policy
 }
 
 // Builtins returns the built-in tools: read_file, view_image (unless
 // o.NoImages), write_file, edit, apply_patch, delete, list_directory, glob,
-// grep, shell, todo_write and ask_user, in that order.
+// grep, shell, web_fetch, todo_write and ask_user, in that order.
 // They are not guarded: wrap them with the permission decorator.
 func Builtins(o BuiltinOptions) []Tool {
 	ws, err := filepath.Abs(o.Workspace)
@@ -58,6 +61,7 @@ func Builtins(o BuiltinOptions) []Tool {
 		newGlob(root),
 		newGrep(root),
 		newShell(root, o),
+		newWebFetch(o),
 		newTodoWrite(todos),
 		newAskUser(o.Asker),
 	}

@@ -122,7 +122,7 @@ func TestBuiltins(t *testing.T) {
 		f := setupTools(t)
 		wantKinds := map[string]Kind{
 			"read_file": KindRead, "write_file": KindWrite, "edit": KindWrite,
-			"apply_patch": KindWrite, "delete": KindWrite, "view_image": KindRead,
+			"apply_patch": KindWrite, "delete": KindWrite, "view_image": KindRead, "web_fetch": KindNetwork,
 			"list_directory": KindRead, "glob": KindRead, "grep": KindRead,
 			"shell": KindExecute, "todo_write": KindInteract, "ask_user": KindInteract,
 		}

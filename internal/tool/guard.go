@@ -154,7 +154,8 @@ func (g *guarded) remember(tool string, ap Approval, suggested string) error {
 
 // request describes a call to the policy.
 func request(info Info, t Target) permission.Request {
-	return permission.Request{Tool: info.Name, Class: classOf(info.Kind), Command: t.Command, Paths: t.Paths, Sandboxed: t.Sandboxed}
+	return permission.Request{Tool: info.Name, Class: classOf(info.Kind), Command: t.Command, Paths: t.Paths, Sandboxed: t.Sandboxed,
+		Host: t.Host, Private: t.Private}
 }
 
 // classOf maps a tool's kind to a permission class; an unknown kind is
@@ -167,6 +168,8 @@ func classOf(k Kind) permission.Class {
 		return permission.ClassWrite
 	case KindInteract:
 		return permission.ClassNone
+	case KindNetwork:
+		return permission.ClassNetwork
 	}
 	return permission.ClassExecute
 }

@@ -30,6 +30,8 @@ const (
 	// KindInteract talks to the user or updates session state (ask_user,
 	// todo_write); it never needs approval.
 	KindInteract
+	// KindNetwork reaches a host (web_fetch).
+	KindNetwork
 )
 
 func (k Kind) String() string {
@@ -118,12 +120,20 @@ type Target struct {
 	Paths []string
 	// Command is the shell command, for KindExecute tools.
 	Command string
-	// Sandboxed says the command will run confined by the OS sandbox.
+	// Sandboxed says the command will run confined by the OS sandbox, or
+	// the host is on the sandbox's network allow-list.
 	Sandboxed bool
+	// Host is the host a network tool reaches; Private says it is a
+	// loopback, private or link-local address (see permission.Request).
+	Host    string
+	Private bool
 }
 
 // Main returns the main argument a rule pattern is matched against.
 func (t Target) Main() string {
+	if t.Host != "" {
+		return t.Host
+	}
 	if t.Command != "" {
 		return t.Command
 	}

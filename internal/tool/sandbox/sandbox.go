@@ -93,6 +93,7 @@ type Sandbox struct {
 	policy Policy
 	bwrap  string // the bubblewrap binary
 	socat  string // the relay of a call with an allow-list; "": arbor's helper
+	allow  *Proxy // answers Reaches; nil: no network
 	tmp    string // private temp dir, /tmp inside
 	calls  atomic.Int64
 	watch  watcher
@@ -133,7 +134,7 @@ func New(p Policy) (*Sandbox, error) {
 		if s.socat == "" && !helperRegistered {
 			return nil, fmt.Errorf("%w: a network allow-list needs socat or arbor's sandbox helper, which this program does not include (it calls sandbox.Main at start)", ErrUnavailable)
 		}
-		if _, err := NewProxy(ProxyOptions{Allow: p.Allow}); err != nil {
+		if s.allow, err = NewProxy(ProxyOptions{Allow: p.Allow}); err != nil {
 			return nil, fmt.Errorf("sandbox.network.allow: %w", err)
 		}
 	}
@@ -146,6 +147,12 @@ func New(p Policy) (*Sandbox, error) {
 		}
 	}
 	return s, nil
+}
+
+// Reaches reports whether the network allow-list lets confined calls
+// (and arbor's own network tools under the sandbox) reach host:port.
+func (s *Sandbox) Reaches(host string, port int) bool {
+	return s.allow != nil && s.allow.Allowed(host, port)
 }
 
 // Close removes the private temp dir. Safe to call twice; the calls
