@@ -25,6 +25,8 @@ const (
 	PartThinking   PartType = "thinking"
 	PartToolCall   PartType = "tool_call"
 	PartToolResult PartType = "tool_result"
+	// PartImage is an image a person sent with a user message.
+	PartImage PartType = "image"
 )
 
 // Part is one piece of a message. It is a tagged union: Type says which of
@@ -38,6 +40,21 @@ type Part struct {
 	Signature  string      `json:"signature,omitempty"`
 	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
 	ToolResult *ToolResult `json:"tool_result,omitempty"`
+	// Image is set for PartImage.
+	Image *Image `json:"image,omitempty"`
+}
+
+// ImagePart is a user message's image.
+func ImagePart(img Image) Part { return Part{Type: PartImage, Image: &img} }
+
+// HasImages reports whether the message holds an image a person sent.
+func (m Message) HasImages() bool {
+	for _, p := range m.Parts {
+		if p.Type == PartImage {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolCall is the model asking for one tool run.

@@ -258,8 +258,9 @@ type toolResultBlock struct {
 }
 
 type imageBlock struct {
-	Type   string      `json:"type"` // "image"
-	Source imageSource `json:"source"`
+	Type         string        `json:"type"` // "image"
+	Source       imageSource   `json:"source"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type imageSource struct {
@@ -271,6 +272,7 @@ type imageSource struct {
 func (b *textBlock) cache() **cacheControl           { return &b.CacheControl }
 func (b *toolUseBlock) cache() **cacheControl        { return &b.CacheControl }
 func (b *toolResultBlock) cache() **cacheControl     { return &b.CacheControl }
+func (b *imageBlock) cache() **cacheControl          { return &b.CacheControl }
 func (*thinkingBlock) cache() **cacheControl         { return nil }
 func (*redactedThinkingBlock) cache() **cacheControl { return nil }
 
@@ -339,6 +341,11 @@ func blockFor(part llm.Part) (contentBlock, error) {
 			return nil, fmt.Errorf("tool call %q: input is not valid JSON", call.ID)
 		}
 		return &toolUseBlock{Type: "tool_use", ID: call.ID, Name: call.Name, Input: input}, nil
+	case llm.PartImage:
+		if part.Image == nil {
+			return nil, errors.New("image part without an image")
+		}
+		return &imageBlock{Type: "image", Source: imageSource{Type: "base64", MediaType: part.Image.MediaType, Data: part.Image.Data}}, nil
 	case llm.PartToolResult:
 		res := part.ToolResult
 		if res == nil {

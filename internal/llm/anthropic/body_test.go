@@ -77,6 +77,8 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 					Images: []llm.Image{{MediaType: "image/png", Data: "iVBORw0KGgo="}, {MediaType: "image/jpeg", Data: "/9j/"}}}}}}}},
 		"EndsInAToolCall": {Model: "m", Messages: []llm.Message{llm.UserText("hi"),
 			assistant(llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "t", Input: json.RawMessage(`{}`)}})}},
+		"UserImages": {Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{
+			llm.ImagePart(llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}), llm.TextPart("what is this?")}}}},
 		"ImageOnlyResult": {Model: "m", Messages: []llm.Message{result(llm.ToolResult{CallID: "c", Images: []llm.Image{{MediaType: "image/gif", Data: "R0lG"}}})}},
 	}
 	for name, req := range cases {

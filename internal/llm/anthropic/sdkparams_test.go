@@ -106,6 +106,8 @@ func sdkBlock(part llm.Part) (block sdk.ContentBlockParamUnion, ok bool, err err
 			return block, false, nil
 		}
 		return sdk.NewTextBlock(part.Text), true, nil
+	case llm.PartImage:
+		return sdk.NewImageBlockBase64(part.Image.MediaType, part.Image.Data), true, nil
 	case llm.PartThinking:
 		switch {
 		case part.Text == "" && part.Signature != "":

@@ -147,11 +147,16 @@ func decodeAnthropic(body []byte, r *Request) error {
 }
 
 // part maps a content block to a neutral part; blocks with no neutral form
-// (images, redacted thinking, documents) are skipped.
+// (redacted thinking, documents) are skipped.
 func (b antInBlock) part() (llm.Part, bool, error) {
 	switch b.Type {
 	case "text":
 		return llm.TextPart(b.Text), true, nil
+	case "image":
+		if b.Source == nil {
+			return llm.Part{}, false, nil
+		}
+		return llm.ImagePart(llm.Image{MediaType: b.Source.MediaType, Data: b.Source.Data}), true, nil
 	case "thinking":
 		return llm.Part{Type: llm.PartThinking, Text: b.Thinking, Signature: b.Signature}, true, nil
 	case "tool_use":
@@ -268,7 +273,11 @@ func decodeOpenAI(body []byte, r *Request) error {
 		case "system", "developer":
 			system = append(system, text)
 		case "user":
-			r.Messages = append(r.Messages, llm.UserText(text))
+			msg := llm.UserText(text)
+			for _, img := range oaImages(m.Content) {
+				msg.Parts = append(msg.Parts, llm.ImagePart(img))
+			}
+			r.Messages = append(r.Messages, msg)
 		case "tool":
 			part := llm.Part{Type: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: m.ToolCallID, Content: text}}
 			if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == llm.RoleUser && onlyToolResults(r.Messages[n-1]) {
@@ -307,6 +316,29 @@ func oaAssistant(m oaInMessage, text string) llm.Message {
 		msg.Parts = append(msg.Parts, llm.Part{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: c.ID, Name: c.Function.Name, Input: input}})
 	}
 	return msg
+}
+
+// oaImages decodes the data-URL images of OpenAI content parts
+// ({"type":"image_url","image_url":{"url":"data:image/png;base64,…"}}).
+func oaImages(raw json.RawMessage) []llm.Image {
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil
+	}
+	var out []llm.Image
+	for _, p := range parts {
+		rest, ok := strings.CutPrefix(p.ImageURL.URL, "data:")
+		media, data, found := strings.Cut(rest, ";base64,")
+		if p.Type == "image_url" && ok && found {
+			out = append(out, llm.Image{MediaType: media, Data: data})
+		}
+	}
+	return out
 }
 
 func onlyToolResults(m llm.Message) bool {

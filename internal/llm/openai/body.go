@@ -334,13 +334,18 @@ func messagesFor(req *llm.Request) ([]message, error) {
 // follow them in the user message, before its text.
 func appendUser(msgs []message, m llm.Message) ([]message, error) {
 	var texts []string
-	var images partsContent
+	var images, sent partsContent // the tool results' images; the person's
 	for _, part := range m.Parts {
 		switch part.Type {
 		case llm.PartText:
 			if part.Text != "" {
 				texts = append(texts, part.Text)
 			}
+		case llm.PartImage:
+			if part.Image == nil {
+				return nil, errors.New("image part without an image")
+			}
+			sent = append(sent, imagePart{Type: "image_url", ImageURL: imageURL{URL: "data:" + part.Image.MediaType + ";base64," + part.Image.Data}})
 		case llm.PartToolResult:
 			res := part.ToolResult
 			if res == nil {
@@ -359,6 +364,7 @@ func appendUser(msgs []message, m llm.Message) ([]message, error) {
 			return nil, fmt.Errorf("unknown part type %q", part.Type)
 		}
 	}
+	images = append(images, sent...)
 	switch {
 	case len(images) > 0 && len(texts) > 0:
 		msgs = append(msgs, userMessage{Role: "user", Content: append(images, textPart{Type: "text", Text: strings.Join(texts, "\n\n")})})

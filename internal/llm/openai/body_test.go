@@ -103,6 +103,11 @@ func TestBodyMatchesTheSDK(t *testing.T) {
 			assistant(toolCallPart("c4", "shot", "{}")),
 			user(resultPart(llm.ToolResult{CallID: "c4", Images: []llm.Image{png("BBBB")}})),
 		}},
+		"UserImages": {Model: "m", Messages: []llm.Message{
+			user(llm.ImagePart(png("iVBORw0KGgo=")), llm.TextPart("what is this?")),
+			assistant(toolCallPart("c1", "shot", "{}")),
+			user(resultPart(llm.ToolResult{CallID: "c1", Images: []llm.Image{png("AAAA")}}), llm.ImagePart(png("BBBB"))),
+		}},
 		"AssistantShapes": {Model: "m", Messages: []llm.Message{
 			llm.UserText("hi"),
 			assistant(llm.TextPart("a"), llm.TextPart(""), llm.TextPart("b")),

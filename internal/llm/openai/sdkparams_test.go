@@ -93,13 +93,15 @@ func sdkUser(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	var texts []string
 	// Tool messages hold only text: images of tool results follow them
 	// in a user message.
-	var images []sdk.ChatCompletionContentPartUnionParam
+	var images, sent []sdk.ChatCompletionContentPartUnionParam
 	for _, part := range m.Parts {
 		switch part.Type {
 		case llm.PartText:
 			if part.Text != "" {
 				texts = append(texts, part.Text)
 			}
+		case llm.PartImage:
+			sent = append(sent, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + part.Image.MediaType + ";base64," + part.Image.Data}))
 		case llm.PartToolResult:
 			res := part.ToolResult
 			if res == nil {
@@ -118,6 +120,7 @@ func sdkUser(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 			return nil, fmt.Errorf("unknown part type %q", part.Type)
 		}
 	}
+	images = append(images, sent...)
 	switch {
 	case len(images) > 0 && len(texts) > 0:
 		out = append(out, sdk.UserMessage(append(images, sdk.TextContentPart(strings.Join(texts, "\n\n")))))
