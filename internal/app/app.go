@@ -78,6 +78,9 @@ type App struct {
 	warnings []string
 	// sandboxDefault is Options.SandboxDefault, for views and reloads.
 	sandboxDefault string
+	// project is the workspace's own files (AGENTS.md, skills, settings),
+	// read when the App is made.
+	project projectFiles
 }
 
 // Open loads the configuration and opens the store.
@@ -106,9 +109,11 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, &config.ValidationError{Field: "mode", Err: err}
 	}
+	pf, problems := loadProject(ws, cfg)
 	perms, err := permission.New(permission.Options{
 		Mode: mode, Workspace: ws,
 		ProjectFile: cfg.ProjectPermissionsFile(), UserFile: cfg.UserPermissionsFile(),
+		Extra: pf.projectRules(),
 	})
 	if err != nil {
 		return nil, err
@@ -122,6 +127,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		env:       map[string]string{},
 		Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
 		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides, sandboxDefault: o.SandboxDefault,
+		project: pf, warnings: problems,
 	}
 	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })
@@ -186,9 +192,11 @@ func (a *App) In(dir string) (*App, error) {
 		return nil, err
 	}
 	v.config.Store(cfg)
+	v.project, _ = loadProject(ws, cfg) // its problems are the workspace's, said at start
 	v.Permissions, err = permission.New(permission.Options{
 		Mode: a.Permissions.Mode(), Workspace: ws,
 		ProjectFile: v.Config().ProjectPermissionsFile(), UserFile: v.Config().UserPermissionsFile(),
+		Extra: v.project.projectRules(),
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/hook"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/project"
+	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
+)
+
+// projectFiles is what a workspace's own files give an App: read once
+// when the App (or a view of it) is made, and not changed after.
+type projectFiles struct {
+	k *project.Knowledge
+	// hooks are the settings files' command hooks, per event.
+	hooks map[hook.Event][]hook.Matcher
+}
+
+// loadProject reads ws's project files (package project) and makes
+// their hooks; what was skipped or cut is in problems, for Warnings.
+func loadProject(ws string, cfg *config.Config) (projectFiles, []string) {
+	k := project.Load(project.Options{Workspace: ws, UserDir: cfg.UserDir(), Home: cfg.Home()})
+	var problems []string
+	for _, p := range k.Problems {
+		problems = append(problems, "project files: "+p.Error())
+	}
+	// Hook commands run unconfined for now: sandbox.Sandbox is the seam
+	// for a config switch that confines them as the shell's commands are.
+	var sb *sandbox.Sandbox
+	set, errs := hook.FromSettings(k.Hooks, hook.CommandOptions{Dir: k.Root, Env: []string{"CLAUDE_PROJECT_DIR=" + k.Root}, Sandbox: sb})
+	for _, err := range errs {
+		problems = append(problems, "project files: "+err.Error())
+	}
+	return projectFiles{k: k, hooks: set}, problems
+}
+
+// projectRules are the permission rules the project files add: the
+// settings files' rules and the reading of the skills' folders.
+func (p projectFiles) projectRules() []permission.Rule {
+	return append(append([]permission.Rule(nil), p.k.Rules...), p.k.SkillReadRules()...)
+}
+
+// Project is what the workspace's own files say (instructions, skills,
+// commands, settings).
+func (a *App) Project() *project.Knowledge { return a.project.k }
+
+// StandingPrompt is the system prompt of a session offering tools: the
+// standing instructions, then the project's (instruction files, nested
+// files, skills).
+func (a *App) StandingPrompt(tools []string) string {
+	return SystemPrompt(a.Workspace, tools) + a.project.k.Prompt()
+}
+
+// SkillsAndCommands lists the project's skills and custom commands as
+// slash commands: name and description.
+func (a *App) SkillsAndCommands() []SlashCommand {
+	var out []SlashCommand
+	for _, c := range a.project.k.Commands {
+		out = append(out, SlashCommand{Name: c.Name, Description: c.Description, ArgHint: c.ArgHint, Kind: "command"})
+	}
+	for _, s := range a.project.k.Skills {
+		out = append(out, SlashCommand{Name: s.Name, Description: s.Description, Kind: "skill"})
+	}
+	return out
+}
+
+// SlashCommand is a project command or skill offered as "/name".
+type SlashCommand struct {
+	Name, Description, ArgHint string
+	Kind                       string // command or skill
+}
+
+// ExpandSlash turns "/name args" into the prompt it stands for: a
+// custom command's text with its arguments, or a request to use the
+// skill; ok is false when name is neither.
+func (a *App) ExpandSlash(name, args string) (string, bool) {
+	if c, ok := a.project.k.Command(name); ok {
+		return c.Expand(args), true
+	}
+	if s, ok := a.project.k.Skill(name); ok {
+		text := fmt.Sprintf("Use the skill %q (call the skill tool with name %q) for this task.", s.Name, s.Name)
+		if args != "" {
+			text += " Arguments: " + args
+		}
+		return text, true
+	}
+	return "", false
+}
+
+// sessionHooks is the runner of the project's hooks for session id; nil
+// when the project declares none.
+func (a *App) sessionHooks(id string) *hook.Runner {
+	if len(a.project.hooks) == 0 {
+		return nil
+	}
+	r := &hook.Runner{Base: func(in *hook.Input) {
+		in.SessionID, in.Cwd = id, a.Workspace
+		in.PermissionMode = claudeCodeMode(a.Permissions.Mode())
+	}}
+	r.Set(a.project.hooks)
+	return r
+}
+
+// hooked wraps t in the project's PreToolUse and PostToolUse hooks.
+func hooked(t tool.Tool, r *hook.Runner) tool.Tool {
+	if r == nil || !r.Has(hook.PreToolUse) && !r.Has(hook.PostToolUse) {
+		return t
+	}
+	return &hook.Tool{Tool: t, Hooks: r}
+}
+
+// claudeCodeMode is Claude Code's name of a permission mode, as hooks
+// read it.
+func claudeCodeMode(m permission.Mode) string {
+	switch m {
+	case permission.ModeAutoEdit:
+		return "acceptEdits"
+	case permission.ModeTrust:
+		return "bypassPermissions"
+	case permission.ModeDontAsk:
+		return "dontAsk"
+	}
+	return string(m)
+}

@@ -1,0 +1,126 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(p, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(full, []byte(c), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func call(id, name, input string) llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: id, Name: name, Input: rawInput(input)}}}
+}
+
+// TestProjectFiles: a session of a project whose files are partly bad
+// gets the instructions (cut at the cap), runs the settings' hooks and
+// rules, reports every bad thing, and goes on to the end of its turn.
+func TestProjectFiles(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".git/HEAD":                      "ref: refs/heads/main\n",
+		"AGENTS.md":                      "Always run the linter before you finish.\n" + strings.Repeat("filler line of a huge AGENTS.md\n", 5<<20/32+1),
+		".claude/skills/broken/SKILL.md": "no front matter at all\n",
+		".claude/settings.json": `{"permissions": {"deny": ["Read(./.env)"]},
+		  "hooks": {"PreToolUse": [
+		    {"matcher": "Bash", "hooks": [{"type": "command", "command": "./hooks/no-rm.sh"}]},
+		    {"matcher": "Read", "hooks": [{"type": "command", "command": "./hooks/crash.sh"}]},
+		    {"matcher": "Glob", "hooks": [{"type": "command", "command": "sleep 30", "timeout": 0.3}]},
+		    {"matcher": "LS", "hooks": [{"type": "command", "command": "echo '%%% garbage'"}]}]}}`,
+		"hooks/no-rm.sh": "#!/bin/sh\ngrep -q '\"rm ' && { echo 'rm is forbidden in this repo' >&2; exit 2; }\nexit 0\n",
+		"hooks/crash.sh": "#!/bin/sh\necho 'the hook crashed' >&2\nexit 1\n",
+		".env":           "SECRET=1\n",
+		"ok.txt":         "fine\n",
+	})
+	srv := llmtest.NewServer(
+		call("c1", "shell", `{"command":"rm -rf build"}`),
+		call("c2", "read_file", `{"path":".env"}`),
+		call("c3", "read_file", `{"path":"ok.txt"}`),
+		call("c4", "glob", `{"pattern":"*.txt"}`),
+		call("c5", "list_directory", `{}`),
+		llmtest.Turn{Text: "done"},
+	)
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Mode: "trust"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	warnings := strings.Join(a.Warnings(), "\n")
+	for _, w := range []string{filepath.Join(ws, "AGENTS.md") + " is ", "capped at 65536 bytes", filepath.Join(ws, ".claude/skills/broken/SKILL.md") + ": no front matter"} {
+		if !strings.Contains(warnings, w) {
+			t.Errorf("warnings lack %q:\n%s", w, warnings)
+		}
+	}
+	s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := s.Agent.Send(context.Background(), llm.UserText("go"))
+	if res.Outcome != agent.OutcomeCompleted || res.Text != "done" {
+		t.Fatalf("result %+v", res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 6 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if sys := reqs[0].System; !strings.Contains(sys, "Always run the linter before you finish.") || len(sys) > 80<<10 {
+		t.Fatalf("the system prompt (%d bytes) lacks the AGENTS.md text or is not capped", len(sys))
+	}
+	for i, want := range []string{
+		"a PreToolUse hook denied this call: rm is forbidden in this repo",
+		"denies it", // trust mode, yet .claude/settings.json's deny rule
+		"fine",      // ran, despite the crashing hook…
+		"hooks/crash.sh\" (from " + filepath.Join(ws, ".claude/settings.json") + ") exited with status 1: the hook crashed",
+		"timed out after 300ms and was killed",       // glob ran
+		"printed text that is not JSON: %%% garbage", // list_directory ran
+	} {
+		n := i + 1
+		if i >= 3 {
+			n = i
+		}
+		if got := reqs[n].LastUserText(); !strings.Contains(got, want) {
+			t.Errorf("request %d: the tool result %q lacks %q", n, got, want)
+		}
+	}
+	if got := reqs[4].LastUserText(); !strings.Contains(got, "ok.txt") {
+		t.Errorf("glob did not run after its hook timed out: %q", got)
+	}
+}
+
+func rawInput(s string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
