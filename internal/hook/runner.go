@@ -150,3 +150,41 @@ func (h *Tool) stop(s Stopped) {
 		h.Stop(s)
 	}
 }
+
+// Chain runs the hooks of several runners as one, in order (a client's
+// callbacks, then the project's commands); nil runners are skipped.
+type Chain []*Runner
+
+// Has reports whether any runner has hooks for e.
+func (c Chain) Has(e Event) bool {
+	for _, r := range c {
+		if r != nil && r.Has(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs every runner's hooks of e and sums their verdicts; an updated
+// tool input is what the next runner sees. The first error ends it.
+func (c Chain) Run(ctx context.Context, e Event, target string, in Input) (Verdict, error) {
+	var v Verdict
+	for _, r := range c {
+		if r == nil || !r.Has(e) {
+			continue
+		}
+		w, err := r.Run(ctx, e, target, in)
+		if err != nil {
+			return Verdict{}, err
+		}
+		v.Block = v.Block || w.Block
+		v.Stop = v.Stop || w.Stop
+		v.Reason = join("; ", v.Reason, w.Reason)
+		v.Context = join("\n", v.Context, w.Context)
+		v.Notes = append(v.Notes, w.Notes...)
+		if w.Input != nil {
+			v.Input, in.ToolInput = w.Input, w.Input
+		}
+	}
+	return v, nil
+}

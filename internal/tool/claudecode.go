@@ -22,6 +22,7 @@ var claudeCodeNames = map[string]string{
 	"LS":              "list_directory",
 	"TodoWrite":       "todo_write",
 	"AskUserQuestion": "ask_user",
+	"Skill":           "skill",
 }
 
 // FromClaudeCode returns the arbor tool name for a Claude Code tool name,
