@@ -1,0 +1,72 @@
+package app_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
+)
+
+// TestTreeChildUsesSkill: in a tree run, the root's prompt lists the
+// project's skill, a child calls the skill tool, and the skill's body
+// reaches that child's next request.
+func TestTreeChildUsesSkill(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	writeFiles(t, ws, map[string]string{
+		".agents/skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Write the release notes of a version.\n---\nSKILL-BODY-42: list every merged change under its heading.\n",
+	})
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
+		1: {treetest.Calls(treetest.Call("spawn", map[string]any{"goal": "notes", "prompt": "Write the release notes."})),
+			treetest.Complete("draft"), treetest.Complete("all done")},
+		2: {treetest.Calls(treetest.Call("skill", map[string]any{"name": "release-notes", "args": "v1.2"})),
+			treetest.Complete("notes written")},
+	}))
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key-123",
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Model: "anthropic/claude-test", Mode: "default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	e, _, err := a.Engine("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Create(context.Background(), tree.RunOptions{ID: "r-skill", Goal: "release", Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fin, err := e.Drive(context.Background(), r.ID)
+	if err != nil || fin.Status != store.RunComplete {
+		t.Fatalf("run %+v, %v", fin, err)
+	}
+	var rootFirst, childAfter *llmtest.Request
+	for _, req := range srv.Requests() {
+		switch {
+		case treetest.NodeOf(req) == 1 && treetest.Turns(req) == 0:
+			rootFirst = &req
+		case treetest.NodeOf(req) == 2 && treetest.Turns(req) == 1:
+			childAfter = &req
+		}
+	}
+	if rootFirst == nil || childAfter == nil {
+		t.Fatal("the root's first or the child's second request is missing")
+	}
+	if !strings.Contains(rootFirst.System, "- release-notes: Write the release notes of a version.") || strings.Contains(rootFirst.System, "SKILL-BODY-42") {
+		t.Fatalf("the root's prompt must list the skill, not its body:\n%s", rootFirst.System)
+	}
+	if got := childAfter.LastUserText(); !strings.Contains(got, "SKILL-BODY-42: list every merged change") || !strings.Contains(got, "<args>v1.2</args>") {
+		t.Fatalf("the child's next request lacks the skill's body: %q", got)
+	}
+}
