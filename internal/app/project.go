@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/hook"
@@ -124,4 +125,18 @@ func claudeCodeMode(m permission.Mode) string {
 		return "dontAsk"
 	}
 	return string(m)
+}
+
+// ExpandGoal is goal, or, when it is "/name args" naming a project
+// command or skill, what that stands for (arbor run "/review main.go").
+func (a *App) ExpandGoal(goal string) string {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(goal), "/")
+	if !ok {
+		return goal
+	}
+	name, args, _ := strings.Cut(rest, " ")
+	if text, ok := a.ExpandSlash(name, strings.TrimSpace(args)); ok {
+		return text
+	}
+	return goal
 }

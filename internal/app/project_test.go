@@ -124,3 +124,15 @@ func rawInput(s string) map[string]any {
 	}
 	return m
 }
+
+func TestExpandGoal(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, home, map[string]string{".claude/commands/review.md": "Review $ARGUMENTS.\n"})
+	b := setupIn(t, home, map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state")})
+	for in, want := range map[string]string{"/review main.go": "Review main.go.", "/nope x": "/nope x", "fix the bug": "fix the bug"} {
+		if got := b.app.ExpandGoal(in); got != want {
+			t.Errorf("ExpandGoal(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -235,6 +235,7 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 		return err
 	}
 	if runID == "" {
+		goal = a.ExpandGoal(goal) // a project command: "/review main.go"
 		r, err = e.Create(ctx, tree.RunOptions{
 			ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
 			BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,

@@ -41,6 +41,9 @@ func (s *server) send(c sendCmd) error {
 		// sends it with one "/" less, as a plain message.
 		i := strings.Index(c.Content, "//")
 		c.Content = c.Content[:i] + c.Content[i+1:]
+	} else if expanded, ok := s.projectSlash(text); ok {
+		// A project's custom command (or skill) is a turn with its text.
+		c.Content = expanded
 	} else if strings.HasPrefix(text, "/") {
 		if err := s.slash(text); err != nil {
 			return &slashError{err: err}
