@@ -1,9 +1,11 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/permission"
@@ -139,4 +141,44 @@ func (a *App) ExpandGoal(goal string) string {
 		return text
 	}
 	return goal
+}
+
+// turnHooks runs a session's project hooks at the loop's points
+// (agent.TurnHooks): Stop (SubagentStop for a tree's child node) and
+// PreCompact.
+type turnHooks struct {
+	r    *hook.Runner
+	stop hook.Event
+}
+
+// newTurnHooks is nil when r has no hook for those points.
+func newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
+	stop := hook.Stop
+	if nodeID > 1 { // the root is node #1; the others are sub-agents
+		stop = hook.SubagentStop
+	}
+	if r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) {
+		return nil
+	}
+	return turnHooks{r: r, stop: stop}
+}
+
+// Stopping implements agent.TurnHooks: a hook's block is feedback for
+// the model; a failed hook is no verdict (its note is dropped with it).
+func (h turnHooks) Stopping(ctx context.Context, active, _ bool) string {
+	if !h.r.Has(h.stop) {
+		return ""
+	}
+	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &active})
+	if err != nil || !v.Block || v.Stop {
+		return ""
+	}
+	return hook.OrNoReason(v.Reason)
+}
+
+// Compacting implements agent.TurnHooks.
+func (h turnHooks) Compacting(ctx context.Context, trigger string) {
+	if h.r.Has(hook.PreCompact) {
+		_, _ = h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
+	}
 }

@@ -136,3 +136,48 @@ func TestExpandGoal(t *testing.T) {
 		}
 	}
 }
+
+// TestStopAndCompactHooks: the project's Stop hook sends a completed
+// turn back once with its stderr (exit 2), then lets it end; PreCompact
+// hooks hear of a compaction with its trigger.
+func TestStopAndCompactHooks(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {
+		  "Stop": [{"hooks": [{"type": "command", "command": "./hooks/stop.sh"}]}],
+		  "PreCompact": [{"matcher": "manual", "hooks": [{"type": "command", "command": "cat > compact.json"}]}]}}`,
+		"hooks/stop.sh": "#!/bin/sh\ngrep -q '\"stop_hook_active\":false' && { echo 'run the tests first' >&2; exit 2; }\nexit 0\n",
+	})
+	srv := llmtest.NewServer(
+		llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"},
+		llmtest.Turn{Text: "next"}, llmtest.Turn{Text: "fine"},
+		llmtest.Turn{Text: "the summary"},
+	)
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	b := setupIn(t, ws, env)
+	s, err := b.app.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := s.Agent.Send(context.Background(), llm.UserText("go"))
+	if res.Outcome != agent.OutcomeCompleted || res.Text != "second" {
+		t.Fatalf("result %+v", res)
+	}
+	if got := srv.Requests()[1].LastUserText(); got != "Stop hook feedback: run the tests first" {
+		t.Fatalf("the second request's last message %q", got)
+	}
+	if res := s.Agent.Send(context.Background(), llm.UserText("more")); res.Text != "fine" { // sent back once again
+		t.Fatalf("second turn %+v", res)
+	}
+	if err := s.Agent.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.ReadFile(filepath.Join(ws, "compact.json"))
+	if err != nil || !strings.Contains(string(in), `"hook_event_name":"PreCompact"`) || !strings.Contains(string(in), `"trigger":"manual"`) {
+		t.Fatalf("the PreCompact hook read %q (%v)", in, err)
+	}
+}

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +23,9 @@ func TestTreeChildUsesSkill(t *testing.T) {
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")
 	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {
+		  "Stop": [{"hooks": [{"type": "command", "command": "cat >> stop.log; echo >> stop.log"}]}],
+		  "SubagentStop": [{"hooks": [{"type": "command", "command": "cat >> subagent.log; echo >> subagent.log"}]}]}}`,
 		".agents/skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Write the release notes of a version.\n---\nSKILL-BODY-42: list every merged change under its heading.\n",
 	})
 	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{
@@ -65,6 +69,12 @@ func TestTreeChildUsesSkill(t *testing.T) {
 	}
 	if !strings.Contains(rootFirst.System, "- release-notes: Write the release notes of a version.") || strings.Contains(rootFirst.System, "SKILL-BODY-42") {
 		t.Fatalf("the root's prompt must list the skill, not its body:\n%s", rootFirst.System)
+	}
+	for file, want := range map[string]string{"stop.log": `"hook_event_name":"Stop"`, "subagent.log": `"hook_event_name":"SubagentStop"`} {
+		b, err := os.ReadFile(filepath.Join(ws, file))
+		if err != nil || strings.Count(string(b), want) < 1 || strings.Count(string(b), "\n") > 2 {
+			t.Errorf("%s = %q (%v); want the %s hook's input, once per turn that ended", file, b, err, want)
+		}
 	}
 	if got := childAfter.LastUserText(); !strings.Contains(got, "SKILL-BODY-42: list every merged change") || !strings.Contains(got, "<args>v1.2</args>") {
 		t.Fatalf("the child's next request lacks the skill's body: %q", got)

@@ -198,10 +198,11 @@ func notes(ns []string) string {
 // work in one turn (Claude Code tells them so with stop_hook_active).
 const maxStopBlocks = 8
 
-// stopHooks runs the Stop hooks when a turn completed: a block sends its
-// reason to the model as the next message and the turn goes on.
+// stopHooks runs the client's Stop hooks when a turn completed: a block
+// sends its reason to the model as the next message and the turn goes
+// on. (The project's Stop hooks ran in the agent's loop already.)
 func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Result) agent.Result {
-	hooks := s.hookChain(sess)
+	hooks := hook.Chain{&s.hooks}
 	if !hooks.Has(hook.Stop) {
 		return res
 	}
