@@ -132,6 +132,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })
 	a.setTimeouts(cfg)
+	a.notifyHooks()
 	if err := a.checkSandbox(); err != nil {
 		a.Close()
 		return nil, err

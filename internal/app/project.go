@@ -182,3 +182,76 @@ func (h turnHooks) Compacting(ctx context.Context, trigger string) {
 		_, _ = h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
 	}
 }
+
+// PromptHooks runs the project's hooks for a prompt of session id: its
+// SessionStart hooks first when source ("startup", "resume") is given,
+// then its UserPromptSubmit hooks. A block refuses the prompt (an error
+// with the hook's reason); the hooks' context and their own reports go
+// before the prompt.
+func (a *App) PromptHooks(ctx context.Context, id, source, prompt string) (string, error) {
+	r := a.sessionHooks(id)
+	if r == nil {
+		return prompt, nil
+	}
+	var parts []string
+	if source != "" && r.Has(hook.SessionStart) {
+		v, err := r.Run(ctx, hook.SessionStart, source, hook.Input{Source: source})
+		if err != nil {
+			return "", fmt.Errorf("the SessionStart hook failed: %w", err)
+		}
+		parts = append(parts, v.Context, reports(v.Notes))
+	}
+	if r.Has(hook.UserPromptSubmit) {
+		v, err := r.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &prompt})
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
+		case v.Block || v.Stop:
+			return "", fmt.Errorf("a UserPromptSubmit hook blocked the prompt: %s", hook.OrNoReason(v.Reason))
+		}
+		parts = append(parts, v.Context, reports(v.Notes))
+	}
+	var out []string
+	for _, p := range append(parts, prompt) {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n\n"), nil
+}
+
+// reports is the hooks' own problems as a line, "" when there are none.
+func reports(notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	return "(hook report: " + strings.Join(notes, "; ") + ")"
+}
+
+// notifyHooks runs the project's Notification hooks whenever an agent
+// waits on a person (an approval, a question), on a bus subscription of
+// its own; Close cancels a running hook and ends the subscription.
+func (a *App) notifyHooks() {
+	ms := a.project.hooks[hook.Notification]
+	if len(ms) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := a.Bus.Subscribe(func(e agent.Event) {
+		ir, ok := e.(*agent.InteractionRequested)
+		if !ok {
+			return
+		}
+		msg := "arbor needs your attention"
+		switch in := ir.Interaction; {
+		case in.Approval != nil:
+			msg = "arbor needs your permission to use " + in.Approval.Tool
+		case in.Question != nil:
+			msg = "arbor asks: " + in.Question.Question
+		}
+		if r := a.sessionHooks(ir.Interaction.SessionID); r != nil {
+			_, _ = r.Run(ctx, hook.Notification, "", hook.Input{Message: msg})
+		}
+	})
+	a.onClose(func() { cancel(); sub.Close() })
+}

@@ -6,13 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -179,5 +182,88 @@ func TestStopAndCompactHooks(t *testing.T) {
 	in, err := os.ReadFile(filepath.Join(ws, "compact.json"))
 	if err != nil || !strings.Contains(string(in), `"hook_event_name":"PreCompact"`) || !strings.Contains(string(in), `"trigger":"manual"`) {
 		t.Fatalf("the PreCompact hook read %q (%v)", in, err)
+	}
+}
+
+// TestPromptHooks: SessionStart's text and UserPromptSubmit's context go
+// before the prompt, a broken hook is a report beside it, and exit 2
+// refuses the prompt with the hook's stderr.
+func TestPromptHooks(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {
+		  "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo 'branch: main, 2 failing tests'"}]}],
+		  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "./hooks/prompt.sh"}, {"type": "command", "command": "echo '{broken'"}]}]}}`,
+		"hooks/prompt.sh": "#!/bin/sh\nif grep -q 'deploy'; then echo 'no deploys on Friday' >&2; exit 2; fi\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"UserPromptSubmit\",\"additionalContext\":\"ticket ABC-1\"}}'\n",
+	})
+	b := setupIn(t, ws, map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state")})
+	got, err := b.app.PromptHooks(context.Background(), "s1", "startup", "fix the tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(got, "\n\n")
+	if len(parts) != 4 || parts[0] != "branch: main, 2 failing tests" || parts[1] != "ticket ABC-1" ||
+		!strings.Contains(parts[2], `hook "echo '{broken'"`) || !strings.Contains(parts[2], "printed output that is not valid JSON") || parts[3] != "fix the tests" {
+		t.Fatalf("prompt %q", got)
+	}
+	if got, err := b.app.PromptHooks(context.Background(), "s1", "", "plain"); err != nil || strings.Contains(got, "branch: main") {
+		t.Fatalf("without a source SessionStart must not run: %q, %v", got, err)
+	}
+	if _, err := b.app.PromptHooks(context.Background(), "s1", "", "deploy now"); err == nil || !strings.Contains(err.Error(), "no deploys on Friday") {
+		t.Fatalf("err = %v; want the hook's block", err)
+	}
+}
+
+// TestNotificationHook: an approval the agent waits for runs the
+// project's Notification hook with a message naming the tool.
+func TestNotificationHook(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	fifo := filepath.Join(home, "notified")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "cat > ` + fifo + `"}]}]}}`,
+	})
+	srv := llmtest.NewServer(call("c1", "shell", `{"command":"echo hi"}`), llmtest.Turn{Text: "done"})
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Mode: "default", Sandbox: "off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sub := a.Bus.Subscribe(func(e agent.Event) {
+		if ir, ok := e.(*agent.InteractionRequested); ok {
+			_ = a.Broker.Resolve(ir.Interaction.ID, agent.Response{Approval: &tool.Approval{}}) // denied
+		}
+	})
+	defer sub.Close()
+	s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // blocks until the hook writes and closes
+		read <- b
+	}()
+	if res := s.Agent.Send(context.Background(), llm.UserText("go")); res.Text != "done" {
+		t.Fatalf("result %+v", res)
+	}
+	var got []byte
+	select {
+	case got = <-read:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("the Notification hook never ran")
+	}
+	if !strings.Contains(string(got), `"hook_event_name":"Notification"`) || !strings.Contains(string(got), "arbor needs your permission to use shell") || !strings.Contains(string(got), s.ID) {
+		t.Fatalf("the Notification hook read %s", got)
 	}
 }

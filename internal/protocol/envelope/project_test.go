@@ -9,7 +9,8 @@ import (
 
 // TestProjectSlash: a project's custom command sent as "/name args" is a
 // turn with its expanded text (Chord's custom commands), /help lists the
-// commands and skills, and the session's prompt carries AGENTS.md.
+// commands and skills, the session's prompt carries AGENTS.md, and the
+// project's SessionStart and UserPromptSubmit hooks add their context.
 func TestProjectSlash(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "reviewed"})
@@ -18,6 +19,7 @@ func TestProjectSlash(t *testing.T) {
 		"AGENTS.md":                     "ENVELOPE-RULE: keep answers short.\n",
 		".claude/commands/review.md":    "---\ndescription: Review a file\n---\nReview $ARGUMENTS for bugs.\n",
 		".arbor/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy the service.\n---\nSteps.\n",
+		".claude/settings.json":         `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo SESSION-CONTEXT"}]}], "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo PROMPT-CONTEXT"}]}]}}`,
 	})
 	b.Send(sendText("/help"))
 	if r := b.Next(typ("info")); !strings.Contains(r.P.Message, "/review  Review a file (command)") || !strings.Contains(r.P.Message, "/deploy  Deploy the service. (skill)") {
@@ -30,7 +32,7 @@ func TestProjectSlash(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests", len(reqs))
 	}
-	if got := reqs[0].LastUserText(); got != "Review main.go for bugs." {
+	if got := reqs[0].LastUserText(); got != "SESSION-CONTEXT\n\nPROMPT-CONTEXT\n\nReview main.go for bugs." {
 		t.Fatalf("the turn's text %q", got)
 	}
 	if !strings.Contains(reqs[0].System, "ENVELOPE-RULE: keep answers short.") || !strings.Contains(reqs[0].System, "- deploy: Deploy the service.") {
