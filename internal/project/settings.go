@@ -92,7 +92,7 @@ var ErrUnmappable = errors.New("no arbor equivalent")
 // that writes them (Claude Code's documented meaning).
 var fileTools = map[string][]string{
 	"Read":      {"read_file", "grep", "glob", "list_directory"},
-	"Edit":      {"edit", "write_file"},
+	"Edit":      {"edit", "write_file", "apply_patch", "delete"},
 	"MultiEdit": {"edit"},
 	"Write":     {"write_file"},
 	"Glob":      {"glob"},
@@ -103,7 +103,8 @@ var fileTools = map[string][]string{
 // MapRule turns a Claude Code permission rule into arbor rule specs:
 // "Bash(npm run test:*)" → "shell(npm run test *)", "Read(./.env)" →
 // read_file(.env) and the other reading tools, "Edit(src/**)" →
-// edit(src/**) and write_file(src/**), "mcp__server__tool" unchanged.
+// edit(src/**), write_file(src/**), apply_patch(src/**) and
+// delete(src/**), "mcp__server__tool" unchanged.
 // File patterns follow Claude Code's anchors: "//abs" is an absolute
 // path, "~/p" the home's, "/p" relative to root (the settings' project),
 // "./p" and "p" relative to the workspace, where a pattern without '/'
