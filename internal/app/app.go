@@ -41,6 +41,9 @@ type Options struct {
 	// environment nor a flag sets one ("" is off; the CLI's commands that
 	// run agents pass auto).
 	SandboxDefault string
+	// ProjectSources, when not nil, are the only sources of project files
+	// read (Claude Code's --setting-sources: user, project, local).
+	ProjectSources []string
 }
 
 // App holds what every front end shares: config, store, event bus,
@@ -79,8 +82,9 @@ type App struct {
 	// sandboxDefault is Options.SandboxDefault, for views and reloads.
 	sandboxDefault string
 	// project is the workspace's own files (AGENTS.md, skills, settings),
-	// read when the App is made.
-	project projectFiles
+	// read when the App is made from projectSources (Options.ProjectSources).
+	project        projectFiles
+	projectSources []string
 }
 
 // Open loads the configuration and opens the store.
@@ -109,7 +113,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, &config.ValidationError{Field: "mode", Err: err}
 	}
-	pf, problems := loadProject(ws, cfg)
+	pf, problems := loadProject(ws, cfg, o.ProjectSources)
 	perms, err := permission.New(permission.Options{
 		Mode: mode, Workspace: ws,
 		ProjectFile: cfg.ProjectPermissionsFile(), UserFile: cfg.UserPermissionsFile(),
@@ -127,7 +131,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		env:       map[string]string{},
 		Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
 		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides, sandboxDefault: o.SandboxDefault,
-		project: pf, warnings: problems,
+		project: pf, warnings: problems, projectSources: o.ProjectSources,
 	}
 	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })
@@ -193,7 +197,7 @@ func (a *App) In(dir string) (*App, error) {
 		return nil, err
 	}
 	v.config.Store(cfg)
-	v.project, _ = loadProject(ws, cfg) // its problems are the workspace's, said at start
+	v.project, _ = loadProject(ws, cfg, root.projectSources) // its problems are the workspace's, said at start
 	v.Permissions, err = permission.New(permission.Options{
 		Mode: a.Permissions.Mode(), Workspace: ws,
 		ProjectFile: v.Config().ProjectPermissionsFile(), UserFile: v.Config().UserPermissionsFile(),

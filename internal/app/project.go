@@ -24,8 +24,8 @@ type projectFiles struct {
 
 // loadProject reads ws's project files (package project) and makes
 // their hooks; what was skipped or cut is in problems, for Warnings.
-func loadProject(ws string, cfg *config.Config) (projectFiles, []string) {
-	k := project.Load(project.Options{Workspace: ws, UserDir: cfg.UserDir(), Home: cfg.Home()})
+func loadProject(ws string, cfg *config.Config, sources []string) (projectFiles, []string) {
+	k := project.Load(project.Options{Workspace: ws, UserDir: cfg.UserDir(), Home: cfg.Home(), Sources: sources})
 	var problems []string
 	for _, p := range k.Problems {
 		problems = append(problems, "project files: "+p.Error())

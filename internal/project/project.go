@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -22,6 +23,16 @@ type Options struct {
 	// Home is the user's home: ~/.claude/skills, ~/.agents/skills and
 	// ~/.claude/commands are the user's too, and "~/" in imports is it.
 	Home string
+	// Sources, when not nil, reads only these of Claude Code's setting
+	// sources (--setting-sources): "user" (the user's files), "project"
+	// (the project's files but the local ones), "local"
+	// (CLAUDE.local.md, .claude/settings.local.json). nil reads all.
+	Sources []string
+}
+
+// reads reports whether o's Sources take source.
+func (o Options) reads(source string) bool {
+	return o.Sources == nil || slices.Contains(o.Sources, source)
 }
 
 // Knowledge is what a workspace's files say.
@@ -51,27 +62,40 @@ func Load(o Options) *Knowledge {
 	report := func(err error) { k.Problems = append(k.Problems, err) }
 
 	r := &instructionReader{home: o.Home, left: DefaultMaxInstructions, seen: map[string]bool{}, report: report}
-	if o.UserDir != "" {
+	if o.UserDir != "" && o.reads("user") {
 		r.readFile(filepath.Join(o.UserDir, "AGENTS.md"), ws, "", 0)
 	}
-	dirs := chain(k.Root, ws)
-	for _, d := range dirs {
+	for _, d := range chain(k.Root, ws) {
 		for _, name := range instructionNames {
-			r.readFile(filepath.Join(d, name), d, "", 0)
+			source := "project"
+			if name == "CLAUDE.local.md" {
+				source = "local"
+			}
+			if o.reads(source) {
+				r.readFile(filepath.Join(d, name), d, "", 0)
+			}
 		}
 	}
 	k.Instructions = r.out
-	k.Nested = nested(ws)
+	if o.reads("project") {
+		k.Nested = nested(ws)
+	}
 
 	var roots []skillRoot
 	var cmdRoots []string
 	for _, d := range uniq(ws, k.Root) {
+		if !o.reads("project") {
+			break
+		}
 		for _, s := range skillDirs {
 			roots = append(roots, skillRoot{dir: filepath.Join(d, s), source: "project"})
 		}
 		for _, c := range commandDirs {
 			cmdRoots = append(cmdRoots, filepath.Join(d, c))
 		}
+	}
+	if !o.reads("user") {
+		o.UserDir, o.Home = "", ""
 	}
 	if o.UserDir != "" {
 		roots = append(roots, skillRoot{dir: filepath.Join(o.UserDir, "skills"), source: "user"})
@@ -89,10 +113,14 @@ func Load(o Options) *Knowledge {
 	// arbor's own project file, then the user's.
 	var places []settingsPlace
 	for _, d := range uniq(ws, k.Root) {
-		places = append(places,
-			settingsPlace{path: filepath.Join(d, ".claude", "settings.local.json"), root: d, scope: permission.ScopeProject},
-			settingsPlace{path: filepath.Join(d, ".claude", "settings.json"), root: d, scope: permission.ScopeProject},
-			settingsPlace{path: filepath.Join(d, ".arbor", "settings.json"), root: d, scope: permission.ScopeProject})
+		if o.reads("local") {
+			places = append(places, settingsPlace{path: filepath.Join(d, ".claude", "settings.local.json"), root: d, scope: permission.ScopeProject})
+		}
+		if o.reads("project") {
+			places = append(places,
+				settingsPlace{path: filepath.Join(d, ".claude", "settings.json"), root: d, scope: permission.ScopeProject},
+				settingsPlace{path: filepath.Join(d, ".arbor", "settings.json"), root: d, scope: permission.ScopeProject})
+		}
 	}
 	if o.UserDir != "" {
 		places = append(places, settingsPlace{path: filepath.Join(o.UserDir, "settings.json"), root: o.Home, scope: permission.ScopeUser})

@@ -254,3 +254,43 @@ func TestCommands(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestSources: Claude Code's --setting-sources picks what is read.
+func TestSources(t *testing.T) {
+	t.Parallel()
+	ws, user := t.TempDir(), t.TempDir()
+	tree(t, ws, map[string]string{
+		"CLAUDE.md":                   "project rule\n",
+		"CLAUDE.local.md":             "local rule\n",
+		".claude/settings.json":       `{"permissions": {"deny": ["Bash(rm:*)"]}}`,
+		".claude/settings.local.json": `{"permissions": {"deny": ["Bash(curl:*)"]}}`,
+		".claude/skills/p/SKILL.md":   "---\nname: p\ndescription: project skill\n---\n",
+	})
+	tree(t, user, map[string]string{"AGENTS.md": "user rule\n", "skills/u/SKILL.md": "---\nname: u\ndescription: user skill\n---\n"})
+	for _, c := range []struct {
+		sources []string
+		want    string
+	}{
+		{nil, "user rule|project rule|local rule|skills p,u|rules shell(curl *),shell(rm *)"},
+		{[]string{}, "skills |rules "},
+		{[]string{"user"}, "user rule|skills u|rules "},
+		{[]string{"project"}, "project rule|skills p|rules shell(rm *)"},
+		{[]string{"local"}, "local rule|skills |rules shell(curl *)"},
+	} {
+		k := project.Load(project.Options{Workspace: ws, UserDir: user, Sources: c.sources})
+		var parts, skills, rules []string
+		for _, in := range k.Instructions {
+			parts = append(parts, strings.TrimSpace(in.Text))
+		}
+		for _, s := range k.Skills {
+			skills = append(skills, s.Name)
+		}
+		for _, r := range k.Rules {
+			rules = append(rules, r.String())
+		}
+		got := strings.Join(append(parts, "skills "+strings.Join(skills, ","), "rules "+strings.Join(rules, ",")), "|")
+		if got != c.want {
+			t.Errorf("sources %v: %s, want %s", c.sources, got, c.want)
+		}
+	}
+}

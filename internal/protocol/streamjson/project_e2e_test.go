@@ -38,8 +38,9 @@ const projectMarker = "PROJECT-RULE-7f3: answer every question in one haiku."
 type projectFlow struct {
 	name  string
 	files map[string]string
-	// mode is --permission-mode.
+	// mode is --permission-mode; args are more flags.
 	mode string
+	args []string
 	// command is the Bash call the model makes ("" = none).
 	command string
 	// skill is the skill the model loads with Claude Code's Skill tool
@@ -55,8 +56,10 @@ type projectFlow struct {
 // the tool result the model read back, and whether the victim file
 // survived.
 type projectOutcome struct {
-	MarkerIn    string `json:"marker_in"` // system, messages or ""
-	MarkerText  string `json:"marker_text"`
+	MarkerIn   string `json:"marker_in"` // system, messages or ""
+	MarkerText string `json:"marker_text"`
+	// Asked: the model was asked the flow's prompt.
+	Asked       bool   `json:"asked"`
 	ToolResult  string `json:"tool_result"`
 	ToolIsError bool   `json:"tool_is_error"`
 	// SkillBodyNext: the request after the tool call carries the
@@ -90,6 +93,13 @@ var projectFlows = []projectFlow{
 		check: func(t *testing.T, o projectOutcome) {
 			if o.MarkerIn == "" || !strings.Contains(o.MarkerText, projectMarker) {
 				t.Errorf("the first model request lacks CLAUDE.md's text (in %q: %q)", o.MarkerIn, o.MarkerText)
+			}
+		}},
+	// The Claude Agent SDK's settingSources: [] reads no project file.
+	{name: "no-setting-sources", files: map[string]string{"CLAUDE.md": projectMarker + "\n"}, args: []string{"--setting-sources", ""},
+		check: func(t *testing.T, o projectOutcome) {
+			if o.MarkerIn != "" || !o.Asked {
+				t.Errorf("CLAUDE.md reached the request (in %q; the model asked: %v) under --setting-sources \"\"", o.MarkerIn, o.Asked)
 			}
 		}},
 	{name: "hook-blocks", mode: "bypassPermissions", command: "rm -f victim.txt",
@@ -232,6 +242,7 @@ func (f projectFlow) play(t *testing.T, bin string, env map[string]string) proje
 	if f.mode != "" {
 		args = append(args, "--permission-mode", f.mode)
 	}
+	args = append(args, f.args...)
 	c := exec.CommandContext(ctx, bin, args...)
 	c.Dir = ws
 	for k, v := range vars {
@@ -272,7 +283,7 @@ func (f projectFlow) play(t *testing.T, bin string, env map[string]string) proje
 	first := true
 	for _, r := range srv.Requests() {
 		if first && hasUserText(r, "Run it") { // the flow's first request, not a side one
-			first = false
+			first, o.Asked = false, true
 			var msgs strings.Builder
 			for _, m := range r.Messages {
 				msgs.WriteString(m.Text() + "\n")
