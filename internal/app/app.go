@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ type Options struct {
 	// ProjectSources, when not nil, are the only sources of project files
 	// read (Claude Code's --setting-sources: user, project, local).
 	ProjectSources []string
+	// Diag, when set, is told what goes wrong out of any turn's sight
+	// (a project hook that failed at a turn's end), a line each.
+	Diag io.Writer
 }
 
 // App holds what every front end shares: config, store, event bus,
@@ -85,6 +89,10 @@ type App struct {
 	// read when the App is made from projectSources (Options.ProjectSources).
 	project        projectFiles
 	projectSources []string
+	// diag is Options.Diag; diagMu serializes its lines (hooks report
+	// from several sessions' goroutines).
+	diagMu sync.Mutex
+	diag   io.Writer
 }
 
 // Open loads the configuration and opens the store.
@@ -131,7 +139,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		env:       map[string]string{},
 		Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
 		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides, sandboxDefault: o.SandboxDefault,
-		project: pf, warnings: problems, projectSources: o.ProjectSources,
+		project: pf, warnings: problems, projectSources: o.ProjectSources, diag: o.Diag,
 	}
 	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })

@@ -147,12 +147,13 @@ func (a *App) ExpandGoal(goal string) string {
 // (agent.TurnHooks): Stop (SubagentStop for a tree's child node) and
 // PreCompact.
 type turnHooks struct {
-	r    *hook.Runner
-	stop hook.Event
+	r      *hook.Runner
+	stop   hook.Event
+	report func(notes []string)
 }
 
 // newTurnHooks is nil when r has no hook for those points.
-func newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
+func (a *App) newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
 	stop := hook.Stop
 	if nodeID > 1 { // the root is node #1; the others are sub-agents
 		stop = hook.SubagentStop
@@ -160,7 +161,7 @@ func newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
 	if r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) {
 		return nil
 	}
-	return turnHooks{r: r, stop: stop}
+	return turnHooks{r: r, stop: stop, report: a.reportHooks}
 }
 
 // Stopping implements agent.TurnHooks: a hook's block is feedback for
@@ -170,6 +171,7 @@ func (h turnHooks) Stopping(ctx context.Context, active, _ bool) string {
 		return ""
 	}
 	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &active})
+	h.report(v.Notes)
 	if err != nil || !v.Block || v.Stop {
 		return ""
 	}
@@ -179,7 +181,8 @@ func (h turnHooks) Stopping(ctx context.Context, active, _ bool) string {
 // Compacting implements agent.TurnHooks.
 func (h turnHooks) Compacting(ctx context.Context, trigger string) {
 	if h.r.Has(hook.PreCompact) {
-		_, _ = h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
+		v, _ := h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
+		h.report(v.Notes)
 	}
 }
 
@@ -250,8 +253,26 @@ func (a *App) notifyHooks() {
 			msg = "arbor asks: " + in.Question.Question
 		}
 		if r := a.sessionHooks(ir.Interaction.SessionID); r != nil {
-			_, _ = r.Run(ctx, hook.Notification, "", hook.Input{Message: msg})
+			v, _ := r.Run(ctx, hook.Notification, "", hook.Input{Message: msg})
+			a.reportHooks(v.Notes)
 		}
 	})
 	a.onClose(func() { cancel(); sub.Close() })
+}
+
+// reportHooks writes the notes of hooks whose event has no turn to show
+// them to (Stop, PreCompact, Notification) to Options.Diag.
+func (a *App) reportHooks(notes []string) {
+	root := a
+	if a.root != nil {
+		root = a.root
+	}
+	if root.diag == nil || len(notes) == 0 {
+		return
+	}
+	root.diagMu.Lock()
+	defer root.diagMu.Unlock()
+	for _, n := range notes {
+		fmt.Fprintln(root.diag, "arbor: warning:", n)
+	}
 }

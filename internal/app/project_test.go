@@ -267,3 +267,34 @@ func TestNotificationHook(t *testing.T) {
 		t.Fatalf("the Notification hook read %s", got)
 	}
 }
+
+// TestStopHookReport: a Stop hook that fails does not stop the turn, and
+// its report goes to Options.Diag, there being no turn to show it.
+func TestStopHookReport(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo 'stop hook broke' >&2; exit 1"}]}]}}`,
+	})
+	srv := llmtest.NewServer(llmtest.Turn{Text: "done"})
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	var diag strings.Builder
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }, Diag: &diag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := s.Agent.Send(context.Background(), llm.UserText("go")); res.Outcome != agent.OutcomeCompleted || res.Text != "done" {
+		t.Fatalf("result %+v", res)
+	}
+	if got := diag.String(); !strings.Contains(got, "arbor: warning: hook \"echo 'stop hook broke' >&2; exit 1\" (from "+filepath.Join(ws, ".claude/settings.json")+") exited with status 1: stop hook broke") {
+		t.Fatalf("diag %q", got)
+	}
+}

@@ -77,7 +77,7 @@ func (g *globals) open(ctx context.Context) (*app.App, error) {
 		Workspace: g.workspace,
 		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, SandboxSettings: g.sandboxSettings,
 			MCPServers: g.mcp, StrictMCP: g.strictMCP},
-		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources,
+		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr,
 	})
 	if err != nil {
 		return nil, classify(err)
