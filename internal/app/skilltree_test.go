@@ -9,6 +9,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -78,5 +79,44 @@ func TestTreeChildUsesSkill(t *testing.T) {
 	}
 	if got := childAfter.LastUserText(); !strings.Contains(got, "SKILL-BODY-42: list every merged change") || !strings.Contains(got, "<args>v1.2</args>") {
 		t.Fatalf("the child's next request lacks the skill's body: %q", got)
+	}
+}
+
+// TestUserSkillFilesReadable: the files beside a user's skill, outside
+// the workspace, are readable through the file tools; a file beside
+// them that belongs to no skill is not.
+func TestUserSkillFilesReadable(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	skill := filepath.Join(home, "config", "arbor", "skills", "lint")
+	writeFiles(t, home, map[string]string{
+		"ws/README.md":                          "hi\n",
+		"config/arbor/skills/lint/SKILL.md":     "---\nname: lint\ndescription: Lint the code.\n---\nRead reference.md.\n",
+		"config/arbor/skills/lint/reference.md": "LINT-REFERENCE-9\n",
+		"config/arbor/secret.txt":               "not a skill's\n",
+	})
+	srv := llmtest.NewServer(
+		call("c1", "read_file", `{"path":"`+filepath.Join(skill, "reference.md")+`"}`),
+		call("c2", "read_file", `{"path":"`+filepath.Join(home, "config", "arbor", "secret.txt")+`"}`),
+		llmtest.Turn{Text: "done"},
+	)
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	b := setupIn(t, ws, env)
+	s, err := b.app.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := s.Agent.Send(context.Background(), llm.UserText("go")); res.Text != "done" {
+		t.Fatalf("result %+v", res)
+	}
+	reqs := srv.Requests()
+	if got := reqs[1].LastUserText(); !strings.Contains(got, "LINT-REFERENCE-9") {
+		t.Fatalf("the skill's file was not read: %q", got)
+	}
+	if got := reqs[2].LastUserText(); strings.Contains(got, "not a skill's") || !strings.Contains(got, "outside the workspace") {
+		t.Fatalf("a file outside the skill was read: %q", got)
 	}
 }
