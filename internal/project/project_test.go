@@ -153,8 +153,8 @@ func TestSkills(t *testing.T) {
 		t.Fatalf("unknown skill: %+v", res)
 	}
 	rules := k.SkillReadRules()
-	if len(rules) != 4 || rules[0].String() != "read_file("+filepath.ToSlash(filepath.Join(user, "skills/notes"))+"/**)" {
-		t.Fatalf("read rules %v; want the user's skill folder readable by the four reading tools", rules)
+	if len(rules) != 5 || rules[0].String() != "read_file("+filepath.ToSlash(filepath.Join(user, "skills/notes"))+"/**)" {
+		t.Fatalf("read rules %v; want the user's skill folder readable by the five reading tools", rules)
 	}
 	if project.SkillTool(&project.Knowledge{}) != nil {
 		t.Fatal("a skill tool without skills")
@@ -168,12 +168,12 @@ func TestMapRule(t *testing.T) {
 		{"Bash(npm run test:*)", "shell(npm run test *)"},
 		{"Bash", "shell"},
 		{"Bash(git push origin main)", "shell(git push origin main)"},
-		{"Read(./.env)", "read_file(.env) grep(.env) glob(.env) list_directory(.env)"},
-		{"Read(*.env)", "read_file(*.env) read_file(**/*.env) grep(*.env) grep(**/*.env) glob(*.env) glob(**/*.env) list_directory(*.env) list_directory(**/*.env)"},
+		{"Read(./.env)", "read_file(.env) view_image(.env) grep(.env) glob(.env) list_directory(.env)"},
+		{"Read(*.env)", "read_file(*.env) read_file(**/*.env) view_image(*.env) view_image(**/*.env) grep(*.env) grep(**/*.env) glob(*.env) glob(**/*.env) list_directory(*.env) list_directory(**/*.env)"},
 		{"Edit(src/**)", "edit(src/**) write_file(src/**) apply_patch(src/**) delete(src/**)"},
 		{"Edit(/docs/**)", "edit(docs/**) write_file(docs/**) apply_patch(docs/**) delete(docs/**)"},
 		{"Write(//tmp/out/**)", "write_file(/tmp/out/**)"},
-		{"Read(~/.ssh/**)", "read_file(~/.ssh/**) grep(~/.ssh/**) glob(~/.ssh/**) list_directory(~/.ssh/**)"},
+		{"Read(~/.ssh/**)", "read_file(~/.ssh/**) view_image(~/.ssh/**) grep(~/.ssh/**) glob(~/.ssh/**) list_directory(~/.ssh/**)"},
 		{"mcp__github__create_issue", "mcp__github__create_issue"},
 		{"mcp__github", "mcp__github"},
 		{"Grep", "grep"},
@@ -210,7 +210,7 @@ func TestSettings(t *testing.T) {
 	for _, r := range k.Rules {
 		got = append(got, string(r.Action)+":"+r.String()+":"+string(r.Scope))
 	}
-	want := "ask:shell(git push *):project deny:read_file(.env):project deny:grep(.env):project deny:glob(.env):project deny:list_directory(.env):project allow:shell(npm run test *):project deny:shell(rm -rf *):user"
+	want := "ask:shell(git push *):project deny:read_file(.env):project deny:view_image(.env):project deny:grep(.env):project deny:glob(.env):project deny:list_directory(.env):project allow:shell(npm run test *):project deny:shell(rm -rf *):user"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("rules\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}

@@ -91,7 +91,7 @@ var ErrUnmappable = errors.New("no arbor equivalent")
 // rules apply to every tool that reads files, Edit rules to every tool
 // that writes them (Claude Code's documented meaning).
 var fileTools = map[string][]string{
-	"Read":      {"read_file", "grep", "glob", "list_directory"},
+	"Read":      {"read_file", "view_image", "grep", "glob", "list_directory"},
 	"Edit":      {"edit", "write_file", "apply_patch", "delete"},
 	"MultiEdit": {"edit"},
 	"Write":     {"write_file"},
