@@ -119,7 +119,28 @@ type Config struct {
 	// transcript, the model or events: tool output containing one is stored
 	// and shown with the value replaced by [REDACTED].
 	Secrets []string
+	// Hooks, when set, are the session's project hooks at the points of
+	// a turn the loop owns (its end, a compaction).
+	Hooks TurnHooks
 }
+
+// TurnHooks are what the loop asks of a session's hooks (app adapts the
+// hook runner to it). Neither may fail the turn: a broken hook is the
+// hooks' to report.
+type TurnHooks interface {
+	// Stopping is asked when a turn completed (active: the turn went on
+	// after an earlier feedback; byTool: a tool ended it, a tree node's
+	// complete). Feedback, when not "", is sent to the model as the next
+	// message and the turn goes on, unless a tool ended it.
+	Stopping(ctx context.Context, active, byTool bool) (feedback string)
+	// Compacting is told before the context is compacted; trigger is
+	// "manual" or "auto".
+	Compacting(ctx context.Context, trigger string)
+}
+
+// maxStopFeedback bounds how often Stop hooks may send a turn back to
+// work (Claude Code tells them with stop_hook_active).
+const maxStopFeedback = 8
 
 // entry is one message of the model's context with its store seq (0 for
 // the synthetic summary message).
@@ -212,13 +233,42 @@ func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
 	if _, err := a.settle(ctx); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
+	if err := a.add(ctx, msg); err != nil {
+		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
+	}
+	return a.finish(ctx, a.stopHooks(ctx, a.run(ctx)))
+}
+
+// add appends a message of the sender's to the conversation.
+func (a *Agent) add(ctx context.Context, msg llm.Message) error {
 	if a.cfg.Resendable && !a.held {
 		a.history = append(a.history, entry{msg: msg})
 		a.held = true
-	} else if err := a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive}); err != nil {
-		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
+		return nil
 	}
-	return a.finish(ctx, a.run(ctx))
+	return a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive})
+}
+
+// stopHooks asks the Stop hooks whether a completed turn may end; their
+// feedback sends it back to work, at most maxStopFeedback times.
+func (a *Agent) stopHooks(ctx context.Context, res Result) Result {
+	for i := 0; a.cfg.Hooks != nil && res.Outcome == OutcomeCompleted; i++ {
+		fb := a.cfg.Hooks.Stopping(ctx, i > 0, res.EndedByTool)
+		if fb == "" || res.EndedByTool {
+			return res
+		}
+		if i == maxStopFeedback {
+			return Result{Outcome: OutcomeFailed, Text: res.Text, Steps: res.Steps,
+				Err: fmt.Errorf("the Stop hooks sent the turn back %d times; stopped", maxStopFeedback)}
+		}
+		if err := a.add(ctx, llm.UserText("Stop hook feedback: "+fb)); err != nil {
+			return Result{Outcome: OutcomeFailed, Text: res.Text, Steps: res.Steps, Err: err}
+		}
+		steps := res.Steps
+		res = a.run(ctx)
+		res.Steps += steps
+	}
+	return res
 }
 
 // Continue runs steps on the stored context without a new message, as after

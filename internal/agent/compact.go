@@ -57,7 +57,7 @@ func (a *Agent) estimateTokens() int64 {
 // Compact summarizes the older part of the context now, whatever its size.
 // It is a no-op when there is too little to compact.
 func (a *Agent) Compact(ctx context.Context) error {
-	return a.compact(ctx, a.estimateTokens(), a.currentModel())
+	return a.compact(ctx, a.estimateTokens(), a.currentModel(), "manual")
 }
 
 func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
@@ -68,7 +68,7 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	est := a.estimateTokens()
 	window := float64(m.window)
 	if float64(est) >= p.Threshold*window && a.compactionCut() > 0 {
-		_ = a.compact(ctx, est, m) // a failed compaction is reported and the step goes on
+		_ = a.compact(ctx, est, m, "auto") // a failed compaction is reported and the step goes on
 		a.pressureWarned = false
 		return
 	}
@@ -81,10 +81,13 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	}
 }
 
-func (a *Agent) compact(ctx context.Context, est int64, m modelState) error {
+func (a *Agent) compact(ctx context.Context, est int64, m modelState, trigger string) error {
 	cut := a.compactionCut()
 	if cut <= 0 {
 		return nil
+	}
+	if a.cfg.Hooks != nil {
+		a.cfg.Hooks.Compacting(ctx, trigger)
 	}
 	a.publish(&CompactionStarted{EstimatedTokens: est, Window: m.window})
 	summary, err := a.summarize(ctx, a.history[:cut], m)

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -41,6 +42,12 @@ type Options struct {
 	// environment nor a flag sets one ("" is off; the CLI's commands that
 	// run agents pass auto).
 	SandboxDefault string
+	// ProjectSources, when not nil, are the only sources of project files
+	// read (Claude Code's --setting-sources: user, project, local).
+	ProjectSources []string
+	// Diag, when set, is told what goes wrong out of any turn's sight
+	// (a project hook that failed at a turn's end), a line each.
+	Diag io.Writer
 }
 
 // App holds what every front end shares: config, store, event bus,
@@ -78,6 +85,14 @@ type App struct {
 	warnings []string
 	// sandboxDefault is Options.SandboxDefault, for views and reloads.
 	sandboxDefault string
+	// project is the workspace's own files (AGENTS.md, skills, settings),
+	// read when the App is made from projectSources (Options.ProjectSources).
+	project        projectFiles
+	projectSources []string
+	// diag is Options.Diag; diagMu serializes its lines (hooks report
+	// from several sessions' goroutines).
+	diagMu sync.Mutex
+	diag   io.Writer
 }
 
 // Open loads the configuration and opens the store.
@@ -106,9 +121,12 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, &config.ValidationError{Field: "mode", Err: err}
 	}
+	var a *App // the hooks ask for its sandbox when they run
+	pf, problems := loadProject(ws, cfg, o.ProjectSources, func() *sandbox.Sandbox { return a.Sandbox() })
 	perms, err := permission.New(permission.Options{
 		Mode: mode, Workspace: ws,
 		ProjectFile: cfg.ProjectPermissionsFile(), UserFile: cfg.UserPermissionsFile(),
+		Extra: pf.projectRules(),
 	})
 	if err != nil {
 		return nil, err
@@ -118,14 +136,16 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	bus := agent.NewBus()
-	a := &App{
+	a = &App{
 		env:       map[string]string{},
 		Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
 		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides, sandboxDefault: o.SandboxDefault,
+		project: pf, warnings: problems, projectSources: o.ProjectSources, diag: o.Diag,
 	}
 	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })
 	a.setTimeouts(cfg)
+	a.notifyHooks()
 	if err := a.checkSandbox(); err != nil {
 		a.Close()
 		return nil, err
@@ -186,9 +206,11 @@ func (a *App) In(dir string) (*App, error) {
 		return nil, err
 	}
 	v.config.Store(cfg)
+	v.project, _ = loadProject(ws, cfg, root.projectSources, v.Sandbox) // its problems are the workspace's, said at start
 	v.Permissions, err = permission.New(permission.Options{
 		Mode: a.Permissions.Mode(), Workspace: ws,
 		ProjectFile: v.Config().ProjectPermissionsFile(), UserFile: v.Config().UserPermissionsFile(),
+		Extra: v.project.projectRules(),
 	})
 	if err != nil {
 		return nil, err

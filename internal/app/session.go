@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/project"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -80,6 +82,11 @@ type Session struct {
 	Todos *tool.TodoList
 	// Tools are the session's tools, as offered to the model.
 	Tools *tool.Registry
+	// Hooks are the project's command hooks (.claude/settings.json and
+	// arbor's settings.json) for this session; nil when there are none.
+	// Its tools run the PreToolUse and PostToolUse ones; front ends run
+	// the others at their points of a turn.
+	Hooks *hook.Runner
 }
 
 // NewSession creates and stores a new session with a fresh id. Ids are
@@ -158,6 +165,9 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	// The background-capable shell and job_kill, then o.Tools, replace the
 	// tools of the same name in place, or are added after them.
 	tools := tool.Builtins(bo)
+	if st := project.SkillTool(a.project.k); st != nil {
+		tools = append(tools, st)
+	}
 	var extra []tool.Tool
 	if o.Jobs != nil {
 		extra = o.Jobs.Tools(bo)
@@ -186,9 +196,13 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		tools = slices.DeleteFunc(tools, func(t tool.Tool) bool { return o.Hide(t.Info().Name) })
 	}
 	tools = tool.GuardAll(tools, a.Permissions, broker)
-	if o.Wrap != nil {
-		for i, t := range tools {
-			tools[i] = o.Wrap(t)
+	hooks := a.sessionHooks(id)
+	for i, t := range tools {
+		// The project's hooks run before the permission check, as Claude
+		// Code's do, and inside a client's (o.Wrap).
+		tools[i] = hooked(t, hooks)
+		if o.Wrap != nil {
+			tools[i] = o.Wrap(tools[i])
 		}
 	}
 	reg := tool.NewRegistry(tools...)
@@ -200,7 +214,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		mcp = hiddenSource{mcp, o.Hide}
 	}
 	reg.AddSource(mcp, func(t tool.Tool) tool.Tool {
-		t = tool.Guard(t, a.Permissions, broker)
+		t = hooked(tool.Guard(t, a.Permissions, broker), hooks)
 		if o.Wrap != nil {
 			t = o.Wrap(t)
 		}
@@ -210,9 +224,11 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	if maxTurns <= 0 {
 		maxTurns = a.Config().MaxTurns
 	}
-	system := SystemPrompt(a.Workspace, reg.Names())
+	system := a.StandingPrompt(reg.Names())
 	if o.SystemBase != "" {
-		system = o.SystemBase
+		// A client's own prompt replaces the standing one, not the
+		// project's instructions (Claude Code keeps CLAUDE.md too).
+		system = o.SystemBase + a.project.k.Prompt()
 	}
 	if o.System != "" {
 		system += "\n" + o.System
@@ -222,12 +238,12 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
-		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd,
+		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(hooks, o.NodeID),
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},
 	})
-	return &Session{ID: id, Model: m, Agent: ag, Todos: todos, Tools: reg}
+	return &Session{ID: id, Model: m, Agent: ag, Todos: todos, Tools: reg, Hooks: hooks}
 }
 
 // hiddenSource is a tool source without the tools hide reports true for.

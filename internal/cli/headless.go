@@ -191,7 +191,7 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	}
 	s.In = in
 	g := globals{model: l.Model, mode: l.PermissionMode, mcp: l.MCPServers, strictMCP: l.StrictMCP, stderr: s.Err,
-		sandboxSettings: sdkSandbox(l.Sandbox)}
+		sandboxSettings: sdkSandbox(l.Sandbox), settingSources: l.SettingSources}
 	o := streamjson.Options{ClaudeCode: true, MaxTurns: l.MaxTurns, AllowedTools: l.AllowedTools, DisallowedTools: l.DisallowedTools,
 		Tools: l.Tools, AppendSystemPrompt: l.AppendSystemPrompt, Resume: l.Resume, SessionID: l.SessionID,
 		ForkSession: l.ForkSession, PartialMessages: l.PartialMessages, MaxBudgetUSD: l.MaxBudgetUSD,

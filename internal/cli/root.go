@@ -62,8 +62,10 @@ type globals struct {
 	// runs agents (auto) when neither the flag, ARBOR_SANDBOX nor the
 	// config sets one ("" is off).
 	sandbox, sandboxDefault string
-	// sandboxSettings are the Claude Agent SDK's sandbox option.
+	// sandboxSettings are the Claude Agent SDK's sandbox option;
+	// settingSources its --setting-sources (nil: every project file).
 	sandboxSettings *config.Sandbox
+	settingSources  []string
 }
 
 // runsAgents marks a command whose agents' commands are sandboxed by
@@ -75,7 +77,7 @@ func (g *globals) open(ctx context.Context) (*app.App, error) {
 		Workspace: g.workspace,
 		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, SandboxSettings: g.sandboxSettings,
 			MCPServers: g.mcp, StrictMCP: g.strictMCP},
-		SandboxDefault: g.sandboxDefault,
+		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr,
 	})
 	if err != nil {
 		return nil, classify(err)

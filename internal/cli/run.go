@@ -235,6 +235,9 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 		return err
 	}
 	if runID == "" {
+		if goal, err = a.PromptHooks(ctx, "", "startup", a.ExpandGoal(goal)); err != nil { // "/review main.go", then the project's hooks
+			return err
+		}
 		r, err = e.Create(ctx, tree.RunOptions{
 			ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
 			BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,

@@ -133,3 +133,12 @@ func (c *Config) absPath(p string) string {
 	}
 	return p
 }
+
+// UserDir is arbor's directory under the config home
+// ($XDG_CONFIG_HOME/arbor), where the user-level project files live
+// (AGENTS.md, skills/, commands/, settings.json); "" when no home is known.
+func (c *Config) UserDir() string { return c.inConfigHome("") }
+
+// Home is the user's home directory as the environment gives it; "" when
+// none is known.
+func (c *Config) Home() string { return homeDir(c.env) }

@@ -32,6 +32,9 @@ type Sandbox struct {
 	// MCP confines every stdio MCP server as the shell's commands are (a
 	// server's own sandbox: true confines that one).
 	MCP bool `yaml:"mcp"`
+	// Hooks confines the command hooks of the settings files
+	// (.claude/settings.json) as the shell's commands are.
+	Hooks bool `yaml:"hooks"`
 	// AutoAllow lets a confined shell command run without asking (default
 	// true; false: the mode decides, as without a sandbox).
 	AutoAllow *bool `yaml:"auto_allow"`
@@ -63,6 +66,7 @@ type fileSandbox struct {
 	MaxProcesses     *int    `yaml:"max_processes"`
 	MaxMemory        *string `yaml:"max_memory"`
 	MCP              *bool   `yaml:"mcp"`
+	Hooks            *bool   `yaml:"hooks"`
 	AutoAllow        *bool   `yaml:"auto_allow"`
 	AllowUnsandboxed *bool   `yaml:"allow_unsandboxed"`
 }
@@ -130,11 +134,18 @@ func (c *Config) applySandbox(fs fileSandbox, src string) {
 			set(c, &c.Sandbox.MaxProcesses, fs.MaxProcesses, "sandbox.max_processes", src)
 		}
 	}
-	if fs.MCP != nil {
-		if project && !*fs.MCP {
-			widen("mcp: false")
+	for _, b := range []struct {
+		v   *bool
+		dst *bool
+		key string
+	}{{fs.MCP, &c.Sandbox.MCP, "mcp"}, {fs.Hooks, &c.Sandbox.Hooks, "hooks"}} {
+		if b.v == nil {
+			continue
+		}
+		if project && !*b.v {
+			widen(b.key + ": false")
 		} else {
-			set(c, &c.Sandbox.MCP, fs.MCP, "sandbox.mcp", src)
+			set(c, b.dst, b.v, "sandbox."+b.key, src)
 		}
 	}
 	if fs.MaxMemory != nil {

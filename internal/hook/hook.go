@@ -37,7 +37,26 @@ const (
 	UserPromptSubmit Event = "UserPromptSubmit" // (no matcher)
 	Stop             Event = "Stop"             // (no matcher)
 	SessionStart     Event = "SessionStart"     // the source: startup, resume
+	// The events below are run only for hooks from settings files
+	// (Claude Code's names); the Claude Agent SDK's callbacks are offered
+	// the five above.
+	SubagentStop Event = "SubagentStop" // (no matcher)
+	PreCompact   Event = "PreCompact"   // the trigger: manual, auto
+	Notification Event = "Notification" // (no matcher)
 )
+
+// Events are every event a settings file may declare hooks for.
+var Events = []Event{PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, SessionStart, PreCompact, Notification}
+
+// Known reports whether e is one of Events.
+func Known(e Event) bool {
+	for _, k := range Events {
+		if k == e {
+			return true
+		}
+	}
+	return false
+}
 
 // Supported reports whether arbor runs hooks for e; callers refuse hooks
 // for other events rather than never running them.
@@ -68,6 +87,11 @@ type Input struct {
 	StopHookActive *bool `json:"stop_hook_active,omitempty"`
 	// SessionStart
 	Source string `json:"source,omitempty"`
+	// PreCompact
+	Trigger            string  `json:"trigger,omitempty"`
+	CustomInstructions *string `json:"custom_instructions,omitempty"`
+	// Notification
+	Message string `json:"message,omitempty"`
 }
 
 // Output is the part of a hook's answer arbor acts on.
@@ -82,6 +106,10 @@ type Output struct {
 		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
 		AdditionalContext        string          `json:"additionalContext,omitempty"`
 	} `json:"hookSpecificOutput"`
+	// Notes are problems of the hook itself that did not stop it from
+	// answering (a command hook that failed, timed out or printed
+	// garbage): reported, never a verdict.
+	Notes []string `json:"-"`
 }
 
 // stops reports whether the output asks to stop (continue: false).
@@ -137,6 +165,8 @@ type Verdict struct {
 	Reason  string // why, joined
 	Context string // additionalContext, joined
 	Input   json.RawMessage
+	// Notes are the hooks' own problems (Output.Notes), to report.
+	Notes []string
 }
 
 // Stopped ends a turn a hook answered with continue: false.

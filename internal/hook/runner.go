@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/arbor-run/arbor/internal/tool"
@@ -55,6 +56,7 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 				return Verdict{}, err
 			}
 			hs := out.HookSpecificOutput
+			v.Notes = append(v.Notes, out.Notes...)
 			if out.Decision == "block" || hs.PermissionDecision == "deny" {
 				v.Block = true
 			}
@@ -93,17 +95,19 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 		h.denied(name, call)
 		return tool.Errorf("the PreToolUse hook failed, so the call was not run: %v", err)
 	}
+	notes := notesText(v.Notes)
 	if v.Block || v.Stop {
 		h.denied(name, call)
 		if v.Stop {
 			h.stop(Stopped{Event: PreToolUse, Reason: v.Reason})
 		}
-		return tool.Errorf("a PreToolUse hook denied this call: %s", OrNoReason(v.Reason))
+		return tool.Errorf("a PreToolUse hook denied this call: %s%s", OrNoReason(v.Reason), notes)
 	}
 	if v.Input != nil {
 		call.Input = v.Input
 	}
 	res := h.Tool.Run(ctx, call)
+	res.Content += notes
 	if !h.Hooks.Has(PostToolUse) {
 		return res
 	}
@@ -119,10 +123,20 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	if post.Context != "" {
 		res.Content += "\n\n" + post.Context
 	}
+	res.Content += notesText(post.Notes)
 	if post.Stop {
 		h.stop(Stopped{Event: PostToolUse, Reason: post.Reason})
 	}
 	return res
+}
+
+// notesText is the hooks' notes as they follow a tool's output, "" when
+// there are none.
+func notesText(notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	return "\n\n(hook report: " + strings.Join(notes, "; ") + ")"
 }
 
 func (h *Tool) denied(name string, call tool.Call) {
@@ -135,4 +149,42 @@ func (h *Tool) stop(s Stopped) {
 	if h.Stop != nil {
 		h.Stop(s)
 	}
+}
+
+// Chain runs the hooks of several runners as one, in order (a client's
+// callbacks, then the project's commands); nil runners are skipped.
+type Chain []*Runner
+
+// Has reports whether any runner has hooks for e.
+func (c Chain) Has(e Event) bool {
+	for _, r := range c {
+		if r != nil && r.Has(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs every runner's hooks of e and sums their verdicts; an updated
+// tool input is what the next runner sees. The first error ends it.
+func (c Chain) Run(ctx context.Context, e Event, target string, in Input) (Verdict, error) {
+	var v Verdict
+	for _, r := range c {
+		if r == nil || !r.Has(e) {
+			continue
+		}
+		w, err := r.Run(ctx, e, target, in)
+		if err != nil {
+			return Verdict{}, err
+		}
+		v.Block = v.Block || w.Block
+		v.Stop = v.Stop || w.Stop
+		v.Reason = join("; ", v.Reason, w.Reason)
+		v.Context = join("\n", v.Context, w.Context)
+		v.Notes = append(v.Notes, w.Notes...)
+		if w.Input != nil {
+			v.Input, in.ToolInput = w.Input, w.Input
+		}
+	}
+	return v, nil
 }

@@ -25,6 +25,11 @@ type Options struct {
 	// added to the scope's, and rules added to the scope go there. See
 	// SetRoleFiles.
 	ProjectRoleFile, UserRoleFile string
+	// Extra are rules of the project and user scopes that live in no
+	// rule file of arbor's (a project's .claude/settings.json, mapped by
+	// package project): they follow the scope's file rules, are never
+	// written, and survive reloads.
+	Extra []Rule
 }
 
 // Engine decides tool calls. It is safe for concurrent use.
@@ -34,6 +39,8 @@ type Engine struct {
 	// roleFiles are the current role's rule files (guarded by fileMu for
 	// writers; reload reads them under fileMu or before New returns).
 	roleFiles map[Scope]string
+	// extra are Options.Extra by scope; never changed after New.
+	extra map[Scope][]Rule
 
 	// fileMu serializes AddRule and RemoveRule, file writes included, so
 	// Decide never waits for the disk.
@@ -73,7 +80,16 @@ func New(o Options) (*Engine, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a directory", ws.abs)
 	}
-	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}}
+	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}, extra: map[Scope][]Rule{}}
+	for _, r := range o.Extra {
+		if r.Scope != ScopeProject && r.Scope != ScopeUser {
+			return nil, fmt.Errorf("%w %s: extra rules belong to the project or user scope, not %q", ErrInvalidRule, r, r.Scope)
+		}
+		if _, err := ParseRule(r.String(), r.Action, r.Scope); err != nil {
+			return nil, err
+		}
+		e.extra[r.Scope] = append(e.extra[r.Scope], r)
+	}
 	for _, f := range []struct {
 		scope      Scope
 		path, role string
@@ -258,6 +274,7 @@ func (e *Engine) reload(s Scope) error {
 		}
 		rules = append(rules, rs...)
 	}
+	rules = append(rules, e.extra[s]...)
 	ms := make([]*matcher, 0, len(rules))
 	for _, r := range rules {
 		m, err := compile(r, e.ws)

@@ -23,6 +23,7 @@ var claudeCodeNames = map[string]string{
 	"TodoWrite":       "todo_write",
 	"AskUserQuestion": "ask_user",
 	"WebFetch":        "web_fetch",
+	"Skill":           "skill",
 }
 
 // FromClaudeCode returns the arbor tool name for a Claude Code tool name,

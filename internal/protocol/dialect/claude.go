@@ -38,6 +38,10 @@ type Launch struct {
 	// Sandbox is the SDK's sandbox option (--settings, or the initialize
 	// request's settings); nil when not given.
 	Sandbox *SandboxSettings
+	// SettingSources is --setting-sources: which of the project's and the
+	// user's files arbor reads (user, project, local; see package
+	// project); nil when the flag is absent (all of them).
+	SettingSources []string
 	// FromInit says which launch fields came in the initialize request
 	// (--await-initialize): the front end reports them as that request's.
 	FromInit struct{ DisallowedTools, MCPServers bool }
@@ -142,8 +146,17 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 		// (permissionPromptToolName) would be silently bypassed.
 		return Launch{}, nil, refuse("--permission-prompt-tool %s: arbor asks for approvals over stdio only (canUseTool), so refused rather than ignored", ppt)
 	}
-	if settingSources != "" {
-		return Launch{}, nil, refuse("--setting-sources %s: arbor does not read Claude Code's settings files; pass settingSources: [] or leave it out", settingSources)
+	if fs.Changed("setting-sources") {
+		l.SettingSources = []string{}
+		for _, src := range strings.Split(settingSources, ",") {
+			switch src = strings.TrimSpace(src); src {
+			case "":
+			case "user", "project", "local":
+				l.SettingSources = append(l.SettingSources, src)
+			default:
+				return Launch{}, nil, refuse("--setting-sources: unknown source %q (use user, project, local)", src)
+			}
+		}
 	}
 	for _, v := range mcpConfigs {
 		servers, err := config.ReadMCPConfig(v)

@@ -9,8 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/arbor-run/arbor/internal/app"
 	"gopkg.in/yaml.v3"
+
+	"github.com/arbor-run/arbor/internal/app"
 )
 
 // The built-in roles: builder is the agent arbor runs; planner is listed
@@ -78,7 +79,7 @@ func (s *server) loadRole(name string) (roleFile, error) {
 // app.OpenSession composes it: the standing prompt, then the role's
 // text. ctl.mu must be held.
 func (s *server) systemLocked(sess *app.Session) string {
-	system := app.SystemPrompt(s.ctl.work.Workspace, sess.Tools.Names())
+	system := s.ctl.work.StandingPrompt(sess.Tools.Names())
 	if s.ctl.roleSystem != "" {
 		system += "\n" + s.ctl.roleSystem
 	}

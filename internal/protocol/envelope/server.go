@@ -133,8 +133,10 @@ type control struct {
 	// sess is the current session, sessJobs its background jobs; pending
 	// counts its ended jobs whose delivery turn has not ended, results its
 	// background_result pushes (jobs.go).
-	sess             *app.Session
-	sessJobs         *tool.Jobs
+	sess     *app.Session
+	sessJobs *tool.Jobs
+	// started are the sessions whose SessionStart hooks ran.
+	started          map[string]bool
 	pending, results int
 	// model is the current model ref, pool the pool it came from ("" if
 	// none); roleSystem is the current role's system text.

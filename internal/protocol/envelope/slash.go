@@ -58,7 +58,7 @@ func (s *server) slash(text string) error {
 			return fmt.Errorf("%w: usage: /role [status|<name>]", errBadCommand)
 		}
 	case "/help":
-		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText}, nil)
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: helpText + s.projectHelp()}, nil)
 	case "/mcp":
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.mcpText()}, nil)
 	case "/stats":
@@ -171,4 +171,35 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	s.closers.Go(old.Close)
 	s.hostClosers.Go(oldHost.Close)
 	return nil
+}
+
+// builtinSlash are the names slash handles.
+var builtinSlash = map[string]bool{"models": true, "role": true, "help": true, "mcp": true, "stats": true, "compact": true,
+	"new": true, "resume": true, "worktree": true, "export": true, "loop": true}
+
+// projectSlash expands "/name args" when name is one of the project's
+// custom commands (.arbor/commands, .claude/commands) or skills, as
+// Chord expands its custom commands in send; built-in names win.
+func (s *server) projectSlash(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, "/")
+	if !ok {
+		return "", false
+	}
+	name, args, _ := strings.Cut(rest, " ")
+	if builtinSlash[name] {
+		return "", false
+	}
+	return s.app.ExpandSlash(name, strings.TrimSpace(args))
+}
+
+// projectHelp lists the project's commands and skills for /help.
+func (s *server) projectHelp() string {
+	var b strings.Builder
+	for _, c := range s.app.SkillsAndCommands() {
+		if b.Len() == 0 {
+			b.WriteString("\nProject commands and skills:")
+		}
+		fmt.Fprintf(&b, "\n  /%s  %s (%s)", c.Name, c.Description, c.Kind)
+	}
+	return b.String()
 }

@@ -41,6 +41,9 @@ func (s *server) send(c sendCmd) error {
 		// sends it with one "/" less, as a plain message.
 		i := strings.Index(c.Content, "//")
 		c.Content = c.Content[:i] + c.Content[i+1:]
+	} else if expanded, ok := s.projectSlash(text); ok {
+		// A project's custom command (or skill) is a turn with its text.
+		c.Content = expanded
 	} else if strings.HasPrefix(text, "/") {
 		if err := s.slash(text); err != nil {
 			return &slashError{err: err}
@@ -99,7 +102,12 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 		if ctx.Err() != nil {
 			return // cancelled before it started: the message is not sent
 		}
-		res = sess.Agent.Send(ctx, llm.UserText(content))
+		text, err := s.app.PromptHooks(ctx, sess.ID, s.sessionSource(sess.ID), content)
+		if err != nil {
+			res = agent.Result{Outcome: agent.OutcomeFailed, Err: err}
+			return
+		}
+		res = sess.Agent.Send(ctx, llm.UserText(text))
 		if res.Outcome == agent.OutcomeFailed && ctx.Err() != nil {
 			// The cancel interrupted the agent's own bookkeeping (storing
 			// the message): the turn is cancelled, not failed.
@@ -107,6 +115,21 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 		}
 	})
 	return res
+}
+
+// sessionSource is SessionStart's source for the first turn of session
+// id in this server ("startup"), "" after it.
+func (s *server) sessionSource(id string) string {
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	if s.ctl.started[id] {
+		return ""
+	}
+	if s.ctl.started == nil {
+		s.ctl.started = map[string]bool{}
+	}
+	s.ctl.started[id] = true
+	return "startup"
 }
 
 // cancelWork answers the cancel command: it stops every sub-agent, every

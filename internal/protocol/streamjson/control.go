@@ -20,18 +20,35 @@ type capabilities struct {
 	ShellEvidenceTool bool `json:"can_handle_shell_evidence_tool"`
 }
 
+// slashCommand is one of initialize's commands (the Claude Agent SDK's
+// SlashCommand).
+type slashCommand struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	ArgumentHint string `json:"argumentHint"`
+}
+
+// slashCommands are the project's custom commands and skills.
+func (s *Server) slashCommands() []slashCommand {
+	out := []slashCommand{}
+	for _, c := range s.app.SkillsAndCommands() {
+		out = append(out, slashCommand{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgHint})
+	}
+	return out
+}
+
 // initializeResponse answers initialize: the spec's capabilities plus the
 // fields Claude Agent SDK clients read through their accessors.
 type initializeResponse struct {
-	Subtype               string       `json:"subtype"`
-	Capabilities          capabilities `json:"capabilities"`
-	Commands              []string     `json:"commands"`
-	Agents                []string     `json:"agents"`
-	OutputStyle           string       `json:"output_style"`
-	AvailableOutputStyles []string     `json:"available_output_styles"`
-	Models                []modelInfo  `json:"models"`
-	Account               accountInfo  `json:"account"`
-	PID                   int          `json:"pid"`
+	Subtype               string         `json:"subtype"`
+	Capabilities          capabilities   `json:"capabilities"`
+	Commands              []slashCommand `json:"commands"`
+	Agents                []string       `json:"agents"`
+	OutputStyle           string         `json:"output_style"`
+	AvailableOutputStyles []string       `json:"available_output_styles"`
+	Models                []modelInfo    `json:"models"`
+	Account               accountInfo    `json:"account"`
+	PID                   int            `json:"pid"`
 	// Whether the launch fields the request carried were taken (absent
 	// when it carried none), as Claude Code answers.
 	DisallowedToolsApplied *bool `json:"disallowed_tools_applied,omitempty"`
@@ -102,7 +119,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		s.succeed(id, initializeResponse{
 			Subtype:      "initialize",
 			Capabilities: capabilities{CanUseTool: true, HostExecutedShell: true},
-			Commands:     []string{}, Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
+			Commands:     s.slashCommands(), Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
 			Models: s.models(), Account: accountInfo{APIKeySource: s.keySource()}, PID: os.Getpid(),
 			DisallowedToolsApplied: applied.DisallowedTools, MCPServersApplied: applied.MCPServers,
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
@@ -137,17 +138,33 @@ func (s *Server) hookAnswer(rid string, body json.RawMessage, subtype, errText s
 	return true
 }
 
-// promptHooks runs the UserPromptSubmit hooks: a block or a stop refuses
-// the prompt (an error), additionalContext goes before it.
-func (s *Server) promptHooks(ctx context.Context, text string) (string, error) {
+// hookChain is the client's hooks, then the project's (sess.Hooks).
+func (s *Server) hookChain(sess *app.Session) hook.Chain {
+	c := hook.Chain{&s.hooks}
+	if sess != nil {
+		c = append(c, sess.Hooks)
+	}
+	return c
+}
+
+// promptHooks expands a project command or skill ("/name args"), then
+// runs the UserPromptSubmit hooks: a block or a stop refuses the prompt
+// (an error), additionalContext and the hooks' own reports go before it.
+func (s *Server) promptHooks(ctx context.Context, sess *app.Session, text string) (string, error) {
 	s.mu.Lock()
 	start := s.startContext
 	s.startContext = ""
 	s.mu.Unlock()
-	if !s.hooks.Has(hook.UserPromptSubmit) {
+	if name, args, ok := splitSlash(text); ok {
+		if expanded, ok := s.app.ExpandSlash(name, args); ok {
+			text = expanded
+		}
+	}
+	hooks := s.hookChain(sess)
+	if !hooks.Has(hook.UserPromptSubmit) {
 		return joinNonEmpty("\n\n", start, text), nil
 	}
-	v, err := s.hooks.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &text})
+	v, err := hooks.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &text})
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
@@ -156,22 +173,42 @@ func (s *Server) promptHooks(ctx context.Context, text string) (string, error) {
 	case v.Stop:
 		return "", hook.Stopped{Event: hook.UserPromptSubmit, Reason: v.Reason}
 	}
-	return joinNonEmpty("\n\n", start, v.Context, text), nil
+	return joinNonEmpty("\n\n", start, v.Context, notes(v.Notes), text), nil
+}
+
+// splitSlash splits "/name args" into its parts.
+func splitSlash(text string) (name, args string, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(text), "/")
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	name, args, _ = strings.Cut(rest, " ")
+	return name, strings.TrimSpace(args), !strings.ContainsAny(name, "/\n")
+}
+
+// notes is the hooks' own reports as a line, "" when there are none.
+func notes(ns []string) string {
+	if len(ns) == 0 {
+		return ""
+	}
+	return "(hook report: " + strings.Join(ns, "; ") + ")"
 }
 
 // maxStopBlocks bounds how often Stop hooks may send the agent back to
 // work in one turn (Claude Code tells them so with stop_hook_active).
 const maxStopBlocks = 8
 
-// stopHooks runs the Stop hooks when a turn completed: a block sends its
-// reason to the model as the next message and the turn goes on.
+// stopHooks runs the client's Stop hooks when a turn completed: a block
+// sends its reason to the model as the next message and the turn goes
+// on. (The project's Stop hooks ran in the agent's loop already.)
 func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Result) agent.Result {
-	if !s.hooks.Has(hook.Stop) {
+	hooks := hook.Chain{&s.hooks}
+	if !hooks.Has(hook.Stop) {
 		return res
 	}
 	for i := 0; res.Outcome == agent.OutcomeCompleted; i++ {
 		active := i > 0
-		v, err := s.hooks.Run(ctx, hook.Stop, "", hook.Input{StopHookActive: &active})
+		v, err := hooks.Run(ctx, hook.Stop, "", hook.Input{StopHookActive: &active})
 		if err != nil {
 			res.Outcome, res.Err = agent.OutcomeFailed, fmt.Errorf("the Stop hook failed: %w", err)
 			return res
@@ -192,16 +229,17 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 
 // sessionHooks runs the SessionStart hooks for a new or resumed session;
 // their additionalContext goes before the first prompt.
-func (s *Server) sessionHooks(ctx context.Context, source string) error {
-	if !s.hooks.Has(hook.SessionStart) {
+func (s *Server) sessionHooks(ctx context.Context, sess *app.Session, source string) error {
+	hooks := s.hookChain(sess)
+	if !hooks.Has(hook.SessionStart) {
 		return nil
 	}
-	v, err := s.hooks.Run(ctx, hook.SessionStart, source, hook.Input{Source: source})
+	v, err := hooks.Run(ctx, hook.SessionStart, source, hook.Input{Source: source})
 	if err != nil {
 		return fmt.Errorf("the SessionStart hook failed: %w", err)
 	}
 	s.mu.Lock()
-	s.startContext = joinNonEmpty("\n\n", s.startContext, v.Context)
+	s.startContext = joinNonEmpty("\n\n", s.startContext, v.Context, notes(v.Notes))
 	s.mu.Unlock()
 	return nil
 }

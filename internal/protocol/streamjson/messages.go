@@ -156,7 +156,10 @@ type initMessage struct {
 	APIKeySource   string      `json:"apiKeySource"`
 	MCPServers     []mcpServer `json:"mcp_servers"`
 	SlashCommands  []string    `json:"slash_commands"`
-	OutputStyle    string      `json:"output_style"`
+	// Skills are the project's and the user's Agent Skills by name (the
+	// skill tool loads them), as Claude Code lists its own.
+	Skills      []string `json:"skills"`
+	OutputStyle string   `json:"output_style"`
 	// SandboxEnabled says whether shell commands run confined by the OS
 	// sandbox, as Claude Code's init does.
 	SandboxEnabled bool   `json:"sandbox_enabled"`

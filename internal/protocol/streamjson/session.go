@@ -97,7 +97,7 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	if s.opts.Resume != "" {
 		source = "resume"
 	}
-	if err := s.sessionHooks(ctx, source); err != nil {
+	if err := s.sessionHooks(ctx, sess, source); err != nil {
 		return nil, err
 	}
 	return sess, nil

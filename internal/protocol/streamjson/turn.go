@@ -94,7 +94,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	s.write(s.initMessage(sess.ID))
 
-	text, err := s.promptHooks(ctx, t.text)
+	text, err := s.promptHooks(ctx, sess, t.text)
 	if err != nil {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: sess.ID, DurationMS: time.Since(start).Milliseconds(),
@@ -207,7 +207,13 @@ func (s *Server) initMessage(sessionID string) initMessage {
 	sess := s.current()
 	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
 		PermissionMode: s.modeName(), APIKeySource: "environment", MCPServers: s.initMCPServers(), SlashCommands: []string{},
-		OutputStyle: "default", SandboxEnabled: s.app.SandboxStatus() == "on", UUID: newUUID()}
+		Skills: []string{}, OutputStyle: "default", SandboxEnabled: s.app.SandboxStatus() == "on", UUID: newUUID()}
+	for _, c := range s.app.SkillsAndCommands() {
+		m.SlashCommands = append(m.SlashCommands, c.Name)
+		if c.Kind == "skill" {
+			m.Skills = append(m.Skills, c.Name)
+		}
+	}
 	if sess != nil {
 		m.Model = s.modelName(sess.Model.Ref.Ref)
 		m.Tools = sess.Tools.Names()

@@ -1,0 +1,279 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/hook"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/project"
+	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tool/sandbox"
+)
+
+// projectFiles is what a workspace's own files give an App: read once
+// when the App (or a view of it) is made, and not changed after.
+type projectFiles struct {
+	k *project.Knowledge
+	// hooks are the settings files' command hooks, per event.
+	hooks map[hook.Event][]hook.Matcher
+}
+
+// loadProject reads ws's project files (package project) and makes
+// their hooks, confined by the sandbox sb gives when the config says
+// sandbox.hooks; what was skipped or cut is in problems, for Warnings.
+func loadProject(ws string, cfg *config.Config, sources []string, sb func() *sandbox.Sandbox) (projectFiles, []string) {
+	k := project.Load(project.Options{Workspace: ws, UserDir: cfg.UserDir(), Home: cfg.Home(), Sources: sources})
+	var problems []string
+	for _, p := range k.Problems {
+		problems = append(problems, "project files: "+p.Error())
+	}
+	if !cfg.Sandbox.Hooks {
+		sb = nil
+	}
+	set, errs := hook.FromSettings(k.Hooks, hook.CommandOptions{Dir: k.Root, Env: []string{"CLAUDE_PROJECT_DIR=" + k.Root}, Sandbox: sb})
+	for _, err := range errs {
+		problems = append(problems, "project files: "+err.Error())
+	}
+	return projectFiles{k: k, hooks: set}, problems
+}
+
+// projectRules are the permission rules the project files add: the
+// settings files' rules and the reading of the skills' folders.
+func (p projectFiles) projectRules() []permission.Rule {
+	return append(append([]permission.Rule(nil), p.k.Rules...), p.k.SkillReadRules()...)
+}
+
+// Project is what the workspace's own files say (instructions, skills,
+// commands, settings).
+func (a *App) Project() *project.Knowledge { return a.project.k }
+
+// StandingPrompt is the system prompt of a session offering tools: the
+// standing instructions, then the project's (instruction files, nested
+// files, skills).
+func (a *App) StandingPrompt(tools []string) string {
+	return SystemPrompt(a.Workspace, tools) + a.project.k.Prompt()
+}
+
+// SkillsAndCommands lists the project's skills and custom commands as
+// slash commands: name and description.
+func (a *App) SkillsAndCommands() []SlashCommand {
+	var out []SlashCommand
+	for _, c := range a.project.k.Commands {
+		out = append(out, SlashCommand{Name: c.Name, Description: c.Description, ArgHint: c.ArgHint, Kind: "command"})
+	}
+	for _, s := range a.project.k.Skills {
+		out = append(out, SlashCommand{Name: s.Name, Description: s.Description, Kind: "skill"})
+	}
+	return out
+}
+
+// SlashCommand is a project command or skill offered as "/name".
+type SlashCommand struct {
+	Name, Description, ArgHint string
+	Kind                       string // command or skill
+}
+
+// ExpandSlash turns "/name args" into the prompt it stands for: a
+// custom command's text with its arguments, or a request to use the
+// skill; ok is false when name is neither.
+func (a *App) ExpandSlash(name, args string) (string, bool) {
+	if c, ok := a.project.k.Command(name); ok {
+		return c.Expand(args), true
+	}
+	if s, ok := a.project.k.Skill(name); ok {
+		text := fmt.Sprintf("Use the skill %q (call the skill tool with name %q) for this task.", s.Name, s.Name)
+		if args != "" {
+			text += " Arguments: " + args
+		}
+		return text, true
+	}
+	return "", false
+}
+
+// sessionHooks is the runner of the project's hooks for session id; nil
+// when the project declares none.
+func (a *App) sessionHooks(id string) *hook.Runner {
+	if len(a.project.hooks) == 0 {
+		return nil
+	}
+	r := &hook.Runner{Base: func(in *hook.Input) {
+		in.SessionID, in.Cwd = id, a.Workspace
+		in.PermissionMode = claudeCodeMode(a.Permissions.Mode())
+	}}
+	r.Set(a.project.hooks)
+	return r
+}
+
+// hooked wraps t in the project's PreToolUse and PostToolUse hooks.
+func hooked(t tool.Tool, r *hook.Runner) tool.Tool {
+	if r == nil || !r.Has(hook.PreToolUse) && !r.Has(hook.PostToolUse) {
+		return t
+	}
+	return &hook.Tool{Tool: t, Hooks: r}
+}
+
+// claudeCodeMode is Claude Code's name of a permission mode, as hooks
+// read it.
+func claudeCodeMode(m permission.Mode) string {
+	switch m {
+	case permission.ModeAutoEdit:
+		return "acceptEdits"
+	case permission.ModeTrust:
+		return "bypassPermissions"
+	case permission.ModeDontAsk:
+		return "dontAsk"
+	}
+	return string(m)
+}
+
+// ExpandGoal is goal, or, when it is "/name args" naming a project
+// command or skill, what that stands for (arbor run "/review main.go").
+func (a *App) ExpandGoal(goal string) string {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(goal), "/")
+	if !ok {
+		return goal
+	}
+	name, args, _ := strings.Cut(rest, " ")
+	if text, ok := a.ExpandSlash(name, strings.TrimSpace(args)); ok {
+		return text
+	}
+	return goal
+}
+
+// turnHooks runs a session's project hooks at the loop's points
+// (agent.TurnHooks): Stop (SubagentStop for a tree's child node) and
+// PreCompact.
+type turnHooks struct {
+	r      *hook.Runner
+	stop   hook.Event
+	report func(notes []string)
+}
+
+// newTurnHooks is nil when r has no hook for those points.
+func (a *App) newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
+	stop := hook.Stop
+	if nodeID > 1 { // the root is node #1; the others are sub-agents
+		stop = hook.SubagentStop
+	}
+	if r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) {
+		return nil
+	}
+	return turnHooks{r: r, stop: stop, report: a.reportHooks}
+}
+
+// Stopping implements agent.TurnHooks: a hook's block is feedback for
+// the model; a failed hook is no verdict (its note is dropped with it).
+func (h turnHooks) Stopping(ctx context.Context, active, _ bool) string {
+	if !h.r.Has(h.stop) {
+		return ""
+	}
+	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &active})
+	h.report(v.Notes)
+	if err != nil || !v.Block || v.Stop {
+		return ""
+	}
+	return hook.OrNoReason(v.Reason)
+}
+
+// Compacting implements agent.TurnHooks.
+func (h turnHooks) Compacting(ctx context.Context, trigger string) {
+	if h.r.Has(hook.PreCompact) {
+		v, _ := h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
+		h.report(v.Notes)
+	}
+}
+
+// PromptHooks runs the project's hooks for a prompt of session id: its
+// SessionStart hooks first when source ("startup", "resume") is given,
+// then its UserPromptSubmit hooks. A block refuses the prompt (an error
+// with the hook's reason); the hooks' context and their own reports go
+// before the prompt.
+func (a *App) PromptHooks(ctx context.Context, id, source, prompt string) (string, error) {
+	r := a.sessionHooks(id)
+	if r == nil {
+		return prompt, nil
+	}
+	var parts []string
+	if source != "" && r.Has(hook.SessionStart) {
+		v, err := r.Run(ctx, hook.SessionStart, source, hook.Input{Source: source})
+		if err != nil {
+			return "", fmt.Errorf("the SessionStart hook failed: %w", err)
+		}
+		parts = append(parts, v.Context, reports(v.Notes))
+	}
+	if r.Has(hook.UserPromptSubmit) {
+		v, err := r.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &prompt})
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
+		case v.Block || v.Stop:
+			return "", fmt.Errorf("a UserPromptSubmit hook blocked the prompt: %s", hook.OrNoReason(v.Reason))
+		}
+		parts = append(parts, v.Context, reports(v.Notes))
+	}
+	var out []string
+	for _, p := range append(parts, prompt) {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n\n"), nil
+}
+
+// reports is the hooks' own problems as a line, "" when there are none.
+func reports(notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	return "(hook report: " + strings.Join(notes, "; ") + ")"
+}
+
+// notifyHooks runs the project's Notification hooks whenever an agent
+// waits on a person (an approval, a question), on a bus subscription of
+// its own; Close cancels a running hook and ends the subscription.
+func (a *App) notifyHooks() {
+	ms := a.project.hooks[hook.Notification]
+	if len(ms) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := a.Bus.Subscribe(func(e agent.Event) {
+		ir, ok := e.(*agent.InteractionRequested)
+		if !ok {
+			return
+		}
+		msg := "arbor needs your attention"
+		switch in := ir.Interaction; {
+		case in.Approval != nil:
+			msg = "arbor needs your permission to use " + in.Approval.Tool
+		case in.Question != nil:
+			msg = "arbor asks: " + in.Question.Question
+		}
+		if r := a.sessionHooks(ir.Interaction.SessionID); r != nil {
+			v, _ := r.Run(ctx, hook.Notification, "", hook.Input{Message: msg})
+			a.reportHooks(v.Notes)
+		}
+	})
+	a.onClose(func() { cancel(); sub.Close() })
+}
+
+// reportHooks writes the notes of hooks whose event has no turn to show
+// them to (Stop, PreCompact, Notification) to Options.Diag.
+func (a *App) reportHooks(notes []string) {
+	root := a
+	if a.root != nil {
+		root = a.root
+	}
+	if root.diag == nil || len(notes) == 0 {
+		return
+	}
+	root.diagMu.Lock()
+	defer root.diagMu.Unlock()
+	for _, n := range notes {
+		fmt.Fprintln(root.diag, "arbor: warning:", n)
+	}
+}

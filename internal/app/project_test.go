@@ -1,0 +1,345 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(p, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(full, []byte(c), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func call(id, name, input string) llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: id, Name: name, Input: rawInput(input)}}}
+}
+
+// TestProjectFiles: a session of a project whose files are partly bad
+// gets the instructions (cut at the cap), runs the settings' hooks and
+// rules, reports every bad thing, and goes on to the end of its turn.
+func TestProjectFiles(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".git/HEAD":                      "ref: refs/heads/main\n",
+		"AGENTS.md":                      "Always run the linter before you finish.\n" + strings.Repeat("filler line of a huge AGENTS.md\n", 5<<20/32+1),
+		".claude/skills/broken/SKILL.md": "no front matter at all\n",
+		".claude/settings.json": `{"permissions": {"deny": ["Read(./.env)"]},
+		  "hooks": {"PreToolUse": [
+		    {"matcher": "Bash", "hooks": [{"type": "command", "command": "./hooks/no-rm.sh"}]},
+		    {"matcher": "Read", "hooks": [{"type": "command", "command": "./hooks/crash.sh"}]},
+		    {"matcher": "Glob", "hooks": [{"type": "command", "command": "sleep 30", "timeout": 0.3}]},
+		    {"matcher": "LS", "hooks": [{"type": "command", "command": "echo '%%% garbage'"}]}]}}`,
+		"hooks/no-rm.sh": "#!/bin/sh\ngrep -q '\"rm ' && { echo 'rm is forbidden in this repo' >&2; exit 2; }\nexit 0\n",
+		"hooks/crash.sh": "#!/bin/sh\necho 'the hook crashed' >&2\nexit 1\n",
+		".env":           "SECRET=1\n",
+		"ok.txt":         "fine\n",
+	})
+	srv := llmtest.NewServer(
+		call("c1", "shell", `{"command":"rm -rf build"}`),
+		call("c2", "read_file", `{"path":".env"}`),
+		call("c3", "read_file", `{"path":"ok.txt"}`),
+		call("c4", "glob", `{"pattern":"*.txt"}`),
+		call("c5", "list_directory", `{}`),
+		llmtest.Turn{Text: "done"},
+	)
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Mode: "trust"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	warnings := strings.Join(a.Warnings(), "\n")
+	for _, w := range []string{filepath.Join(ws, "AGENTS.md") + " is ", "capped at 65536 bytes", filepath.Join(ws, ".claude/skills/broken/SKILL.md") + ": no front matter"} {
+		if !strings.Contains(warnings, w) {
+			t.Errorf("warnings lack %q:\n%s", w, warnings)
+		}
+	}
+	s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := s.Agent.Send(context.Background(), llm.UserText("go"))
+	if res.Outcome != agent.OutcomeCompleted || res.Text != "done" {
+		t.Fatalf("result %+v", res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 6 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if sys := reqs[0].System; !strings.Contains(sys, "Always run the linter before you finish.") || len(sys) > 80<<10 {
+		t.Fatalf("the system prompt (%d bytes) lacks the AGENTS.md text or is not capped", len(sys))
+	}
+	for i, want := range []string{
+		"a PreToolUse hook denied this call: rm is forbidden in this repo",
+		"denies it", // trust mode, yet .claude/settings.json's deny rule
+		"fine",      // ran, despite the crashing hook…
+		"hooks/crash.sh\" (from " + filepath.Join(ws, ".claude/settings.json") + ") exited with status 1: the hook crashed",
+		"timed out after 300ms and was killed",       // glob ran
+		"printed text that is not JSON: %%% garbage", // list_directory ran
+	} {
+		n := i + 1
+		if i >= 3 {
+			n = i
+		}
+		if got := reqs[n].LastUserText(); !strings.Contains(got, want) {
+			t.Errorf("request %d: the tool result %q lacks %q", n, got, want)
+		}
+	}
+	if got := reqs[4].LastUserText(); !strings.Contains(got, "ok.txt") {
+		t.Errorf("glob did not run after its hook timed out: %q", got)
+	}
+}
+
+func rawInput(s string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func TestExpandGoal(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, home, map[string]string{".claude/commands/review.md": "Review $ARGUMENTS.\n"})
+	b := setupIn(t, home, map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state")})
+	for in, want := range map[string]string{"/review main.go": "Review main.go.", "/nope x": "/nope x", "fix the bug": "fix the bug"} {
+		if got := b.app.ExpandGoal(in); got != want {
+			t.Errorf("ExpandGoal(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStopAndCompactHooks: the project's Stop hook sends a completed
+// turn back once with its stderr (exit 2), then lets it end; PreCompact
+// hooks hear of a compaction with its trigger.
+func TestStopAndCompactHooks(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {
+		  "Stop": [{"hooks": [{"type": "command", "command": "./hooks/stop.sh"}]}],
+		  "PreCompact": [{"matcher": "manual", "hooks": [{"type": "command", "command": "cat > compact.json"}]}]}}`,
+		"hooks/stop.sh": "#!/bin/sh\ngrep -q '\"stop_hook_active\":false' && { echo 'run the tests first' >&2; exit 2; }\nexit 0\n",
+	})
+	srv := llmtest.NewServer(
+		llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"},
+		llmtest.Turn{Text: "next"}, llmtest.Turn{Text: "fine"},
+		llmtest.Turn{Text: "the summary"},
+	)
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	b := setupIn(t, ws, env)
+	s, err := b.app.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := s.Agent.Send(context.Background(), llm.UserText("go"))
+	if res.Outcome != agent.OutcomeCompleted || res.Text != "second" {
+		t.Fatalf("result %+v", res)
+	}
+	if got := srv.Requests()[1].LastUserText(); got != "Stop hook feedback: run the tests first" {
+		t.Fatalf("the second request's last message %q", got)
+	}
+	if res := s.Agent.Send(context.Background(), llm.UserText("more")); res.Text != "fine" { // sent back once again
+		t.Fatalf("second turn %+v", res)
+	}
+	if err := s.Agent.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.ReadFile(filepath.Join(ws, "compact.json"))
+	if err != nil || !strings.Contains(string(in), `"hook_event_name":"PreCompact"`) || !strings.Contains(string(in), `"trigger":"manual"`) {
+		t.Fatalf("the PreCompact hook read %q (%v)", in, err)
+	}
+}
+
+// TestPromptHooks: SessionStart's text and UserPromptSubmit's context go
+// before the prompt, a broken hook is a report beside it, and exit 2
+// refuses the prompt with the hook's stderr.
+func TestPromptHooks(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {
+		  "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo 'branch: main, 2 failing tests'"}]}],
+		  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "./hooks/prompt.sh"}, {"type": "command", "command": "echo '{broken'"}]}]}}`,
+		"hooks/prompt.sh": "#!/bin/sh\nif grep -q 'deploy'; then echo 'no deploys on Friday' >&2; exit 2; fi\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"UserPromptSubmit\",\"additionalContext\":\"ticket ABC-1\"}}'\n",
+	})
+	b := setupIn(t, ws, map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state")})
+	got, err := b.app.PromptHooks(context.Background(), "s1", "startup", "fix the tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(got, "\n\n")
+	if len(parts) != 4 || parts[0] != "branch: main, 2 failing tests" || parts[1] != "ticket ABC-1" ||
+		!strings.Contains(parts[2], `hook "echo '{broken'"`) || !strings.Contains(parts[2], "printed output that is not valid JSON") || parts[3] != "fix the tests" {
+		t.Fatalf("prompt %q", got)
+	}
+	if got, err := b.app.PromptHooks(context.Background(), "s1", "", "plain"); err != nil || strings.Contains(got, "branch: main") {
+		t.Fatalf("without a source SessionStart must not run: %q, %v", got, err)
+	}
+	if _, err := b.app.PromptHooks(context.Background(), "s1", "", "deploy now"); err == nil || !strings.Contains(err.Error(), "no deploys on Friday") {
+		t.Fatalf("err = %v; want the hook's block", err)
+	}
+}
+
+// TestNotificationHook: an approval the agent waits for runs the
+// project's Notification hook with a message naming the tool.
+func TestNotificationHook(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	fifo := filepath.Join(home, "notified")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "cat > ` + fifo + `"}]}]}}`,
+	})
+	srv := llmtest.NewServer(call("c1", "shell", `{"command":"echo hi"}`), llmtest.Turn{Text: "done"})
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Mode: "default", Sandbox: "off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sub := a.Bus.Subscribe(func(e agent.Event) {
+		if ir, ok := e.(*agent.InteractionRequested); ok {
+			_ = a.Broker.Resolve(ir.Interaction.ID, agent.Response{Approval: &tool.Approval{}}) // denied
+		}
+	})
+	defer sub.Close()
+	s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // blocks until the hook writes and closes
+		read <- b
+	}()
+	if res := s.Agent.Send(context.Background(), llm.UserText("go")); res.Text != "done" {
+		t.Fatalf("result %+v", res)
+	}
+	var got []byte
+	select {
+	case got = <-read:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("the Notification hook never ran")
+	}
+	if !strings.Contains(string(got), `"hook_event_name":"Notification"`) || !strings.Contains(string(got), "arbor needs your permission to use shell") || !strings.Contains(string(got), s.ID) {
+		t.Fatalf("the Notification hook read %s", got)
+	}
+}
+
+// TestStopHookReport: a Stop hook that fails does not stop the turn, and
+// its report goes to Options.Diag, there being no turn to show it.
+func TestStopHookReport(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo 'stop hook broke' >&2; exit 1"}]}]}}`,
+	})
+	srv := llmtest.NewServer(llmtest.Turn{Text: "done"})
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	var diag strings.Builder
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }, Diag: &diag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := s.Agent.Send(context.Background(), llm.UserText("go")); res.Outcome != agent.OutcomeCompleted || res.Text != "done" {
+		t.Fatalf("result %+v", res)
+	}
+	if got := diag.String(); !strings.Contains(got, "arbor: warning: hook \"echo 'stop hook broke' >&2; exit 1\" (from "+filepath.Join(ws, ".claude/settings.json")+") exited with status 1: stop hook broke") {
+		t.Fatalf("diag %q", got)
+	}
+}
+
+// TestSandboxedHooks: with sandbox.hooks, a settings hook runs confined
+// (it cannot write outside the workspace) and still decides; without it,
+// the same hook runs with the user's rights.
+func TestSandboxedHooks(t *testing.T) {
+	t.Parallel()
+	for _, confined := range []bool{true, false} {
+		home := t.TempDir()
+		ws := filepath.Join(home, "repo")
+		outside := filepath.Join("/var/tmp", "arbor-hook-escape-"+filepath.Base(home))
+		t.Cleanup(func() { _ = os.Remove(outside) })
+		writeFiles(t, ws, map[string]string{
+			".claude/settings.json": `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+			  "command": "echo hooked > ` + outside + `; echo 'the hook says no' >&2; exit 2"}]}]}}`,
+		})
+		writeFiles(t, filepath.Join(home, "config", "arbor"), map[string]string{"config.yaml": "sandbox:\n  hooks: " + map[bool]string{true: "true", false: "false"}[confined] + "\n"})
+		srv := llmtest.NewServer(call("c1", "shell", `{"command":"echo hi"}`), llmtest.Turn{Text: "done"})
+		defer srv.Close()
+		env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+			"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+		a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+			SandboxDefault: "required", Overrides: config.Overrides{Mode: "trust"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := s.Agent.Send(context.Background(), llm.UserText("go")); res.Outcome != agent.OutcomeCompleted {
+			t.Fatalf("result %+v", res)
+		}
+		a.Close()
+		if got := srv.Requests()[1].LastUserText(); !strings.Contains(got, "the hook says no") {
+			t.Fatalf("confined=%v: the hook did not decide: %q", confined, got)
+		}
+		_, err = os.Stat(outside)
+		if confined && err == nil {
+			t.Fatal("a confined hook wrote outside the workspace")
+		}
+		if !confined && err != nil {
+			t.Fatalf("an unconfined hook could not write its file: %v", err)
+		}
+	}
+}

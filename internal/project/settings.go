@@ -1,0 +1,194 @@
+package project
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/hook"
+	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// maxSettingsFile caps a settings file; a larger one is refused.
+const maxSettingsFile = 1 << 20
+
+// settingsFile is the part of Claude Code's settings.json arbor reads.
+type settingsFile struct {
+	Permissions struct {
+		Allow []string `json:"allow"`
+		Ask   []string `json:"ask"`
+		Deny  []string `json:"deny"`
+	} `json:"permissions"`
+	Hooks map[string][]hook.SettingsMatcher `json:"hooks"`
+}
+
+// settingsPlace is a settings file and the scope of its rules.
+type settingsPlace struct {
+	path  string
+	root  string // the folder its "/path" rules are relative to
+	scope permission.Scope
+}
+
+// readSettings reads the settings files: their rules (mapped to arbor's)
+// and their hooks. A file that does not parse is reported and skipped
+// whole; a rule that cannot be mapped is reported and left out.
+func readSettings(places []settingsPlace, ws string, report func(error)) ([]permission.Rule, []hook.Declared) {
+	var rules []permission.Rule
+	var hooks []hook.Declared
+	for _, p := range places {
+		b, err := os.ReadFile(p.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && len(b) > maxSettingsFile {
+			err = fmt.Errorf("%d bytes, more than the %d a settings file may have", len(b), maxSettingsFile)
+		}
+		var f settingsFile
+		if err == nil {
+			err = json.Unmarshal(b, &f)
+		}
+		if err != nil {
+			report(fmt.Errorf("%s: %w; its rules and hooks are not used", p.path, err))
+			continue
+		}
+		for _, list := range []struct {
+			specs  []string
+			action permission.Action
+		}{{f.Permissions.Deny, permission.Deny}, {f.Permissions.Ask, permission.Ask}, {f.Permissions.Allow, permission.Allow}} {
+			for _, spec := range list.specs {
+				mapped, err := MapRule(spec, p.root, ws)
+				if err == nil {
+					for _, m := range mapped {
+						r, perr := permission.ParseRule(m, list.action, p.scope)
+						if perr != nil {
+							err = perr
+							break
+						}
+						rules = append(rules, r)
+					}
+				}
+				if err != nil {
+					report(fmt.Errorf("%s: permissions.%s rule %q: %w; left out", p.path, list.action, spec, err))
+				}
+			}
+		}
+		if len(f.Hooks) > 0 {
+			hooks = append(hooks, hook.Declared{Source: p.path, Hooks: f.Hooks})
+		}
+	}
+	return rules, hooks
+}
+
+// ErrUnmappable marks a Claude Code rule arbor has no equivalent of.
+var ErrUnmappable = errors.New("no arbor equivalent")
+
+// fileTools are the arbor tools a Claude Code file rule covers: Read
+// rules apply to every tool that reads files, Edit rules to every tool
+// that writes them (Claude Code's documented meaning).
+var fileTools = map[string][]string{
+	"Read":      {"read_file", "view_image", "grep", "glob", "list_directory"},
+	"Edit":      {"edit", "write_file", "apply_patch", "delete"},
+	"MultiEdit": {"edit"},
+	"Write":     {"write_file"},
+	"Glob":      {"glob"},
+	"Grep":      {"grep"},
+	"LS":        {"list_directory"},
+}
+
+// MapRule turns a Claude Code permission rule into arbor rule specs:
+// "Bash(npm run test:*)" → "shell(npm run test *)", "Read(./.env)" →
+// read_file(.env) and the other reading tools, "Edit(src/**)" →
+// edit(src/**), write_file(src/**), apply_patch(src/**) and
+// delete(src/**), "mcp__server__tool" unchanged.
+// File patterns follow Claude Code's anchors: "//abs" is an absolute
+// path, "~/p" the home's, "/p" relative to root (the settings' project),
+// "./p" and "p" relative to the workspace, where a pattern without '/'
+// matches in every folder (gitignore's rule). A rule for a tool arbor
+// does not have is ErrUnmappable.
+func MapRule(spec, root, ws string) ([]string, error) {
+	spec = strings.TrimSpace(spec)
+	name, pattern, hasPattern := spec, "", false
+	if i := strings.IndexByte(spec, '('); i >= 0 {
+		if !strings.HasSuffix(spec, ")") {
+			return nil, fmt.Errorf("missing closing parenthesis")
+		}
+		name, pattern, hasPattern = strings.TrimSpace(spec[:i]), strings.TrimSpace(spec[i+1:len(spec)-1]), true
+	}
+	switch {
+	case strings.HasPrefix(name, "mcp__"):
+		if hasPattern {
+			return nil, fmt.Errorf("%w: an MCP rule names a tool or a server, without a pattern", ErrUnmappable)
+		}
+		return []string{name}, nil
+	case name == "Bash":
+		if !hasPattern || pattern == "*" {
+			return []string{"shell"}, nil
+		}
+		return []string{tool.RuleFromClaudeCode("Bash(" + pattern + ")")}, nil
+	case name == "WebFetch":
+		switch {
+		case !hasPattern || pattern == "*":
+			return []string{"web_fetch"}, nil
+		case strings.HasPrefix(pattern, "domain:") && strings.TrimSpace(pattern[len("domain:"):]) != "":
+			return []string{"web_fetch(domain:" + strings.TrimSpace(pattern[len("domain:"):]) + ")"}, nil
+		}
+		return nil, fmt.Errorf("%w: a WebFetch rule names a host as domain:example.com", ErrUnmappable)
+	case name == "WebSearch":
+		return nil, fmt.Errorf("%w: arbor has no WebSearch tool", ErrUnmappable)
+	}
+	tools, ok := fileTools[name]
+	if !ok {
+		if t := tool.FromClaudeCode(name); t != name {
+			tools = []string{t}
+		} else {
+			return nil, fmt.Errorf("%w: arbor has no tool like Claude Code's %s", ErrUnmappable, name)
+		}
+	}
+	var patterns []string
+	if hasPattern && pattern != "" && pattern != "*" && pattern != "**" {
+		ps, err := mapPath(pattern, root, ws)
+		if err != nil {
+			return nil, err
+		}
+		patterns = ps
+	}
+	var out []string
+	for _, t := range tools {
+		if patterns == nil {
+			out = append(out, t)
+		}
+		for _, p := range patterns {
+			out = append(out, t+"("+p+")")
+		}
+	}
+	return out, nil
+}
+
+// mapPath maps a Claude Code path pattern to arbor's.
+func mapPath(p, root, ws string) ([]string, error) {
+	switch {
+	case strings.HasPrefix(p, "//"):
+		return []string{p[1:]}, nil
+	case strings.HasPrefix(p, "~/"):
+		return []string{p}, nil
+	case strings.HasPrefix(p, "/"):
+		abs := filepath.Join(root, p[1:])
+		if rel, err := filepath.Rel(ws, abs); err == nil && !strings.HasPrefix(rel, "..") {
+			return []string{filepath.ToSlash(rel)}, nil
+		}
+		return []string{filepath.ToSlash(abs)}, nil
+	case strings.HasPrefix(p, "./"):
+		return []string{p[2:]}, nil
+	case strings.HasPrefix(p, "../"):
+		return []string{filepath.ToSlash(filepath.Join(ws, p))}, nil
+	case !strings.Contains(p, "/"):
+		// gitignore: a name without '/' matches in every folder.
+		return []string{p, "**/" + p}, nil
+	}
+	return []string{p}, nil
+}
