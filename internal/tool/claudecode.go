@@ -23,6 +23,8 @@ var claudeCodeNames = map[string]string{
 	"TodoWrite":       "todo_write",
 	"AskUserQuestion": "ask_user",
 	"WebFetch":        "web_fetch",
+	"BashOutput":      "job_output",
+	"KillShell":       "job_kill",
 	"Skill":           "skill",
 }
 
@@ -85,6 +87,10 @@ func claudeCodeInput(arbor string, input json.RawMessage) json.RawMessage {
 	}
 	rename("file_path", "path")
 	switch arbor {
+	case "job_output":
+		rename("bash_id", "id")
+	case "job_kill":
+		rename("shell_id", "id")
 	case "shell":
 		// Claude Code's Bash timeout is in milliseconds, arbor's in seconds.
 		if n, err := strconv.Atoi(string(m["timeout"])); err == nil && n > 0 {
@@ -169,6 +175,8 @@ var claudeCodeArgs = map[string]map[string]string{
 	"edit":       {"path": "file_path"},
 	"grep":       {"include": "glob", "ignore_case": "-i"},
 	"todo_write": {"active_form": "activeForm"},
+	"job_output": {"id": "bash_id"},
+	"job_kill":   {"id": "shell_id"},
 }
 
 // AsClaudeCode presents t under Claude Code's tool name and argument

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -47,21 +48,32 @@ type Job struct {
 // concurrent use.
 type Jobs struct {
 	onDone func(Job)
+	// delivers says onDone hands ended jobs to the agent (the envelope
+	// protocol's background_result); otherwise the agent reads them with
+	// job_output.
+	delivers bool
 
 	mu      sync.Mutex
 	next    int
 	running map[string]context.CancelFunc
+	logs    map[string]*jobLog // every job's output and state, by id
+	ended   []string           // ids of ended jobs, oldest first (keptEndedJobs)
 	closed  bool
 	wg      sync.WaitGroup
 }
 
+// keptEndedJobs is how many ended jobs job_output can still read.
+const keptEndedJobs = 64
+
 // NewJobs returns an empty registry; onDone (nil = ignore) receives every
-// job that ends on its own.
+// job that ends on its own, and is how its result reaches the agent.
+// Without onDone the agent reads output and exit codes with job_output.
 func NewJobs(onDone func(Job)) *Jobs {
-	if onDone == nil {
-		onDone = func(Job) {}
+	j := &Jobs{onDone: onDone, delivers: onDone != nil, running: map[string]context.CancelFunc{}, logs: map[string]*jobLog{}}
+	if j.onDone == nil {
+		j.onDone = func(Job) {}
 	}
-	return &Jobs{onDone: onDone, running: map[string]context.CancelFunc{}}
+	return j
 }
 
 // Start runs command with bash -c in dir in the background, confined by
@@ -81,23 +93,63 @@ func (j *Jobs) Start(sb *sandbox.Sandbox, dir, command string, timeout, waitDela
 	j.next++
 	id := "job_" + strconv.Itoa(j.next)
 	j.running[id] = cancel
+	log := &jobLog{command: command}
+	j.logs[id] = log
 	j.wg.Go(func() {
 		defer cancel()
-		r := RunCommand(ctx, sb, dir, command, timeout, shellMaxOutputBytes, waitDelay)
+		r := runCommand(ctx, sb, dir, command, timeout, shellMaxOutputBytes, waitDelay, log)
 		job := Job{ID: id, Command: command, Output: r.Output, ExitCode: r.ExitCode,
 			Killed: r.TimedOut || r.Cancelled || r.ExitCode < 0}
 		if r.Err != nil {
 			job.Output, job.ExitCode = fmt.Sprintf("cannot run command: %v", r.Err), -1
 		}
+		log.end(job.ExitCode, job.Killed, r.Err)
 		j.mu.Lock()
 		_, live := j.running[id]
 		delete(j.running, id)
+		j.endedLocked(id)
 		j.mu.Unlock()
 		if live {
 			j.onDone(job)
 		}
 	})
 	return id, nil
+}
+
+// endedLocked remembers that job id ended, forgetting the oldest ended
+// job past keptEndedJobs. j.mu must be held.
+func (j *Jobs) endedLocked(id string) {
+	j.ended = append(j.ended, id)
+	if len(j.ended) > keptEndedJobs {
+		delete(j.logs, j.ended[0])
+		j.ended = j.ended[1:]
+	}
+}
+
+// Output returns what job id printed since the last call (at most max
+// bytes, the newest kept), keeping only lines re matches when re is not
+// nil, and whether the job still runs, how it ended otherwise.
+func (j *Jobs) Output(id string, max int, re *regexp.Regexp) (JobOutput, error) {
+	j.mu.Lock()
+	log, ok := j.logs[id]
+	j.mu.Unlock()
+	if !ok {
+		return JobOutput{}, fmt.Errorf("%w: %q", ErrJobNotFound, id)
+	}
+	return log.unread(max, re), nil
+}
+
+// KillAll kills every running job, as Kill does each; the registry stays
+// open (a tree node's jobs end with its turn, and its next turn may start
+// more).
+func (j *Jobs) KillAll() {
+	j.mu.Lock()
+	cancels := j.running
+	j.running = map[string]context.CancelFunc{}
+	j.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
 }
 
 // Kill kills a running job and everything it started; onDone is not
@@ -136,15 +188,15 @@ func (j *Jobs) Close() {
 }
 
 // Tools returns a shell tool that can run commands in the background
-// through j, and job_kill. They are meant to replace the built-in shell
-// (same name) in a session that has background jobs; o gives the
-// workspace and timeouts as for Builtins.
+// through j, job_output and job_kill. They are meant to replace the
+// built-in shell (same name) in a session that has background jobs; o
+// gives the workspace and timeouts as for Builtins.
 func (j *Jobs) Tools(o BuiltinOptions) []Tool {
 	ws, err := filepath.Abs(o.Workspace)
 	if err != nil {
 		ws = filepath.Clean(o.Workspace)
 	}
-	return []Tool{newBackgroundShell(workRoot(ws), o, j), newJobKill(j)}
+	return []Tool{newBackgroundShell(workRoot(ws), o, j), newJobOutput(j), newJobKill(j)}
 }
 
 type jobKillArgs struct {

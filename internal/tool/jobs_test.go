@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -127,4 +128,53 @@ func TestJobs(t *testing.T) {
 		reqContains(t, reqErr(t, f.call("shell", shellArgs{Command: "true", RunInBackground: true})),
 			"run_in_background is not available")
 	})
+}
+
+// TestJobOutput: without a delivering onDone, the agent reads a job's
+// output as it comes with job_output (Claude Code's BashOutput), filtered
+// or not, and sees how it ended; KillAll ends every running job and the
+// registry takes new ones.
+func TestJobOutput(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	jobs := NewJobs(nil)
+	t.Cleanup(jobs.Close)
+	reg := NewRegistry(jobs.Tools(BuiltinOptions{Workspace: root})...)
+	run := func(name, input string) Result {
+		return reg.Run(context.Background(), llm.ToolCall{ID: "c", Name: name, Input: json.RawMessage(input)})
+	}
+	gate := filepath.Join(root, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	started := reqOK(t, run("shell", `{"command":"echo first; echo noise; cat `+gate+` >/dev/null; echo second; exit 3","run_in_background":true}`))
+	reqContains(t, started, "started background job job_1", "job_output")
+	// The first lines arrive while the job waits on the gate.
+	var got string
+	for !strings.Contains(got, "noise") {
+		got += reqOK(t, run("job_output", `{"id":"job_1"}`))
+	}
+	reqContains(t, got, "job_1 (`echo first;", "is running", "first")
+	reqContains(t, reqOK(t, run("job_output", `{"id":"job_1"}`)), "(no new output)")
+	if err := os.WriteFile(gate, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for !strings.Contains(last, "exited") {
+		last = reqOK(t, run("BashOutput", `{"bash_id":"job_1","filter":"^sec"}`))
+	}
+	reqContains(t, last, "exited with code 3", "second")
+	if _, body, _ := strings.Cut(last, "\n"); strings.Contains(body, "first") {
+		t.Fatalf("an already read line came again: %q", last)
+	}
+	reqContains(t, reqErr(t, run("job_output", `{"id":"job_9"}`)), "no running background job")
+	reqContains(t, reqErr(t, run("job_output", `{"id":"job_1","filter":"("}`)), "is not a regular expression")
+
+	reqOK(t, run("shell", `{"command":"sleep 300","run_in_background":true}`))
+	jobs.KillAll()
+	for out := ""; !strings.Contains(out, "was killed"); {
+		out = reqOK(t, run("job_output", `{"id":"job_2"}`))
+	}
+	reqContains(t, reqOK(t, run("shell", `{"command":"echo again","run_in_background":true}`)), "job_3")
+	reqContains(t, reqErr(t, run("KillShell", `{"shell_id":"job_2"}`)), "no running background job")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -34,7 +35,7 @@ type shellArgs struct {
 	Timeout     int    `json:"timeout,omitempty" jsonschema:"minimum=0" jsonschema_description:"Timeout in seconds. Default 120, maximum 600."`
 	Description string `json:"description,omitempty" jsonschema_description:"A few words saying what the command does, shown to the user."`
 	// RunInBackground starts the command and returns at once.
-	RunInBackground bool `json:"run_in_background,omitempty" jsonschema_description:"Start the command in the background and return at once; its output and exit code are delivered as a message when it ends. No timeout applies unless one is given. Stop it with job_kill."`
+	RunInBackground bool `json:"run_in_background,omitempty" jsonschema_description:"Start the command in the background and return at once with its job id. Read its output and exit code with job_output where it is offered; otherwise they arrive as a message when it ends. No timeout applies unless one is given. Stop it with job_kill."`
 }
 
 func (a shellArgs) Target() Target { return Target{Command: a.Command} }
@@ -45,7 +46,7 @@ type sandboxShellArgs struct {
 	Command                   string `json:"command" jsonschema_description:"The command line, run with bash -c in the workspace root."`
 	Timeout                   int    `json:"timeout,omitempty" jsonschema:"minimum=0" jsonschema_description:"Timeout in seconds. Default 120, maximum 600."`
 	Description               string `json:"description,omitempty" jsonschema_description:"A few words saying what the command does, shown to the user."`
-	RunInBackground           bool   `json:"run_in_background,omitempty" jsonschema_description:"Start the command in the background and return at once; its output and exit code are delivered as a message when it ends. No timeout applies unless one is given. Stop it with job_kill."`
+	RunInBackground           bool   `json:"run_in_background,omitempty" jsonschema_description:"Start the command in the background and return at once with its job id. Read its output and exit code with job_output where it is offered; otherwise they arrive as a message when it ends. No timeout applies unless one is given. Stop it with job_kill."`
 	DangerouslyDisableSandbox bool   `json:"dangerously_disable_sandbox,omitempty" jsonschema_description:"Run outside the sandbox, with the user's full rights. Only when the sandbox blocked something the task needs (a path, a host); a person must approve it."`
 }
 
@@ -196,6 +197,9 @@ func (s *shellTool) background(a shellArgs, sb *sandbox.Sandbox) Result {
 	if err != nil {
 		return Errorf("cannot start background job: %v", err)
 	}
+	if !s.jobs.delivers {
+		return Result{Content: fmt.Sprintf("started background job %s; read its output and exit code with job_output, stop it with job_kill", id)}
+	}
 	return Result{Content: fmt.Sprintf("started background job %s; its result will be delivered when it ends", id)}
 }
 
@@ -232,6 +236,12 @@ type CommandResult struct {
 // sandbox. It is shared by the shell tool, background jobs and the
 // headless protocols' local shell.
 func RunCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration) CommandResult {
+	return runCommand(ctx, sb, dir, command, timeout, maxOutput, waitDelay, nil)
+}
+
+// runCommand is RunCommand whose output also goes to tee as it comes (a
+// background job's live log) when tee is not nil.
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration, tee io.Writer) CommandResult {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := newHeadTail(maxOutput)
@@ -253,7 +263,11 @@ func RunCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 		cmd.Env = append(cmd.Env, call.Env...)
 		cmd.ExtraFiles, started = call.ExtraFiles, call.Started
 	}
-	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, order kept
+	var w io.Writer = out
+	if tee != nil {
+		w = io.MultiWriter(out, tee)
+	}
+	cmd.Stdout, cmd.Stderr = w, w // the same writer: one pipe, order kept
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 	err := runInGroup(ctx, cmd, started)
