@@ -23,6 +23,7 @@ package dialect
 
 import (
 	"errors"
+	"io"
 	"strings"
 )
 
@@ -44,6 +45,16 @@ const (
 // ErrUsage marks a launch arbor refuses: a flag it does not implement,
 // a value it cannot take.
 var ErrUsage = errors.New("usage")
+
+// Parse reads args as client d's CLI reads them (ParseClaudeCode or
+// ParseQwen) and returns the input to serve.
+func Parse(d Dialect, args []string, in io.Reader) (Launch, io.Reader, error) {
+	if d == Qwen {
+		l, err := ParseQwen(args)
+		return l, in, err
+	}
+	return ParseClaudeCode(args, in)
+}
 
 // Recognize reports which client's CLI args are: for an invocation with
 // no subcommand and stream-json in and out, Qwen when it carries

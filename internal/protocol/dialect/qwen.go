@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -111,6 +112,10 @@ func ParseQwen(args []string) (Launch, error) {
 	case "anthropic":
 	default:
 		return Launch{}, refuse("--auth-type %s (the SDK's authType): arbor reads its keys from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY); use openai or anthropic", authType)
+	}
+	if l.Model == "" && os.Getenv("ARBOR_MODEL") == "" && authType != "anthropic" {
+		// The model a qwen user configured, as the qwen CLI reads it.
+		l.Model = os.Getenv("OPENAI_MODEL")
 	}
 	if l.Model != "" && !strings.Contains(l.Model, "/") && !strings.HasPrefix(l.Model, "script:") {
 		// qwen names a model of its auth type's provider.
