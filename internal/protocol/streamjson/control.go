@@ -54,6 +54,9 @@ type initializeResponse struct {
 	// when it carried none), as Claude Code answers.
 	DisallowedToolsApplied *bool `json:"disallowed_tools_applied,omitempty"`
 	MCPServersApplied      *bool `json:"mcp_servers_applied,omitempty"`
+	// UnfiredHooks lists the hook events of the request that arbor
+	// accepted but does not fire yet (arbor's own field).
+	UnfiredHooks []string `json:"unfired_hooks,omitempty"`
 }
 
 type modelInfo struct {
@@ -121,6 +124,9 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		s.mu.Lock()
 		s.hostShell = p.Capabilities.CanExecuteShell && s.sess == nil
 		s.mu.Unlock()
+		if len(applied.UnfiredHooks) > 0 {
+			fmt.Fprintf(s.diag, "arbor: stream-json: hooks for %s are accepted, but arbor does not fire these events yet\n", strings.Join(applied.UnfiredHooks, ", "))
+		}
 		if s.opts.Qwen {
 			s.succeed(id, s.qwenInitialize(p.Effort))
 			return false
@@ -130,7 +136,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 			Capabilities: capabilities{CanUseTool: true, HostExecutedShell: true},
 			Commands:     s.slashCommands(), Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
 			Models: s.models(), Account: accountInfo{APIKeySource: s.keySource()}, PID: os.Getpid(),
-			DisallowedToolsApplied: applied.DisallowedTools, MCPServersApplied: applied.MCPServers,
+			DisallowedToolsApplied: applied.DisallowedTools, MCPServersApplied: applied.MCPServers, UnfiredHooks: applied.UnfiredHooks,
 		})
 		// The session's init line follows when the runner gets to it; a
 		// refused one is not missed, as every turn sends it again. Claude

@@ -89,6 +89,9 @@ func (s *Server) unsupportedFields(p controlPayload) error {
 type initApplied struct {
 	DisallowedTools *bool
 	MCPServers      *bool
+	// UnfiredHooks are the events hooks were accepted for that arbor does
+	// not fire yet.
+	UnfiredHooks []string
 }
 
 // launchFields checks the initialize request's launch fields. Denied

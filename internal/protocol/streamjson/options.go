@@ -56,7 +56,7 @@ func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 	if err != nil {
 		return initApplied{}, err
 	}
-	hooks, err := s.parseHooks(p.Hooks)
+	hooks, unfired, err := s.parseHooks(p.Hooks)
 	if err != nil {
 		return initApplied{}, err
 	}
@@ -74,6 +74,7 @@ func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 		return initApplied{}, err
 	}
 	s.initialized = true
+	applied.UnfiredHooks = unfired
 	s.init = initSettings{systemBase: base, appendSystem: joinNonEmpty("\n", extra, p.AppendSystemPrompt), hooks: hooks}
 	s.hooks.Set(hooks)
 	return applied, nil
