@@ -122,18 +122,35 @@ type (
 		Subtype string            `json:"subtype"`
 		Status  map[string]string `json:"status"`
 	}
+	// contextUsageResponse is get_context_usage's answer in both SDKs'
+	// shapes at once: their field names do not collide (the Claude Agent
+	// SDK reads categories, maxTokens, percentage, model; the Qwen Code
+	// SDK modelName, contextWindowSize, breakdown; both totalTokens).
 	contextUsageResponse struct {
-		Subtype           string           `json:"subtype"`
-		ModelName         string           `json:"modelName"`
-		TotalTokens       int64            `json:"totalTokens"`
-		ContextWindowSize int64            `json:"contextWindowSize"`
-		IsEstimated       bool             `json:"isEstimated"`
-		ShowDetails       bool             `json:"showDetails"`
-		Breakdown         map[string]int64 `json:"breakdown"`
-		BuiltinTools      []string         `json:"builtinTools"`
-		MCPTools          []string         `json:"mcpTools"`
-		MemoryFiles       []string         `json:"memoryFiles"`
-		Skills            []string         `json:"skills"`
+		Categories        []contextCategory `json:"categories"`
+		MaxTokens         int64             `json:"maxTokens"`
+		RawMaxTokens      int64             `json:"rawMaxTokens"`
+		Percentage        float64           `json:"percentage"`
+		GridRows          [][]any           `json:"gridRows"`
+		Model             string            `json:"model"`
+		Subtype           string            `json:"subtype"`
+		ModelName         string            `json:"modelName"`
+		TotalTokens       int64             `json:"totalTokens"`
+		ContextWindowSize int64             `json:"contextWindowSize"`
+		IsEstimated       bool              `json:"isEstimated"`
+		ShowDetails       bool              `json:"showDetails"`
+		Breakdown         map[string]int64  `json:"breakdown"`
+		BuiltinTools      []string          `json:"builtinTools"`
+		MCPTools          []string          `json:"mcpTools"`
+		MemoryFiles       []string          `json:"memoryFiles"`
+		Skills            []string          `json:"skills"`
+	}
+	contextCategory struct {
+		ID     string `json:"id"`
+		Name   string `json:"name"`
+		Tokens int64  `json:"tokens"`
+		Color  string `json:"color"`
+		Kind   string `json:"kind"`
 	}
 	availableModel struct {
 		ID                string `json:"id"`
@@ -199,8 +216,15 @@ func (s *Server) qwenControl(id string, p controlPayload) {
 		s.mu.Lock()
 		r.TotalTokens = s.contextTokens
 		s.mu.Unlock()
+		free := max(r.ContextWindowSize-r.TotalTokens, 0)
 		r.Breakdown["messages"] = r.TotalTokens
-		r.Breakdown["freeSpace"] = max(r.ContextWindowSize-r.TotalTokens, 0)
+		r.Breakdown["freeSpace"] = free
+		r.Model, r.MaxTokens, r.RawMaxTokens, r.GridRows = r.ModelName, r.ContextWindowSize, r.ContextWindowSize, [][]any{}
+		if r.ContextWindowSize > 0 {
+			r.Percentage = 100 * float64(r.TotalTokens) / float64(r.ContextWindowSize)
+		}
+		r.Categories = []contextCategory{{ID: "messages", Name: "Messages", Tokens: r.TotalTokens, Color: "purple", Kind: "used"},
+			{ID: "free_space", Name: "Free space", Tokens: free, Color: "gray", Kind: "free"}}
 		s.succeed(id, r)
 	case "set_effort":
 		st, err := checkEffort(p.Effort)
