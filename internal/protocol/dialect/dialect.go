@@ -50,8 +50,7 @@ var ErrUsage = errors.New("usage")
 // ParseQwen) and returns the input to serve.
 func Parse(d Dialect, args []string, in io.Reader) (Launch, io.Reader, error) {
 	if d == Qwen {
-		l, err := ParseQwen(args)
-		return l, in, err
+		return ParseQwen(args, in)
 	}
 	return ParseClaudeCode(args, in)
 }

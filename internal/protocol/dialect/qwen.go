@@ -18,7 +18,27 @@ import (
 // arbor has a meaning for and refuses the rest, naming them (ErrUsage).
 // Tool names and rules are qwen's (run_shell_command, grep_search, …) or
 // arbor's; they are returned in arbor's.
-func ParseQwen(args []string) (Launch, error) {
+//
+// The SDK sends its external MCP servers (its mcpServers option) in the
+// initialize request, its first input line: ParseQwen reads that line
+// for them (qwenMCPServers) and returns the input to serve, whole.
+func ParseQwen(args []string, in io.Reader) (Launch, io.Reader, error) {
+	l, err := parseQwenArgs(args)
+	if err != nil {
+		return Launch{}, nil, err
+	}
+	servers, rest, err := qwenMCPServers(in)
+	if err != nil {
+		return Launch{}, nil, err
+	}
+	if servers != nil {
+		l.MCPServers, l.FromInit.MCPServers = servers, true
+	}
+	return l, rest, nil
+}
+
+// parseQwenArgs reads ParseQwen's argv.
+func parseQwenArgs(args []string) (Launch, error) {
 	fs := pflag.NewFlagSet("arbor", pflag.ContinueOnError)
 	fs.ParseErrorsAllowlist.UnknownFlags = true
 	fs.SetOutput(io.Discard)

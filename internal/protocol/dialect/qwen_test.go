@@ -2,6 +2,7 @@ package dialect_test
 
 import (
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,8 @@ func TestParseQwen(t *testing.T) {
 	t.Parallel()
 	parse := func(t *testing.T, extra ...string) (dialect.Launch, error) {
 		t.Helper()
-		return dialect.ParseQwen(append(slices.Clone(qwenSDKArgs), extra...))
+		l, _, err := dialect.ParseQwen(append(slices.Clone(qwenSDKArgs), extra...), strings.NewReader(""))
+		return l, err
 	}
 
 	t.Run("every option query() maps to a flag", func(t *testing.T) {
@@ -98,5 +100,45 @@ func TestParseClaudeCodeAddDir(t *testing.T) {
 	l, _, err := dialect.ParseClaudeCode([]string{"--output-format", "stream-json", "--input-format", "stream-json", "--add-dir", "/tmp/a", "--add-dir=/tmp/b"}, strings.NewReader(""))
 	if err != nil || strings.Join(l.AddDirs, ",") != "/tmp/a,/tmp/b" {
 		t.Fatalf("add dirs %q, %v", l.AddDirs, err)
+	}
+}
+
+// TestParseQwenMCPServers: the SDK's external MCP servers come in its
+// first line, the initialize request; they are read at launch, and the
+// input is served whole.
+func TestParseQwenMCPServers(t *testing.T) {
+	t.Parallel()
+	read := func(t *testing.T, in string) (dialect.Launch, string, error) {
+		t.Helper()
+		l, rest, err := dialect.ParseQwen(qwenSDKArgs, strings.NewReader(in))
+		if err != nil {
+			return l, "", err
+		}
+		b, _ := io.ReadAll(rest)
+		return l, string(b), nil
+	}
+	init := `{"type":"control_request","request_id":"r1","request":{"subtype":"initialize","hooks":null,"mcpServers":{"files":{"command":"node","args":["s.mjs"],"env":{"A":"1"}},"web":{"httpUrl":"http://127.0.0.1:1/mcp","headers":{"X":"y"}},"old":{"url":"http://127.0.0.1:1/sse"}}}}` + "\n"
+	l, rest, err := read(t, init+`{"type":"user"}`+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest != init+`{"type":"user"}`+"\n" {
+		t.Fatalf("input served = %q, want it whole", rest)
+	}
+	if !l.FromInit.MCPServers || l.MCPServers["files"].Command != "node" || l.MCPServers["files"].Transport() != "stdio" ||
+		l.MCPServers["web"].Transport() != "http" || l.MCPServers["web"].URL != "http://127.0.0.1:1/mcp" || l.MCPServers["old"].Transport() != "sse" {
+		t.Fatalf("servers = %+v", l.MCPServers)
+	}
+
+	for _, in := range []string{"", `{"type":"user"}` + "\n", `{"type":"control_request","request":{"subtype":"initialize"}}` + "\n"} {
+		l, rest, err := read(t, in)
+		if err != nil || l.MCPServers != nil || rest != in {
+			t.Fatalf("input %q: servers %v, served %q, %v; want no servers and the input whole", in, l.MCPServers, rest, err)
+		}
+	}
+
+	_, _, err = read(t, `{"type":"control_request","request":{"subtype":"initialize","mcpServers":{"x":{"command":"n","trust":true,"includeTools":["a"]}}}}`+"\n")
+	if !errors.Is(err, dialect.ErrUsage) || !strings.Contains(err.Error(), "includeTools, trust") || !strings.Contains(err.Error(), "mcpServers.x") {
+		t.Fatalf("err = %v; want a usage error naming the server and its fields arbor does not take", err)
 	}
 }

@@ -127,8 +127,8 @@ func (s *Server) launchFields(p controlPayload) (initApplied, error) {
 		a.DisallowedTools = &yes
 	}
 	if hasValue(p.MCPServers) {
-		if s.opts.Qwen {
-			return a, fmt.Errorf("initialize: mcpServers (the Qwen Code SDK's external MCP servers) are not supported by arbor under qwen's launch, so refused rather than ignored; declare them in arbor's config (mcp_servers), or pass in-process servers (createSdkMcpServer)")
+		if s.opts.Qwen && (!first || !s.opts.LaunchInit.MCPServers) {
+			return a, fmt.Errorf("initialize: mcpServers (the Qwen Code SDK's external MCP servers) are taken only from the first initialize request, at launch; this one was not")
 		}
 		if !first || !s.opts.LaunchInit.MCPServers {
 			return a, fmt.Errorf("initialize: mcpServers are taken only from the first line of a CLI started with --await-initialize; pass them with --mcp-config (the SDK's mcpServersDelivery: 'argv')")

@@ -88,6 +88,7 @@ type qwenOptions struct {
 	Controls   []string       `json:"controls,omitempty"`
 	Stream     bool           `json:"stream,omitempty"`
 	Model      string         `json:"model,omitempty"`
+	MCP        bool           `json:"mcp,omitempty"`
 }
 
 type qwenConfig struct {

@@ -214,6 +214,37 @@ func TestQwenSDK(t *testing.T) {
 		}
 	})
 
+	// The SDK sends mcpServers in initialize: the external one is started
+	// at launch, the in-process one answers over mcp_message.
+	t.Run("mcpServers", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{ToolCalls: []llmtest.ToolCall{
+			{ID: "call_s", Name: "mcp__files__shout", Input: map[string]any{"text": "hi"}},
+			{ID: "call_a", Name: "mcp__calc__add", Input: map[string]any{"a": 2, "b": 3}},
+		}}, llmtest.Turn{Text: "done"})
+		r := h.run(t, t.TempDir(), srv, qwenOptions{Prompt: "Use the tools", CanUseTool: "allow", MCP: true, Controls: []string{"mcp_server_status"}}, nil)
+		r.requireDone(t)
+		reqs := srv.Requests()
+		if len(reqs) != 2 {
+			r.fatalf(t, "model requests = %d, want 2", len(reqs))
+		}
+		var results []string
+		for _, m := range reqs[1].Messages {
+			for _, p := range m.Parts {
+				if p.ToolResult != nil {
+					results = append(results, p.ToolResult.Content)
+				}
+			}
+		}
+		if got := strings.Join(results, " | "); !strings.Contains(got, "HI!") || !strings.Contains(got, "sum: 5") {
+			r.fatalf(t, "tool results sent to the model: %q; want both servers' answers", got)
+		}
+		st := r.driver("control")
+		if len(st) != 1 || str(st[0], "reply.status.files") != "connected" || str(st[0], "reply.status.calc") != "connected" {
+			r.fatalf(t, "mcp_server_status = %v; want files and calc connected", st)
+		}
+	})
+
 	t.Run("flags", func(t *testing.T) {
 		t.Parallel()
 		t.Run("systemPrompt replaces, coreTools and excludeTools choose the tools", func(t *testing.T) {

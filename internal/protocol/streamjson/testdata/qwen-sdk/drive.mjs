@@ -19,6 +19,9 @@
 //   controls   control methods to call, in order, once the first result
 //              arrived (streaming input stays open until they are done)
 //   stream     use streaming input even without controls or interrupt
+//   mcp        add mcpServers: files, a stdio server (`node drive.mjs
+//              stdio-server`, tool shout), and calc, an in-process one
+//              (createSdkMcpServer, tool add, recorded as sdk_tool)
 //
 // Output (stdout), one JSON object per line: every message query() yields,
 // unchanged (they have a "type"), and the driver's records, which have a
@@ -28,10 +31,23 @@
 //   {"driver":"control","method":…,"reply":…} or {…,"error":…}
 //   {"driver":"session","session_id":…}      q.getSessionId()
 //   {"driver":"done"} / {"driver":"error","message":…}
-import { query } from '@qwen-code/sdk';
+import { query, createSdkMcpServer, tool } from '@qwen-code/sdk';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 
 const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+
+// `node drive.mjs stdio-server` serves the MCP tool shout(text) on stdio.
+if (process.argv[2] === 'stdio-server') {
+  const srv = new McpServer({ name: 'shouter', version: '2.0.0' });
+  srv.tool('shout', 'Say the text in capitals.', { text: z.string() },
+    async ({ text }) => ({ content: [{ type: 'text', text: text.toUpperCase() + '!' }] }));
+  await srv.connect(new StdioServerTransport());
+  await new Promise(() => {}); // until stdin closes
+}
 
 const c = JSON.parse(process.env.ARBOR_QWEN_E2E ?? 'null');
 if (!c || !c.cli || !c.cwd) throw new Error('ARBOR_QWEN_E2E must hold cli and cwd');
@@ -65,6 +81,20 @@ async function main() {
     stderr: (data) => process.stderr.write(data),
     ...(c.options ?? {}),
   };
+  if (c.mcp) {
+    const calc = createSdkMcpServer({
+      name: 'calc',
+      version: '1.0.0',
+      tools: [tool('add', 'Add two numbers.', { a: z.number(), b: z.number() }, async (args) => {
+        emit({ driver: 'sdk_tool', input: args });
+        return { content: [{ type: 'text', text: `sum: ${args.a + args.b}` }] };
+      })],
+    });
+    opts.mcpServers = {
+      files: { command: process.execPath, args: [fileURLToPath(import.meta.url), 'stdio-server'] },
+      calc,
+    };
+  }
   if (c.canUseTool) {
     opts.canUseTool = async (toolName, input) => {
       emit({ driver: 'can_use_tool', tool_name: toolName, input });
