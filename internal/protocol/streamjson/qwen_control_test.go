@@ -72,3 +72,34 @@ func TestFailedCallsNeverSuccessWithError(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptBeforeTheTurnStarts: an interrupt that arrives while the
+// prompt's turn waits behind other work (here the session's creation,
+// held by auth_required) ends that turn as interrupted when it starts,
+// without a model call; the next prompt runs.
+func TestInterruptBeforeTheTurnStarts(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "second"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{noKey: true})
+	b.Send(initialize)
+	b.Next(typ("control_response", "success"))
+	b.Next(typ("control_request", "auth_required"))
+	b.Send(user("one"))
+	b.Send(`{"type":"control_request","request_id":"i-1","request":{"subtype":"interrupt"}}`)
+	if r := b.Next(typ("control_response", "")); r.Response.RequestID != "i-1" || r.Response.Subtype != "success" {
+		t.Fatalf("interrupt answered %s", r.raw)
+	}
+	b.Send(`{"type":"control_response","response":{"subtype":"auth_response","request_id":"auth-init","response":{"provider_id":"anthropic","values":{"api_key":"sk-1"}}}}`)
+	if r := b.Next(typ("result", "")); !r.IsError || r.Subtype != "error_during_execution" || !strings.Contains(strings.Join(r.Errors, " "), "interrupted") {
+		t.Fatalf("the interrupted turn's result %s", r.raw)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("model requests = %d, want 0", n)
+	}
+	b.Send(user("two"))
+	if r := b.Next(typ("result", "")); r.IsError || r.Result != "second" {
+		t.Fatalf("the next turn's result %s", r.raw)
+	}
+	b.Close()
+}
