@@ -123,6 +123,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 		res = sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
 	}
 	res = s.stopHooks(ctx, sess, res)
+	if res.Outcome == agent.OutcomeFailed && errors.Is(context.Cause(ctx), errInterrupted) {
+		// An interrupt that came as the turn began can fail a step's
+		// store write with the cancelled context: it is the interrupt.
+		res.Outcome = agent.OutcomeCancelled
+	}
 	s.events.Flush()
 	s.writePending()
 
