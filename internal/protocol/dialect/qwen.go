@@ -81,10 +81,10 @@ func parseQwenArgs(args []string) (Launch, error) {
 	fs.StringSliceVar(&addDirs, "add-dir", nil, "")
 	fs.BoolVar(&sandbox, "sandbox", false, "")
 	fs.BoolVarP(&debug, "debug", "d", false, "")
-	fs.StringSliceVar(&disabledSlash, "disabled-slash-commands", nil, "")
 	// Options arbor has no counterpart for: declared so that they are
 	// refused by name below, not as unknown flags.
 	fs.IntVar(&maxSubagentDepth, "max-subagent-depth", 0, "")
+	fs.StringSliceVar(&disabledSlash, "disabled-slash-commands", nil, "")
 	fs.StringSliceVarP(&extensions, "extensions", "e", nil, "")
 	fs.StringSliceVar(&mcpNames, "allowed-mcp-server-names", nil, "")
 	fs.StringSliceVar(&fallback, "fallback-model", nil, "")
@@ -112,6 +112,7 @@ func parseQwenArgs(args []string) (Launch, error) {
 		{"safe-mode", "safeMode", "arbor has no safe mode"},
 		{"insecure", "insecure", "arbor always verifies TLS certificates"},
 		{"worktree", "worktree", "use `arbor headless --worktree`"},
+		{"disabled-slash-commands", "disabledSlashCommands", "arbor cannot leave out the project's commands and skills"},
 		{"openai-base-url", "", "set OPENAI_BASE_URL in env instead"},
 		{"openai-api-key", "", "set OPENAI_API_KEY in env instead"},
 		{"prompt", "", "the SDK sends its prompt on stdin"},

@@ -46,7 +46,7 @@ func TestParseQwen(t *testing.T) {
 			"--approval-mode", "auto", "--max-session-turns", "3", "--core-tools", "run_shell_command,read_file",
 			"--exclude-tools", "grep_search", "--allowed-tools", "run_shell_command(git status)", "--auth-type", "openai",
 			"--include-partial-messages", "--session-id", "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b", "--max-tool-calls", "0",
-			"--include-directories", "/tmp/a,/tmp/b", "--disabled-slash-commands", "init", "--sandbox")
+			"--include-directories", "/tmp/a,/tmp/b", "--sandbox")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,6 +78,7 @@ func TestParseQwen(t *testing.T) {
 		{[]string{"--approval-mode", "sometimes"}, "auto-edit"},
 		{[]string{"--fallback-model", "a,b"}, "--fallback-model (the SDK's fallbackModel)"},
 		{[]string{"--max-subagent-depth", "2"}, "--max-subagent-depth"},
+		{[]string{"--disabled-slash-commands", "init"}, "disabledSlashCommands"},
 		{[]string{"--proxy", "http://p"}, "--proxy"},
 		{[]string{"--auth-type", "qwen-oauth"}, "--auth-type qwen-oauth"},
 		{[]string{"--no-such-flag"}, "--no-such-flag"},

@@ -194,12 +194,16 @@ type (
 
 // qwenControl answers the control requests of the Qwen Code SDK that
 // Claude Code has no counterpart for. Usage comes from the session (this
-// process's turns); arbor has no slash commands, and its only MCP
-// servers with a status of this kind are the client's in-process ones.
+// process's turns); the commands are the project's custom commands and
+// skills (package project).
 func (s *Server) qwenControl(id string, p controlPayload) {
 	switch p.Subtype {
 	case "supported_commands":
-		s.succeed(id, commandsResponse{Subtype: p.Subtype, Commands: []string{}})
+		r := commandsResponse{Subtype: p.Subtype, Commands: []string{}}
+		for _, c := range s.slashCommands() {
+			r.Commands = append(r.Commands, c.Name) // the project's commands and skills
+		}
+		s.succeed(id, r)
 	case "mcp_server_status":
 		st := map[string]string{}
 		for _, m := range s.mcpServers() {
@@ -357,6 +361,7 @@ type qwenInitMessage struct {
 	Model           string      `json:"model,omitempty"`
 	PermissionMode  string      `json:"permission_mode"`
 	SlashCommands   []string    `json:"slash_commands"`
+	Skills          []string    `json:"skills"`
 	QwenCodeVersion string      `json:"qwen_code_version"`
 	Agents          []string    `json:"agents"`
 }
@@ -367,7 +372,7 @@ func qwenShape(v any) any {
 	case initMessage:
 		return qwenInitMessage{Type: m.Type, Subtype: m.Subtype, UUID: m.UUID, SessionID: m.SessionID, Cwd: m.Cwd,
 			Tools: m.Tools, MCPServers: m.MCPServers, Model: m.Model, PermissionMode: m.PermissionMode,
-			SlashCommands: m.SlashCommands, QwenCodeVersion: arborVersion(), Agents: []string{}}
+			SlashCommands: m.SlashCommands, Skills: m.Skills, QwenCodeVersion: arborVersion(), Agents: []string{}}
 	case resultMessage:
 		total := m.Usage.InputTokens + m.Usage.OutputTokens
 		m.Usage.TotalTokens = &total
