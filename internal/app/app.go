@@ -119,12 +119,12 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	}
 	mode, err := permission.ParseMode(cfg.Mode)
 	if err != nil {
-		return nil, &config.ValidationError{Field: "mode", Err: err}
+		return nil, &config.ValidationError{Field: "mode", Reason: err.Error(), Err: err}
 	}
 	var a *App // the hooks ask for its sandbox when they run
 	pf, problems := loadProject(ws, cfg, o.ProjectSources, func() *sandbox.Sandbox { return a.Sandbox() })
 	perms, err := permission.New(permission.Options{
-		Mode: mode, Workspace: ws,
+		Mode: mode, Workspace: ws, Roots: cfg.AddDirs,
 		ProjectFile: cfg.ProjectPermissionsFile(), UserFile: cfg.UserPermissionsFile(),
 		Extra: pf.projectRules(),
 	})
@@ -208,7 +208,7 @@ func (a *App) In(dir string) (*App, error) {
 	v.config.Store(cfg)
 	v.project, _ = loadProject(ws, cfg, root.projectSources, v.Sandbox) // its problems are the workspace's, said at start
 	v.Permissions, err = permission.New(permission.Options{
-		Mode: a.Permissions.Mode(), Workspace: ws,
+		Mode: a.Permissions.Mode(), Workspace: ws, Roots: cfg.AddDirs,
 		ProjectFile: v.Config().ProjectPermissionsFile(), UserFile: v.Config().UserPermissionsFile(),
 		Extra: v.project.projectRules(),
 	})
@@ -296,7 +296,7 @@ func (a *App) Reload() error {
 	}
 	mode, err := permission.ParseMode(cfg.Mode)
 	if err != nil {
-		return &config.ValidationError{Field: "mode", Err: err}
+		return &config.ValidationError{Field: "mode", Reason: err.Error(), Err: err}
 	}
 	a.mu.Lock()
 	a.config.Store(cfg)

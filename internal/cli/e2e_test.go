@@ -268,7 +268,9 @@ func TestUsageErrors(t *testing.T) {
 	if o := e.run("run"); o.code != 2 {
 		t.Fatalf("run without a goal: exit %d", o.code)
 	}
-	if o := e.run("run", "--mode", "sideways", "--model", "anthropic/x", "hi"); o.code != 2 || !strings.Contains(o.stderr, "mode") {
+	// The error names the value and the valid modes (it once said
+	// "invalid config: mode: " and nothing more).
+	if o := e.run("run", "--mode", "sideways", "--model", "anthropic/x", "hi"); o.code != 2 || !strings.Contains(o.stderr, `"sideways"`) || !strings.Contains(o.stderr, "auto-edit") {
 		t.Fatalf("bad mode: exit %d %s", o.code, o.stderr)
 	}
 	// Nothing listens on port 1: the store cannot be opened, and the error

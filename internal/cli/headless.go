@@ -178,10 +178,10 @@ func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Op
 	return streamjson.Serve(ctx, a, s.In, s.Out, s.Err, o)
 }
 
-// runSDK serves the Claude Agent SDK, which launched arbor as its CLI
-// (dialect.ParseClaudeCode reads the flags it passes).
-func runSDK(ctx context.Context, args []string, s Streams) int {
-	l, in, err := dialect.ParseClaudeCode(args, s.In)
+// runSDK serves the Claude Agent SDK or the Qwen Code SDK (d), which
+// launched arbor as its CLI (dialect.Parse reads the flags it passes).
+func runSDK(ctx context.Context, d dialect.Dialect, args []string, s Streams) int {
+	l, in, err := dialect.Parse(d, args, s.In)
 	if err != nil {
 		fmt.Fprintln(s.Err, "arbor:", err)
 		if errors.Is(err, dialect.ErrUsage) {
@@ -191,11 +191,11 @@ func runSDK(ctx context.Context, args []string, s Streams) int {
 	}
 	s.In = in
 	g := globals{model: l.Model, mode: l.PermissionMode, mcp: l.MCPServers, strictMCP: l.StrictMCP, stderr: s.Err,
-		sandboxSettings: sdkSandbox(l.Sandbox), settingSources: l.SettingSources}
-	o := streamjson.Options{ClaudeCode: true, MaxTurns: l.MaxTurns, AllowedTools: l.AllowedTools, DisallowedTools: l.DisallowedTools,
-		Tools: l.Tools, AppendSystemPrompt: l.AppendSystemPrompt, Resume: l.Resume, SessionID: l.SessionID,
-		ForkSession: l.ForkSession, PartialMessages: l.PartialMessages, MaxBudgetUSD: l.MaxBudgetUSD,
-		LaunchInit: streamjson.LaunchInit{DisallowedTools: l.FromInit.DisallowedTools, MCPServers: l.FromInit.MCPServers}}
+		sandboxSettings: sdkSandbox(l.Sandbox), settingSources: l.SettingSources, addDirs: l.AddDirs}
+	if l.SandboxRequired {
+		g.sandbox = "required"
+	}
+	o := streamjson.LaunchOptions(d, l)
 	if l.Continue && o.Resume == "" {
 		id, err := latestSession(ctx, &g)
 		switch {

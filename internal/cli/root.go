@@ -63,9 +63,11 @@ type globals struct {
 	// config sets one ("" is off).
 	sandbox, sandboxDefault string
 	// sandboxSettings are the Claude Agent SDK's sandbox option;
-	// settingSources its --setting-sources (nil: every project file).
+	// settingSources its --setting-sources (nil: every project file);
+	// addDirs an SDK's additional directories.
 	sandboxSettings *config.Sandbox
 	settingSources  []string
+	addDirs         []string
 }
 
 // runsAgents marks a command whose agents' commands are sandboxed by
@@ -76,7 +78,7 @@ func (g *globals) open(ctx context.Context) (*app.App, error) {
 	a, err := app.Open(ctx, app.Options{
 		Workspace: g.workspace,
 		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, SandboxSettings: g.sandboxSettings,
-			MCPServers: g.mcp, StrictMCP: g.strictMCP},
+			MCPServers: g.mcp, StrictMCP: g.strictMCP, AddDirs: g.addDirs},
 		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr,
 	})
 	if err != nil {
@@ -103,8 +105,8 @@ func classify(err error) error {
 
 // Run executes the command line args and returns the exit code.
 func Run(ctx context.Context, args []string, s Streams) int {
-	if dialect.Recognize(args) == dialect.ClaudeCode {
-		return runSDK(ctx, args, s)
+	if d := dialect.Recognize(args); d != dialect.Spec {
+		return runSDK(ctx, d, args, s)
 	}
 	root := newRoot(s)
 	root.SetArgs(args)

@@ -43,6 +43,9 @@ type Config struct {
 	Model string `yaml:"model"`
 	// Mode is the permission mode name (see internal/permission).
 	Mode string `yaml:"mode"`
+	// AddDirs are Overrides.AddDirs, absolute: roots the tools may read
+	// and write as they do the workspace (not a setting of the files).
+	AddDirs []string `yaml:"-"`
 	// Store is "" for SQLite at the default path, a postgres:// URL, or a
 	// SQLite file path (made absolute by Load; see DBPath).
 	Store string `yaml:"store"`
@@ -148,6 +151,10 @@ type Overrides struct {
 	// StrictMCP keeps only them (--strict-mcp-config).
 	MCPServers map[string]MCPServer
 	StrictMCP  bool
+	// AddDirs are directories the launching program lets the tools read
+	// and write besides the workspace (Claude Code's --add-dir, qwen's
+	// --include-directories).
+	AddDirs []string
 }
 
 // LoadOptions say where Load looks.
@@ -260,6 +267,10 @@ func Load(o LoadOptions) (*Config, error) {
 	}
 	c.addMCPServers(ov.MCPServers, "flag --mcp-config")
 	c.applySandboxOverrides(ov.SandboxSettings)
+	// Directories added at launch are roots like the workspace: the
+	// permission engine's and the sandbox's writable ones.
+	c.AddDirs = c.absAll(ov.AddDirs)
+	c.Sandbox.Writable = append(c.Sandbox.Writable, c.AddDirs...)
 
 	c.Model = strings.TrimSpace(c.Model)
 	c.Mode = strings.TrimSpace(c.Mode)

@@ -89,3 +89,23 @@ func TestSandboxLimitsNarrow(t *testing.T) {
 		t.Fatalf("max_memory: lots: %v; want an invalid config naming the key", err)
 	}
 }
+
+// TestAddDirs: directories a launching program adds (--add-dir) are
+// absolute roots and writable roots of the sandbox; one that is not a
+// directory is a config error naming it.
+func TestAddDirs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	extra := t.TempDir()
+	c := b.mustLoad(t, Overrides{AddDirs: []string{extra}})
+	equal(t, "add dirs", strings.Join(c.AddDirs, ","), extra)
+	if !slices.Contains(c.Sandbox.Writable, extra) {
+		t.Fatalf("sandbox writable %v lacks %s", c.Sandbox.Writable, extra)
+	}
+	missing := filepath.Join(extra, "missing")
+	_, err := b.load(Overrides{AddDirs: []string{missing}})
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Field != "add_dirs" || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("err = %v, want a validation error of add_dirs naming %s", err, missing)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 
@@ -20,6 +21,11 @@ func (c *Config) validate() error {
 	if c.Model != "" {
 		if _, err := c.lookup(c.Model); err != nil {
 			return c.invalid("model", err, "%v", err)
+		}
+	}
+	for _, d := range c.AddDirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return c.invalid("add_dirs", err, "%s is not a directory the tools could work in", d)
 		}
 	}
 	if c.Mode == "" {

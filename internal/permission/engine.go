@@ -15,6 +15,9 @@ type Options struct {
 	// Workspace confines file paths; "" means the working directory. It
 	// must exist.
 	Workspace string
+	// Roots are directories that count as inside the workspace too
+	// (a launching program's --add-dir); each must exist.
+	Roots []string
 	// ProjectFile and UserFile hold the persisted rules of those scopes;
 	// "" leaves the scope unpersisted (rules can then not be added to it).
 	// See DefaultProjectFile; the user file's place is the configuration's
@@ -73,6 +76,9 @@ func New(o Options) (*Engine, error) {
 	}
 	ws, err := newWorkspace(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := ws.addRoots(o.Roots); err != nil {
 		return nil, err
 	}
 	if fi, err := os.Stat(ws.real); err != nil {

@@ -43,6 +43,44 @@ func ResolvePath(workspace, p string) (abs string, inside bool, err error) {
 type workspace struct {
 	abs  string // absolute and cleaned, as configured
 	real string // abs with symlinks resolved
+	// roots are more directories inside which paths count as inside the
+	// workspace, symlinks resolved.
+	roots []string
+}
+
+// addRoots adds directories that count as inside the workspace.
+func (w *workspace) addRoots(dirs []string) error {
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return fmt.Errorf("additional directory %q: %w", d, err)
+		}
+		if fi, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("additional directory: %w", err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("additional directory %s: not a directory", abs)
+		}
+		real, err := realpath(abs)
+		if err != nil {
+			return fmt.Errorf("additional directory %s: %w", abs, err)
+		}
+		w.roots = append(w.roots, real)
+	}
+	return nil
+}
+
+// contains reports whether the resolved path real lies in the workspace
+// or one of its roots.
+func (w workspace) contains(real string) bool {
+	if within(w.real, real) {
+		return true
+	}
+	for _, r := range w.roots {
+		if within(r, real) {
+			return true
+		}
+	}
+	return false
 }
 
 func newWorkspace(dir string) (workspace, error) {
@@ -89,7 +127,7 @@ func (w workspace) resolve(p string) (resolved, error) {
 		}
 	}
 	for _, real := range r.reals {
-		if !within(w.real, real) {
+		if !w.contains(real) {
 			r.outside = real
 			break
 		}

@@ -158,3 +158,23 @@ func TestDecideWorkspaceConfinement(t *testing.T) {
 		requireAction(t, b.engine.Decide(read("other")), allow)
 	})
 }
+
+// TestDecideRoots: a directory added as a root (--add-dir) is inside like
+// the workspace: reads and writes there follow the mode, and a root that
+// does not exist is refused when the engine is built.
+func TestDecideRoots(t *testing.T) {
+	t.Parallel()
+	b := setup(t, permission.ModeAutoEdit)
+	e, err := permission.New(permission.Options{Mode: permission.ModeAutoEdit, Workspace: b.ws, Roots: []string{b.outside}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireAction(t, e.Decide(write(filepath.Join(b.outside, "new.txt"))), allow)
+	requireAction(t, e.Decide(read(filepath.Join(b.outside, "secret"))), allow)
+	requireAction(t, e.Decide(write(filepath.Join(b.root, "elsewhere.txt"))), deny)
+	// Without the root, the same write is outside.
+	requireAction(t, b.engine.Decide(write(filepath.Join(b.outside, "new.txt"))), deny)
+	if _, err := permission.New(permission.Options{Workspace: b.ws, Roots: []string{filepath.Join(b.root, "missing")}}); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("a missing root: err = %v, want one naming it", err)
+	}
+}

@@ -100,9 +100,12 @@ const (
 // modeNames maps normalized spellings (lower case, no '-' or '_') to modes;
 // the Claude Agent SDK's names are accepted so its clients work unchanged.
 var modeNames = map[string]Mode{
-	"default":           ModeDefault,
-	"autoedit":          ModeAutoEdit,
-	"acceptedits":       ModeAutoEdit,
+	"default":     ModeDefault,
+	"autoedit":    ModeAutoEdit,
+	"acceptedits": ModeAutoEdit,
+	// qwen's auto (a classifier approves the calls it deems safe): edits
+	// run, commands ask unless the sandbox confines them (docs/qwen.md).
+	"auto":              ModeAutoEdit,
 	"trust":             ModeTrust,
 	"yolo":              ModeTrust,
 	"bypasspermissions": ModeTrust,
@@ -111,13 +114,13 @@ var modeNames = map[string]Mode{
 }
 
 // ParseMode accepts "default", "auto-edit" (also "auto_edit", "autoEdit",
-// "acceptEdits"), "trust" (also "yolo", "bypassPermissions"), "plan" and
+// "acceptEdits", qwen's "auto"), "trust" (also "yolo", "bypassPermissions"), "plan" and
 // "dont-ask" ("dontAsk").
 func ParseMode(s string) (Mode, error) {
 	if m, ok := modeNames[normalize(s)]; ok {
 		return m, nil
 	}
-	return "", fmt.Errorf("%w %q: use default, auto-edit (acceptEdits), trust (yolo, bypassPermissions), plan or dont-ask (dontAsk)", ErrInvalidMode, s)
+	return "", fmt.Errorf("%w %q: use default, auto-edit (acceptEdits, auto), trust (yolo, bypassPermissions), plan or dont-ask (dontAsk)", ErrInvalidMode, s)
 }
 
 // Valid reports whether m is one of the modes.

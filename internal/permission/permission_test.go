@@ -19,6 +19,7 @@ func TestParseMode(t *testing.T) {
 		{"auto_edit", permission.ModeAutoEdit},
 		{"autoEdit", permission.ModeAutoEdit},
 		{"acceptEdits", permission.ModeAutoEdit},
+		{"auto", permission.ModeAutoEdit},
 		{"trust", permission.ModeTrust},
 		{"yolo", permission.ModeTrust},
 		{"bypassPermissions", permission.ModeTrust},

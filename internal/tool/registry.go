@@ -109,6 +109,9 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) Result {
 		// names and argument names.
 		if t, ok = r.Lookup(FromClaudeCode(call.Name)); ok {
 			call.Input = claudeCodeInput(t.Info().Name, call.Input)
+		} else if t, ok = r.Lookup(FromQwen(call.Name)); ok {
+			// Or on qwen's (run_shell_command, grep_search, …).
+			call.Input = qwenInput(t.Info().Name, call.Input)
 		}
 	}
 	if !ok {

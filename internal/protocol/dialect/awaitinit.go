@@ -34,25 +34,16 @@ type launchInit struct {
 // the initialize request (Claude Code's initialize_not_first).
 var errInitializeNotFirst = errors.New("--await-initialize: the first input line is not the initialize control request")
 
+// errNoInput: the input ended before its first line.
+var errNoInput = errors.New("the input ended first")
+
 // awaitInitialize reads in's first line, which must be the initialize
 // request, and returns it with the input to serve: that line again, then
 // the rest.
 func awaitInitialize(in io.Reader) (launchInit, io.Reader, error) {
-	br := bufio.NewReaderSize(in, 64*1024)
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > protocol.MaxLine+1 { // +1: the newline
-			return launchInit{}, nil, fmt.Errorf("%w: it is longer than %d bytes", errInitializeNotFirst, protocol.MaxLine)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil && len(line) == 0 {
-			return launchInit{}, nil, fmt.Errorf("%w: the input ended first", errInitializeNotFirst)
-		}
-		break
+	line, rest, err := firstLine(in)
+	if err != nil {
+		return launchInit{}, nil, err
 	}
 	var li launchInit
 	if err := json.Unmarshal(bytes.TrimSpace(line), &li); err != nil || li.Type != "control_request" || li.Request.Subtype != "initialize" {
@@ -63,7 +54,29 @@ func awaitInitialize(in io.Reader) (launchInit, io.Reader, error) {
 			return launchInit{}, nil, fmt.Errorf("--await-initialize: the initialize request's %s are not supported by arbor, so refused rather than ignored", name)
 		}
 	}
-	return li, io.MultiReader(bytes.NewReader(line), br), nil
+	return li, rest, nil
+}
+
+// firstLine reads in's first line and returns it with the input to
+// serve: that line again, then the rest.
+func firstLine(in io.Reader) ([]byte, io.Reader, error) {
+	br := bufio.NewReaderSize(in, 64*1024)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > protocol.MaxLine+1 { // +1: the newline
+			return nil, nil, fmt.Errorf("%w: it is longer than %d bytes", errInitializeNotFirst, protocol.MaxLine)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && len(line) == 0 {
+			return nil, nil, fmt.Errorf("%w: %w", errInitializeNotFirst, errNoInput)
+		}
+		break
+	}
+	return line, io.MultiReader(bytes.NewReader(line), br), nil
 }
 
 // hasJSONValue reports whether a field sets anything: not absent, null,

@@ -14,7 +14,8 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-// Launch is what a Claude Code argv asks of arbor, in arbor's terms.
+// Launch is what a client's argv asks of arbor, in arbor's terms (Claude
+// Code's, ParseClaudeCode, or qwen's, ParseQwen).
 type Launch struct {
 	Model          string
 	PermissionMode string // as given: arbor's mode names and Claude's are both taken
@@ -42,6 +43,21 @@ type Launch struct {
 	// user's files arbor reads (user, project, local; see package
 	// project); nil when the flag is absent (all of them).
 	SettingSources []string
+	// AddDirs are directories the tools may read and write besides the
+	// workspace (Claude Code's --add-dir, qwen's --include-directories),
+	// as given.
+	AddDirs []string
+	// SystemPrompt replaces arbor's system prompt (qwen's --system-prompt).
+	SystemPrompt string
+	// MaxSessionTurns, when > 0, is how many user turns the session runs
+	// (qwen's --max-session-turns).
+	MaxSessionTurns int
+	// MaxToolCalls, when not nil, is how many tool calls the process may
+	// make (qwen's --max-tool-calls; 0: none).
+	MaxToolCalls *int
+	// SandboxRequired is qwen's --sandbox: commands run confined or not
+	// at all.
+	SandboxRequired bool
 	// FromInit says which launch fields came in the initialize request
 	// (--await-initialize): the front end reports them as that request's.
 	FromInit struct{ DisallowedTools, MCPServers bool }
@@ -100,6 +116,7 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 	fs.BoolVar(&l.StrictMCP, "strict-mcp-config", false, "")
 	fs.BoolVar(&awaitInit, "await-initialize", false, "")
 	fs.String("initialize-fields", "", "") // which fields the SDK sent there; all are read (awaitInitialize)
+	fs.StringArrayVar(&l.AddDirs, "add-dir", nil, "")
 	if err := fs.Parse(args); err != nil {
 		return Launch{}, nil, refuse("%v", err)
 	}

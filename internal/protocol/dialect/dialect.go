@@ -7,9 +7,13 @@
 // A client that asks for arbor's own commands (`arbor headless
 // --protocol …`) gets the spec's shapes.
 //
-// This is the one place a dialect is chosen: a new client family (the
-// qwen CLI's, say) adds its recognition and its flags here, and the front
-// ends read the Dialect they are given.
+// The Qwen Code SDK runs its CLI the same way with `--channel=SDK` added
+// (and qwen's own flags: --approval-mode, --core-tools, …); that launch is
+// Qwen, read by ParseQwen. See docs/qwen.md.
+//
+// This is the one place a dialect is chosen: a new client family adds its
+// recognition and its flags here, and the front ends read the Dialect
+// they are given.
 //
 // Invariants: an option of the client's CLI that arbor does not implement
 // is refused with an error that wraps ErrUsage, never ignored; parsing
@@ -17,7 +21,11 @@
 // input back whole.
 package dialect
 
-import "errors"
+import (
+	"errors"
+	"io"
+	"strings"
+)
 
 // Dialect is the shape of a protocol a client expects.
 type Dialect string
@@ -29,17 +37,31 @@ const (
 	// ClaudeCode is stream-json as Claude Code 2.x speaks it, for the
 	// Claude Agent SDK and other programs that launch the claude CLI.
 	ClaudeCode Dialect = "claude-code"
+	// Qwen is stream-json as the qwen CLI speaks it, for the Qwen Code SDK
+	// (query() with pathToQwenExecutable).
+	Qwen Dialect = "qwen"
 )
 
 // ErrUsage marks a launch arbor refuses: a flag it does not implement,
 // a value it cannot take.
 var ErrUsage = errors.New("usage")
 
-// Recognize reports which client's CLI args are: ClaudeCode for the
-// Claude Agent SDK's invocation (no subcommand; stream-json in and out),
-// else Spec.
+// Parse reads args as client d's CLI reads them (ParseClaudeCode or
+// ParseQwen) and returns the input to serve.
+func Parse(d Dialect, args []string, in io.Reader) (Launch, io.Reader, error) {
+	if d == Qwen {
+		return ParseQwen(args, in)
+	}
+	return ParseClaudeCode(args, in)
+}
+
+// Recognize reports which client's CLI args are: for an invocation with
+// no subcommand and stream-json in and out, Qwen when it carries
+// --channel (the Qwen Code SDK always passes --channel=SDK; Claude Code
+// has no such flag), else ClaudeCode (the Claude Agent SDK); Spec for
+// anything else.
 func Recognize(args []string) Dialect {
-	in, out := false, false
+	in, out, channel := false, false, false
 	for i, a := range args {
 		next := ""
 		if i+1 < len(args) {
@@ -50,9 +72,14 @@ func Recognize(args []string) Dialect {
 			in = true
 		case a == "--output-format" && next == "stream-json", a == "--output-format=stream-json":
 			out = true
+		case a == "--channel", strings.HasPrefix(a, "--channel="):
+			channel = true
 		}
 	}
-	if in && out {
+	switch {
+	case in && out && channel:
+		return Qwen
+	case in && out:
 		return ClaudeCode
 	}
 	return Spec

@@ -43,7 +43,7 @@ func (s *Server) authenticate(ctx context.Context) bool {
 		}
 	}
 	sort.Slice(providers, func(i, j int) bool { return providers[i].ID < providers[j].ID })
-	s.write(systemMessage{Type: "system", Subtype: "auth_required", Reason: "not_configured", UUID: newUUID()})
+	s.write(systemMessage{Type: "system", Subtype: "auth_required", Reason: "not_configured", SessionID: s.launchSessionID(), UUID: newUUID()})
 	s.write(controlRequestOut{Type: "control_request", RequestID: authRequestID, Request: outRequest{
 		Subtype: "auth_required", Reason: "not_configured", Providers: providers,
 	}})
@@ -61,7 +61,7 @@ func (s *Server) authenticate(ctx context.Context) bool {
 			fmt.Fprintf(s.diag, "arbor: stream-json: auth: %v\n", err)
 			return false
 		}
-		s.write(systemMessage{Type: "system", Subtype: "auth_ok", UUID: newUUID()})
+		s.write(systemMessage{Type: "system", Subtype: "auth_ok", SessionID: s.launchSessionID(), UUID: newUUID()})
 		return true
 	}
 }

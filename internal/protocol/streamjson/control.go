@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/permission"
@@ -53,6 +54,9 @@ type initializeResponse struct {
 	// when it carried none), as Claude Code answers.
 	DisallowedToolsApplied *bool `json:"disallowed_tools_applied,omitempty"`
 	MCPServersApplied      *bool `json:"mcp_servers_applied,omitempty"`
+	// UnfiredHooks lists the hook events of the request that arbor
+	// accepted but does not fire yet (arbor's own field).
+	UnfiredHooks []string `json:"unfired_hooks,omitempty"`
 }
 
 type modelInfo struct {
@@ -101,8 +105,12 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 	switch p := req.Request; p.Subtype {
 	case "initialize":
 		applied, err := s.applyInitialize(p)
+		var names []string
 		if err == nil {
-			err = s.declareSDKServers(p.SDKMCPServers, p.SDKMCPServerManifests)
+			names, err = sdkServerNames(p.SDKMCPServers)
+		}
+		if err == nil {
+			err = s.declareSDKServers(names, p.SDKMCPServerManifests)
 		}
 		if err != nil {
 			// The Claude Agent SDK goes on after an initialize error, so
@@ -116,12 +124,19 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		s.mu.Lock()
 		s.hostShell = p.Capabilities.CanExecuteShell && s.sess == nil
 		s.mu.Unlock()
+		if len(applied.UnfiredHooks) > 0 {
+			fmt.Fprintf(s.diag, "arbor: stream-json: hooks for %s are accepted, but arbor does not fire these events yet\n", strings.Join(applied.UnfiredHooks, ", "))
+		}
+		if s.opts.Qwen {
+			s.succeed(id, s.qwenInitialize(p.Effort))
+			return false
+		}
 		s.succeed(id, initializeResponse{
 			Subtype:      "initialize",
 			Capabilities: capabilities{CanUseTool: true, HostExecutedShell: true},
 			Commands:     s.slashCommands(), Agents: []string{}, OutputStyle: "default", AvailableOutputStyles: []string{"default"},
 			Models: s.models(), Account: accountInfo{APIKeySource: s.keySource()}, PID: os.Getpid(),
-			DisallowedToolsApplied: applied.DisallowedTools, MCPServersApplied: applied.MCPServers,
+			DisallowedToolsApplied: applied.DisallowedTools, MCPServersApplied: applied.MCPServers, UnfiredHooks: applied.UnfiredHooks,
 		})
 		// The session's init line follows when the runner gets to it; a
 		// refused one is not missed, as every turn sends it again. Claude
@@ -131,17 +146,22 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		// and system init follows.
 		s.submit("session", func(ctx context.Context) {
 			sess, err := s.session(ctx)
-			if err != nil && !s.opts.ClaudeCode && needsAuth(err) && s.authenticate(ctx) {
+			if err != nil && !s.sdkLaunch() && needsAuth(err) && s.authenticate(ctx) {
 				sess, err = s.session(ctx)
 			}
-			if err == nil && !s.opts.ClaudeCode {
+			if err == nil && !s.sdkLaunch() {
 				s.write(s.initMessage(sess.ID))
 			}
 		}, func(error) {})
 	case "interrupt":
 		// The answer goes first, so the client sees it before the result
-		// of the turn it ends. Queued work stays queued.
+		// of the turn it ends: the running one, or, when none runs yet,
+		// the first one queued (a prompt the interrupt came right behind).
+		// The other queued work stays queued.
 		s.succeed(id, interruptResponse{StillQueued: s.stillQueued()})
+		if s.interruptQueued() {
+			return false
+		}
 		s.runner.Cancel(errInterrupted)
 	case "shutdown":
 		s.runner.Cancel(errInterrupted)
@@ -161,7 +181,7 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 				return
 			}
 			s.succeed(id, modelResponse{Model: ref})
-			s.write(systemMessage{Type: "system", Subtype: "model_switched", SessionID: s.sessionID(), Model: ref, UUID: newUUID()})
+			s.write(systemMessage{Type: "system", Subtype: "model_switched", SessionID: s.sessionID(), Model: s.modelName(ref), UUID: newUUID()})
 		}, refused)
 	case "config_override", "set_permission_mode":
 		// Permissions are the app's, not the agent's: applied at once, so
@@ -177,6 +197,8 @@ func (s *Server) control(ctx context.Context, req controlRequestIn) (shutdown bo
 		s.succeed(id, modeResponse{Mode: s.modeName()})
 	case "mcp_status":
 		s.succeed(id, mcpStatusResponse{MCPServers: s.mcpServers()})
+	case "supported_commands", "mcp_server_status", "get_context_usage", "set_effort", "get_available_models", "get_usage_info", "continue_last_turn":
+		s.qwenControl(id, p) // the Qwen Code SDK's (qwen.go)
 	case "mcp_message":
 		s.mcpMessage(id, p)
 	case "reload_config":
@@ -216,6 +238,11 @@ func (s *Server) switchModel(ctx context.Context, ref string) (string, error) {
 	if ref, err = s.resolveAlias(ref); err != nil {
 		return "", err
 	}
+	if s.opts.Qwen && !strings.Contains(ref, "/") && !strings.HasPrefix(ref, "script:") {
+		// qwen names a model of the session's provider.
+		provider, _, _ := strings.Cut(sess.Model.Ref.Ref, "/")
+		ref = provider + "/" + ref
+	}
 	m, err := s.app.Model(ref)
 	if err != nil {
 		return "", err
@@ -233,6 +260,7 @@ func (s *Server) override(mode string, allowed []string) error {
 			return err
 		}
 		s.app.Permissions.SetMode(m)
+		s.noteMode(mode)
 	}
 	for _, name := range allowed {
 		r, err := permission.ParseRule(name, permission.Allow, permission.ScopeSession)
@@ -348,6 +376,9 @@ func (s *Server) answer(resp controlResponseIn) {
 				// The client edits the input in Claude Code's names.
 				ap.UpdatedInput = tool.ClaudeCodeInput(asked.Approval.Tool, a.UpdatedInput)
 			}
+			if s.opts.Qwen && asked != nil && asked.Approval != nil {
+				ap.UpdatedInput = tool.QwenInput(tool.FromQwen(asked.Approval.Tool), a.UpdatedInput)
+			}
 		}
 		res.Approval = &ap
 		if !ap.Allow && asked != nil && asked.Approval != nil {
@@ -369,6 +400,9 @@ func (s *Server) answer(resp controlResponseIn) {
 // clientTool is a tool's name and input as the client knows them: Claude
 // Code's under its argv (Bash, file_path), arbor's otherwise.
 func (s *Server) clientTool(name string, input json.RawMessage) (string, json.RawMessage) {
+	if s.opts.Qwen {
+		return qwenTool(name, input)
+	}
 	if !s.opts.ClaudeCode {
 		return name, input
 	}

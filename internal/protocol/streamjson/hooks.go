@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -25,16 +26,37 @@ type hookMatcher struct {
 	HookCallbackIDs []string `json:"hookCallbackIds"`
 }
 
+// claudeHookEvents are the hook events Claude Code offers (the Claude
+// Agent SDK's HOOK_EVENTS, and Interrupt of its newer versions). Hooks
+// for those arbor does not fire yet are accepted, as Claude Code accepts
+// hooks for events that never happen in a session, and listed (the
+// initialize answer's unfired_hooks and a diagnostics line); a name
+// outside this list is a mistake and refuses the request.
+var claudeHookEvents = map[string]bool{
+	"PreToolUse": true, "PostToolUse": true, "PostToolUseFailure": true, "PostToolBatch": true, "Notification": true,
+	"UserPromptSubmit": true, "UserPromptExpansion": true, "SessionStart": true, "SessionEnd": true, "Stop": true,
+	"StopFailure": true, "SubagentStart": true, "SubagentStop": true, "PreCompact": true, "PostCompact": true,
+	"PreModelSwitch": true, "PostModelSwitch": true, "PermissionRequest": true, "PermissionDenied": true, "Setup": true,
+	"TeammateIdle": true, "TaskCreated": true, "TaskCompleted": true, "Elicitation": true, "ElicitationResult": true,
+	"ConfigChange": true, "WorktreeCreate": true, "WorktreeRemove": true, "InstructionsLoaded": true, "CwdChanged": true,
+	"FileChanged": true, "DirectoryAdded": true, "MessageDisplay": true, "PreSkillShellCommand": true, "Interrupt": true,
+}
+
 // parseHooks turns initialize.hooks into the runner's matchers, each
-// callback id a handler that asks the client.
-func (s *Server) parseHooks(raw map[string][]hookMatcher) (map[hook.Event][]hook.Matcher, error) {
-	out := map[hook.Event][]hook.Matcher{}
+// callback id a handler that asks the client; unfired lists the events
+// arbor accepted hooks for but does not fire.
+func (s *Server) parseHooks(raw map[string][]hookMatcher) (out map[hook.Event][]hook.Matcher, unfired []string, err error) {
+	out = map[hook.Event][]hook.Matcher{}
 	for event, ms := range raw {
 		if len(ms) == 0 {
 			continue
 		}
 		if !hook.Supported(hook.Event(event)) {
-			return nil, fmt.Errorf("initialize: hooks for %s are not supported by arbor (only PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart); remove them or they would never run", event)
+			if !claudeHookEvents[event] {
+				return nil, nil, fmt.Errorf("initialize: %q is no hook event of Claude Code's, so its hooks would never run", event)
+			}
+			unfired = append(unfired, event)
+			continue
 		}
 		for _, m := range ms {
 			hs := make([]hook.Handler, len(m.HookCallbackIDs))
@@ -43,12 +65,13 @@ func (s *Server) parseHooks(raw map[string][]hookMatcher) (map[hook.Event][]hook
 			}
 			hm, err := hook.NewMatcher(m.Matcher, hs...)
 			if err != nil {
-				return nil, fmt.Errorf("initialize: %w", err)
+				return nil, nil, fmt.Errorf("initialize: %w", err)
 			}
 			out[hook.Event(event)] = append(out[hook.Event(event)], hm)
 		}
 	}
-	return out, nil
+	sort.Strings(unfired)
+	return out, unfired, nil
 }
 
 // hookBase fills the common fields of a hook's input.

@@ -31,6 +31,9 @@ var initializeFields = map[string]bool{
 	"subtype": true, "capabilities": true, "systemPrompt": true, "appendSystemPrompt": true, "hooks": true,
 	"disallowedTools": true, "mcpServers": true,
 	"sdkMcpServers": true, "sdkMcpServerManifests": true,
+	// The Qwen Code SDK's: its own timeout for canUseTool (it enforces it
+	// itself), and the reasoning effort (answered in effort_status).
+	"timeout": true, "effort": true,
 }
 
 // UnmarshalJSON decodes a control request and, for initialize, notes the
@@ -74,7 +77,7 @@ func (s *Server) unsupportedFields(p controlPayload) error {
 	if len(p.unsupported) == 0 {
 		return nil
 	}
-	if !s.opts.ClaudeCode {
+	if !s.sdkLaunch() {
 		fmt.Fprintf(s.diag, "arbor: stream-json: initialize: fields %s not used\n", strings.Join(p.unsupported, ", "))
 		return nil
 	}
@@ -86,6 +89,9 @@ func (s *Server) unsupportedFields(p controlPayload) error {
 type initApplied struct {
 	DisallowedTools *bool
 	MCPServers      *bool
+	// UnfiredHooks are the events hooks were accepted for that arbor does
+	// not fire yet.
+	UnfiredHooks []string
 }
 
 // launchFields checks the initialize request's launch fields. Denied
@@ -121,6 +127,9 @@ func (s *Server) launchFields(p controlPayload) (initApplied, error) {
 		a.DisallowedTools = &yes
 	}
 	if hasValue(p.MCPServers) {
+		if s.opts.Qwen && (!first || !s.opts.LaunchInit.MCPServers) {
+			return a, fmt.Errorf("initialize: mcpServers (the Qwen Code SDK's external MCP servers) are taken only from the first initialize request, at launch; this one was not")
+		}
 		if !first || !s.opts.LaunchInit.MCPServers {
 			return a, fmt.Errorf("initialize: mcpServers are taken only from the first line of a CLI started with --await-initialize; pass them with --mcp-config (the SDK's mcpServersDelivery: 'argv')")
 		}

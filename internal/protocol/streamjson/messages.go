@@ -64,7 +64,9 @@ type controlPayload struct {
 	Hooks              map[string][]hookMatcher `json:"hooks,omitempty"`
 	// initialize (Claude Agent SDK): the client's in-process MCP servers,
 	// and what each answered to initialize and tools/list (see mcp.go)
-	SDKMCPServers         []string               `json:"sdkMcpServers,omitempty"`
+	// (an array of names from the Claude Agent SDK, an object by name
+	// from the Qwen Code SDK; see sdkServerNames)
+	SDKMCPServers         json.RawMessage        `json:"sdkMcpServers,omitempty"`
 	SDKMCPServerManifests map[string]sdkManifest `json:"sdkMcpServerManifests,omitempty"`
 	// mcp_message: a JSON-RPC message of an in-process MCP server
 	ServerName string          `json:"server_name,omitempty"`
@@ -73,6 +75,12 @@ type controlPayload struct {
 	// fields, see LaunchInit
 	DisallowedTools []string        `json:"disallowedTools,omitempty"`
 	MCPServers      json.RawMessage `json:"mcpServers,omitempty"`
+	// initialize, set_effort (Qwen Code SDK): the reasoning effort
+	Effort string `json:"effort,omitempty"`
+	// get_context_usage (Qwen Code SDK)
+	ShowDetails bool `json:"show_details,omitempty"`
+	// get_usage_info (Qwen Code SDK): today, week, month, all
+	Range string `json:"range,omitempty"`
 	// unsupported are the initialize fields with a value that arbor does
 	// not act on (see initializeFields).
 	unsupported []string
@@ -262,6 +270,9 @@ type apiUsage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	// TotalTokens is the qwen CLI's (input plus output), set for its
+	// clients only.
+	TotalTokens *int64 `json:"total_tokens,omitempty"`
 }
 
 type resultMessage struct {
@@ -280,6 +291,14 @@ type resultMessage struct {
 	ModelUsage        map[string]modelUsage `json:"modelUsage"`
 	PermissionDenials []permissionDenial    `json:"permission_denials"`
 	UUID              string                `json:"uuid"`
+	// Error is what the Qwen Code SDK's error result reads
+	// (error.message); set for its clients only.
+	Error *resultError `json:"error,omitempty"`
+}
+
+type resultError struct {
+	Type    string `json:"type,omitempty"`
+	Message string `json:"message"`
 }
 
 // permissionUpdate is a Claude Code permission suggestion: add these

@@ -10,6 +10,7 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/protocol/dialect"
 )
 
 // initSettings are what a client's initialize request sets for the
@@ -55,7 +56,7 @@ func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 	if err != nil {
 		return initApplied{}, err
 	}
-	hooks, err := s.parseHooks(p.Hooks)
+	hooks, unfired, err := s.parseHooks(p.Hooks)
 	if err != nil {
 		return initApplied{}, err
 	}
@@ -73,6 +74,7 @@ func (s *Server) applyInitialize(p controlPayload) (initApplied, error) {
 		return initApplied{}, err
 	}
 	s.initialized = true
+	applied.UnfiredHooks = unfired
 	s.init = initSettings{systemBase: base, appendSystem: joinNonEmpty("\n", extra, p.AppendSystemPrompt), hooks: hooks}
 	s.hooks.Set(hooks)
 	return applied, nil
@@ -174,4 +176,15 @@ func (s *Server) resolveAlias(ref string) (string, error) {
 		return "", fmt.Errorf("model alias %q: no configured model's name contains it; add one under providers.<name>.models in the config, or pass provider/model", ref)
 	}
 	return bestProvider + "/" + best, nil
+}
+
+// LaunchOptions are the options of a client's launch as dialect read it
+// (Claude Code's argv or qwen's).
+func LaunchOptions(d dialect.Dialect, l dialect.Launch) Options {
+	return Options{ClaudeCode: d == dialect.ClaudeCode, Qwen: d == dialect.Qwen, MaxTurns: l.MaxTurns,
+		AllowedTools: l.AllowedTools, DisallowedTools: l.DisallowedTools, Tools: l.Tools,
+		AppendSystemPrompt: l.AppendSystemPrompt, SystemPrompt: l.SystemPrompt, Resume: l.Resume, SessionID: l.SessionID,
+		ForkSession: l.ForkSession, PartialMessages: l.PartialMessages, MaxBudgetUSD: l.MaxBudgetUSD,
+		MaxSessionTurns: l.MaxSessionTurns, MaxToolCalls: l.MaxToolCalls, ApprovalMode: l.PermissionMode,
+		LaunchInit: LaunchInit{DisallowedTools: l.FromInit.DisallowedTools, MCPServers: l.FromInit.MCPServers}}
 }

@@ -139,6 +139,25 @@ func TestSDK(t *testing.T) {
 		}
 	})
 
+	// An interrupt right behind the prompt ends that turn as interrupted
+	// (as Claude Code does), whether it came before the turn started (no
+	// model call) or just after (the call is cancelled).
+	t.Run("interrupt-early", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "must not be asked"})
+		r := h.drive(t, "interrupt-early", srv, nil)
+		if ints := r.driverEvents("interrupted"); len(ints) != 1 {
+			r.fatalf(t, "q.interrupt() resolved %d times, want once", len(ints))
+		}
+		res := r.result(t)
+		if res.Subtype != "error_during_execution" || !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "interrupted") {
+			r.fatalf(t, "result = {subtype:%q is_error:%v errors:%q}; want the turn interrupted", res.Subtype, res.IsError, res.Errors)
+		}
+		if n := len(srv.Requests()); n > 1 {
+			r.fatalf(t, "model requests = %d, want at most 1 (the interrupted turn is not retried)", n)
+		}
+	})
+
 	t.Run("missing-key", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(llmtest.Turn{Text: "never asked"})

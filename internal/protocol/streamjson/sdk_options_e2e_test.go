@@ -146,16 +146,62 @@ func TestSDKOptions(t *testing.T) {
 		}
 	})
 
-	t.Run("unsupported-hook", func(t *testing.T) {
+	// Hooks for every event Claude Code offers are accepted, as Claude
+	// Code accepts them: those arbor fires run, the others are listed.
+	t.Run("every-hook-event", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(shellCall("toolu_k2", "echo hi"), llmtest.Turn{Text: "done"})
+		r := h.driveOptions(t, srv, driverOptions{RecordHooks: []string{"*", "Interrupt"},
+			Options: map[string]any{"permissionMode": "bypassPermissions", "allowDangerouslySkipPermissions": true}})
+		r.requireDone(t)
+		if res := r.result(t); res.IsError || res.Result != "done" {
+			r.fatalf(t, "result is_error %v result %q; want success", res.IsError, res.Result)
+		}
+		var got []string
+		for _, e := range r.driverEvents("hook") {
+			got = append(got, e.Message)
+		}
+		if strings.Join(got, " ") != "SessionStart UserPromptSubmit PreToolUse PostToolUse Stop" {
+			r.fatalf(t, "hooks called %q; want the ones arbor fires, in order", got)
+		}
+		for _, unfired := range []string{"Notification", "PreSkillShellCommand", "Interrupt"} {
+			if !strings.Contains(r.stderr, unfired) || !strings.Contains(r.stderr, "does not fire these events yet") {
+				r.fatalf(t, "arbor's diagnostics do not list the %s hook as accepted but not fired", unfired)
+			}
+		}
+	})
+
+	t.Run("unknown-hook-event", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(llmtest.Turn{Text: "never"})
-		r := h.driveOptions(t, srv, driverOptions{Prompt: "hi", Options: map[string]any{}, RecordHooks: []string{"Notification"}})
+		r := h.driveOptions(t, srv, driverOptions{Prompt: "hi", Options: map[string]any{}, RecordHooks: []string{"PreToolUze"}})
 		// The SDK goes on after an initialize error, so the turn fails.
-		if res := r.result(t); !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "Notification") {
-			r.fatalf(t, "result is_error %v errors %q; want the refusal naming the Notification hook", res.IsError, res.Errors)
+		if res := r.result(t); !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "PreToolUze") {
+			r.fatalf(t, "result is_error %v errors %q; want the refusal naming the misspelt event", res.IsError, res.Errors)
 		}
 		if n := len(srv.Requests()); n != 0 {
 			r.fatalf(t, "model requests = %d, want 0", n)
+		}
+	})
+
+	t.Run("additionalDirectories", func(t *testing.T) {
+		t.Parallel()
+		extra := t.TempDir()
+		target := filepath.Join(extra, "out.txt")
+		srv := llmtest.NewServer(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_a1", Name: "Write", Input: map[string]any{"file_path": target, "content": "y"}}}},
+			llmtest.Turn{Text: "written"})
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"permissionMode": "acceptEdits", "additionalDirectories": []string{extra}}})
+		r.requireDone(t)
+		if b, err := os.ReadFile(target); err != nil || string(b) != "y" {
+			r.fatalf(t, "%s = %q, %v; a write in an additional directory was refused", target, b, err)
+		}
+		// Without it, the same write is outside the workspace.
+		srv2 := llmtest.NewServer(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_a2", Name: "Write", Input: map[string]any{"file_path": filepath.Join(extra, "no.txt"), "content": "n"}}}},
+			llmtest.Turn{Text: "refused"})
+		r2 := h.driveOptions(t, srv2, driverOptions{Options: map[string]any{"permissionMode": "acceptEdits"}})
+		r2.requireDone(t)
+		if _, err := os.Stat(filepath.Join(extra, "no.txt")); !os.IsNotExist(err) {
+			r2.fatalf(t, "a write outside the workspace and its added directories ran")
 		}
 	})
 
@@ -278,9 +324,9 @@ func TestSDKOptions(t *testing.T) {
 	t.Run("refused-option", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(llmtest.Turn{Text: "never"})
-		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"fallbackModel": "claude-other", "additionalDirectories": []string{"/tmp"}}})
-		if end := r.end(t); end.Driver != "error" || !strings.Contains(end.Message, "--fallback-model") || !strings.Contains(end.Message, "--add-dir") {
-			r.fatalf(t, "driver ended with %s %q; want an error naming --fallback-model and --add-dir", end.Driver, end.Message)
+		r := h.driveOptions(t, srv, driverOptions{Options: map[string]any{"fallbackModel": "claude-other"}})
+		if end := r.end(t); end.Driver != "error" || !strings.Contains(end.Message, "--fallback-model") {
+			r.fatalf(t, "driver ended with %s %q; want an error naming --fallback-model", end.Driver, end.Message)
 		}
 		if n := len(srv.Requests()); n != 0 {
 			r.fatalf(t, "model requests = %d, want 0", n)

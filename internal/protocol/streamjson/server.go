@@ -72,6 +72,20 @@ type Options struct {
 	// LaunchInit is what the CLI took from the client's first line, the
 	// initialize request, at launch (--await-initialize).
 	LaunchInit LaunchInit
+	// ApprovalMode is the permission mode as the client named it at
+	// launch (qwen's --approval-mode; "auto" is reported back so).
+	ApprovalMode string
+	// Qwen is set when arbor runs under the qwen CLI's argv (the Qwen Code
+	// SDK): messages take the shapes its types read (see qwen.go).
+	Qwen bool
+	// SystemPrompt replaces arbor's system prompt (qwen's --system-prompt).
+	SystemPrompt string
+	// MaxSessionTurns, when > 0, is how many user turns the session runs;
+	// a turn past it ends with error_max_turns without a model call.
+	MaxSessionTurns int
+	// MaxToolCalls, when not nil, is how many tool calls the process may
+	// make; the call past it is refused and ends its turn.
+	MaxToolCalls *int
 }
 
 // ErrErrorResult is Serve's error under Claude Code's argv when the last
@@ -146,6 +160,9 @@ type Server struct {
 	startContext string
 	// hookCalls are the hook_callback requests waiting for an answer.
 	hookCalls map[string]chan hookReply
+	// turnq tracks the turns submitted, running and interrupted before
+	// they started (turnqueue.go).
+	turnq turnQueue
 
 	// hooks runs the client's hooks (initialize.hooks); it has a lock of
 	// its own.
@@ -157,9 +174,18 @@ type Server struct {
 	apiTime   atomic.Int64
 	// lastFailed is whether the last result written was an error.
 	lastFailed atomic.Bool
+	// contextTokens are the tokens of the last model call's context
+	// (get_context_usage); autoMode is whether the client named the mode
+	// it set "auto" (qwen.go). Guarded by mu.
+	contextTokens int64
+	autoMode      bool
+	// toolCalls counts the process's tool calls, for MaxToolCalls.
+	toolCalls atomic.Int64
 }
 
 type userTurn struct {
+	seq       int  // the turn's number in turnq, set by submitTurn
+	cont      bool // continue_last_turn: no prompt, the agent continues
 	text      string
 	sessionID string
 	uuid      string            // the client's, "" when it gave none
@@ -174,6 +200,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
 	s.hooks.Base = s.hookBase
+	s.noteMode(o.ApprovalMode)
 	defer func() {
 		// Claude Code exits with status 1 after an error result, which
 		// the Claude Agent SDK turns into the query's error.
@@ -310,6 +337,9 @@ func (s *Server) write(v any) {
 	if r, ok := v.(resultMessage); ok {
 		s.lastFailed.Store(r.IsError)
 	}
+	if s.opts.Qwen {
+		v = qwenShape(v)
+	}
 	if err := s.out.Put(v); err != nil {
 		fmt.Fprintf(s.diag, "arbor: stream-json: write: %v\n", err)
 	}
@@ -342,10 +372,13 @@ func (s *Server) submit(kind string, run func(ctx context.Context), refused func
 // submitTurn queues a user message; one refused gets an error result.
 func (s *Server) submitTurn(t userTurn) {
 	s.queue(t.uuid, true)
+	t.seq = s.addTurn()
 	s.submit("turn", func(ctx context.Context) {
 		s.queue(t.uuid, false)
+		s.startTurn(t.seq)
 		s.turn(ctx, t)
 	}, func(err error) {
+		s.dropTurn(t.seq)
 		s.queue(t.uuid, false)
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})

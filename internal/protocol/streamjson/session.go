@@ -37,6 +37,9 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	}
 	o := app.SessionOptions{Model: model, MaxTurns: s.opts.MaxTurns, Title: "stream-json",
 		System: joinNonEmpty("\n", s.opts.AppendSystemPrompt, in.appendSystem), SystemBase: in.systemBase}
+	if s.opts.SystemPrompt != "" && o.SystemBase == "" {
+		o.SystemBase = s.opts.SystemPrompt
+	}
 	if hostShell {
 		o.Tools = append(o.Tools, s.hostShellTool())
 	}
@@ -50,10 +53,16 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	o.Hide = hide
 	// Under Claude Code's argv the tools are Claude Code's (Bash, Read
 	// with file_path, …); hooks see them so, outside that presentation.
-	if s.opts.ClaudeCode || len(in.hooks) > 0 {
+	if s.opts.ClaudeCode || s.opts.Qwen || s.opts.MaxToolCalls != nil || len(in.hooks) > 0 {
 		o.Wrap = func(t tool.Tool) tool.Tool {
+			if s.opts.MaxToolCalls != nil {
+				t = s.capCalls(t)
+			}
 			if s.opts.ClaudeCode {
 				t = tool.AsClaudeCode(t)
+			}
+			if s.opts.Qwen {
+				t = tool.AsQwen(t)
 			}
 			if len(in.hooks) > 0 {
 				t = s.wrapHooks(t)
@@ -69,8 +78,9 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 		sess, err = s.fork(ctx, s.opts.Resume, o)
 	case s.opts.Resume != "":
 		sess, err = s.app.ResumeSession(ctx, s.opts.Resume, o)
-	case s.opts.ClaudeCode:
-		// Claude Code's session ids are UUIDs; clients parse them so.
+	case s.sdkLaunch():
+		// Claude Code's and qwen's session ids are UUIDs; clients parse
+		// them so, and the Qwen Code SDK sends its own (--session-id).
 		id := s.opts.SessionID
 		if id == "" {
 			id = newUUID()
@@ -86,8 +96,16 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 		if _, ok := sess.Tools.Lookup(n); ok || hide != nil && hide(tool.FromClaudeCode(n)) {
 			continue
 		}
-		if _, ok := sess.Tools.Lookup(tool.FromClaudeCode(n)); !ok {
-			return nil, fmt.Errorf("--tools names %q, which is no tool of arbor's (it has %s)", n, strings.Join(sess.Tools.Names(), ", "))
+		_, ok := sess.Tools.Lookup(tool.FromClaudeCode(n))
+		if q := tool.QwenName(n); !ok && s.opts.Qwen && q != "" {
+			_, ok = sess.Tools.Lookup(q) // presented under qwen's name
+		}
+		if !ok {
+			flag := "--tools"
+			if s.opts.Qwen {
+				flag = "--core-tools (the SDK's coreTools)"
+			}
+			return nil, fmt.Errorf("%s names %q, which is no tool of arbor's (it has %s)", flag, n, strings.Join(sess.Tools.Names(), ", "))
 		}
 	}
 	s.mu.Lock()

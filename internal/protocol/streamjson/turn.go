@@ -77,12 +77,12 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	sess, err := s.session(ctx)
 	// A Claude Agent SDK client cannot answer auth_required (it says the
 	// subtype is unsupported): the error result names what to set instead.
-	if err != nil && !s.opts.ClaudeCode && needsAuth(err) {
+	if err != nil && !s.sdkLaunch() && needsAuth(err) {
 		if s.authenticate(ctx) {
 			sess, err = s.session(ctx)
 		}
 	}
-	if err != nil && s.opts.ClaudeCode && needsAuth(err) {
+	if err != nil && s.sdkLaunch() && needsAuth(err) {
 		s.loginFailure(err, start)
 		return
 	}
@@ -93,8 +93,14 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 		return
 	}
 	s.write(s.initMessage(sess.ID))
+	if s.turnRefused(t, sess.ID, start) {
+		return
+	}
 
-	text, err := s.promptHooks(ctx, sess, t.text)
+	var text string
+	if !t.cont { // a continuation sends no prompt
+		text, err = s.promptHooks(ctx, sess, t.text)
+	}
 	if err != nil {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: sess.ID, DurationMS: time.Since(start).Milliseconds(),
@@ -110,8 +116,18 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	s.calls, s.failed = 0, map[string]string{}
 	s.mu.Unlock()
-	res := sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
+	var res agent.Result
+	if t.cont {
+		res = sess.Agent.Continue(ctx)
+	} else {
+		res = sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
+	}
 	res = s.stopHooks(ctx, sess, res)
+	if res.Outcome == agent.OutcomeFailed && errors.Is(context.Cause(ctx), errInterrupted) {
+		// An interrupt that came as the turn began can fail a step's
+		// store write with the cancelled context: it is the interrupt.
+		res.Outcome = agent.OutcomeCancelled
+	}
 	s.events.Flush()
 	s.writePending()
 
@@ -135,16 +151,25 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 		r.StopReason = "end_turn"
 		if errs := s.allCallsFailed(denials); errs != nil {
 			// Not a clean success: the result says what failed. Claude
-			// Code's result is not an error then (the model saw the
-			// failures and answered), so under its argv only errors
-			// says so: is_error would make the SDK throw.
-			r.IsError, r.Errors = !s.opts.ClaudeCode, errs
+			// Code's and qwen's result is not an error then (the model
+			// saw the failures and answered), so under their argv only
+			// errors says so: is_error would make the SDK throw. A spec
+			// client gets an error result; never success with is_error.
+			r.Errors = errs
+			if !s.sdkLaunch() {
+				r.Subtype, r.IsError = "error_during_execution", true
+			}
 		}
 	case agent.OutcomeMaxTurns:
 		r.Subtype, r.IsError, r.Errors = "error_max_turns", true, []string{fmt.Sprintf("Reached maximum number of turns (%d)", res.Steps)}
 	case agent.OutcomeCancelled:
 		if errors.Is(res.Err, errBudget) {
 			r.Subtype, r.IsError, r.Errors = "error_max_budget_usd", true, []string{res.Err.Error()}
+			break
+		}
+		var tb errToolBudget
+		if errors.As(context.Cause(ctx), &tb) {
+			r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{tb.Error()}
 			break
 		}
 		var hs hook.Stopped
@@ -170,12 +195,16 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			r.Subtype = "error_max_budget_usd"
 		}
 	}
+	s.endTurn(res.Outcome == agent.OutcomeCancelled)
 	s.write(r)
 }
 
 // modeName is the permission mode as the client names it: Claude Code's
 // names under Claude Code's argv, arbor's otherwise.
 func (s *Server) modeName() string {
+	if s.opts.Qwen {
+		return s.qwenMode()
+	}
 	if s.opts.ClaudeCode {
 		return claudeMode(s.app.Permissions.Mode())
 	}
@@ -230,7 +259,7 @@ func (s *Server) initMessage(sessionID string) initMessage {
 // keySource is the account's apiKeySource: Claude Code's values under its
 // argv (the SDK's ApiKeySource type), arbor's "environment" otherwise.
 func (s *Server) keySource() string {
-	if s.opts.ClaudeCode {
+	if s.sdkLaunch() {
 		return "ANTHROPIC_API_KEY"
 	}
 	return "environment"
@@ -239,7 +268,7 @@ func (s *Server) keySource() string {
 // modelName is a model as the client names it: Claude Code names models
 // without a provider prefix; cosh clients get arbor's provider/model.
 func (s *Server) modelName(ref string) string {
-	if s.opts.ClaudeCode {
+	if s.sdkLaunch() {
 		if _, name, ok := strings.Cut(ref, "/"); ok {
 			return name
 		}
@@ -278,9 +307,12 @@ func (s *Server) translate(e agent.Event) {
 		return
 	}
 	s.writePending()
-	if s.opts.ClaudeCode {
+	if s.sdkLaunch() {
 		if s.opts.PartialMessages {
 			for _, r := range s.raw.events(e, s.modelName(sess.Model.Ref.Ref)) {
+				if s.opts.Qwen && r.Type == "message_delta" {
+					continue // qwen sends none; its SDK's StreamEvent has none
+				}
 				s.write(rawStreamEvent{Type: "stream_event", Event: r, SessionID: sid, UUID: newUUID()})
 			}
 		}
@@ -309,6 +341,10 @@ func (s *Server) translate(e agent.Event) {
 		if s.opts.ClaudeCode {
 			// As Claude Code writes them (TestClaudeCodeGoldens).
 			m.StopReason, m.StopSequence = json.RawMessage("null"), json.RawMessage("null")
+		}
+		if s.opts.Qwen && e.StopReason != llm.StopToolUse {
+			// As qwen writes them (TestQwenGoldens): tool_use, else null.
+			m.StopReason = json.RawMessage("null")
 		}
 		// Held until the usage of its call, published next, is known.
 		s.mu.Lock()
@@ -339,6 +375,7 @@ func (s *Server) usage(u *agent.UsageUpdated) {
 		CacheReadInputTokens: u.Call.CacheReadTokens, CacheCreationInputTokens: u.Call.CacheWriteTokens}
 	name := s.modelName(u.Model)
 	s.mu.Lock()
+	s.contextTokens = u.Call.InputTokens + u.Call.CacheReadTokens + u.Call.CacheWriteTokens + u.Call.OutputTokens
 	if s.pending != nil {
 		s.pending.Message.Usage = &au
 	}

@@ -28,9 +28,12 @@
 //              adds a canUseTool callback that records each call and answers
 //              so; c.preToolUseDeny adds a PreToolUse hook (matcher
 //              c.preToolUseDeny) that records each call and denies it;
-//              c.recordHooks (event names) adds for each a hook that
-//              records its call and answers {}.
-import { query } from '@anthropic-ai/claude-agent-sdk';
+//              c.recordHooks (event names; "*" for every event of the
+//              SDK's HOOK_EVENTS) adds for each a hook that records its
+//              call and answers {}.
+//   interrupt-early  streaming input: q.interrupt() right after the SDK
+//              wrote the prompt, then the input ends.
+import { query, HOOK_EVENTS } from '@anthropic-ai/claude-agent-sdk';
 import { createInterface } from 'node:readline';
 
 const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
@@ -138,7 +141,9 @@ async function options(c) {
       }],
     };
   }
-  for (const event of c.recordHooks ?? []) {
+  // "*" stands for every event of the SDK's HOOK_EVENTS.
+  const events = (c.recordHooks ?? []).flatMap((e) => (e === '*' ? HOOK_EVENTS : [e]));
+  for (const event of events) {
     opts.hooks = {
       ...(opts.hooks ?? {}),
       [event]: [{
@@ -152,7 +157,31 @@ async function options(c) {
   await collect(query({ prompt: c.prompt ?? 'Say hello', options: opts }));
 }
 
-const scenarios = { plain, tool, interrupt, options };
+// interruptEarly: streaming input; q.interrupt() right after the SDK wrote
+// the prompt (it asks the input for its next message then), before the
+// turn could start.
+async function interruptEarly(c) {
+  let endInput, promptWritten;
+  const inputEnded = new Promise((resolve) => { endInput = resolve; });
+  const written = new Promise((resolve) => { promptWritten = resolve; });
+  async function* input() {
+    yield { type: 'user', message: { role: 'user', content: 'Tell me a long story.' }, parent_tool_use_id: null, session_id: '' };
+    promptWritten();
+    await inputEnded;
+  }
+  const q = query({ prompt: input(), options: baseOptions(c) });
+  const iterating = collect(q);
+  iterating.catch(() => {});
+  try {
+    await written;
+    emit({ driver: 'interrupted', reply: (await q.interrupt()) ?? null });
+  } finally {
+    endInput();
+  }
+  await iterating;
+}
+
+const scenarios = { plain, tool, interrupt, options, 'interrupt-early': interruptEarly };
 
 async function main() {
   const name = process.argv[2];
