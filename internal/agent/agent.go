@@ -122,6 +122,10 @@ type Config struct {
 	// Hooks, when set, are the session's project hooks at the points of
 	// a turn the loop owns (its end, a compaction).
 	Hooks TurnHooks
+	// TurnEnded, when set, is called as every Send and Continue ends,
+	// before the session's status is stored (a tree node's background
+	// jobs end with its turn).
+	TurnEnded func()
 }
 
 // TurnHooks are what the loop asks of a session's hooks (app adapts the
@@ -306,6 +310,9 @@ func (a *Agent) lastText() string {
 }
 
 func (a *Agent) finish(ctx context.Context, r Result) Result {
+	if a.cfg.TurnEnded != nil {
+		a.cfg.TurnEnded()
+	}
 	status := store.SessionIdle
 	switch r.Outcome {
 	case OutcomeCancelled:

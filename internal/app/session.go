@@ -61,6 +61,9 @@ type SessionOptions struct {
 	// (run_in_background) and adds job_kill; nil refuses background
 	// commands. The caller owns it and closes it when the session ends.
 	Jobs *tool.Jobs
+	// TurnEnded is called as each turn of the session's agent ends
+	// (agent.Config.TurnEnded).
+	TurnEnded func()
 	// Wrap, when set, wraps every tool outside the permission decorator
 	// (a client's hooks that run before the permission check).
 	Wrap func(tool.Tool) tool.Tool
@@ -238,7 +241,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
-		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(hooks, o.NodeID),
+		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(hooks, o.NodeID), TurnEnded: o.TurnEnded,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},

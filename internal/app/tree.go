@@ -12,6 +12,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -133,12 +134,16 @@ type nodeAgents struct {
 }
 
 func (n *nodeAgents) NewAgent(ctx context.Context, spec tree.AgentSpec) (*agent.Agent, error) {
+	// A node's background jobs end with its turn: when it completes,
+	// waits for its children, is stopped or paused, or times out.
+	jobs := tool.NewJobs(nil)
 	o := SessionOptions{
 		Model: n.modelOf(spec), MaxTurns: n.maxTurns, Title: spec.Title,
 		Tools: spec.Tools, System: spec.System, Gate: spec.Gate, Charge: spec.Charge,
 		RunID: spec.RunID, NodeID: spec.NodeID, Flush: spec.Flush,
 		// runAgent makes a node's prompt and notices again after a crash.
 		Resendable: true, QueueEnd: spec.QueueEnd,
+		Jobs: jobs, TurnEnded: jobs.KillAll,
 	}
 	var (
 		s   *Session

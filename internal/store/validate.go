@@ -45,6 +45,10 @@ func ValidateMessage(m llm.Message) error {
 			if p.ToolResult == nil {
 				return fmt.Errorf("%w: part %d is a tool result without a result", ErrInvalid, i)
 			}
+		case llm.PartImage:
+			if p.Image == nil {
+				return fmt.Errorf("%w: part %d is an image without an image", ErrInvalid, i)
+			}
 		default:
 			return fmt.Errorf("%w: part %d has unknown type %q", ErrInvalid, i, p.Type)
 		}

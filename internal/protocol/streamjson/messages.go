@@ -37,6 +37,16 @@ type contentBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Source is an image block's image, as the Claude Agent SDK sends
+	// it: {"type": "base64", "media_type": "image/png", "data": …}.
+	Source *imageSource `json:"source,omitempty"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url,omitempty"`
 }
 
 // controlRequestIn is a "control_request" line from the client.

@@ -32,7 +32,9 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/hook"
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/protocol"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // Options configure a server; the CLI fills them from its flags.
@@ -96,6 +98,8 @@ var ErrErrorResult = errors.New("the last turn ended with an error result")
 type Server struct {
 	app  *app.App
 	opts Options
+	// jobs are the session's background jobs, made by Serve.
+	jobs *tool.Jobs
 	// out queues output lines for its own goroutine, so neither the reader
 	// nor the runner waits for a client that reads slowly.
 	out  *protocol.Outbox
@@ -187,6 +191,7 @@ type userTurn struct {
 	seq       int  // the turn's number in turnq, set by submitTurn
 	cont      bool // continue_last_turn: no prompt, the agent continues
 	text      string
+	images    []llm.Image // the message's image blocks
 	sessionID string
 	uuid      string            // the client's, "" when it gave none
 	env       map[string]string // shell_context.env, for the turn's commands
@@ -218,6 +223,10 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// The session's background jobs (Bash's run_in_background, read with
+	// BashOutput) live until the server ends, after its turns.
+	s.jobs = tool.NewJobs(nil)
+	defer s.jobs.Close()
 	s.runner.Start(ctx)
 
 	if o.Prompt != "" {
@@ -297,11 +306,18 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 			return false
 		}
 		text, err := u.text()
+		var images []llm.Image
+		if err == nil {
+			images, err = u.images()
+		}
 		if err != nil {
 			fmt.Fprintf(s.diag, "arbor: stream-json: line %d: %v\n", line.Number, err)
+			s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
+				Errors: []string{fmt.Sprintf("user message on line %d was not run: %v", line.Number, err)}, SessionID: s.sessionID(),
+				PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 			return false
 		}
-		t := userTurn{text: text, sessionID: u.SessionID, uuid: u.UUID}
+		t := userTurn{text: text, images: images, sessionID: u.SessionID, uuid: u.UUID}
 		if u.ShellContext != nil {
 			t.env = u.ShellContext.Env
 		}

@@ -19,40 +19,6 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-// text flattens a user message's content (a string, or text blocks) and
-// its shell context into the text the model sees.
-func (u userInput) text() (string, error) {
-	var b strings.Builder
-	if sc := u.ShellContext; sc != nil {
-		fmt.Fprintf(&b, "[shell context] cwd: %s", sc.Cwd)
-		if sc.LastExitCode != nil {
-			fmt.Fprintf(&b, "; last exit code: %d", *sc.LastExitCode)
-		}
-		b.WriteString("\n\n")
-	}
-	var s string
-	if err := json.Unmarshal(u.Message.Content, &s); err == nil {
-		b.WriteString(s)
-		return b.String(), nil
-	}
-	var blocks []contentBlock
-	if err := json.Unmarshal(u.Message.Content, &blocks); err != nil {
-		return "", errors.New("user message content must be a string or an array of content blocks")
-	}
-	for i, bl := range blocks {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		switch bl.Type {
-		case "text":
-			b.WriteString(bl.Text)
-		default:
-			fmt.Fprintf(&b, "[%s block omitted]", bl.Type)
-		}
-	}
-	return b.String(), nil
-}
-
 func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -101,6 +67,9 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	if !t.cont { // a continuation sends no prompt
 		text, err = s.promptHooks(ctx, sess, t.text)
 	}
+	if err == nil && len(t.images) > 0 && sess.Model.Ref.NoImages {
+		err = fmt.Errorf("the message holds %d image(s), but the model %s takes no images (its config says images: false); it was not sent", len(t.images), sess.Model.Ref.Ref)
+	}
 	if err != nil {
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: sess.ID, DurationMS: time.Since(start).Milliseconds(),
@@ -120,7 +89,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	if t.cont {
 		res = sess.Agent.Continue(ctx)
 	} else {
-		res = sess.Agent.Send(tool.WithEnv(ctx, t.env), llm.UserText(text))
+		msg := llm.UserText(text)
+		for _, img := range t.images {
+			msg.Parts = append(msg.Parts, llm.ImagePart(img))
+		}
+		res = sess.Agent.Send(tool.WithEnv(ctx, t.env), msg)
 	}
 	res = s.stopHooks(ctx, sess, res)
 	if res.Outcome == agent.OutcomeFailed && errors.Is(context.Cause(ctx), errInterrupted) {

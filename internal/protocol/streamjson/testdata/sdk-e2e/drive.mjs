@@ -33,6 +33,8 @@
 //              call and answers {}.
 //   interrupt-early  streaming input: q.interrupt() right after the SDK
 //              wrote the prompt, then the input ends.
+//   image      streaming input: one user message of an image block (a 1×1
+//              PNG, base64) and a text block, then the input ends.
 import { query, HOOK_EVENTS } from '@anthropic-ai/claude-agent-sdk';
 import { createInterface } from 'node:readline';
 
@@ -181,7 +183,24 @@ async function interruptEarly(c) {
   await iterating;
 }
 
-const scenarios = { plain, tool, interrupt, options, 'interrupt-early': interruptEarly };
+// TINY_PNG is a 1×1 PNG, base64: the image scenario's image.
+const TINY_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+// image: a user message with an image block, as a program sends a screenshot.
+async function image(c) {
+  async function* input() {
+    yield {
+      type: 'user', parent_tool_use_id: null, session_id: '',
+      message: { role: 'user', content: [
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: TINY_PNG } },
+        { type: 'text', text: 'What is in the picture?' },
+      ] },
+    };
+  }
+  await collect(query({ prompt: input(), options: baseOptions(c) }));
+}
+
+const scenarios = { plain, tool, interrupt, options, 'interrupt-early': interruptEarly, image };
 
 async function main() {
   const name = process.argv[2];
