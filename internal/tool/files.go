@@ -58,4 +58,3 @@ func (w workRoot) editThrough(ctx context.Context, files Files, a editArgs) Resu
 	}
 	return res
 }
-
