@@ -39,6 +39,9 @@ type session struct {
 	nodes map[int64]tree.NodeView
 	// model is the agent's model ref (the children's too).
 	model string
+	// ended are the results of the children that ended since the last
+	// prompt: the next prompt gives them to the agent.
+	ended []string
 }
 
 // modes are arbor's permission modes, offered as the session's modes.

@@ -36,7 +36,7 @@ func (s *Server) prompt(m message) {
 			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopCancelled}))
 			return
 		}
-		res := ss.sess.Agent.Send(ctx, llm.UserText(text))
+		res := ss.sess.Agent.Send(ctx, llm.UserText(ss.takeEnded()+text))
 		s.events.Flush() // the turn's updates go before its answer
 		stop, rerr := stopReason(res)
 		if rerr != nil {
@@ -48,6 +48,19 @@ func (s *Server) prompt(m message) {
 	if err != nil {
 		s.send(s.conn.fail(m.ID, codeInternalError, fmt.Sprintf("session/prompt: %v", err)))
 	}
+}
+
+// takeEnded returns the results of the children that ended since the
+// last prompt, as lines to put before the prompt's text.
+func (ss *session) takeEnded() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.ended) == 0 {
+		return ""
+	}
+	out := strings.Join(ss.ended, "\n") + "\n\n"
+	ss.ended = nil
+	return out
 }
 
 // stopReason maps a turn's outcome to ACP's stop reason; a failed turn is

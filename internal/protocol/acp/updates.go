@@ -81,6 +81,7 @@ func (ss *session) toolCall(id, name string, input json.RawMessage) sessionUpdat
 		} `json:"edits"`
 		Command string `json:"command"`
 		Pattern string `json:"pattern"`
+		Goal    string `json:"goal"`
 	}
 	_ = json.Unmarshal(input, &args) // a tool whose input is not an object has no such fields
 	if t, ok := ss.sess.Tools.Lookup(name); ok {
@@ -113,6 +114,8 @@ func (ss *session) toolCall(id, name string, input json.RawMessage) sessionUpdat
 	case args.Path != "":
 		u.Title = fmt.Sprintf("%s %s", name, args.Path)
 		u.Locations = []location{{Path: path}}
+	case args.Goal != "":
+		u.Title = fmt.Sprintf("%s: %s", name, args.Goal)
 	case args.Pattern != "":
 		u.Title = fmt.Sprintf("%s %s", name, args.Pattern)
 	}
@@ -134,6 +137,13 @@ func (ss *session) toolCall(id, name string, input json.RawMessage) sessionUpdat
 // root, in creation order, each with its state.
 func (ss *session) planWith(n tree.NodeView) sessionUpdate {
 	ss.mu.Lock()
+	if old, ok := ss.nodes[n.ID]; n.ParentID == 1 && n.State.Terminal() && (!ok || !old.State.Terminal()) {
+		out := n.Result
+		if n.Error != "" {
+			out = "error: " + n.Error
+		}
+		ss.ended = append(ss.ended, fmt.Sprintf("[sub-agent %d %q ended %s] %s", n.ID, n.Goal, n.State, out))
+	}
 	ss.nodes[n.ID] = n
 	ids := make([]int64, 0, len(ss.nodes))
 	for id := range ss.nodes {
