@@ -69,15 +69,21 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 		}
 		return nil
 	case <-ctx.Done():
-		c.forget(id)
+		if c.forget(id) {
+			// The client may drop the request (its dialog) now.
+			_ = c.notify("$/cancel_request", cancelRequest{RequestID: id})
+		}
 		return fmt.Errorf("%s: %w", method, context.Cause(ctx))
 	}
 }
 
-func (c *conn) forget(id int64) {
+// forget drops call id; it reports whether it was still waiting.
+func (c *conn) forget(id int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	_, ok := c.calls[id]
 	delete(c.calls, id)
+	return ok
 }
 
 // deliver hands the client's answer m to the call waiting for it; an

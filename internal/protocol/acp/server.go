@@ -45,6 +45,9 @@ type Server struct {
 	// asks are the permission requests out to the client, by interaction
 	// id: their cancel ends the wait when the interaction ends otherwise.
 	asks map[string]context.CancelFunc
+	// closing is set when the input ended: a session opened afterwards is
+	// closed at once.
+	closing bool
 }
 
 // Serve runs the protocol until in ends or ctx is cancelled. Then every
@@ -68,6 +71,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	stop()
 	s.conn.close()
 	s.mu.Lock()
+	s.closing = true
 	sessions := make([]*session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
 		sessions = append(sessions, ss)

@@ -121,6 +121,11 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 		return nil, &rpcError{Code: codeInternalError, Message: err.Error()}
 	}
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ss.close()
+		return nil, &rpcError{Code: codeInternalError, Message: "arbor acp is stopping: the client disconnected"}
+	}
 	s.sessions[id] = ss
 	s.mu.Unlock()
 	return ss, nil

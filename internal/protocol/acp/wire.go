@@ -64,6 +64,12 @@ type outError struct {
 	Error   rpcError        `json:"error"`
 }
 
+// cancelRequest is $/cancel_request: arbor no longer waits for the answer
+// to its request RequestID.
+type cancelRequest struct {
+	RequestID int64 `json:"requestId"`
+}
+
 // initialize
 
 type initializeRequest struct {
