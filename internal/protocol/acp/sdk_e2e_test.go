@@ -63,6 +63,20 @@ type driveConfig struct {
 	Buffers      map[string]string `json:"buffers,omitempty"`
 	SessionID    string            `json:"sessionId,omitempty"`
 	WaitPlanDone bool              `json:"waitPlanDone,omitempty"`
+	MCPServers   []mcpServer       `json:"mcpServers,omitempty"`
+}
+
+// mcpServer is a stdio server of session/new's mcpServers.
+type mcpServer struct {
+	Name    string      `json:"name"`
+	Command string      `json:"command"`
+	Args    []string    `json:"args"`
+	Env     []nameValue `json:"env"`
+}
+
+type nameValue struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // record is one line the driver printed.

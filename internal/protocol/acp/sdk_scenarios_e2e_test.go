@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
 )
 
 // TestSDK drives the built arbor binary with the official ACP TypeScript
@@ -218,6 +220,33 @@ func TestSDK(t *testing.T) {
 		reqs := srv2.Requests()
 		if len(reqs) != 1 || len(reqs[0].Messages) != 3 || !strings.Contains(firstUserText(reqs[0]), "My colour is blue") {
 			r2.fatalf(t, "the loaded session's model request = %d requests; want 1 carrying the stored conversation", len(reqs))
+		}
+	})
+
+	t.Run("the client's MCP servers are connected", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_echo", Name: "mcp__editor__echo", Input: map[string]any{"text": "from the editor's server"}}}},
+			llmtest.Turn{Text: "Echoed.", Expect: "echo: from the editor's server"},
+		)
+		t.Cleanup(srv.Close)
+		home := t.TempDir()
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := h.drive(t, "prompt", driveConfig{Cwd: workspace(t, home), Env: env(home, srv), Args: []string{"--mode", "trust"}, Prompts: []string{"Echo"},
+			MCPServers: []mcpServer{{Name: "editor", Command: self, Args: []string{}, Env: []nameValue{{Name: mcptest.EnvServe, Value: "1"}}}}})
+		r.requireDone(t)
+		if got := r.stops(); !slices.Equal(got, []string{"end_turn"}) {
+			r.fatalf(t, "stop reasons = %q; want [end_turn]", got)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 2 || !slices.ContainsFunc(reqs[0].Tools, func(s llm.ToolSpec) bool { return s.Name == "mcp__editor__echo" }) {
+			r.fatalf(t, "model requests = %d; want 2, the first offering mcp__editor__echo", len(reqs))
+		}
+		if tr := toolResults(reqs[1]); len(tr) != 1 || tr[0].IsError || tr[0].Content != "echo: from the editor's server" {
+			r.fatalf(t, "tool results = %+v; want the MCP server's echo", tr)
 		}
 	})
 
