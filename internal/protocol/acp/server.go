@@ -251,3 +251,10 @@ func params(m message, v any) *rpcError {
 func unknownSession(method, id string) *rpcError {
 	return &rpcError{Code: codeNotFound, Message: fmt.Sprintf("%s: no open session %q (session/new or session/load opens one)", method, id)}
 }
+
+// Help is `arbor acp --help`'s text.
+const Help = `Run arbor as an ACP agent for an editor (Zed, JetBrains IDEs, Neovim and
+Emacs plugins): JSON-RPC 2.0 on stdin/stdout, one message a line. Sessions
+are arbor's stored sessions (session/load continues them); a session's tree
+shows as the plan; --mode is the first mode of every session and --model its
+model. Diagnostics go to stderr. See docs/acp.md.`
