@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -47,7 +48,8 @@ func (s *Server) interaction(ss *session, in agent.Interaction) {
 			delete(s.asks, in.ID)
 			s.mu.Unlock()
 		}()
-		a := s.askPermission(ctx, ss, *in.Approval)
+		req := *in.Approval
+		a := s.askPermission(ctx, ss, req, strings.TrimPrefix(in.SessionID, ss.id+"."))
 		// The interaction may have ended meanwhile (the prompt was
 		// cancelled): then there is nothing to resolve.
 		if err := s.app.Broker.Resolve(in.ID, agent.Response{Approval: &a}); err != nil && !errors.Is(err, agent.ErrUnknownInteraction) {
@@ -58,8 +60,13 @@ func (s *Server) interaction(ss *session, in agent.Interaction) {
 
 // askPermission puts req to the client and returns its answer; a client
 // that cannot answer (it disconnected) refuses.
-func (s *Server) askPermission(ctx context.Context, ss *session, req tool.ApprovalRequest) tool.Approval {
+// node names the sub-agent (its node id) whose call it is, or is the
+// session's id for the session's own calls.
+func (s *Server) askPermission(ctx context.Context, ss *session, req tool.ApprovalRequest, node string) tool.Approval {
 	call := ss.toolCall(req.CallID, req.Tool, req.Input)
+	if node != ss.id {
+		call.Title = "sub-agent #" + node + ": " + call.Title
+	}
 	tc := permissionToolCall{ToolCallID: call.ToolCallID, Title: call.Title, Kind: call.Kind, Status: "pending",
 		Content: call.ToolContent, Locations: call.Locations, RawInput: call.RawInput}
 	var resp requestPermissionResponse

@@ -149,6 +149,8 @@ func TestSDK(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
 			switch {
+			case strings.Contains(firstUserText(req), "CHILD-TASK") && len(toolResults(req)) == 0:
+				return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_child_write", Name: "write_file", Input: map[string]any{"path": "child.txt", "content": "by the child"}}}}
 			case strings.Contains(firstUserText(req), "CHILD-TASK"):
 				return llmtest.Turn{Text: "the child's report"}
 			case len(toolResults(req)) == 0:
@@ -159,9 +161,18 @@ func TestSDK(t *testing.T) {
 		})
 		t.Cleanup(srv.Close)
 		home := t.TempDir()
-		r := h.drive(t, "prompt", driveConfig{Cwd: workspace(t, home), Env: env(home, srv, "ARBOR_SANDBOX=off"), Args: []string{"--mode", "trust"},
-			Prompts: []string{"Plan it"}, WaitPlanDone: true})
+		ws := workspace(t, home)
+		// Default mode: the child's write asks the editor, as the
+		// session's own calls do.
+		r := h.drive(t, "prompt", driveConfig{Cwd: ws, Env: env(home, srv), Prompts: []string{"Plan it"}, WaitPlanDone: true})
 		r.requireDone(t)
+		perms := r.all("permission")
+		if len(perms) != 1 || !strings.Contains(string(perms[0].Params), `"toolCallId":"call_child_write"`) || !strings.Contains(string(perms[0].Params), "sub-agent #") {
+			r.fatalf(t, "permission requests = %d; want 1, the child's write_file, titled as a sub-agent's", len(perms))
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "child.txt")); err != nil || string(b) != "by the child" {
+			r.fatalf(t, "child.txt = %q, %v; want the child's write, allowed by the editor", b, err)
+		}
 		plans := r.updates("plan")
 		if len(plans) == 0 {
 			r.fatalf(t, "no plan update")

@@ -23,9 +23,19 @@ func (s *Server) translate(e agent.Event) {
 		}
 		return
 	}
-	ss := s.session(agent.MetaOf(e).SessionID)
+	id := agent.MetaOf(e).SessionID
+	ss := s.session(id)
 	if ss == nil {
-		return // a child node's agent, or another front end's session
+		// A child node's agent ("<session>.<node>"): what it asks a
+		// person goes to its session's client; the rest is the plan's.
+		main, _, child := strings.Cut(id, ".")
+		if in, ok := e.(*agent.InteractionRequested); ok && child {
+			if ss = s.session(main); ss != nil {
+				s.interaction(ss, in.Interaction)
+			}
+		}
+		s.resolved(e)
+		return
 	}
 	switch e := e.(type) {
 	case *agent.TextDelta:
@@ -46,12 +56,23 @@ func (s *Server) translate(e agent.Event) {
 	case *agent.InteractionRequested:
 		s.interaction(ss, e.Interaction)
 	case *agent.InteractionResolved:
-		s.mu.Lock()
-		cancel := s.asks[e.ID]
-		s.mu.Unlock()
-		if cancel != nil && e.Resolution != "answered" {
-			cancel() // the turn ended first: the client's answer is moot
-		}
+		s.resolved(e)
+	}
+}
+
+// resolved ends the wait for the client's answer to an interaction that
+// ended otherwise (the turn was cancelled, the deadline passed): the
+// answer is moot.
+func (s *Server) resolved(e agent.Event) {
+	r, ok := e.(*agent.InteractionResolved)
+	if !ok || r.Resolution == "answered" {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.asks[r.ID]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 }
 
