@@ -64,6 +64,7 @@ type driveConfig struct {
 	SessionID    string            `json:"sessionId,omitempty"`
 	WaitPlanDone bool              `json:"waitPlanDone,omitempty"`
 	MCPServers   []mcpServer       `json:"mcpServers,omitempty"`
+	Terminal     bool              `json:"terminal,omitempty"`
 }
 
 // mcpServer is a stdio server of session/new's mcpServers.
@@ -93,6 +94,8 @@ type record struct {
 	Code       *int            `json:"code"`
 	Message    string          `json:"message"`
 	Pid        int             `json:"pid"`
+	TerminalID string          `json:"terminalId"`
+	Args       []string        `json:"args"`
 	Alive      bool            `json:"alive"`
 }
 

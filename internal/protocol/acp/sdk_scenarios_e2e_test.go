@@ -261,6 +261,43 @@ func TestSDK(t *testing.T) {
 		}
 	})
 
+	t.Run("shell commands run in the editor's terminal", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_term", Name: "shell", Input: map[string]any{"command": "echo from-the-terminal; pwd; exit 3"}}}},
+			llmtest.Turn{Text: "Ran it."},
+		)
+		t.Cleanup(srv.Close)
+		home := t.TempDir()
+		ws := workspace(t, home)
+		// The sandbox off: with it on, arbor keeps its own (confined) shell.
+		r := h.drive(t, "prompt", driveConfig{Cwd: ws, Env: env(home, srv, "ARBOR_SANDBOX=off"), Args: []string{"--mode", "trust"},
+			Prompts: []string{"Run it"}, Terminal: true})
+		r.requireDone(t)
+		terms := r.all("terminal")
+		if len(terms) != 1 || !slices.Equal(terms[0].Args, []string{"-c", "echo from-the-terminal; pwd; exit 3"}) {
+			r.fatalf(t, "terminal/create = %+v; want one running the command with bash -c", terms)
+		}
+		if rel := r.all("release"); len(rel) != 1 || rel[0].TerminalID != terms[0].TerminalID {
+			r.fatalf(t, "terminal/release = %+v; want the terminal released", rel)
+		}
+		shown := false
+		for _, u := range r.updates("tool_call_update") {
+			shown = shown || u.ToolCallID == "call_term" && strings.Contains(string(u.Content), `"terminalId":"`+terms[0].TerminalID+`"`)
+		}
+		if !shown {
+			r.fatalf(t, "no tool_call_update embedding the terminal in call_term")
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 2 {
+			r.fatalf(t, "model requests = %d; want 2", len(reqs))
+		}
+		tr := toolResults(reqs[1])
+		if len(tr) != 1 || !tr[0].IsError || !strings.Contains(tr[0].Content, "from-the-terminal\n"+ws) || !strings.Contains(tr[0].Content, "[exit code 3]") {
+			r.fatalf(t, "tool result = %+v; want the terminal's output, run in the workspace, and exit code 3", tr)
+		}
+	})
+
 	t.Run("bad requests get clear errors", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer()

@@ -143,11 +143,14 @@ func (ss *session) start(ctx context.Context, resume bool) error {
 	if resume {
 		so.Model = "" // the session's own, unless the client switches
 	}
+	if s.capabilities().Terminal && ss.work.Sandbox() == nil {
+		so.Tools = append(so.Tools, ss.terminalShell())
+	}
 	host, err := engine.Host(ctx, tree.HostOptions{ID: ss.id, SessionID: ss.id, Model: so.Model, Workspace: ss.work.Workspace})
 	if err != nil {
 		return err
 	}
-	so.Tools = host.Tools()
+	so.Tools = append(so.Tools, host.Tools()...)
 	var sess *app.Session
 	if resume {
 		sess, err = ss.work.ResumeSession(ctx, ss.id, so)

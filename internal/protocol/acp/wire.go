@@ -306,6 +306,8 @@ type toolCallContent struct {
 	Path    string        `json:"path,omitempty"`
 	OldText *string       `json:"oldText,omitempty"`
 	NewText *string       `json:"newText,omitempty"`
+	// TerminalID is a terminal's (type terminal).
+	TerminalID string `json:"terminalId,omitempty"`
 }
 
 type location struct {

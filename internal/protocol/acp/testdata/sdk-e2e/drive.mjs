@@ -6,6 +6,7 @@
 //   {driver: "update", update}            a session/update
 //   {driver: "permission", params}        a session/request_permission
 //   {driver: "read"|"write", path, ...}   fs/read_text_file, fs/write_text_file
+//   {driver: "terminal"|"release", ...}   terminal/create, terminal/release
 //   {driver: "session", sessionId}        session/new's answer
 //   {driver: "stop", stopReason}          a prompt's answer
 //   {driver: "rpc_error", what, code, message}
@@ -38,6 +39,8 @@ function waitUpdate(pred) {
   return new Promise((resolve) => waiters.push({ pred, resolve }));
 }
 
+const terminals = new Map();
+
 const app = client({ name: "arbor-acp-e2e" })
   .onNotification(methods.client.session.update, ({ params }) => {
     rec({ driver: "update", sessionId: params.sessionId, update: params.update });
@@ -58,6 +61,33 @@ const app = client({ name: "arbor-acp-e2e" })
     const buffered = cfg.buffers?.[params.path];
     rec({ driver: "read", path: params.path, buffered: buffered !== undefined });
     return { content: buffered ?? fs.readFileSync(params.path, "utf8") };
+  })
+  // terminal/*: an editor's terminals, here child processes.
+  .onRequest(methods.client.terminal.create, ({ params }) => {
+    const id = `term-${terminals.size + 1}`;
+    const p = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? cfg.cwd, env });
+    const t = { output: "", exit: null, proc: p };
+    p.stdout.on("data", (d) => (t.output += d));
+    p.stderr.on("data", (d) => (t.output += d));
+    t.done = new Promise((res) => p.on("close", (code, signal) => res((t.exit = { exitCode: code, signal }))));
+    terminals.set(id, t);
+    rec({ driver: "terminal", terminalId: id, command: params.command, args: params.args, cwd: params.cwd });
+    return { terminalId: id };
+  })
+  .onRequest(methods.client.terminal.output, ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    return { output: t.output, truncated: false, exitStatus: t.exit };
+  })
+  .onRequest(methods.client.terminal.waitForExit, async ({ params }) => await terminals.get(params.terminalId).done)
+  .onRequest(methods.client.terminal.kill, ({ params }) => {
+    terminals.get(params.terminalId).proc.kill("SIGKILL");
+    return {};
+  })
+  .onRequest(methods.client.terminal.release, ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    if (t.exit === null) t.proc.kill("SIGKILL");
+    rec({ driver: "release", terminalId: params.terminalId });
+    return {};
   })
   .onRequest(methods.client.fs.writeTextFile, ({ params }) => {
     rec({ driver: "write", path: params.path, content: params.content });
@@ -80,7 +110,7 @@ async function rpcError(what, p) {
 async function run(ctx) {
   const init = await ctx.request(methods.agent.initialize, {
     protocolVersion: 1,
-    clientCapabilities: { fs: { readTextFile: !!cfg.fs, writeTextFile: !!cfg.fs }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: !!cfg.fs, writeTextFile: !!cfg.fs }, terminal: !!cfg.terminal },
   });
   rec({ driver: "initialized", result: init });
   if (scenario === "errors") {
