@@ -122,6 +122,8 @@ func (ss *session) toolCall(id, name string, input json.RawMessage) sessionUpdat
 		u.Kind = "search"
 	case "delete":
 		u.Kind = "delete"
+	case "web_fetch":
+		u.Kind = "fetch"
 	case "spawn", "fork":
 		u.Kind = "other"
 	}
