@@ -56,10 +56,12 @@ type Server struct {
 // sessions' trees are released, and Serve returns once nothing it started
 // runs any more.
 func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o Options) error {
+	ob := protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: acp: write: %v\n", err) })
+	// The last lines are written; once signalled, a client that stopped
+	// reading gets a grace period only.
+	defer ob.CloseAfter(ctx)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	ob := protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: acp: write: %v\n", err) })
-	defer ob.CloseAfter(ctx)
 	s := &Server{app: a, opts: o, conn: newConn(ob), diag: diag, ctx: ctx,
 		sessions: map[string]*session{}, asks: map[string]context.CancelFunc{}}
 	s.events = a.Bus.Subscribe(s.translate)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -173,5 +174,49 @@ func TestFlood(t *testing.T) {
 	b.CloseInput()
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPromptInProcess runs a prompt whose write asks for permission, then
+// one cancelled while it waits on the model, on the server in this process
+// (so -race sees the reader, the runner, the bus subscriber and the
+// permission goroutine together).
+func TestPromptInProcess(t *testing.T) {
+	t.Parallel()
+	b := setup(t,
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_w", Name: "write_file", Input: map[string]any{"path": "a.txt", "content": "hi"}}}},
+		llmtest.Turn{Text: "Written."},
+		llmtest.Turn{Text: "a long answer that never ends", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}},
+	)
+	b.Send(initialize)
+	b.Next(id(1))
+	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, b.ws))
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if o := b.Next(id(2)); o.Error != nil || json.Unmarshal(o.Result, &sess) != nil || sess.SessionID == "" {
+		t.Fatalf("session/new answered %s", o.raw)
+	}
+	prompt := func(n int, text string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, n, sess.SessionID, text)
+	}
+	b.Send(prompt(3, "write a.txt"))
+	ask := b.Next(func(o out) bool { return o.Method == "session/request_permission" })
+	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`, ask.ID))
+	if o := b.Next(id(3)); o.Error != nil || !strings.Contains(string(o.Result), `"end_turn"`) {
+		t.Fatalf("prompt answered %s; want end_turn", o.raw)
+	}
+	b.Send(prompt(4, "tell a story"))
+	b.srv.WaitRequests(3) // the turn waits on the stalled model
+	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sess.SessionID))
+	if o := b.Next(id(4)); o.Error != nil || !strings.Contains(string(o.Result), `"cancelled"`) {
+		t.Fatalf("cancelled prompt answered %s; want cancelled", o.raw)
+	}
+	b.CloseInput()
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.ws, "a.txt")); err != nil || string(got) != "hi" {
+		t.Fatalf("a.txt = %q, %v; want the allowed write", got, err)
 	}
 }
