@@ -145,6 +145,28 @@ func TestSDK(t *testing.T) {
 		}
 	})
 
+	t.Run("a cancelled prompt kills its command in the editor's terminal", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_sleep", Name: "shell", Input: map[string]any{"command": "echo $$ > sleeper.pid; exec sleep 300"}}}},
+			llmtest.Turn{Text: "never asked"},
+		)
+		t.Cleanup(srv.Close)
+		home := t.TempDir()
+		r := h.drive(t, "cancel", driveConfig{Cwd: workspace(t, home), Env: env(home, srv, "ARBOR_SANDBOX=off"), Args: []string{"--mode", "trust"},
+			Prompts: []string{"Sleep"}, Terminal: true})
+		r.requireDone(t)
+		if got := r.stops(); !slices.Equal(got, []string{"cancelled"}) {
+			r.fatalf(t, "stop reasons = %q; want [cancelled]", got)
+		}
+		if len(r.all("terminal")) != 1 || len(r.all("release")) != 1 {
+			r.fatalf(t, "terminals created %d, released %d; want the command's terminal, released", len(r.all("terminal")), len(r.all("release")))
+		}
+		if alive := r.all("alive"); len(alive) != 1 || alive[0].Pid <= 0 || alive[0].Alive {
+			r.fatalf(t, "the command's process after the cancelled prompt = %+v; want gone", alive)
+		}
+	})
+
 	t.Run("a tree's nodes reach the client as the plan", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {

@@ -83,10 +83,11 @@ const app = client({ name: "arbor-acp-e2e" })
     terminals.get(params.terminalId).proc.kill("SIGKILL");
     return {};
   })
-  .onRequest(methods.client.terminal.release, ({ params }) => {
+  .onRequest(methods.client.terminal.release, async ({ params }) => {
     const t = terminals.get(params.terminalId);
     if (t.exit === null) t.proc.kill("SIGKILL");
-    rec({ driver: "release", terminalId: params.terminalId });
+    await t.done; // the process is gone (and reaped) when release returns
+    rec({ driver: "release", terminalId: params.terminalId, exit: t.exit });
     return {};
   })
   .onRequest(methods.client.fs.writeTextFile, ({ params }) => {
