@@ -1,14 +1,16 @@
 package tool
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// Files reads and writes text files for write_file and edit when a client
-// owns them: an editor over ACP serves its open buffers, unsaved changes
-// included, and shows the writes in them. Paths are absolute. The
+// Files reads and writes text files for read_file, write_file and edit
+// when a client owns them: an editor over ACP serves its open buffers,
+// unsaved changes included, and shows the writes in them. Paths are absolute. The
 // permission decorator decides before either is called, as for the disk.
 type Files interface {
 	ReadTextFile(ctx context.Context, path string) (string, error)
@@ -57,4 +59,25 @@ func (w workRoot) editThrough(ctx context.Context, files Files, a editArgs) Resu
 		return Errorf("write %s through the client: %v", a.Path, err)
 	}
 	return res
+}
+
+// readThrough is read_file through files: the client's text (an editor's
+// buffer, unsaved changes included), numbered as from the disk.
+func (w workRoot) readThrough(ctx context.Context, files Files, a readFileArgs) Result {
+	if a.Path == "" {
+		return Errorf("path is empty")
+	}
+	p := w.abs(a.Path)
+	if info, err := os.Stat(p); err == nil && info.IsDir() {
+		return Errorf("%s is a directory; use list_directory", a.Path)
+	}
+	text, err := files.ReadTextFile(ctx, p)
+	if err != nil {
+		return Errorf("read %s through the client: %v", a.Path, err)
+	}
+	br := bufio.NewReader(strings.NewReader(text))
+	if binary, _ := sniffBinary(br); binary {
+		return Errorf("%s is a binary file; read_file only shows text", a.Path)
+	}
+	return numbered(br, a)
 }

@@ -64,6 +64,16 @@ func TestFilesThroughClient(t *testing.T) {
 		reqErr(t, f.call("edit", editArgs{Path: "missing.txt", OldString: "x", NewString: "y"}))
 	})
 
+	t.Run("ReadShowsTheBuffer", func(t *testing.T) {
+		t.Parallel()
+		f, b := setup(t)
+		p := f.write("c.txt", "disk\n")
+		b.text[p] = "one\ntwo, unsaved\nthree\n"
+		reqEqual(t, reqOK(t, f.call("read_file", readFileArgs{Path: "c.txt", Offset: 2, Limit: 1})),
+			"     2\ttwo, unsaved\n[showing lines 2-2; the file continues: read again with offset=3]\n")
+		reqErr(t, f.call("read_file", readFileArgs{Path: "missing.txt"}))
+	})
+
 	t.Run("WriteGoesToTheClient", func(t *testing.T) {
 		t.Parallel()
 		f, b := setup(t)

@@ -54,7 +54,8 @@ func TestSDK(t *testing.T) {
 	t.Run("edits go through the editor's buffers after permission", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(
-			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_edit", Name: "edit", Input: map[string]any{"path": "notes.txt", "old_string": "unsaved", "new_string": "saved"}}}},
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_read", Name: "read_file", Input: map[string]any{"path": "notes.txt"}}}},
+			llmtest.Turn{Expect: "the buffer's text, unsaved", ToolCalls: []llmtest.ToolCall{{ID: "call_edit", Name: "edit", Input: map[string]any{"path": "notes.txt", "old_string": "unsaved", "new_string": "saved"}}}},
 			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_write", Name: "write_file", Input: map[string]any{"path": "sub/made.txt", "content": "made by arbor\n"}}}},
 			llmtest.Turn{Text: "Done."},
 		)
@@ -77,8 +78,8 @@ func TestSDK(t *testing.T) {
 			r.fatalf(t, "permission requests = %d; want 2 (the edit's with its diff, then the write's)", len(perms))
 		}
 		reads := r.all("read")
-		if len(reads) != 1 || reads[0].Path != notes || !reads[0].Buffered {
-			r.fatalf(t, "fs/read_text_file = %+v; want one of notes.txt, answered from the buffer", reads)
+		if len(reads) != 2 || reads[0].Path != notes || !reads[0].Buffered || reads[1].Path != notes {
+			r.fatalf(t, "fs/read_text_file = %+v; want two of notes.txt (read_file's, edit's), answered from the buffer", reads)
 		}
 		writes := r.all("write")
 		if len(writes) != 2 || writes[0].Path != notes || writes[0].Content != "the buffer's text, saved\n" ||
@@ -106,14 +107,14 @@ func TestSDK(t *testing.T) {
 				done++
 			}
 		}
-		if done != 2 {
-			r.fatalf(t, "completed tool_call_updates = %d; want 2", done)
+		if done != 3 {
+			r.fatalf(t, "completed tool_call_updates = %d; want 3", done)
 		}
 		reqs := srv.Requests()
-		if len(reqs) != 3 {
-			r.fatalf(t, "model requests = %d; want 3", len(reqs))
+		if len(reqs) != 4 {
+			r.fatalf(t, "model requests = %d; want 4", len(reqs))
 		}
-		for _, tr := range toolResults(reqs[2]) {
+		for _, tr := range toolResults(reqs[3]) {
 			if tr.IsError {
 				r.fatalf(t, "tool result %s is an error: %s", tr.CallID, tr.Content)
 			}
