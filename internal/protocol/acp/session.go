@@ -136,7 +136,8 @@ func (ss *session) start(ctx context.Context, resume bool) error {
 	s := ss.srv
 	engine := ss.work.HostEngine(ss.modelRef)
 	so := app.SessionOptions{Model: s.opts.Model, Title: "acp", System: hostedSystem,
-		Hide: func(name string) bool { return name == "ask_user" }}
+		// Nobody could answer these: ACP v1 puts no question to the user.
+		Hide: func(name string) bool { return name == "ask_user" || name == "ask" }}
 	if caps := s.capabilities(); caps.FS.ReadTextFile && caps.FS.WriteTextFile {
 		so.Files = clientFiles{ss}
 	}
@@ -179,20 +180,27 @@ the results of the sub-agents that have completed; read_tree and read_node show 
 sees them as the plan. Delegate only work that is independent or large; do small things yourself.`
 
 // close cancels the running prompt, lets the queued ones answer
-// cancelled, and releases the tree; it returns when all have ended.
+// cancelled, and releases the tree: its running children are left
+// interrupted, as a hosted run is, so a later session/load continues
+// them. It returns when all have ended.
 func (ss *session) close() {
-	ss.cancel()
+	ss.cancelPrompts()
 	ss.runner.Close()
 	ss.host.Close()
 }
 
-// cancel ends the running prompt and every queued one (session/cancel).
+// cancel ends the running prompt, every queued one and the running
+// sub-agents (session/cancel).
 func (ss *session) cancel() {
+	ss.cancelPrompts()
+	ss.host.StopAll()
+}
+
+func (ss *session) cancelPrompts() {
 	ss.mu.Lock()
 	ss.gen++
 	ss.mu.Unlock()
 	ss.runner.Cancel(errCancelled)
-	ss.host.StopAll()
 }
 
 var errCancelled = errors.New("the client cancelled the prompt")
