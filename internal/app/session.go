@@ -75,6 +75,9 @@ type SessionOptions struct {
 	// it and a call of it is one of an unknown tool (Claude Code's
 	// disallowedTools naming a tool without a pattern).
 	Hide func(name string) bool
+	// Files, when set, reads and writes the files of write_file and edit
+	// (an editor's buffers over ACP; tool.Files).
+	Files tool.Files
 }
 
 // Session is one agent with its tools, bound to a stored session.
@@ -164,7 +167,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	sbc := a.Config().Sandbox
 	bo := tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos, Sandbox: a.Sandbox(),
 		SandboxAsks: !sbc.AutoAllows(), SandboxOnly: !sbc.AllowsUnsandboxed(), NoImages: m.Ref.NoImages,
-		Policy: a.Permissions}
+		Policy: a.Permissions, Files: o.Files}
 	// The background-capable shell and job_kill, then o.Tools, replace the
 	// tools of the same name in place, or are added after them.
 	tools := tool.Builtins(bo)

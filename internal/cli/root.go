@@ -16,6 +16,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/protocol/acp"
 	"github.com/arbor-run/arbor/internal/protocol/dialect"
 )
 
@@ -161,7 +162,7 @@ can be listed, inspected and continued.`,
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine the shell commands of agents: off, auto (the default of commands that run agents) or required; env ARBOR_SANDBOX (docs/sandbox.md)")
 	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s), newWorkerCmd(g, s), newStopCmd(g), newSandboxCmd(g, s))
-	root.AddCommand(newMCPCmd(g, s))
+	root.AddCommand(newMCPCmd(g, s), newACPCmd(g, s))
 	usageArgs(root)
 	return root
 }
@@ -189,4 +190,17 @@ func usageArgs(cmd *cobra.Command) {
 func isTerminal(stream any) bool {
 	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// newACPCmd is `arbor acp`: an agent for editors (docs/acp.md).
+func newACPCmd(g *globals, s Streams) *cobra.Command {
+	return &cobra.Command{Use: "acp", Short: "Serve an editor over the Agent Client Protocol on stdin/stdout (docs/acp.md)", Long: acp.Help, Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		g.runsAgents()
+		a, err := g.open(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return acp.Serve(cmd.Context(), a, s.In, s.Out, s.Err, acp.Options{Model: g.model, Version: Version})
+	}}
 }

@@ -62,7 +62,7 @@ func printRuns(w io.Writer, rs []store.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tUPDATED\tGOAL")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Model, r.UpdatedAt.Local().Format("2006-01-02 15:04"), clipLine(tui.Title(r.Goal), 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Model, r.UpdatedAt.Local().Format("2006-01-02 15:04"), tui.Clip(tui.Title(r.Goal), 60))
 	}
 	tw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tui"
 )
 
 func newSessionsCmd(g *globals) *cobra.Command {
@@ -78,7 +79,7 @@ func printSessions(w io.Writer, ss []store.Session) {
 	fmt.Fprintln(tw, "ID\tSTATUS\tMODEL\tUPDATED\tTOKENS\tCOST\tTITLE")
 	for _, s := range ss {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, s.Model,
-			s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.Usage.Total(), costText(s), clipLine(s.Title, 60))
+			s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.Usage.Total(), costText(s), tui.Clip(s.Title, 60))
 	}
 	tw.Flush()
 }
@@ -94,7 +95,7 @@ func printTranscript(w io.Writer, s store.Session, msgs []store.MessageRecord) {
 					fmt.Fprintf(w, "[%d] %s: %s\n", r.Seq, r.Message.Role, p.Text)
 				}
 			case llm.PartThinking:
-				fmt.Fprintf(w, "[%d] thinking: %s\n", r.Seq, clipLine(p.Text, 200))
+				fmt.Fprintf(w, "[%d] thinking: %s\n", r.Seq, tui.Clip(p.Text, 200))
 			case llm.PartToolCall:
 				fmt.Fprintf(w, "[%d] → %s %s\n", r.Seq, p.ToolCall.Name, string(p.ToolCall.Input))
 			case llm.PartToolResult:
@@ -102,7 +103,7 @@ func printTranscript(w io.Writer, s store.Session, msgs []store.MessageRecord) {
 				if p.ToolResult.IsError {
 					mark = "✗"
 				}
-				fmt.Fprintf(w, "[%d]   %s %s\n", r.Seq, mark, clipLine(p.ToolResult.Content, 200))
+				fmt.Fprintf(w, "[%d]   %s %s\n", r.Seq, mark, tui.Clip(p.ToolResult.Content, 200))
 			}
 		}
 	}

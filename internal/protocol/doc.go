@@ -1,5 +1,5 @@
-// Package protocol is the JSONL framing shared by arbor's two headless
-// protocols (protocol/envelope and protocol/streamjson): it turns a byte
+// Package protocol is the JSONL framing shared by arbor's stdio
+// protocols (protocol/envelope, protocol/streamjson and protocol/acp): it turns a byte
 // stream into typed lines and typed values into lines, and knows nothing
 // about what any message means.
 //
@@ -14,6 +14,8 @@
 //     untyped line is reported as a *LineError and the next call to Next reads
 //     the following line. Only io.EOF and errors of the underlying reader end
 //     the stream, and both are sticky.
+//   - An Untyped reader (JSON-RPC, protocol/acp) accepts objects without a
+//     usable "type" field; their Line.Type is "".
 //   - A returned Line owns its bytes: Raw is valid JSON, is an object, and has
 //     a non-empty string "type" field, matched the way encoding/json matches
 //     a `json:"type"` tag, so Line.Type agrees with what Line.Decode fills in.

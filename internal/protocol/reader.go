@@ -47,6 +47,16 @@ type Reader struct {
 	n int
 	// err is io.EOF or the first read error, returned by every later Next.
 	err error
+	// untyped accepts objects without a "type" field (JSON-RPC).
+	untyped bool
+}
+
+// Untyped makes r accept objects without a "type" field (Line.Type is
+// then ""), for protocols that are not typed by a field, such as
+// JSON-RPC; every other check stays. It returns r.
+func (r *Reader) Untyped() *Reader {
+	r.untyped = true
+	return r
 }
 
 // NewReader returns a Reader on r accepting lines of at most max bytes
@@ -94,6 +104,9 @@ func (r *Reader) Next() (Line, error) {
 			continue
 		}
 		typ, lerr := lineType(content)
+		if lerr != nil && r.untyped && errors.Is(lerr.Err, ErrNoType) {
+			typ, lerr = "", nil
+		}
 		if lerr != nil {
 			lerr.Number, lerr.Len = r.n, length
 			return Line{}, lerr

@@ -33,6 +33,10 @@ type BuiltinOptions struct {
 	// Policy decides what web_fetch meets on its way (a redirect to
 	// another host, a private address); nil refuses both.
 	Policy Policy
+	// Files, when set, is where read_file, write_file and edit read and
+	// write text files: a client that owns them (an editor's buffers, over
+	// ACP).
+	Files Files
 }
 
 // Builtins returns the built-in tools: read_file, view_image (unless
@@ -52,9 +56,9 @@ func Builtins(o BuiltinOptions) []Tool {
 		todos = NewTodoList(nil)
 	}
 	tools := []Tool{
-		newReadFile(root),
-		newWriteFile(root),
-		newEdit(root),
+		newReadFile(root, o.Files),
+		newWriteFile(root, o.Files),
+		newEdit(root, o.Files),
 		newApplyPatch(root),
 		newDelete(root),
 		newListDirectory(root),

@@ -36,21 +36,34 @@ const editDescription = `Replace exact text in a file. old_string must match the
 	`occur exactly once: include enough surrounding lines to make it unique. For several changes to one file, give edits ` +
 	`(a list of old_string/new_string pairs) instead: they apply in order, all or nothing. Use write_file to create new files.`
 
-func newEdit(root workRoot) Tool {
-	return New("edit", editDescription, KindWrite, func(_ context.Context, _ Call, a editArgs) Result {
+func newEdit(root workRoot, files Files) Tool {
+	return New("edit", editDescription, KindWrite, func(ctx context.Context, _ Call, a editArgs) Result {
+		if files != nil {
+			return root.editThrough(ctx, files, a)
+		}
 		return root.edit(a)
 	})
 }
 
-func (w workRoot) edit(a editArgs) Result {
-	ops := a.Edits
+// editOps checks a's form and returns its replacements; msg says why
+// they cannot be made.
+func editOps(a editArgs) (ops []editOp, msg string) {
+	ops = a.Edits
 	switch {
 	case a.Path == "":
-		return Errorf("path is empty")
+		return nil, "path is empty"
 	case len(ops) > 0 && (a.OldString != "" || a.NewString != "" || a.ReplaceAll):
-		return Errorf("give old_string/new_string or edits, not both")
+		return nil, "give old_string/new_string or edits, not both"
 	case len(ops) == 0:
 		ops = []editOp{{OldString: a.OldString, NewString: a.NewString, ReplaceAll: a.ReplaceAll}}
+	}
+	return ops, ""
+}
+
+func (w workRoot) edit(a editArgs) Result {
+	ops, msg := editOps(a)
+	if msg != "" {
+		return Errorf("%s", msg)
 	}
 	p := w.abs(a.Path)
 	info, err := os.Stat(p)
@@ -70,25 +83,35 @@ func (w workRoot) edit(a editArgs) Result {
 	if looksBinary(data[:min(len(data), binarySniffBytes)]) {
 		return Errorf("%s is a binary file; edit only changes text", a.Path)
 	}
-	content, total := string(data), 0
-	for i, op := range ops {
-		var n int
-		var msg string
-		if content, n, msg = replaceOnce(content, a.Path, op); msg != "" {
-			if len(ops) > 1 {
-				msg = fmt.Sprintf("edit %d of %d: %s; no edit was made", i+1, len(ops), msg)
-			}
-			return Errorf("%s", msg)
-		}
-		total += n
+	content, res := applyEdits(string(data), a.Path, ops)
+	if res.IsError {
+		return res
 	}
 	if err := os.WriteFile(p, []byte(content), info.Mode().Perm()); err != nil {
 		return pathError(a.Path, err)
 	}
-	if len(ops) > 1 {
-		return Result{Content: fmt.Sprintf("made %s (%s) in %s", plural(len(ops), "edit"), plural(total, "replacement"), a.Path)}
+	return res
+}
+
+// applyEdits makes ops in content, all or none; the result says what was
+// done, or why nothing was.
+func applyEdits(content, path string, ops []editOp) (string, Result) {
+	total := 0
+	for i, op := range ops {
+		var n int
+		var msg string
+		if content, n, msg = replaceOnce(content, path, op); msg != "" {
+			if len(ops) > 1 {
+				msg = fmt.Sprintf("edit %d of %d: %s; no edit was made", i+1, len(ops), msg)
+			}
+			return "", Errorf("%s", msg)
+		}
+		total += n
 	}
-	return Result{Content: fmt.Sprintf("replaced %s in %s", plural(total, "occurrence"), a.Path)}
+	if len(ops) > 1 {
+		return content, Result{Content: fmt.Sprintf("made %s (%s) in %s", plural(len(ops), "edit"), plural(total, "replacement"), path)}
+	}
+	return content, Result{Content: fmt.Sprintf("replaced %s in %s", plural(total, "occurrence"), path)}
 }
 
 // replaceOnce applies one replacement to content; msg says why it cannot.

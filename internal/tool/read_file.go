@@ -34,8 +34,11 @@ const readFileDescription = `Read a text file. Lines come numbered like "cat -n"
 	`By default up to 2000 lines are returned; use offset and limit to page through longer files. ` +
 	`Lines longer than 2000 characters are cut. Binary files and directories are refused (use list_directory for directories).`
 
-func newReadFile(root workRoot) Tool {
-	return New("read_file", readFileDescription, KindRead, func(_ context.Context, _ Call, a readFileArgs) Result {
+func newReadFile(root workRoot, files Files) Tool {
+	return New("read_file", readFileDescription, KindRead, func(ctx context.Context, _ Call, a readFileArgs) Result {
+		if files != nil {
+			return root.readThrough(ctx, files, a)
+		}
 		return root.readFile(a)
 	})
 }
@@ -64,7 +67,11 @@ func (w workRoot) readFile(a readFileArgs) Result {
 	if binary {
 		return Errorf("%s is a binary file (%d bytes); read_file only shows text", a.Path, info.Size())
 	}
+	return numbered(br, a)
+}
 
+// numbered is read_file's result: br's lines in a's window, numbered.
+func numbered(br *bufio.Reader, a readFileArgs) Result {
 	first := max(a.Offset, 1)
 	limit := a.Limit
 	if limit <= 0 {

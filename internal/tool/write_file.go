@@ -18,8 +18,11 @@ func (a writeFileArgs) Target() Target { return Target{Paths: []string{a.Path}} 
 const writeFileDescription = `Write a file, replacing it completely if it exists. Parent directories are created as needed. ` +
 	`To change part of an existing file, prefer edit.`
 
-func newWriteFile(root workRoot) Tool {
-	return New("write_file", writeFileDescription, KindWrite, func(_ context.Context, _ Call, a writeFileArgs) Result {
+func newWriteFile(root workRoot, files Files) Tool {
+	return New("write_file", writeFileDescription, KindWrite, func(ctx context.Context, _ Call, a writeFileArgs) Result {
+		if files != nil {
+			return root.writeThrough(ctx, files, a)
+		}
 		return root.writeFile(a)
 	})
 }

@@ -20,6 +20,10 @@ func firstLine(s string, n int) string {
 	return cut(strings.TrimSpace(line), n)
 }
 
+// Clip is s on one line (its newlines spaces), shortened to n characters
+// with "…" when it is longer: a title or a result in a table.
+func Clip(s string, n int) string { return cut(strings.ReplaceAll(s, "\n", " "), n) }
+
 // cut shortens s to n characters, ending it with "…" when it was longer.
 func cut(s string, n int) string {
 	r := []rune(s)

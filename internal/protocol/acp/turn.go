@@ -1,0 +1,110 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/agent"
+	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/llm"
+)
+
+// prompt queues a prompt turn on its session's runner; the answer (its
+// stop reason) is sent when the turn ends, after its updates.
+func (s *Server) prompt(m message) {
+	var p promptRequest
+	if e := params(m, &p); e != nil {
+		s.send(s.conn.fail(m.ID, e.Code, e.Message))
+		return
+	}
+	ss := s.session(p.SessionID)
+	if ss == nil {
+		e := unknownSession(m.Method, p.SessionID)
+		s.send(s.conn.fail(m.ID, e.Code, e.Message))
+		return
+	}
+	text := promptText(p.Prompt)
+	if strings.TrimSpace(text) == "" {
+		s.send(s.conn.fail(m.ID, codeInvalidParams, "session/prompt: the prompt holds no text"))
+		return
+	}
+	gen := ss.generation()
+	err := ss.runner.Submit(app.Job{Kind: "turn", Run: func(ctx context.Context) {
+		if ss.generation() != gen {
+			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopCancelled}))
+			return
+		}
+		res := ss.sess.Agent.Send(ctx, llm.UserText(ss.takeEnded()+text))
+		s.events.Flush() // the turn's updates go before its answer
+		stop, rerr := stopReason(res)
+		if rerr != nil {
+			s.send(s.conn.fail(m.ID, rerr.Code, rerr.Message))
+			return
+		}
+		s.send(s.conn.respond(m.ID, promptResponse{StopReason: stop}))
+	}})
+	if err != nil {
+		s.send(s.conn.fail(m.ID, codeInternalError, fmt.Sprintf("session/prompt: %v", err)))
+	}
+}
+
+// takeEnded returns the results of the children that ended since the
+// last prompt, as lines to put before the prompt's text.
+func (ss *session) takeEnded() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.ended) == 0 {
+		return ""
+	}
+	out := strings.Join(ss.ended, "\n") + "\n\n"
+	ss.ended = nil
+	return out
+}
+
+// stopReason maps a turn's outcome to ACP's stop reason; a failed turn is
+// an error answer naming what failed.
+func stopReason(r agent.Result) (string, *rpcError) {
+	switch r.Outcome {
+	case agent.OutcomeCompleted:
+		return stopEndTurn, nil
+	case agent.OutcomeCancelled:
+		return stopCancelled, nil
+	case agent.OutcomeMaxTurns, agent.OutcomeLoop:
+		return stopMaxTurns, nil
+	}
+	msg := "the turn failed"
+	if r.Err != nil {
+		msg = r.Err.Error()
+	}
+	code := codeInternalError
+	if errors.Is(r.Err, context.Canceled) {
+		return stopCancelled, nil
+	}
+	return "", &rpcError{Code: code, Message: msg}
+}
+
+// promptText flattens a prompt's blocks into the text the model sees:
+// text as is, embedded resources with their text, links by their URI.
+func promptText(blocks []contentBlock) string {
+	var b strings.Builder
+	for _, bl := range blocks {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		switch bl.Type {
+		case "text":
+			b.WriteString(bl.Text)
+		case "resource":
+			if bl.Resource != nil {
+				fmt.Fprintf(&b, "<file uri=%q>\n%s\n</file>", bl.Resource.URI, bl.Resource.Text)
+			}
+		case "resource_link":
+			fmt.Fprintf(&b, "[%s](%s)", bl.Name, bl.URI)
+		default:
+			fmt.Fprintf(&b, "[%s block omitted]", bl.Type)
+		}
+	}
+	return b.String()
+}
