@@ -112,6 +112,9 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) Result {
 		} else if t, ok = r.Lookup(FromQwen(call.Name)); ok {
 			// Or on qwen's (run_shell_command, grep_search, …).
 			call.Input = qwenInput(t.Info().Name, call.Input)
+		} else if t, ok = r.Lookup(FromFamily(call.Name)); ok {
+			// Or on Chord's and Codex's (read, question, list_dir, …).
+			call.Input = familyInput(t.Info().Name, call.Input)
 		}
 	}
 	if !ok {
