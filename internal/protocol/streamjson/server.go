@@ -306,11 +306,12 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 			return false
 		}
 		text, err := u.text()
-		var images []llm.Image
-		if err == nil {
-			images, err = u.images()
+		if err != nil { // not a user message at all: said on stderr, as a bad line is
+			fmt.Fprintf(s.diag, "arbor: stream-json: line %d: %v\n", line.Number, err)
+			return false
 		}
-		if err != nil {
+		images, err := u.images()
+		if err != nil { // a turn the client waits for: its result says why it was not run
 			fmt.Fprintf(s.diag, "arbor: stream-json: line %d: %v\n", line.Number, err)
 			s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 				Errors: []string{fmt.Sprintf("user message on line %d was not run: %v", line.Number, err)}, SessionID: s.sessionID(),
