@@ -183,8 +183,10 @@ func (r *Reader) keep(chunk []byte) {
 // lineType validates a non-empty, trimmed line and returns its type field.
 // The returned error lacks Number and Len, which the caller fills in.
 func lineType(b []byte) (string, *LineError) {
+	// Decoded as a string, as Line.Decode will: a "type" given twice (in
+	// any case, which Go's decoder folds) must be a string both times.
 	var head struct {
-		Type json.RawMessage `json:"type"`
+		Type *string `json:"type"`
 	}
 	err := json.Unmarshal(b, &head)
 	var typeErr *json.UnmarshalTypeError
@@ -192,25 +194,22 @@ func lineType(b []byte) (string, *LineError) {
 		return "", &LineError{Err: ErrInvalidJSON, Detail: err.Error()}
 	}
 	if b[0] != '{' {
-		// A top-level non-object is the only type mismatch possible: the
-		// field is a RawMessage, which accepts any value; null decodes
-		// without error.
+		// A top-level non-object is the other type mismatch possible.
 		return "", &LineError{Err: ErrNotObject, Detail: "got " + kindOf(b[0])}
 	}
 	switch {
-	case len(head.Type) == 0 || string(head.Type) == "null":
+	case typeErr != nil:
+		kind := map[string]string{"object": "an object", "array": "an array", "bool": "a boolean"}[typeErr.Value]
+		if kind == "" {
+			kind = "a " + typeErr.Value
+		}
+		return "", &LineError{Err: ErrNoType, Detail: `"type" is ` + kind + ", not a string"}
+	case head.Type == nil:
 		return "", &LineError{Err: ErrNoType, Detail: `no "type" field`}
-	case head.Type[0] != '"':
-		return "", &LineError{Err: ErrNoType, Detail: `"type" is ` + kindOf(head.Type[0]) + ", not a string"}
-	}
-	var typ string
-	if err := json.Unmarshal(head.Type, &typ); err != nil {
-		return "", &LineError{Err: ErrInvalidJSON, Detail: err.Error()}
-	}
-	if typ == "" {
+	case *head.Type == "":
 		return "", &LineError{Err: ErrNoType, Detail: `"type" is empty`}
 	}
-	return typ, nil
+	return *head.Type, nil
 }
 
 // kindOf names the kind of the JSON value starting with byte c.
