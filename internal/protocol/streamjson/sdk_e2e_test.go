@@ -144,7 +144,10 @@ func TestSDK(t *testing.T) {
 	// model call) or just after (the call is cancelled).
 	t.Run("interrupt-early", func(t *testing.T) {
 		t.Parallel()
-		srv := llmtest.NewServer(llmtest.Turn{Text: "must not be asked"})
+		// Slow, so that a turn that did start cannot finish before the
+		// interrupt is read (a fast scripted answer raced it in CI).
+		srv := llmtest.NewServer(llmtest.Turn{Text: "must not be asked",
+			Fault: &llmtest.Fault{Kind: llmtest.FaultSlow, Delay: llmtest.Duration(2 * time.Second)}})
 		r := h.drive(t, "interrupt-early", srv, nil)
 		if ints := r.driverEvents("interrupted"); len(ints) != 1 {
 			r.fatalf(t, "q.interrupt() resolved %d times, want once", len(ints))
