@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 )
@@ -87,7 +88,10 @@ func TestQwenSDK(t *testing.T) {
 
 	t.Run("interrupt right behind the prompt", func(t *testing.T) {
 		t.Parallel()
-		srv := llmtest.NewServer(llmtest.Turn{Text: "must not be asked"})
+		// Slow, so that a turn that did start cannot finish before the
+		// interrupt is read.
+		srv := llmtest.NewServer(llmtest.Turn{Text: "must not be asked",
+			Fault: &llmtest.Fault{Kind: llmtest.FaultSlow, Delay: llmtest.Duration(2 * time.Second)}})
 		r := h.run(t, t.TempDir(), srv, qwenOptions{Prompt: "Tell me a story", Interrupt: "early"}, nil)
 		r.requireDone(t)
 		requireInterrupted(t, r)
