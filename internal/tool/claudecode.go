@@ -73,52 +73,35 @@ func ClaudeCodeName(arbor string) string {
 // to arbor's; input that does not decode is returned unchanged, for the
 // tool to report.
 func claudeCodeInput(arbor string, input json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(input, &m) != nil {
-		return input
-	}
-	rename := func(from, to string) {
-		if v, ok := m[from]; ok {
-			if _, taken := m[to]; !taken {
-				m[to] = v
-			}
-			delete(m, from)
-		}
-	}
-	rename("file_path", "path")
-	switch arbor {
-	case "job_output":
-		rename("bash_id", "id")
-	case "job_kill":
-		rename("shell_id", "id")
-	case "shell":
-		// Claude Code's Bash timeout is in milliseconds, arbor's in seconds.
-		if n, err := strconv.Atoi(string(m["timeout"])); err == nil && n > 0 {
-			m["timeout"] = json.RawMessage(strconv.Itoa((n + 999) / 1000))
-		}
-	case "grep":
-		rename("glob", "include")
-		rename("-i", "ignore_case")
-	case "todo_write":
-		var todos []map[string]json.RawMessage
-		if json.Unmarshal(m["todos"], &todos) == nil {
-			for i, td := range todos {
-				if v, ok := td["activeForm"]; ok {
-					td["active_form"] = v
-					delete(td, "activeForm")
+	return rewriteArgs(input, func(m callArgs) callArgs {
+		m.rename("file_path", "path")
+		switch arbor {
+		case "job_output":
+			m.rename("bash_id", "id")
+		case "job_kill":
+			m.rename("shell_id", "id")
+		case "shell":
+			m.secondsFromMillis("timeout", "timeout") // Claude Code's Bash timeout is in milliseconds
+		case "grep":
+			m.rename("glob", "include")
+			m.rename("-i", "ignore_case")
+		case "todo_write":
+			var todos []map[string]json.RawMessage
+			if json.Unmarshal(m["todos"], &todos) == nil {
+				for i, td := range todos {
+					if v, ok := td["activeForm"]; ok {
+						td["active_form"] = v
+						delete(td, "activeForm")
+					}
+					if _, ok := td["id"]; !ok {
+						td["id"] = json.RawMessage(strconv.Quote(strconv.Itoa(i + 1)))
+					}
 				}
-				if _, ok := td["id"]; !ok {
-					td["id"] = json.RawMessage(strconv.Quote(strconv.Itoa(i + 1)))
-				}
+				m["todos"], _ = json.Marshal(todos)
 			}
-			m["todos"], _ = json.Marshal(todos)
 		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return input
-	}
-	return out
+		return m
+	})
 }
 
 // ClaudeCodeInput rewrites the arguments of a call made with Claude

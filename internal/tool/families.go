@@ -39,67 +39,33 @@ func FromFamily(name string) string {
 // its command as an argv array (["bash", "-lc", "…"]) and its working
 // directory as workdir, and its timeout in milliseconds.
 func familyInput(arbor string, input json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(input, &m) != nil {
-		return input
-	}
-	switch arbor {
-	case "shell":
-		var argv []string
-		if json.Unmarshal(m["command"], &argv) == nil && len(argv) > 0 {
-			cmd := shellJoin(argv)
-			if len(argv) == 3 && (argv[0] == "bash" || argv[0] == "sh") && (argv[1] == "-lc" || argv[1] == "-c") {
-				cmd = argv[2]
+	return rewriteArgs(input, func(m callArgs) callArgs {
+		switch arbor {
+		case "shell":
+			var argv []string
+			if json.Unmarshal(m["command"], &argv) == nil && len(argv) > 0 {
+				cmd := shellJoin(argv)
+				if len(argv) == 3 && (argv[0] == "bash" || argv[0] == "sh") && (argv[1] == "-lc" || argv[1] == "-c") {
+					cmd = argv[2]
+				}
+				m["command"], _ = json.Marshal(cmd)
 			}
-			m["command"], _ = json.Marshal(cmd)
-		}
-		if w, ok := m["workdir"]; ok {
-			var dir string
-			var cmd string
-			if json.Unmarshal(w, &dir) == nil && json.Unmarshal(m["command"], &cmd) == nil && dir != "" {
-				m["command"], _ = json.Marshal("cd " + shellJoin([]string{dir}) + " && " + cmd)
+			m.cdInto("workdir")
+			m.secondsFromMillis("timeout_ms", "timeout")
+		case "read_file":
+			m.oneBasedOffset() // Chord's offset is 0-based
+		case "ask_user":
+			// Chord's options are {label, description}; multiple selects many.
+			var opts []labelled
+			if json.Unmarshal(m["options"], &opts) == nil {
+				m.setOptions(opts)
 			}
-			delete(m, "workdir")
+			m.rename("multiple", "multi_select")
+		case "job_output", "job_kill":
+			m.rename("spawn_id", "id")
 		}
-		if t, ok := m["timeout_ms"]; ok {
-			var ms int
-			if json.Unmarshal(t, &ms) == nil && ms > 0 {
-				m["timeout"], _ = json.Marshal((ms + 999) / 1000)
-			}
-			delete(m, "timeout_ms")
-		}
-	case "read_file":
-		// Chord's offset is 0-based, arbor's 1-based.
-		var off int
-		if json.Unmarshal(m["offset"], &off) == nil && m["offset"] != nil {
-			m["offset"], _ = json.Marshal(off + 1)
-		}
-	case "ask_user":
-		// Chord's options are {label, description}; multiple selects many.
-		var opts []struct{ Label, Description string }
-		if json.Unmarshal(m["options"], &opts) == nil && len(opts) > 0 {
-			labels, descs := make([]string, len(opts)), make([]string, len(opts))
-			for i, o := range opts {
-				labels[i], descs[i] = o.Label, o.Description
-			}
-			m["options"], _ = json.Marshal(labels)
-			m["option_descriptions"], _ = json.Marshal(descs)
-		}
-		if v, ok := m["multiple"]; ok {
-			m["multi_select"] = v
-			delete(m, "multiple")
-		}
-	case "job_output", "job_kill":
-		if v, ok := m["spawn_id"]; ok {
-			m["id"] = v
-			delete(m, "spawn_id")
-		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return input
-	}
-	return out
+		return m
+	})
 }
 
 // shellJoin quotes words for bash where they need it.

@@ -74,91 +74,59 @@ func QwenName(arbor string) string {
 // questions) to those of arbor's tool arbor; input that does not decode
 // is returned unchanged, for the tool to report.
 func qwenInput(arbor string, input json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(input, &m) != nil {
-		return input
-	}
-	rename := func(from, to string) {
-		if v, ok := m[from]; ok {
-			if _, taken := m[to]; !taken {
-				m[to] = v
-			}
-			delete(m, from)
-		}
-	}
-	rename("file_path", "path")
-	rename("absolute_path", "path")
-	switch arbor {
-	case "shell":
-		rename("is_background", "run_in_background")
-		if n, err := strconv.Atoi(string(m["timeout"])); err == nil && n > 0 {
-			m["timeout"] = json.RawMessage(strconv.Itoa((n + 999) / 1000))
-		}
-		var dir, cmd string
-		if json.Unmarshal(m["directory"], &dir) == nil && dir != "" && json.Unmarshal(m["command"], &cmd) == nil {
-			m["command"], _ = json.Marshal("cd " + shellQuote(dir) + " && " + cmd)
-		}
-		delete(m, "directory")
-	case "read_file":
-		if n, err := strconv.Atoi(string(m["offset"])); err == nil && n >= 0 {
-			m["offset"] = json.RawMessage(strconv.Itoa(n + 1))
-		}
-		for _, k := range []string{"offset", "limit", "pages"} {
-			if string(m[k]) == "null" {
-				delete(m, k)
-			}
-		}
-	case "grep":
-		rename("glob", "include")
-		delete(m, "limit")
-	case "todo_write":
-		var todos []map[string]json.RawMessage
-		if json.Unmarshal(m["todos"], &todos) == nil {
-			for i, td := range todos {
-				if _, ok := td["id"]; !ok {
-					td["id"] = json.RawMessage(strconv.Quote(strconv.Itoa(i + 1)))
-				}
-				if _, ok := td["active_form"]; !ok {
-					td["active_form"] = td["content"]
+	return rewriteArgs(input, func(m callArgs) callArgs {
+		m.rename("file_path", "path")
+		m.rename("absolute_path", "path")
+		switch arbor {
+		case "shell":
+			m.rename("is_background", "run_in_background")
+			m.secondsFromMillis("timeout", "timeout")
+			m.cdInto("directory")
+		case "read_file":
+			m.oneBasedOffset()
+			for _, k := range []string{"offset", "limit", "pages"} {
+				if string(m[k]) == "null" {
+					delete(m, k)
 				}
 			}
-			m["todos"], _ = json.Marshal(todos)
-		}
-	case "ask_user":
-		var qs []struct {
-			Question    string `json:"question"`
-			Header      string `json:"header"`
-			MultiSelect bool   `json:"multiSelect"`
-			Options     []struct {
-				Label       string `json:"label"`
-				Description string `json:"description"`
-			} `json:"options"`
-		}
-		if json.Unmarshal(m["questions"], &qs) == nil && len(qs) > 0 {
-			q := qs[0]
-			m = map[string]json.RawMessage{}
-			m["question"], _ = json.Marshal(q.Question)
-			if q.Header != "" {
-				m["header"], _ = json.Marshal(q.Header)
-			}
-			if q.MultiSelect {
-				m["multi_select"] = json.RawMessage("true")
-			}
-			if len(q.Options) > 0 {
-				labels, descs := make([]string, len(q.Options)), make([]string, len(q.Options))
-				for i, o := range q.Options {
-					labels[i], descs[i] = o.Label, o.Description
+		case "grep":
+			m.rename("glob", "include")
+			delete(m, "limit")
+		case "todo_write":
+			var todos []map[string]json.RawMessage
+			if json.Unmarshal(m["todos"], &todos) == nil {
+				for i, td := range todos {
+					if _, ok := td["id"]; !ok {
+						td["id"] = json.RawMessage(strconv.Quote(strconv.Itoa(i + 1)))
+					}
+					if _, ok := td["active_form"]; !ok {
+						td["active_form"] = td["content"]
+					}
 				}
-				m["options"], _ = json.Marshal(labels)
-				m["option_descriptions"], _ = json.Marshal(descs)
+				m["todos"], _ = json.Marshal(todos)
+			}
+		case "ask_user":
+			var qs []struct {
+				Question    string     `json:"question"`
+				Header      string     `json:"header"`
+				MultiSelect bool       `json:"multiSelect"`
+				Options     []labelled `json:"options"`
+			}
+			if json.Unmarshal(m["questions"], &qs) == nil && len(qs) > 0 {
+				q := qs[0]
+				m = callArgs{}
+				m["question"], _ = json.Marshal(q.Question)
+				if q.Header != "" {
+					m["header"], _ = json.Marshal(q.Header)
+				}
+				if q.MultiSelect {
+					m["multi_select"] = json.RawMessage("true")
+				}
+				m.setOptions(q.Options)
 			}
 		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return input
-	}
-	return out
+		return m
+	})
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
