@@ -22,7 +22,6 @@ func (a *App) MCP(ctx context.Context) *mcpclient.Manager {
 		return a.root.MCP(ctx)
 	}
 	cfg := a.Config()
-	sb := a.Sandbox() // made once; confines the servers the config says
 	a.mu.Lock()
 	m := a.mcp
 	if m == nil {
@@ -31,7 +30,7 @@ func (a *App) MCP(ctx context.Context) *mcpclient.Manager {
 			LogDir:   a.MCPLogDir(),
 			OnChange: a.mcpChanged,
 			SDK:      a.mcpSDK,
-			Sandbox:  sb, Confined: func(s config.MCPServer) bool { return a.Config().ConfinesMCP(s) },
+			Sandbox:  a.Sandbox, Confined: func(s config.MCPServer) bool { return a.Config().ConfinesMCP(s) },
 		})
 		a.mcp = m
 		a.closers = append(a.closers, m.Stop)

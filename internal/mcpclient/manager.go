@@ -50,9 +50,11 @@ type Options struct {
 	// OnChange, when set, is called after a server's state or tools
 	// changed (a status view refreshes). It must not block.
 	OnChange func()
-	// Sandbox confines the stdio servers Confined says so of (see
-	// config.Config.ConfinesMCP); nil: none is.
-	Sandbox  *sandbox.Sandbox
+	// Sandbox gives the sandbox that confines the stdio servers Confined
+	// says so of (see config.Config.ConfinesMCP); asked only for those, so
+	// an App makes its sandbox only when a server needs it. nil, or nil
+	// from it: none is confined.
+	Sandbox  func() *sandbox.Sandbox
 	Confined func(config.MCPServer) bool
 	// SDK connects to an in-process server (type sdk) of the client
 	// program that declared it, over that client's channel (stream-json's

@@ -357,7 +357,7 @@ func TestConfinedServer(t *testing.T) {
 	inWS.Sandbox = true
 	free := stdioServer(t, map[string]string{mcptest.EnvPIDFile: filepath.Join(outside, "free.pid")})
 	b := setup(t, map[string]config.MCPServer{"boxed": boxed, "inws": inWS, "free": free}, func(o *Options) {
-		o.Workspace, o.Sandbox = ws, sb
+		o.Workspace, o.Sandbox = ws, func() *sandbox.Sandbox { return sb }
 		o.Confined = func(s config.MCPServer) bool { return s.Sandbox }
 	})
 	for _, name := range []string{"boxed", "inws", "free"} {

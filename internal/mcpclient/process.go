@@ -68,8 +68,12 @@ func startProcess(name string, spec config.MCPServer, o Options) (*process, erro
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logf
 	how := ""
 	var call *sandbox.Call
+	var sb *sandbox.Sandbox
 	if o.Sandbox != nil && o.Confined != nil && o.Confined(spec) && cmd.Err == nil {
-		if call, err = o.Sandbox.Wrap(cmd.Dir, cmd.Args); err != nil {
+		sb = o.Sandbox()
+	}
+	if sb != nil {
+		if call, err = sb.Wrap(cmd.Dir, cmd.Args); err != nil {
 			for _, f := range []*os.File{inR, inW, outR, outW} {
 				f.Close()
 			}

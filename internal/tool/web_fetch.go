@@ -89,10 +89,11 @@ func (w *webFetch) fetch(ctx context.Context, a webFetchArgs) Result {
 	}
 	var notes []string
 	for hop := 0; ; hop++ {
-		if r, ok := w.admit(ctx, u, hop); !ok {
+		addrs, r, ok := w.admit(ctx, u, hop)
+		if !ok {
 			return r
 		}
-		resp, err := w.get(ctx, u)
+		resp, err := w.get(ctx, u, addrs)
 		if err != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return Errorf("web_fetch: %s did not answer within %s", u, timeout)
@@ -121,36 +122,36 @@ func (w *webFetch) fetch(ctx context.Context, a webFetchArgs) Result {
 
 // admit decides one hop: under the sandbox its allow-list (as for
 // commands), and the permission rules for a redirect's new host or a
-// private address.
-func (w *webFetch) admit(ctx context.Context, u *url.URL, hop int) (Result, bool) {
+// private address. It resolves the host once; the hop dials the
+// addresses it returns.
+func (w *webFetch) admit(ctx context.Context, u *url.URL, hop int) ([]netip.Addr, Result, bool) {
 	host, port := u.Hostname(), urlPort(u)
 	if w.sb != nil && !w.sb.Reaches(host, port) {
 		note := "sandbox: the network access to " + net.JoinHostPort(host, strconv.Itoa(port)) +
 			" was blocked (sandbox.network.allow lists the hosts commands and web_fetch may reach)"
-		return Result{Content: "web_fetch: " + note, IsError: true, Blocked: []string{note}}, false
+		return nil, Result{Content: "web_fetch: " + note, IsError: true, Blocked: []string{note}}, false
 	}
-	_, private := resolveHost(ctx, host)
+	addrs, private := resolveHost(ctx, host)
 	if hop == 0 && !private {
-		return Result{}, true // the guard decided this call
+		return addrs, Result{}, true // the guard decided this call
 	}
 	if w.policy == nil {
-		return Errorf("web_fetch: %s cannot be checked against the permission rules here", host), false
+		return nil, Errorf("web_fetch: %s cannot be checked against the permission rules here", host), false
 	}
 	d := w.policy.Decide(permission.Request{Tool: "web_fetch", Class: permission.ClassNetwork, Host: host, Private: private,
 		Sandboxed: w.sb != nil})
 	switch d.Action {
 	case permission.Allow:
-		return Result{}, true
+		return addrs, Result{}, true
 	case permission.Ask:
-		return Errorf("web_fetch: redirected to %s, which needs approval: call web_fetch with that URL to ask for it", u), false
+		return nil, Errorf("web_fetch: redirected to %s, which needs approval: call web_fetch with that URL to ask for it", u), false
 	}
-	return Errorf("web_fetch: %s: permission denied: %s", u, d.Reason), false
+	return nil, Errorf("web_fetch: %s: permission denied: %s", u, d.Reason), false
 }
 
-// get sends one GET to u without following redirects, dialling only the
-// addresses u's host resolved to now.
-func (w *webFetch) get(ctx context.Context, u *url.URL) (*http.Response, error) {
-	addrs, _ := resolveHost(ctx, u.Hostname())
+// get sends one GET to u without following redirects, dialling only
+// addrs, what admit resolved u's host to.
+func (w *webFetch) get(ctx context.Context, u *url.URL, addrs []netip.Addr) (*http.Response, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("cannot resolve %s", u.Hostname())
 	}
