@@ -238,6 +238,23 @@ func (s *Server) session(id string) *session {
 	return s.sessions[id]
 }
 
+// sessionParams decodes m's params into v and returns the open session
+// *id names (id points into v); when either fails, the request is
+// answered with the error and it returns nil.
+func (s *Server) sessionParams(m message, v any, id *string) *session {
+	e := params(m, v)
+	var ss *session
+	if e == nil {
+		if ss = s.session(*id); ss == nil {
+			e = unknownSession(m.Method, *id)
+		}
+	}
+	if e != nil {
+		s.send(s.conn.fail(m.ID, e.Code, e.Message))
+	}
+	return ss
+}
+
 // params decodes m's params into v, or says why it cannot.
 func params(m message, v any) *rpcError {
 	if len(m.Params) == 0 {

@@ -241,14 +241,8 @@ func (ss *session) configOptions() []configOption {
 
 func (s *Server) setMode(m message) {
 	var p setModeRequest
-	if e := params(m, &p); e != nil {
-		s.send(s.conn.fail(m.ID, e.Code, e.Message))
-		return
-	}
-	ss := s.session(p.SessionID)
+	ss := s.sessionParams(m, &p, &p.SessionID)
 	if ss == nil {
-		e := unknownSession(m.Method, p.SessionID)
-		s.send(s.conn.fail(m.ID, e.Code, e.Message))
 		return
 	}
 	mode, err := permission.ParseMode(p.ModeID)
@@ -263,14 +257,8 @@ func (s *Server) setMode(m message) {
 
 func (s *Server) setConfigOption(m message) {
 	var p setConfigOptionRequest
-	if e := params(m, &p); e != nil {
-		s.send(s.conn.fail(m.ID, e.Code, e.Message))
-		return
-	}
-	ss := s.session(p.SessionID)
+	ss := s.sessionParams(m, &p, &p.SessionID)
 	if ss == nil {
-		e := unknownSession(m.Method, p.SessionID)
-		s.send(s.conn.fail(m.ID, e.Code, e.Message))
 		return
 	}
 	if p.ConfigID != "model" {

@@ -15,14 +15,8 @@ import (
 // stop reason) is sent when the turn ends, after its updates.
 func (s *Server) prompt(m message) {
 	var p promptRequest
-	if e := params(m, &p); e != nil {
-		s.send(s.conn.fail(m.ID, e.Code, e.Message))
-		return
-	}
-	ss := s.session(p.SessionID)
+	ss := s.sessionParams(m, &p, &p.SessionID)
 	if ss == nil {
-		e := unknownSession(m.Method, p.SessionID)
-		s.send(s.conn.fail(m.ID, e.Code, e.Message))
 		return
 	}
 	text := promptText(p.Prompt)
