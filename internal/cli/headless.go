@@ -9,7 +9,6 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
-	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/protocol/dialect"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
@@ -157,23 +156,8 @@ func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Op
 		return err
 	}
 	defer a.Close()
-	for _, t := range o.AllowedTools {
-		r, err := permission.ParseRule(t, permission.Allow, permission.ScopeSession)
-		if err != nil {
-			return usageError{err}
-		}
-		if err := a.Permissions.AddRule(r); err != nil {
-			return err
-		}
-	}
-	for _, t := range o.DisallowedTools {
-		r, err := permission.ParseRule(t, permission.Deny, permission.ScopeSession)
-		if err != nil {
-			return usageError{fmt.Errorf("--disallowedTools: %w", err)}
-		}
-		if err := a.Permissions.AddRule(r); err != nil {
-			return err
-		}
+	if err := a.Permissions.AddSessionRules(o.AllowedTools, o.DisallowedTools); err != nil {
+		return usageError{err}
 	}
 	return streamjson.Serve(ctx, a, s.In, s.Out, s.Err, o)
 }
@@ -191,7 +175,7 @@ func runSDK(ctx context.Context, d dialect.Dialect, args []string, s Streams) in
 	}
 	s.In = in
 	g := globals{model: l.Model, mode: l.PermissionMode, mcp: l.MCPServers, strictMCP: l.StrictMCP, stderr: s.Err,
-		sandboxSettings: sdkSandbox(l.Sandbox), settingSources: l.SettingSources, addDirs: l.AddDirs}
+		sandboxSettings: l.Sandbox.Config(), settingSources: l.SettingSources, addDirs: l.AddDirs}
 	if l.SandboxRequired {
 		g.sandbox = "required"
 	}
@@ -216,15 +200,4 @@ func runSDK(ctx context.Context, d dialect.Dialect, args []string, s Streams) in
 		return ExitFailure
 	}
 	return ExitOK
-}
-
-// sdkSandbox is the SDK's sandbox option as config (docs/sandbox.md);
-// nil leaves the sandbox off, as Claude Code does.
-func sdkSandbox(s *dialect.SandboxSettings) *config.Sandbox {
-	if s == nil {
-		return nil
-	}
-	auto, out := s.AutoAllow, s.AllowUnsandboxed
-	return &config.Sandbox{Mode: s.Mode(), Writable: s.AllowWrite, DenyRead: s.DenyRead,
-		Network: config.SandboxNetwork{Allow: s.AllowedDomains}, AutoAllow: &auto, AllowUnsandboxed: &out}
 }

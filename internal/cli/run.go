@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -90,7 +89,7 @@ id and returns at once.`,
 			if err := f.validate(true); err != nil {
 				return err
 			}
-			goal, err := goalText(args)
+			goal, err := app.GoalText(args)
 			if err != nil {
 				return &exitError{code: ExitUsage, err: err}
 			}
@@ -163,31 +162,6 @@ func (f *runFlags) validate(create bool) error {
 		return usageError{errors.New("--yes does not reach the workers of a --cluster run: give it to arbor worker, or choose --mode")}
 	}
 	return nil
-}
-
-// goalText is the goal of arbor run's arguments. A lone argument that
-// ends in .md or names an existing path is a plan file: it must be a
-// readable file, so a mistyped name is an error, not a goal.
-func goalText(args []string) (string, error) {
-	if len(args) == 1 {
-		p := args[0]
-		fi, err := os.Stat(p)
-		switch {
-		case err == nil && fi.IsDir():
-			return "", fmt.Errorf("plan file %s is a directory", p)
-		case err == nil && !fi.Mode().IsRegular():
-			return "", fmt.Errorf("plan file %s is not a regular file", p)
-		case err == nil:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return "", fmt.Errorf("read plan file: %w", err)
-			}
-			return string(b), nil
-		case strings.HasSuffix(strings.ToLower(p), ".md") && !strings.ContainsAny(p, " \n"):
-			return "", fmt.Errorf("plan file %s: %w (to run a goal that looks like a file name, add words to it)", p, err)
-		}
-	}
-	return strings.Join(args, " "), nil
 }
 
 // checkPrice refuses a budget in dollars on a model whose price is not
@@ -349,23 +323,9 @@ func printTotals(ctx context.Context, a *app.App, r store.Run, s Streams) {
 	if err != nil {
 		return
 	}
-	var in, out int64
-	var cost float64
-	known := true
-	for _, n := range nodes {
-		if n.SessionID == "" {
-			continue
-		}
-		if ss, err := a.Store.GetSession(ctx, n.SessionID); err == nil {
-			in += ss.Usage.InputTokens + ss.Usage.CacheReadTokens + ss.Usage.CacheWriteTokens
-			out += ss.Usage.OutputTokens
-			cost += ss.CostUSD
-			known = known && ss.CostKnown
-		}
+	in, out, cost := app.Totals(app.WithSpend(ctx, a.Store, nodes))
+	if cost == "" {
+		cost = "unknown"
 	}
-	c := "unknown"
-	if known {
-		c = fmt.Sprintf("$%.4f", cost)
-	}
-	fmt.Fprintf(s.Err, "arbor: run %s %s: %d nodes, %d input + %d output tokens, cost %s\n", r.ID, r.Status, len(nodes), in, out, c)
+	fmt.Fprintf(s.Err, "arbor: run %s %s: %d nodes, %d input + %d output tokens, cost %s\n", r.ID, r.Status, len(nodes), in, out, cost)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/tui"
@@ -90,9 +90,9 @@ func newTreeCmd(g *globals) *cobra.Command {
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
-					Run   store.Run  `json:"run"`
-					Nodes []treeNode `json:"nodes"`
-				}{r, withSpend(cmd.Context(), a.Store, nodes)})
+					Run   store.Run       `json:"run"`
+					Nodes []app.NodeSpend `json:"nodes"`
+				}{r, app.WithSpend(cmd.Context(), a.Store, nodes)})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "run %s [%s] model %s%s\n", r.ID, r.Status, r.Model, store.DescribeDriver(cmd.Context(), a.Store, r))
 			if r.Error != "" {
@@ -104,26 +104,4 @@ func newTreeCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the run and every node in full")
 	return cmd
-}
-
-// treeNode is a node as arbor tree --json prints it: the node and what
-// its agent spent (its session's totals; none before it started).
-type treeNode struct {
-	store.Node
-	Usage   *llm.Usage `json:"usage,omitempty"`
-	CostUSD float64    `json:"cost_usd,omitempty"`
-}
-
-func withSpend(ctx context.Context, st store.Store, nodes []store.Node) []treeNode {
-	out := make([]treeNode, len(nodes))
-	for i, n := range nodes {
-		out[i].Node = n
-		if n.SessionID == "" {
-			continue
-		}
-		if s, err := st.GetSession(ctx, n.SessionID); err == nil {
-			out[i].Usage, out[i].CostUSD = &s.Usage, s.CostUSD
-		}
-	}
-	return out
 }

@@ -178,6 +178,28 @@ func (e *Engine) Rules() []Rule {
 	return out
 }
 
+// AddSessionRules adds session rules allowing each of allow and denying
+// each of deny (--allowedTools, --disallowedTools); a rule that does not
+// parse is an error naming its flag.
+func (e *Engine) AddSessionRules(allow, deny []string) error {
+	for _, set := range []struct {
+		flag  string
+		specs []string
+		a     Action
+	}{{"--allowedTools", allow, Allow}, {"--disallowedTools", deny, Deny}} {
+		for _, spec := range set.specs {
+			r, err := ParseRule(spec, set.a, ScopeSession)
+			if err == nil {
+				err = e.AddRule(r)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", set.flag, err)
+			}
+		}
+	}
+	return nil
+}
+
 // AddRule adds r to its scope: in memory for the session scope, appended to
 // the scope's file otherwise (the file is then reloaded, so edits made to
 // it meanwhile are picked up). Adding a rule that exists is a no-op.

@@ -323,3 +323,20 @@ func TestPlanAndDontAsk(t *testing.T) {
 		requireAction(t, b.engine.Decide(shell("git push origin main")), deny)
 	})
 }
+
+// TestAddSessionRules: --allowedTools allows, --disallowedTools denies, and
+// a rule that does not parse is refused naming its flag.
+func TestAddSessionRules(t *testing.T) {
+	t.Parallel()
+	b := setup(t, permission.ModeDefault)
+	if err := b.engine.AddSessionRules([]string{"shell(ls)"}, []string{"write_file"}); err != nil {
+		t.Fatal(err)
+	}
+	requireAction(t, b.engine.Decide(shell("ls")), allow)
+	requireAction(t, b.engine.Decide(write("a.txt")), deny)
+	requireAction(t, b.engine.Decide(shell("rm x")), ask)
+	err := b.engine.AddSessionRules(nil, []string{"shell("})
+	if err == nil || !strings.HasPrefix(err.Error(), "--disallowedTools: ") {
+		t.Fatalf("bad rule: err = %v, want one naming --disallowedTools", err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/arbor-run/arbor/internal/config"
 )
 
 // SandboxSettings are the Claude Agent SDK's sandbox option (Claude Code's
@@ -134,4 +136,15 @@ func (s *SandboxSettings) Mode() string {
 		return "required"
 	}
 	return "auto"
+}
+
+// Config is the sandbox option as arbor's config (docs/sandbox.md); nil
+// leaves the sandbox off, as Claude Code does.
+func (s *SandboxSettings) Config() *config.Sandbox {
+	if s == nil {
+		return nil
+	}
+	auto, out := s.AutoAllow, s.AllowUnsandboxed
+	return &config.Sandbox{Mode: s.Mode(), Writable: s.AllowWrite, DenyRead: s.DenyRead,
+		Network: config.SandboxNetwork{Allow: s.AllowedDomains}, AutoAllow: &auto, AllowUnsandboxed: &out}
 }
