@@ -120,9 +120,19 @@ func TestSubAgents(t *testing.T) {
 		sess := ready.P.SessionID
 		two, three := started[sess+".2"], started[sess+".3"]
 		if three.AgentID == "" {
-			// #3's agent_started precedes its confirm_request; #2's may not
-			// have come yet only if it has not started, which cannot be.
+			// #3's agent_started precedes its confirm_request.
 			t.Fatalf("agent_started seen: %+v", started)
+		}
+		if two.AgentID == "" {
+			// #2 was spawned with #3 but may start after #3 asked: its
+			// agent_started comes later, and before any idle.
+			o := b.Next(func(o out) bool {
+				return o.Type == "idle" || o.Type == "agent_started" && agentOf(t, o).TaskID == sess+".2"
+			})
+			if o.Type == "idle" {
+				t.Fatalf("idle while children run: %s", o.raw)
+			}
+			two = agentOf(t, o)
 		}
 		if a := agentOf(t, req); a.AgentID != three.AgentID {
 			t.Fatalf("confirm_request from %q, want #3's %q: %s", a.AgentID, three.AgentID, req.raw)
