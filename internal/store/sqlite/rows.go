@@ -31,3 +31,5 @@ func (k *known[K, V]) put(key K, v V) {
 	}
 	k.m[key] = v
 }
+
+func (k *known[K, V]) forget(key K) { delete(k.m, key) }
