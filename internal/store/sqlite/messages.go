@@ -201,8 +201,12 @@ func (s *Store) stepWrite(ctx context.Context, st store.Step) (write func(*wtx) 
 				return err
 			}
 		}
-		seqs, id := &tx.w.seqs, st.SessionID
-		tx.afterCommit(func() { seqs.put(id, end) })
+		// Known at once, not after the commit: the next step of the
+		// session is mostly in the same transaction (a node's answer and
+		// its tool results are queued together), and it would otherwise
+		// read the row back. The guard makes a value this write leaves
+		// and a rollback undoes harmless: it does not match the row.
+		tx.w.seqs.put(st.SessionID, end)
 		*last = end
 		first := end - int64(len(st.Messages)) + 1
 		for i, m := range st.Messages {

@@ -462,3 +462,44 @@ func TestWriterTakesANewConnection(t *testing.T) {
 	}
 	mustMessages(t, b, "s1", "kept")
 }
+
+// TestStepSeqsInOneTransaction: steps of one session queued together
+// share a transaction and number their messages on from each other; a
+// step whose write was rolled back after it numbered its messages leaves
+// nothing the next step trusts.
+func TestStepSeqsInOneTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	txs0, _ := b.st.WriteStats()
+	waits := []func() (int64, error){
+		b.st.QueueStep(b.ctx, store.Step{Create: &store.Session{ID: "s1"}, Messages: []llm.Message{llm.UserText("one"), llm.UserText("two")}}),
+		b.st.QueueStep(b.ctx, store.Step{SessionID: "s1", Messages: []llm.Message{llm.UserText("three")}}),
+		b.st.QueueStep(b.ctx, store.Step{SessionID: "s1", Messages: []llm.Message{llm.UserText("four"), llm.UserText("five")}}),
+	}
+	// The last wait runs the whole queue, as a node's transition does.
+	for i := len(waits) - 1; i >= 0; i-- {
+		last, err := waits[i]()
+		must(t, err)
+		if want := []int64{2, 3, 5}[i]; last != want {
+			t.Fatalf("step %d: last seq %d, want %d", i, last, want)
+		}
+	}
+	if txs, _ := b.st.WriteStats(); txs-txs0 != 1 {
+		t.Fatalf("the three steps took %d transactions, want 1", txs-txs0)
+	}
+	mustMessages(t, b, "s1", "one", "two", "three", "four", "five")
+
+	// A message row the session does not count makes the next step's
+	// second insert fail after its session update: the step rolls back.
+	must(t, b.writeExec(`INSERT INTO messages (session_id, seq, role, body, created_at) VALUES ('s1', 7, 'user', '{}', 0)`))
+	if _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("six"), llm.UserText("seven")); err == nil {
+		t.Fatal("a step onto a taken seq succeeded")
+	}
+	must(t, b.writeExec(`DELETE FROM messages WHERE session_id = 's1' AND seq = 7`))
+	last, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("six"))
+	must(t, err)
+	if last != 6 {
+		t.Fatalf("the step after a rolled-back one: last seq %d, want 6", last)
+	}
+	mustMessages(t, b, "s1", "one", "two", "three", "four", "five", "six")
+}
