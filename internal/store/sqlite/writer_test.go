@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
@@ -503,3 +504,57 @@ func TestStepSeqsInOneTransaction(t *testing.T) {
 	}
 	mustMessages(t, b, "s1", "one", "two", "three", "four", "five", "six")
 }
+
+// TestStepCreatingItsSession: a step that creates its session inserts the
+// row as the step leaves it, which must be the row CreateSession and then
+// the same step give: totals, status, cost, times, and the messages
+// numbered from 1 (more than one insert statement holds).
+func TestStepCreatingItsSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	later := time.Now().Add(time.Hour).UTC() // updated_at ahead of the step's clock
+	for _, status := range []store.SessionStatus{"", store.SessionIdle} {
+		var msgs []llm.Message
+		for i := range 6 {
+			msgs = append(msgs, llm.UserText(fmt.Sprintf("message %d", i+1)))
+		}
+		sess := func(id string) store.Session {
+			return store.Session{ID: id, Title: "t", Model: "m", Workspace: "w", CreatedAt: later, UpdatedAt: later, RunID: "r", NodeID: 3}
+		}
+		step := func(id string) store.Step {
+			return store.Step{SessionID: id, Messages: msgs, Status: status, Usage: &store.UsageRecord{
+				Model: "m", Usage: llm.Usage{InputTokens: 10, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}, CostUSD: 0.5, At: later}}
+		}
+		one, two := "created-by-step"+string(status), "created-first"+string(status)
+		st := step(one)
+		st.Create = ptr(sess(one))
+		last, err := b.st.SaveStep(b.ctx, st)
+		must(t, err)
+		must(t, b.st.CreateSession(b.ctx, sess(two)))
+		last2, err := b.st.SaveStep(b.ctx, step(two))
+		must(t, err)
+		if last != 6 || last2 != 6 {
+			t.Fatalf("last seqs %d and %d, want 6", last, last2)
+		}
+		got, err := b.st.GetSession(b.ctx, one)
+		must(t, err)
+		want, err := b.st.GetSession(b.ctx, two)
+		must(t, err)
+		got.ID = want.ID
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Fatalf("status %q: the step's session\n%+v\nwant\n%+v", status, got, want)
+		}
+		recs, err := b.st.Messages(b.ctx, one, 0)
+		must(t, err)
+		for i, r := range recs {
+			if r.Seq != int64(i+1) || r.Message.Text() != msgs[i].Text() {
+				t.Fatalf("message %d: seq %d %q", i, r.Seq, r.Message.Text())
+			}
+		}
+		if len(recs) != len(msgs) {
+			t.Fatalf("%d messages, want %d", len(recs), len(msgs))
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
