@@ -253,7 +253,7 @@ func TestSpawnRunAgainFindsItsNode(t *testing.T) {
 	t.Parallel()
 	b := setup(t, script{})
 	id := "sess-call-ids"
-	call := func(h *tree.Host, caller int64, name, callID string, args map[string]any) string {
+	callTool := func(h *tree.Host, caller int64, name, callID string, args map[string]any) string {
 		t.Helper()
 		ts := h.Tools()
 		if caller != 1 {
@@ -303,7 +303,7 @@ func TestSpawnRunAgainFindsItsNode(t *testing.T) {
 		if s.tool == "ask" {
 			args = map[string]any{"question": "go?"}
 		}
-		if got := call(h, s.caller, s.tool, s.call, args); got != s.id {
+		if got := callTool(h, s.caller, s.tool, s.call, args); got != s.id {
 			t.Fatalf("step %d: %s %s as #%d gave %s, want %s", i, s.tool, s.call, s.caller, got, s.id)
 		}
 	}
@@ -318,7 +318,7 @@ func TestSpawnRunAgainFindsItsNode(t *testing.T) {
 		caller   int64
 		call, id string
 	}{{1, "c2", `{"id": "#4"}`}, {3, "c1", `{"id": "#5"}`}, {1, "c3", `{"id": "#6"}`}, {4, "c2", `{"id": "#7"}`}} {
-		if got := call(h2, s.caller, "spawn", s.call, held("after reopening")); got != s.id {
+		if got := callTool(h2, s.caller, "spawn", s.call, held("after reopening")); got != s.id {
 			t.Fatalf("after reopening: spawn %s as #%d gave %s, want %s", s.call, s.caller, got, s.id)
 		}
 	}
