@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,7 +77,7 @@ func (s *Store) CommitAsync(ctx context.Context, run *store.Run, nodes ...store.
 		r := *run
 		run = &r
 	}
-	nodes = slices.Clone(nodes)
+	// nodes need no copy: commitTx encodes them before it returns.
 	what, fn, err := s.commitTx(context.WithoutCancel(ctx), run, nodes)
 	if err != nil {
 		return func() error { return fmt.Errorf("%s: %w", what, err) }
@@ -129,20 +128,21 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 			}
 			known[run.ID] = true
 		}
-		for i, n := range nodes {
-			if ok, err := updateChanged(ctx, tx, args[i]); err != nil {
-				return fmt.Errorf("node %d: %w", n.ID, err)
+		for _, a := range args { // not nodes: CommitAsync's caller may reuse them
+			k := nodeKeyOf(a)
+			if ok, err := updateChanged(ctx, tx, a); err != nil {
+				return fmt.Errorf("node %d: %w", k.id, err)
 			} else if ok {
 				continue // its row exists, so its run does
 			}
-			if !known[n.RunID] {
-				if err := requireRun(ctx, tx, n.RunID); err != nil {
-					return fmt.Errorf("node %d: %w", n.ID, err)
+			if !known[k.run] {
+				if err := requireRun(ctx, tx, k.run); err != nil {
+					return fmt.Errorf("node %d: %w", k.id, err)
 				}
-				known[n.RunID] = true
+				known[k.run] = true
 			}
-			if err := upsertWhole(ctx, tx, args[i]); err != nil {
-				return fmt.Errorf("node %d: %w", n.ID, err)
+			if err := upsertWhole(ctx, tx, a); err != nil {
+				return fmt.Errorf("node %d: %w", k.id, err)
 			}
 		}
 		return nil

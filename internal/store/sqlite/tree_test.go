@@ -239,3 +239,23 @@ func TestWriterForgetsEndedNodes(t *testing.T) {
 		t.Fatalf("#2 is %s with result %q", got.State, got.Result)
 	}
 }
+
+// TestCommitAsyncKeepsWhatItWasGiven: the nodes a queued commit writes
+// are the ones it was given, even when the caller changes them before
+// the commit runs.
+func TestCommitAsyncKeepsWhatItWasGiven(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1"}))
+	g := holdWriter(t, b)
+	nodes := []store.Node{{RunID: "r1", ID: 1, Kind: "goal", Goal: "given", State: "pending", BlockedBy: []int64{}}}
+	wait := b.st.CommitAsync(b.ctx, nil, nodes...)
+	nodes[0].Goal, nodes[0].BlockedBy = "changed", append(nodes[0].BlockedBy, 9)
+	g.open(t)
+	must(t, wait())
+	got, err := b.st.GetNode(b.ctx, "r1", 1)
+	must(t, err)
+	if got.Goal != "given" || len(got.BlockedBy) != 0 {
+		t.Fatalf("stored goal %q, blocked_by %v; want what the commit was given", got.Goal, got.BlockedBy)
+	}
+}
