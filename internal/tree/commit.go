@@ -62,18 +62,23 @@ func (r *run) writeLocked(changes []change, queue bool) {
 	if meta != nil {
 		r.saved = *meta
 	}
-	r.unsaved = nil
 	for i, c := range changes {
-		n := nodes[i]
+		// Nodes are never changed in place (a change is a copy), so
+		// memory may point into nodes, which the commit only reads.
+		n := &nodes[i]
 		if n.State == StateFailed || n.State == StateCancelled || n.State == StatePending && len(n.BlockedBy) > 0 {
 			r.ended = true
 		}
 		if i >= len(created) { // a created node may have changed since
-			r.endedLocked(r.nodes[n.ID], &n)
-			r.nodes[n.ID] = &n
+			r.endedLocked(r.nodes[n.ID], n)
+			r.nodes[n.ID] = n
 		}
-		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(n), Reason: c.reason})
+		r.pending = append(r.pending, &NodeChanged{RunID: r.id, From: c.from, Node: view(*n), Reason: c.reason})
 	}
+	// Written: the array of unsaved takes the next ones (a step of
+	// thousands of spawns grew a new one after every commit).
+	clear(created)
+	r.unsaved = created[:0]
 }
 
 // stageLocked applies changes to memory and leaves them for the run's

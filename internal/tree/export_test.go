@@ -1,6 +1,9 @@
 package tree
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // IsLive reports whether e has published run id in its live map.
 func IsLive(e *Engine, id string) bool {
@@ -12,4 +15,21 @@ func IsLive(e *Engine, id string) bool {
 // engine drives anything.
 func SetHeartbeat(e *Engine, every time.Duration) {
 	e.o.Heartbeat, e.o.LeaseTTL = every, ttlBeats*every
+}
+
+// AgentsHeld returns the node ids whose agents the live run id keeps.
+func AgentsHeld(e *Engine, id string) []int64 {
+	v, ok := e.live.Load(id)
+	if !ok {
+		return nil
+	}
+	r := v.(*run)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]int64, 0, len(r.agents))
+	for id := range r.agents {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }

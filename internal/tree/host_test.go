@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -239,5 +240,89 @@ func TestNodeSessionsRecordTheirNode(t *testing.T) {
 	}
 	if s, err := b.app.Store.GetSession(b.ctx, conv.ID); err != nil || s.OwnedByNode() {
 		t.Fatalf("conversation %+v, %v", s, err)
+	}
+}
+
+// TestSpawnRunAgainFindsItsNode: spawn, fork and ask are run again after
+// a crash (tool.Idempotent), so a call with the id of one that already
+// created a node under the same parent returns that node instead of a
+// second one, in the process that made it and in the next one, which
+// knows the node only from the store. The same call id under another
+// parent is another call.
+func TestSpawnRunAgainFindsItsNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, script{})
+	id := "sess-call-ids"
+	callTool := func(h *tree.Host, caller int64, name, callID string, args map[string]any) string {
+		t.Helper()
+		ts := h.Tools()
+		if caller != 1 {
+			var err error
+			if ts, err = h.NodeTools(caller); err != nil {
+				t.Fatalf("tools of #%d: %v", caller, err)
+			}
+		}
+		raw, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range ts {
+			if tl.Info().Name == name {
+				res := tl.Run(b.ctx, tool.Call{ID: callID, Input: raw})
+				if res.IsError {
+					t.Fatalf("%s %s as #%d: %s", name, callID, caller, res.Content)
+				}
+				return res.Content
+			}
+		}
+		t.Fatalf("#%d has no tool %s", caller, name)
+		return ""
+	}
+	// Nothing starts: every child waits for the unanswered ask #2.
+	held := func(goal string) map[string]any {
+		return map[string]any{"goal": goal, "prompt": "p", "blocked_by": []string{"#2"}}
+	}
+	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: id, SessionID: id, Workspace: b.app.Workspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		caller         int64
+		tool, call, id string
+	}{
+		{1, "ask", "c0", `{"id": "#2"}`},
+		{1, "spawn", "c1", `{"id": "#3"}`},
+		{1, "fork", "c2", `{"id": "#4"}`},
+		{1, "spawn", "c1", `{"id": "#3"}`}, // run again
+		{1, "ask", "c0", `{"id": "#2"}`},
+		{3, "spawn", "c1", `{"id": "#5"}`}, // another parent's call
+		{3, "spawn", "c1", `{"id": "#5"}`},
+	}
+	for i, s := range steps {
+		args := held(fmt.Sprintf("step %d", i))
+		if s.tool == "ask" {
+			args = map[string]any{"question": "go?"}
+		}
+		if got := callTool(h, s.caller, s.tool, s.call, args); got != s.id {
+			t.Fatalf("step %d: %s %s as #%d gave %s, want %s", i, s.tool, s.call, s.caller, got, s.id)
+		}
+	}
+	h.Close()
+
+	h2, err := b.engine.Host(b.ctx, tree.HostOptions{ID: id, SessionID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	for _, s := range []struct {
+		caller   int64
+		call, id string
+	}{{1, "c2", `{"id": "#4"}`}, {3, "c1", `{"id": "#5"}`}, {1, "c3", `{"id": "#6"}`}, {4, "c2", `{"id": "#7"}`}} {
+		if got := callTool(h2, s.caller, "spawn", s.call, held("after reopening")); got != s.id {
+			t.Fatalf("after reopening: spawn %s as #%d gave %s, want %s", s.call, s.caller, got, s.id)
+		}
+	}
+	if n := len(h2.Nodes()); n != 6 {
+		t.Fatalf("%d nodes besides the host, want 6", n)
 	}
 }

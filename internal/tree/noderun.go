@@ -42,7 +42,9 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 			return
 		}
 		r.mu.Lock()
-		r.agents[id] = ag
+		if !r.nodes[id].State.Terminal() { // stopped meanwhile: it never runs again
+			r.agents[id] = ag
+		}
 		v := view(*r.nodes[id])
 		r.mu.Unlock()
 		r.e.o.Bus.Publish(&AgentStarted{RunID: r.id, Node: v})

@@ -50,6 +50,11 @@ type run struct {
 	// are the ids of ask nodes, which start without a free slot.
 	live liveSet
 	asks []int64
+	// calls maps a parent and the tool call id of a spawn, fork or ask to
+	// the child it created (the first, if a model reused the id): a call
+	// run again after a crash finds its node without a scan of the
+	// parent's children, which made a step of n spawns cost n².
+	calls map[callKey]int64
 	// ended is set when a commit moved a node to failed or cancelled or
 	// stored a pending node with dependencies (which may have ended
 	// already): the only changes that give propagateLocked work.
@@ -113,7 +118,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 		disp: &Local{}, saved: meta, agents: map[int64]*agent.Agent{}, remote: map[int64]bool{}, fresh: map[int64]bool{},
 		parents: map[int64]int64{}, limits: map[int64]spend{}, spent: map[int64]spend{},
 		reserved: map[int64]spend{}, resv: map[int64]spend{}, settled: make(chan struct{}),
-		notes: map[int64][]string{},
+		notes: map[int64][]string{}, calls: map[callKey]int64{},
 		ended: true, // dependencies may have ended before a crash
 	}
 	for _, n := range nodes {
@@ -198,13 +203,30 @@ func (r *run) addLocked(n *store.Node) {
 	if !n.State.Terminal() {
 		r.live.add(n.ID, n.ParentID)
 	}
+	if n.CallID != "" {
+		k := callKey{parent: n.ParentID, call: n.CallID}
+		if _, ok := r.calls[k]; !ok {
+			r.calls[k] = n.ID
+		}
+	}
+}
+
+// callKey names the tool call that created a node: its parent and the
+// call's id.
+type callKey struct {
+	parent int64
+	call   string
 }
 
 // endedLocked takes a node that a change moved from was to is out of the
-// live set when the change ended it.
+// live set when the change ended it, and drops its agent: a node that
+// ended never runs again, and a run of 10,000 nodes held 10,000 agents
+// with their transcripts until it ended.
 func (r *run) endedLocked(was, is *store.Node) {
 	if was != nil && !was.State.Terminal() && is.State.Terminal() {
 		r.live.end(is.ID, is.ParentID)
+		delete(r.agents, is.ID)
+		delete(r.remote, is.ID)
 	}
 }
 

@@ -261,12 +261,8 @@ func (r *run) create(parent int64, n store.Node, deferred bool) tool.Result {
 	if r.finished {
 		return tool.Errorf("the run has ended")
 	}
-	if n.CallID != "" {
-		for _, c := range r.children[parent] {
-			if r.nodes[c].CallID == n.CallID { // the call ran before a crash
-				return tool.Result{Content: fmt.Sprintf(`{"id": "#%d"}`, c)}
-			}
-		}
+	if c, ok := r.calls[callKey{parent: parent, call: n.CallID}]; ok && n.CallID != "" {
+		return tool.Result{Content: fmt.Sprintf(`{"id": "#%d"}`, c)} // the call ran before a crash
 	}
 	if err := r.checkDepsLocked(parent, n.BlockedBy); err != nil {
 		return tool.Errorf("%v", err)

@@ -3,6 +3,7 @@ package tree_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -410,5 +411,49 @@ func TestCompleteKeptByTheTranscript(t *testing.T) {
 	}
 	if n := len(b.srv.Requests()); n != 0 {
 		t.Fatalf("the model was asked %d times, want none", n)
+	}
+}
+
+// TestEndedNodesDropTheirAgents: a node's agent is kept for its next turn
+// (a synthesis) only while the node has not ended, so a run does not hold
+// every finished node's agent and transcript until it ends. At the root's
+// synthesis its three children have completed: only the root's agent is
+// left.
+func TestEndedNodesDropTheirAgents(t *testing.T) {
+	t.Parallel()
+	var (
+		mu   sync.Mutex
+		held []int64
+		eng  *tree.Engine
+		run  string
+	)
+	s := script{
+		1: {calls(
+			call("spawn", map[string]any{"goal": "a", "prompt": "p"}),
+			call("spawn", map[string]any{"goal": "b", "prompt": "p"}),
+			call("spawn", map[string]any{"goal": "c", "prompt": "p"})), complete("draft"), complete("final")},
+		2: {complete("ra")},
+		3: {complete("rb")},
+		4: {complete("rc")},
+	}
+	respond := treetest.Responder(s)
+	b := setup(t, nil, setupOpts{respond: func(req llmtest.Request) llmtest.Turn {
+		if nodeOf(req) == 1 && assistantTurns(req) == 2 { // the synthesis
+			mu.Lock()
+			held = tree.AgentsHeld(eng, run)
+			mu.Unlock()
+		}
+		return respond(req)
+	}})
+	mu.Lock()
+	eng, run = b.engine, b.run.ID
+	mu.Unlock()
+	if r := b.drive(t); r.Status != store.RunComplete || r.Result != "final" {
+		t.Fatalf("run %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(held) != "[1]" {
+		t.Fatalf("agents kept at the root's synthesis: %v, want [1]", held)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
@@ -48,6 +49,60 @@ const updateSessionStep = `UPDATE sessions SET
 	status = COALESCE(NULLIF(?, ''), status),
 	` + touch + `
 	WHERE id = ?`
+
+// updateSessionStepGuarded is updateSessionStep for a row whose last_seq
+// the writer knows.
+const updateSessionStepGuarded = updateSessionStep + ` AND last_seq = ?`
+
+// insertStepSession inserts a session created by a step as the step
+// leaves it.
+const insertStepSession = `INSERT INTO sessions
+	(id, title, model, workspace, status, created_at, updated_at, run_id, node_id,
+	 last_seq, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_known)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (id) DO NOTHING`
+
+// insertMessages[k] inserts k messages in one statement; a step's
+// messages go in statements of up to len-1 rows.
+var insertMessages = func() [5]string {
+	var qs [5]string
+	for k := 1; k < len(qs); k++ {
+		qs[k] = `INSERT INTO messages (session_id, seq, role, body, created_at) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?), `, k), ", ")
+	}
+	return qs
+}()
+
+// updateStepSession adds a step to an existing session row (args are
+// updateSessionStep's) and returns the session's last seq after it. When
+// the writer knows the row's last_seq the update is guarded by it and the
+// new one follows; otherwise, or when the row moved on (another process
+// wrote it), it is read back. No RETURNING: SQLite collects a RETURNING
+// clause's rows in an ephemeral table, a b-tree opened and freed per
+// statement, which costs more than reading the row back.
+func updateStepSession(ctx context.Context, tx *wtx, st store.Step, args []any) (int64, error) {
+	if seq, ok := tx.w.seqs.get(st.SessionID); ok {
+		res, err := tx.ExecContext(ctx, updateSessionStepGuarded, append(args, seq)...)
+		if err != nil {
+			return 0, err
+		}
+		if rows, err := res.RowsAffected(); err != nil {
+			return 0, err
+		} else if rows == 1 {
+			return seq + int64(len(st.Messages)), nil
+		}
+	}
+	res, err := tx.ExecContext(ctx, updateSessionStep, args...)
+	if err != nil {
+		return 0, err
+	}
+	if err := requireRow(res); err != nil {
+		return 0, err
+	}
+	var end int64
+	err = tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, st.SessionID).Scan(&end)
+	return end, err
+}
 
 // maxKnownSeqs bounds the sessions whose last_seq the writer remembers.
 const maxKnownSeqs = 4096
@@ -158,64 +213,58 @@ func (s *Store) stepWrite(ctx context.Context, st store.Step) (write func(*wtx) 
 	n := u.Usage
 	last = new(int64)
 	return func(tx *wtx) error {
-		var end int64 // the session's last seq after this write
+		var (
+			end int64 // the session's last seq after this write
+			err error
+		)
 		if create != nil {
-			if err := insertSession(ctx, tx, create); err != nil {
+			// A new session's row is inserted as the step leaves it (its
+			// messages counted, the step's usage in its totals, its
+			// status): one statement where an insert and an update were.
+			status := string(st.Status)
+			if status == "" {
+				status = create[4].(string)
+			}
+			updated := create[6].(int64)
+			if updated < ts {
+				updated = ts
+			} else {
+				updated++
+			}
+			if err := insertNew(ctx, tx, "id already taken", insertStepSession,
+				create[0], create[1], create[2], create[3], status, create[5], updated, create[7], create[8],
+				int64(len(st.Messages)), n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
+				u.CostUSD, costKnown); err != nil {
 				return err
 			}
+			end = int64(len(st.Messages))
+		} else if end, err = updateStepSession(ctx, tx, st, []any{len(st.Messages), n.InputTokens, n.OutputTokens,
+			n.CacheReadTokens, n.CacheWriteTokens, u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID}); err != nil {
+			return err
 		}
-		// The session's last_seq numbers the messages. When the writer
-		// knows it (it committed the session's last write, or creates the
-		// session now) the update is guarded by it and last follows;
-		// otherwise, or when the row moved on (another process wrote it),
-		// it is read back. No RETURNING: SQLite collects a RETURNING
-		// clause's rows in an ephemeral table, a b-tree opened and freed
-		// per statement, which costs more than reading the row back.
-		args := []any{len(st.Messages), n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
-			u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID}
-		seq, ok := tx.w.seqs.get(st.SessionID)
-		if create != nil {
-			seq, ok = 0, true
-		}
-		matched := false
-		if ok {
-			res, err := tx.ExecContext(ctx, updateSessionStep+` AND last_seq = ?`, append(args, seq)...)
-			if err != nil {
-				return err
-			}
-			if rows, err := res.RowsAffected(); err != nil {
-				return err
-			} else if rows == 1 {
-				matched, end = true, seq+int64(len(st.Messages))
-			}
-		}
-		if !matched {
-			res, err := tx.ExecContext(ctx, updateSessionStep, args...)
-			if err != nil {
-				return err
-			}
-			if err := requireRow(res); err != nil {
-				return err
-			}
-			if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, st.SessionID).Scan(&end); err != nil {
-				return err
-			}
-		}
-		seqs, id := &tx.w.seqs, st.SessionID
-		tx.afterCommit(func() { seqs.put(id, end) })
+		// Known at once, not after the commit: the next step of the
+		// session is mostly in the same transaction (a node's answer and
+		// its tool results are queued together), and it would otherwise
+		// read the row back. The guard makes a value this write leaves
+		// and a rollback undoes harmless: it does not match the row.
+		tx.w.seqs.put(st.SessionID, end)
 		*last = end
 		first := end - int64(len(st.Messages)) + 1
-		for i, m := range st.Messages {
-			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO messages (session_id, seq, role, body, created_at) VALUES (?, ?, ?, ?, ?)`,
-				st.SessionID, first+int64(i), string(m.Role), bodies[i], ts); err != nil {
+		for i := 0; i < len(st.Messages); {
+			k := min(len(st.Messages)-i, len(insertMessages)-1)
+			vals := make([]any, 0, 5*k)
+			for j := i; j < i+k; j++ {
+				vals = append(vals, st.SessionID, first+int64(j), string(st.Messages[j].Role), bodies[j], ts)
+			}
+			if _, err := tx.ExecContext(ctx, insertMessages[k], vals...); err != nil {
 				return err
 			}
+			i += k
 		}
 		if st.Usage == nil {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO usage
+		_, err = tx.ExecContext(ctx, `INSERT INTO usage
 			(session_id, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 			 cost_usd, cost_known, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

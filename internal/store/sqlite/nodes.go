@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +37,11 @@ var (
 			strings.TrimSuffix(strings.Repeat("?, ", len(nodeFields)+4), ", ") + ")" +
 			" ON CONFLICT (run_id, id) DO UPDATE SET " + strings.Join(set, ", ")
 	}()
+	// insertNode writes a node whose row does not exist yet, and nothing
+	// when it does; its row's updated_at is then the one bound.
+	insertNode = "INSERT INTO nodes (" + nodeColumns + ") VALUES (" +
+		strings.TrimSuffix(strings.Repeat("?, ", len(nodeFields)+4), ", ") + ")" +
+		" ON CONFLICT (run_id, id) DO NOTHING"
 )
 
 // Commit writes one engine transition in one BEGIN IMMEDIATE transaction:
@@ -72,7 +77,7 @@ func (s *Store) CommitAsync(ctx context.Context, run *store.Run, nodes ...store.
 		r := *run
 		run = &r
 	}
-	nodes = slices.Clone(nodes)
+	// nodes need no copy: commitTx encodes them before it returns.
 	what, fn, err := s.commitTx(context.WithoutCancel(ctx), run, nodes)
 	if err != nil {
 		return func() error { return fmt.Errorf("%s: %w", what, err) }
@@ -123,20 +128,21 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 			}
 			known[run.ID] = true
 		}
-		for i, n := range nodes {
-			if ok, err := updateChanged(ctx, tx, args[i]); err != nil {
-				return fmt.Errorf("node %d: %w", n.ID, err)
+		for _, a := range args { // not nodes: CommitAsync's caller may reuse them
+			k := nodeKeyOf(a)
+			if ok, err := updateChanged(ctx, tx, a); err != nil {
+				return fmt.Errorf("node %d: %w", k.id, err)
 			} else if ok {
 				continue // its row exists, so its run does
 			}
-			if !known[n.RunID] {
-				if err := requireRun(ctx, tx, n.RunID); err != nil {
-					return fmt.Errorf("node %d: %w", n.ID, err)
+			if !known[k.run] {
+				if err := requireRun(ctx, tx, k.run); err != nil {
+					return fmt.Errorf("node %d: %w", k.id, err)
 				}
-				known[n.RunID] = true
+				known[k.run] = true
 			}
-			if err := upsertWhole(ctx, tx, args[i]); err != nil {
-				return fmt.Errorf("node %d: %w", n.ID, err)
+			if err := upsertWhole(ctx, tx, a); err != nil {
+				return fmt.Errorf("node %d: %w", k.id, err)
 			}
 		}
 		return nil
@@ -166,7 +172,27 @@ type nodeRow struct {
 }
 
 // maxNodeRows bounds nodeRows (a node it dropped gets a whole upsert).
-const maxNodeRows = 8192
+// Only nodes that have not ended are kept (remember), so the bound is on
+// the nodes live at once: a fan-out of 10,000 children has that many
+// pending, and a bound below it sent every activation of those the bound
+// dropped through the whole upsert and a read back. A row kept is its 32
+// values, about 0.6 KiB.
+const maxNodeRows = 1 << 15
+
+// stateArg is the index of the state column in nodeArgs' values.
+const stateArg = 3 + 11
+
+// remember records, once the write of the node of args is committed, what
+// it wrote and the updated_at its row got. A node that ended is
+// forgotten: the engine never changes it again, and a write of it anyway
+// (a repair) gets the whole upsert.
+func (c *nodeRows) remember(tx *wtx, k nodeKey, args []any, updated int64) {
+	if st, _ := args[stateArg].(string); store.NodeState(st).Terminal() {
+		tx.afterCommit(func() { c.rows.forget(k) })
+		return
+	}
+	tx.afterCommit(func() { c.rows.put(k, nodeRow{args: args, updated: updated}) })
+}
 
 // nodeKeyOf returns the key of nodeArgs' values.
 func nodeKeyOf(args []any) nodeKey { return nodeKey{run: args[0].(string), id: args[1].(int64)} }
@@ -219,27 +245,40 @@ func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
 	if prev.updated >= now {
 		updated = prev.updated + 1
 	}
-	tx.afterCommit(func() { c.rows.put(k, nodeRow{args: args, updated: updated}) })
+	c.remember(tx, k, args, updated)
 	return true, nil
 }
 
 // upsertWhole writes every column of the node of args and remembers the
-// row for updateChanged.
+// row for updateChanged. A new node (every spawn) is one insert; a row
+// that exists already is replaced and its updated_at read back.
 func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
+	k, c := nodeKeyOf(args), &tx.w.nodes
+	res, err := tx.ExecContext(ctx, insertNode, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 1 {
+		c.remember(tx, k, args, args[len(args)-1].(int64))
+		return nil
+	}
 	if _, err := tx.ExecContext(ctx, upsertNode, args...); err != nil {
 		return err
 	}
-	k := nodeKeyOf(args)
 	var updated int64
 	if err := tx.QueryRowContext(ctx, `SELECT updated_at FROM nodes WHERE run_id = ? AND id = ?`, k.run, k.id).Scan(&updated); err != nil {
 		return err
 	}
-	c := &tx.w.nodes
-	tx.afterCommit(func() { c.rows.put(k, nodeRow{args: args, updated: updated}) })
+	c.remember(tx, k, args, updated)
 	return nil
 }
 
-// nodeArgs validates n and returns the values of nodeColumns for it.
+// nodeArgs validates n and returns the values of nodeColumns for it, each
+// of a type the driver takes as it is (string, int64, nil): the writer
+// binds them without database/sql's reflection, and updateChanged
+// compares them with ==.
 func nodeArgs(n store.Node, now time.Time) ([]any, error) {
 	if err := n.Validate(); err != nil {
 		return nil, err
@@ -258,23 +297,47 @@ func nodeArgs(n store.Node, now time.Time) ([]any, error) {
 	}
 	// nil and empty slices encode as null and [] and decode back as they
 	// were, so both round-trip exactly.
-	blockedBy, err := encodeJSON(n.BlockedBy)
-	if err != nil {
-		return nil, fmt.Errorf("encode blocked_by: %w", err)
-	}
-	options, err := encodeJSON(n.Options)
-	if err != nil {
-		return nil, fmt.Errorf("encode options: %w", err)
+	blockedBy := encodeIDs(n.BlockedBy)
+	options := "null"
+	if n.Options != nil {
+		if options, err = encodeJSON(n.Options); err != nil {
+			return nil, fmt.Errorf("encode options: %w", err)
+		}
 	}
 	return []any{
 		n.RunID, n.ID, created,
-		n.ParentID, n.Kind, n.Spawn, n.Goal, n.Prompt, blockedBy, n.Returns,
-		n.ContextQuery, n.Question, options, n.Default, n.State, n.Result,
-		n.Error, n.Draft, boolInt(n.HasDraft), n.Context, n.SessionID, n.Attempts,
-		n.Synthesized, n.Notice, n.CallID, started, ended, n.BudgetUSD, n.MaxTokens,
+		n.ParentID, string(n.Kind), n.Spawn, n.Goal, n.Prompt, blockedBy, n.Returns,
+		n.ContextQuery, n.Question, options, n.Default, string(n.State), n.Result,
+		n.Error, n.Draft, boolInt(n.HasDraft), n.Context, n.SessionID, int64(n.Attempts),
+		int64(n.Synthesized), n.Notice, n.CallID, nullInt(started), nullInt(ended), n.BudgetUSD, n.MaxTokens,
 		n.Model, n.Runner,
 		now.UnixNano(),
 	}, nil
+}
+
+// encodeIDs is encodeJSON(ids), written without the reflection of
+// encoding/json: every node's write encodes its blocked_by.
+func encodeIDs(ids []int64) string {
+	if ids == nil {
+		return "null"
+	}
+	b := make([]byte, 0, 2+8*len(ids))
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// nullInt is v's value to bind: nil for NULL, else its int64.
+func nullInt(v sql.NullInt64) any {
+	if !v.Valid {
+		return nil
+	}
+	return v.Int64
 }
 
 // Nodes returns the run's nodes ordered by id; ErrNotFound for an unknown

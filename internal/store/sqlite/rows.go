@@ -2,9 +2,9 @@ package sqlite
 
 // known is what the writer remembers of rows it committed, so a later
 // write can skip a read or rewrite less (nodeRows, the sessions' last_seq).
-// Only the writer's leader touches it, and only after a commit
-// (wtx.afterCommit). Every use checks the row still holds what it
-// remembers (another process may have written it), so an entry is a hint:
+// Only the writer's leader touches it. Every use checks the row still
+// holds what it remembers (another process may have written it, or the
+// write that left the entry was rolled back), so an entry is a hint:
 // past limit entries, some are dropped at random.
 type known[K comparable, V any] struct {
 	m     map[K]V
@@ -31,3 +31,5 @@ func (k *known[K, V]) put(key K, v V) {
 	}
 	k.m[key] = v
 }
+
+func (k *known[K, V]) forget(key K) { delete(k.m, key) }

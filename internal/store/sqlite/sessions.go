@@ -47,9 +47,16 @@ func sessionArgs(sess store.Session) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("updated_at: %w", err)
 	}
-	return []any{sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated,
-		sql.NullString{String: sess.RunID, Valid: sess.RunID != ""},
-		sql.NullInt64{Int64: sess.NodeID, Valid: sess.NodeID != 0}}, nil
+	// Plain string, int64 and nil values: the writer binds them without
+	// database/sql's reflection.
+	var runID, nodeID any
+	if sess.RunID != "" {
+		runID = sess.RunID
+	}
+	if sess.NodeID != 0 {
+		nodeID = sess.NodeID
+	}
+	return []any{sess.ID, sess.Title, sess.Model, sess.Workspace, string(sess.Status), created, updated, runID, nodeID}, nil
 }
 
 // insertSession inserts a session row from sessionArgs; ErrConflict when
@@ -60,8 +67,7 @@ func insertSession(ctx context.Context, tx *wtx, args []any) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`, args...)
 	if err == nil {
-		seqs, id := &tx.w.seqs, args[0].(string)
-		tx.afterCommit(func() { seqs.put(id, 0) }) // a new session has no messages
+		tx.w.seqs.put(args[0].(string), 0) // a new session has no messages (a hint: see stepWrite)
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -190,4 +191,71 @@ func TestNodeWritesOfChangedColumns(t *testing.T) {
 	must(t, a.Commit(ctx, nil, n))
 	want(a, n)
 	want(b, n)
+}
+
+// TestEncodeIDs: blocked_by is encoded by hand as encoding/json would.
+func TestEncodeIDs(t *testing.T) {
+	t.Parallel()
+	for _, ids := range [][]int64{nil, {}, {1}, {2, 30, -4, 1 << 62}} {
+		want, err := json.Marshal(ids)
+		must(t, err)
+		if got := encodeIDs(ids); got != string(want) {
+			t.Errorf("encodeIDs(%v) = %s, want %s", ids, got, want)
+		}
+	}
+}
+
+// TestWriterForgetsEndedNodes: the writer remembers the rows of the nodes
+// that have not ended (for updates of their changed columns) and forgets
+// a node once a committed write ended it; a node written after it ended
+// is written whole and stays right.
+func TestWriterForgetsEndedNodes(t *testing.T) {
+	t.Parallel()
+	st := openAt(t, filepath.Join(t.TempDir(), "arbor.db"))
+	ctx := t.Context()
+	must(t, st.CreateRun(ctx, store.Run{ID: "r1"}))
+	nodes := make([]store.Node, 4)
+	for i := range nodes {
+		nodes[i] = store.Node{RunID: "r1", ID: int64(i + 1), Kind: "task", Goal: "g", State: "pending"}
+	}
+	nodes[0].Kind = "goal"
+	must(t, st.Commit(ctx, nil, nodes...))
+	remembered := func(want int) {
+		t.Helper()
+		if got := len(st.w.nodes.rows.m); got != want {
+			t.Fatalf("the writer remembers %d nodes, want %d", got, want)
+		}
+	}
+	remembered(4)
+	nodes[1].State, nodes[2].State, nodes[3].State = "complete", "failed", "active"
+	must(t, st.Commit(ctx, nil, nodes[1:]...))
+	remembered(2)
+	nodes[1].Result = "written after the end"
+	must(t, st.Commit(ctx, nil, nodes[1]))
+	remembered(2)
+	got, err := st.GetNode(ctx, "r1", 2)
+	must(t, err)
+	if got.State != "complete" || got.Result != "written after the end" {
+		t.Fatalf("#2 is %s with result %q", got.State, got.Result)
+	}
+}
+
+// TestCommitAsyncKeepsWhatItWasGiven: the nodes a queued commit writes
+// are the ones it was given, even when the caller changes them before
+// the commit runs.
+func TestCommitAsyncKeepsWhatItWasGiven(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1"}))
+	g := holdWriter(t, b)
+	nodes := []store.Node{{RunID: "r1", ID: 1, Kind: "goal", Goal: "given", State: "pending", BlockedBy: []int64{}}}
+	wait := b.st.CommitAsync(b.ctx, nil, nodes...)
+	nodes[0].Goal, nodes[0].BlockedBy = "changed", append(nodes[0].BlockedBy, 9)
+	g.open(t)
+	must(t, wait())
+	got, err := b.st.GetNode(b.ctx, "r1", 1)
+	must(t, err)
+	if got.Goal != "given" || len(got.BlockedBy) != 0 {
+		t.Fatalf("stored goal %q, blocked_by %v; want what the commit was given", got.Goal, got.BlockedBy)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
@@ -462,3 +463,98 @@ func TestWriterTakesANewConnection(t *testing.T) {
 	}
 	mustMessages(t, b, "s1", "kept")
 }
+
+// TestStepSeqsInOneTransaction: steps of one session queued together
+// share a transaction and number their messages on from each other; a
+// step whose write was rolled back after it numbered its messages leaves
+// nothing the next step trusts.
+func TestStepSeqsInOneTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	txs0, _ := b.st.WriteStats()
+	waits := []func() (int64, error){
+		b.st.QueueStep(b.ctx, store.Step{Create: &store.Session{ID: "s1"}, Messages: []llm.Message{llm.UserText("one"), llm.UserText("two")}}),
+		b.st.QueueStep(b.ctx, store.Step{SessionID: "s1", Messages: []llm.Message{llm.UserText("three")}}),
+		b.st.QueueStep(b.ctx, store.Step{SessionID: "s1", Messages: []llm.Message{llm.UserText("four"), llm.UserText("five")}}),
+	}
+	// The last wait runs the whole queue, as a node's transition does.
+	for i := len(waits) - 1; i >= 0; i-- {
+		last, err := waits[i]()
+		must(t, err)
+		if want := []int64{2, 3, 5}[i]; last != want {
+			t.Fatalf("step %d: last seq %d, want %d", i, last, want)
+		}
+	}
+	if txs, _ := b.st.WriteStats(); txs-txs0 != 1 {
+		t.Fatalf("the three steps took %d transactions, want 1", txs-txs0)
+	}
+	mustMessages(t, b, "s1", "one", "two", "three", "four", "five")
+
+	// A message row the session does not count makes the next step's
+	// second insert fail after its session update: the step rolls back.
+	must(t, b.writeExec(`INSERT INTO messages (session_id, seq, role, body, created_at) VALUES ('s1', 7, 'user', '{}', 0)`))
+	if _, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("six"), llm.UserText("seven")); err == nil {
+		t.Fatal("a step onto a taken seq succeeded")
+	}
+	must(t, b.writeExec(`DELETE FROM messages WHERE session_id = 's1' AND seq = 7`))
+	last, err := b.st.AppendMessages(b.ctx, "s1", llm.UserText("six"))
+	must(t, err)
+	if last != 6 {
+		t.Fatalf("the step after a rolled-back one: last seq %d, want 6", last)
+	}
+	mustMessages(t, b, "s1", "one", "two", "three", "four", "five", "six")
+}
+
+// TestStepCreatingItsSession: a step that creates its session inserts the
+// row as the step leaves it, which must be the row CreateSession and then
+// the same step give: totals, status, cost, times, and the messages
+// numbered from 1 (more than one insert statement holds).
+func TestStepCreatingItsSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	later := time.Now().Add(time.Hour).UTC() // updated_at ahead of the step's clock
+	for _, status := range []store.SessionStatus{"", store.SessionIdle} {
+		var msgs []llm.Message
+		for i := range 6 {
+			msgs = append(msgs, llm.UserText(fmt.Sprintf("message %d", i+1)))
+		}
+		sess := func(id string) store.Session {
+			return store.Session{ID: id, Title: "t", Model: "m", Workspace: "w", CreatedAt: later, UpdatedAt: later, RunID: "r", NodeID: 3}
+		}
+		step := func(id string) store.Step {
+			return store.Step{SessionID: id, Messages: msgs, Status: status, Usage: &store.UsageRecord{
+				Model: "m", Usage: llm.Usage{InputTokens: 10, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}, CostUSD: 0.5, At: later}}
+		}
+		one, two := "created-by-step"+string(status), "created-first"+string(status)
+		st := step(one)
+		st.Create = ptr(sess(one))
+		last, err := b.st.SaveStep(b.ctx, st)
+		must(t, err)
+		must(t, b.st.CreateSession(b.ctx, sess(two)))
+		last2, err := b.st.SaveStep(b.ctx, step(two))
+		must(t, err)
+		if last != 6 || last2 != 6 {
+			t.Fatalf("last seqs %d and %d, want 6", last, last2)
+		}
+		got, err := b.st.GetSession(b.ctx, one)
+		must(t, err)
+		want, err := b.st.GetSession(b.ctx, two)
+		must(t, err)
+		got.ID = want.ID
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Fatalf("status %q: the step's session\n%+v\nwant\n%+v", status, got, want)
+		}
+		recs, err := b.st.Messages(b.ctx, one, 0)
+		must(t, err)
+		for i, r := range recs {
+			if r.Seq != int64(i+1) || r.Message.Text() != msgs[i].Text() {
+				t.Fatalf("message %d: seq %d %q", i, r.Seq, r.Message.Text())
+			}
+		}
+		if len(recs) != len(msgs) {
+			t.Fatalf("%d messages, want %d", len(recs), len(msgs))
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
