@@ -46,7 +46,11 @@ approvals through arbor serve (on this machine), or all at once with --yes.
 SIGINT or SIGTERM stops taking runs and turns, lets the runs being driven go
 (their agents stop at once; the runs stay running and are offered to the
 other workers), stops the turns running here (their drivers hand them out
-again) and exits 0.`,
+again) and exits 0.
+
+--lease-ttl, --heartbeat and --poll (config cluster:) time the leases:
+every worker of a store and every process driving its runs should use the
+same values (docs/configuration.md).`,
 		Example: `  arbor worker --store postgres://arbor@db/arbor --concurrency 8
   arbor worker --store "$DB" --queue gpu --workspace /srv/checkout --yes`,
 		Args: cobra.NoArgs,
@@ -78,5 +82,8 @@ again) and exits 0.`,
 	fl.BoolVar(&localTurns, "local-turns", false, "run the turns of the runs this worker drives here, and take no others'")
 	fl.StringVar(&listen, "listen", "", "the host the endpoints of the runs this worker drives listen on (default: every interface)")
 	fl.StringVar(&advertise, "advertise", "", "this worker's address as the other workers reach it (default: --listen's host, else the host name)")
+	fl.DurationVar(&g.cluster.LeaseTTL, "lease-ttl", 0, "how long a run's or node's lease outlives its holder's last renewal: another machine's takeover time (config cluster.lease_ttl, 6s; at least 3 heartbeats)")
+	fl.DurationVar(&g.cluster.Heartbeat, "heartbeat", 0, "how often a lease is renewed (config cluster.heartbeat, 2s; at least 100ms)")
+	fl.DurationVar(&g.cluster.Poll, "poll", 0, "how often an idle worker looks for jobs no notification announced (config cluster.poll, 250ms; 10ms to 1m)")
 	return cmd
 }

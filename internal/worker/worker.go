@@ -126,7 +126,11 @@ func (w *Worker) Serve(ctx context.Context) error {
 	defer letGo()
 	w.ctx = dctx
 	logger := slog.New(slog.NewTextHandler(w.diag, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	o := cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger}
+	// The node leases live and beat as the run leases of the engines
+	// driving runs here (app.EngineWith): config's cluster section.
+	timing := w.a.Config().Cluster
+	o := cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger,
+		LeaseTTL: timing.LeaseTTL, Heartbeat: timing.Heartbeat, FetchPoll: timing.Poll}
 	if w.remote {
 		// A turn may wait long for a person: River's timeout is only the
 		// backstop of a vanished worker, whose turns the driver hands out
