@@ -135,8 +135,7 @@ func TestDeadDriversTurnsAreTakenOverAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := fmt.Sprintf("pid %d ", first.cmd.Process.Pid)
-	if !slices.ContainsFunc(jobs, func(j job) bool { return j.State == "cancelled" && strings.Contains(j.Errors, dead) }) ||
-		slices.ContainsFunc(jobs, func(j job) bool { return j.State == "running" }) {
-		t.Fatalf("the run's node jobs: %+v, want the dead driver's (%s) cancelled and none running", jobs, dead)
+	if !slices.ContainsFunc(jobs, func(j job) bool { return j.State == "cancelled" && strings.Contains(j.Errors, dead) }) {
+		t.Fatalf("the run's node jobs: %+v, want the dead driver's (%s) cancelled", jobs, dead)
 	}
 }
