@@ -35,6 +35,9 @@ type EngineOptions struct {
 	// Remote, when set, runs the node turns of arbor's own loop in other
 	// processes (a cluster run's node workers).
 	Remote tree.Remote
+	// RunHere chooses, with Remote, the turns run in this process
+	// (tree.Options.RunHere).
+	RunHere func(ctx context.Context, node int64, attempt int) (turn context.Context, release func(), ok bool)
 }
 
 // EngineWith returns a coordination engine for o.
@@ -49,7 +52,8 @@ func (a *App) EngineWith(o EngineOptions) (*tree.Engine, Model, error) {
 	}
 	agents := &nodeAgents{app: a, ref: func() string { return m.Ref.Ref }, maxTurns: o.MaxTurns}
 	e := tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker,
-		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }, Runners: a.runners(), DefaultRunner: a.Config().NodeRunner, Remote: o.Remote})
+		Models: choices, Priced: func(ref string) bool { return a.priced(ref, m) }, Runners: a.runners(), DefaultRunner: a.Config().NodeRunner, Remote: o.Remote, RunHere: o.RunHere,
+		Heartbeat: a.Config().Cluster.Heartbeat, LeaseTTL: a.Config().Cluster.LeaseTTL})
 	return e, m, nil
 }
 
@@ -115,6 +119,7 @@ func (a *App) HostEngine(ref func() string) *tree.Engine {
 		}
 	}
 	return tree.New(tree.Options{Store: a.Store, Agents: agents, Bus: a.Bus, Broker: a.Broker, Models: choices, Runners: a.runners(), DefaultRunner: a.Config().NodeRunner,
+		Heartbeat: a.Config().Cluster.Heartbeat, LeaseTTL: a.Config().Cluster.LeaseTTL,
 		Priced: func(m string) bool {
 			if m == "" {
 				m = ref()

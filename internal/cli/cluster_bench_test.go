@@ -34,6 +34,7 @@ import (
 // cluster to submit runs and watch them.
 type benchCluster struct {
 	e       *env
+	dsn     string
 	st      *postgres.Store
 	c       *cluster.Cluster
 	model   string
@@ -70,7 +71,7 @@ func newBenchCluster(b *testing.B, workers, concurrency int, respond func(llmtes
 		e.vars = vars
 		ws = append(ws, w)
 	}
-	return &benchCluster{e: e, st: st, c: c, model: model, srv: srv, workers: ws}
+	return &benchCluster{e: e, dsn: dsn, st: st, c: c, model: model, srv: srv, workers: ws}
 }
 
 // stop stops the workers with SIGTERM and waits for them (a profiled

@@ -69,6 +69,7 @@ type globals struct {
 	sandboxSettings *config.Sandbox
 	settingSources  []string
 	addDirs         []string
+	cluster         config.Cluster // arbor worker's --lease-ttl, --heartbeat, --poll
 }
 
 // runsAgents marks a command whose agents' commands are sandboxed by
@@ -79,7 +80,7 @@ func (g *globals) open(ctx context.Context) (*app.App, error) {
 	a, err := app.Open(ctx, app.Options{
 		Workspace: g.workspace,
 		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, SandboxSettings: g.sandboxSettings,
-			MCPServers: g.mcp, StrictMCP: g.strictMCP, AddDirs: g.addDirs},
+			MCPServers: g.mcp, StrictMCP: g.strictMCP, AddDirs: g.addDirs, Cluster: g.cluster},
 		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr,
 	})
 	if err != nil {

@@ -30,8 +30,9 @@ another takes its runs over once their leases expire (a few seconds; at once
 when the dead worker was on the same machine). A run taken over continues
 from its stored transcripts, as arbor resume does.
 
-The worker driving a run hands the turns of its nodes to the workers of the
-run's queue (itself included), so one run's nodes spread over every worker:
+The worker driving a run runs the turns of its nodes in its own --turns slots
+and hands the others to the workers of the run's queue (itself included), so
+one run's nodes spread over every worker:
 each turn runs arbor's agent loop on the node's stored session in the worker
 that took it, which reaches the driver for the node's tree tools, budgets and
 approvals over a TCP endpoint the driver serves for the run (on --listen, an
@@ -46,7 +47,11 @@ approvals through arbor serve (on this machine), or all at once with --yes.
 SIGINT or SIGTERM stops taking runs and turns, lets the runs being driven go
 (their agents stop at once; the runs stay running and are offered to the
 other workers), stops the turns running here (their drivers hand them out
-again) and exits 0.`,
+again) and exits 0.
+
+--lease-ttl, --heartbeat and --poll (config cluster:) time the leases:
+every worker of a store and every process driving its runs should use the
+same values (docs/configuration.md).`,
 		Example: `  arbor worker --store postgres://arbor@db/arbor --concurrency 8
   arbor worker --store "$DB" --queue gpu --workspace /srv/checkout --yes`,
 		Args: cobra.NoArgs,
@@ -74,9 +79,12 @@ again) and exits 0.`,
 	fl.StringSliceVar(&workspaces, "workspace", nil, "serve only runs whose workspace is one of these directories (default: any that exists here)")
 	fl.BoolVarP(&yes, "yes", "y", false, "approve every call that would ask, of the runs driven here and the turns run here (deny rules and workspace limits still apply)")
 	fl.DurationVar(&stopGrace, "stop-timeout", 10*time.Second, "how long a stopping worker waits for its runs to let go")
-	fl.IntVar(&turns, "turns", 16, "node turns (of any run on the queue) this worker runs at once; 0: only drive runs")
+	fl.IntVar(&turns, "turns", 16, "node turns this worker runs at once of the runs it drives, and as many of others' runs on the queue; 0: only drive runs")
 	fl.BoolVar(&localTurns, "local-turns", false, "run the turns of the runs this worker drives here, and take no others'")
 	fl.StringVar(&listen, "listen", "", "the host the endpoints of the runs this worker drives listen on (default: every interface)")
 	fl.StringVar(&advertise, "advertise", "", "this worker's address as the other workers reach it (default: --listen's host, else the host name)")
+	fl.DurationVar(&g.cluster.LeaseTTL, "lease-ttl", 0, "how long a run's or node's lease outlives its holder's last renewal: another machine's takeover time (config cluster.lease_ttl, 6s; at least 3 heartbeats)")
+	fl.DurationVar(&g.cluster.Heartbeat, "heartbeat", 0, "how often a lease is renewed (config cluster.heartbeat, 2s; at least 100ms)")
+	fl.DurationVar(&g.cluster.Poll, "poll", 0, "how often an idle worker looks for jobs no notification announced (config cluster.poll, 250ms; 10ms to 1m)")
 	return cmd
 }

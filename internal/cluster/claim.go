@@ -50,7 +50,8 @@ type Claim struct {
 
 // claim is a job's first act: in one transaction it locks the node,
 // checks that it is runnable at the job's attempt (else *StaleError) and
-// takes the node lease for this job (else *store.LeaseHeldError). Both
+// takes the node lease for this job (else *store.LeaseHeldError of a
+// live holder; a dead holder's lease is taken over). Both
 // the reaper and a transition lock the node row first too, so a claim is
 // ordered before or after each of them, never between.
 func (c *Cluster) claim(ctx context.Context, args NodeStep, jobID int64) (Claim, error) {
@@ -67,9 +68,15 @@ func (c *Cluster) claim(ctx context.Context, args NodeStep, jobID int64) (Claim,
 		if !Runnable(n.State) || n.Attempts != args.Attempt {
 			return &StaleError{Args: args, State: n.State, Attempts: n.Attempts}
 		}
-		l, err := c.st.AcquireLeaseTx(ctx, tx, store.LeaseRequest{
-			Key: args.LeaseKey(), Owner: owner, Now: c.o.Now(), TTL: c.o.LeaseTTL,
-		})
+		req := store.LeaseRequest{Key: args.LeaseKey(), Owner: owner, Now: c.o.Now(), TTL: c.o.LeaseTTL}
+		l, err := c.st.AcquireLeaseTx(ctx, tx, req)
+		// A holder whose process is gone (on this machine: a killed
+		// worker or driver) is dead before its lease expires: its lease
+		// is taken over and its job finished here, at once.
+		var held *store.LeaseHeldError
+		if errors.As(err, &held) && held.Dead(req.Now) {
+			l, err = c.takeOverTx(ctx, tx, req, held.Lease)
+		}
 		if err != nil {
 			return err
 		}

@@ -19,10 +19,16 @@
 //     stale job (an older attempt, or a node that moved on) does nothing.
 //   - Transition: the end of a unit, a compare-and-set of the node that
 //     fails with ErrStale when the node is no longer the claim's.
-//   - The heartbeat (every TTL/3 while the unit runs; a lost lease cancels
-//     the unit) and the reaper (one pass at a time across all processes,
+//   - The heartbeat (every Options.Heartbeat while the unit runs; a
+//     lost lease cancels the unit) and the reaper (one pass at a time across all processes,
 //     by an advisory lock): a runnable node whose lease expired and that
 //     has no live job gets attempts+1 and a new job in one transaction.
+//   - Dead holders (dead.go): a claim takes over a node lease whose
+//     holder is dead (store.Lease.Dead: expired, or its process gone on
+//     this machine) and finishes the dead holder's River job in the same
+//     transaction; the job sweep finishes the running jobs of dead
+//     workers that nobody took over. River's rescue (which would run a
+//     job again) is never waited for.
 //   - CancelNodeTx: cancel a node's jobs and notify arbor_control in the
 //     caller's transaction; the process running the node cancels the
 //     unit's context.

@@ -88,7 +88,10 @@ func (w *driveWorker) Work(ctx context.Context, job *river.Job[RunDrive]) error 
 }
 
 // Timeout bounds a hand-off, not the drive (which goes on after Work).
-func (w *driveWorker) Timeout(*river.Job[RunDrive]) time.Duration { return time.Minute }
+func (w *driveWorker) Timeout(*river.Job[RunDrive]) time.Duration { return driveTimeout }
+
+// driveTimeout bounds a hand-off's job.
+const driveTimeout = time.Minute
 
 // Submit stores a new cluster run and its root node and enqueues the
 // run's hand-off on the run's queue, in one transaction: the run exists

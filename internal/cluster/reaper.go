@@ -123,7 +123,8 @@ func (c *Cluster) reapOne(ctx context.Context, tx pgx.Tx, cand NodeStep, now tim
 	return args, true, nil
 }
 
-// reapLoop runs a pass every ReapEvery until ctx ends. A failed pass is
+// reapLoop runs a pass of the reapers this process runs and of the job
+// sweep every ReapEvery until ctx ends. A failed pass is
 // retried on the next tick; it changed nothing.
 func (c *Cluster) reapLoop(ctx context.Context) {
 	t := time.NewTicker(c.o.ReapEvery)
@@ -143,6 +144,9 @@ func (c *Cluster) reapLoop(ctx context.Context) {
 			if _, err := c.ReapRuns(ctx); err != nil && ctx.Err() == nil {
 				c.o.Logger.Warn("cluster run reaper", "err", err)
 			}
+		}
+		if _, err := c.SweepDeadJobs(ctx); err != nil && ctx.Err() == nil {
+			c.o.Logger.Warn("cluster job sweep", "err", err)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func (r *Remote) RunTurn(ctx context.Context, t tree.RemoteTurn) agent.Result {
 	if r.endpoint == "" {
 		return agent.Result{Outcome: agent.OutcomeFailed, Err: errors.New("remote turn: the run's endpoint is not served")}
 	}
-	poll := time.NewTicker(min(r.c.o.LeaseTTL/3, time.Second))
+	poll := time.NewTicker(min(r.c.o.Heartbeat, time.Second))
 	defer poll.Stop()
 	for handed := 0; ; handed++ {
 		id := randomID()
@@ -169,7 +169,7 @@ func (r *Remote) await(ctx context.Context, t tree.RemoteTurn, turn *owner.Turn,
 // (expired, or its holder's process gone on this machine), or it has run
 // for a TTL without taking one.
 // A dead lease is released, so that the next claim need not wait for it
-// to expire.
+// to expire, and the job is finished (dead.go).
 func (r *Remote) lost(ctx context.Context, t tree.RemoteTurn, job int64) (bool, error) {
 	var (
 		state     string
@@ -198,7 +198,11 @@ func (r *Remote) lost(ctx context.Context, t tree.RemoteTurn, job int64) (bool, 
 			if !l.Dead(now) {
 				return false, nil
 			}
-			return true, r.c.st.ReleaseLease(ctx, NodeLeaseKey(r.run, t.Spec.NodeID), l.ID)
+			if err := r.c.st.ReleaseLease(ctx, NodeLeaseKey(r.run, t.Spec.NodeID), l.ID); err != nil {
+				return true, err
+			}
+			why := fmt.Sprintf("arbor: the worker of this job (pid %d on %s) died; its driver handed the turn out again", l.PID, l.Host)
+			return true, pgx.BeginFunc(ctx, r.c.st.Pool(), func(tx pgx.Tx) error { return finishJobTx(ctx, tx, job, why) })
 		}
 		return attempted != nil && now.Sub(*attempted) > r.c.o.LeaseTTL, nil
 	}

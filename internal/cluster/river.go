@@ -40,10 +40,17 @@ type Options struct {
 	// offered again soon, not after a TTL.
 	Remote bool
 	Turns  int
-	// LeaseTTL is the node lease's time to live (9 s); it is renewed every
-	// LeaseTTL/3.
-	LeaseTTL time.Duration
-	// ReapEvery is the reaper's period (3 s).
+	// LeaseTTL is the node lease's time to live (6 s), renewed every
+	// Heartbeat (LeaseTTL/3). A worker elsewhere takes a dead worker's
+	// work over a TTL after its last renewal; on this machine at once
+	// (store.Lease.Dead). The bounds are config.Cluster's
+	// (docs/configuration.md, cluster:); the run leases of the engines
+	// driving runs use the same two values.
+	LeaseTTL  time.Duration
+	Heartbeat time.Duration
+	// ReapEvery is the period of the reapers and the job sweep
+	// (Heartbeat, at most 500 ms: a pass is what notices a dead driver on
+	// this machine, whose lease need not expire).
 	ReapEvery time.Duration
 	// UnitTimeout bounds one unit (10 min): River cancels its context
 	// then. River's rescue of a job whose worker vanished, the backstop of
@@ -73,10 +80,13 @@ func (o Options) withDefaults() Options {
 		o.Concurrency = 4
 	}
 	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 9 * time.Second
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = o.LeaseTTL / 3
 	}
 	if o.ReapEvery <= 0 {
-		o.ReapEvery = 3 * time.Second
+		o.ReapEvery = min(o.Heartbeat, maxReapEvery)
 	}
 	if o.UnitTimeout <= 0 {
 		o.UnitTimeout = 10 * time.Minute
@@ -88,13 +98,20 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.FetchPoll <= 0 {
-		o.FetchPoll = 250 * time.Millisecond
+		o.FetchPoll = DefaultFetchPoll
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }
+
+// Defaults of Options.
+const (
+	DefaultLeaseTTL  = 6 * time.Second
+	DefaultFetchPoll = 250 * time.Millisecond
+	maxReapEvery     = 500 * time.Millisecond
+)
 
 // TurnQueue is the River queue of the node turns of queue's runs
 // (Remote): its own, so that a worker works turns only when it runs them

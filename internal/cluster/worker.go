@@ -108,12 +108,12 @@ func (c *Cluster) runUnit(ctx context.Context, cl Claim) error {
 	return nil
 }
 
-// heartbeat renews the claim's lease every TTL/3 until done is closed or
+// heartbeat renews the claim's lease every Heartbeat until done is closed or
 // ctx ends; a lost lease cancels the unit with ErrLeaseLost. A failed
 // renewal for another reason (a dropped connection) is tried again on the
 // next tick: the lease stays valid for TTL.
 func (c *Cluster) heartbeat(ctx context.Context, cl Claim, cancel context.CancelCauseFunc, done <-chan struct{}) {
-	t := time.NewTicker(c.o.LeaseTTL / 3)
+	t := time.NewTicker(c.o.Heartbeat)
 	defer t.Stop()
 	for {
 		select {

@@ -93,5 +93,6 @@ func builtin(getenv func(string) string) *Config {
 		Pools:      map[string][]string{},
 		Compaction: Compaction{Threshold: DefaultCompactionThreshold, KeepRecent: DefaultKeepRecent},
 		Retry:      Retry{MaxAttempts: DefaultMaxAttempts, StallTimeout: DefaultStallTimeout},
+		Cluster:    Cluster{LeaseTTL: DefaultLeaseTTL, Heartbeat: DefaultHeartbeat, Poll: DefaultPoll},
 	}
 }

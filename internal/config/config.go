@@ -77,6 +77,9 @@ type Config struct {
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 	// Sandbox confines the commands agents run.
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Cluster is the timing of run and node leases (every engine that
+	// drives a run, and arbor worker).
+	Cluster Cluster `yaml:"cluster"`
 
 	getenv     func(string) string
 	workspace  string
@@ -138,6 +141,30 @@ type Headless struct {
 	QueueLimit int `yaml:"queue_limit"`
 }
 
+// Cluster is the timing of leases: how long a run's or a node's lease
+// outlives its holder's last renewal, how often a holder renews it, and
+// how often an idle arbor worker looks for jobs that no notification
+// announced. A worker on another machine takes a dead holder's work over
+// about LeaseTTL after its last renewal. Bounds (validate): Heartbeat
+// at least MinHeartbeat, LeaseTTL at least three heartbeats (two may be
+// missed), Poll between MinPoll and MaxPoll.
+type Cluster struct {
+	LeaseTTL  time.Duration `yaml:"lease_ttl"`
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	Poll      time.Duration `yaml:"poll"`
+}
+
+// Bounds and defaults of Cluster.
+const (
+	DefaultLeaseTTL  = 6 * time.Second
+	DefaultHeartbeat = 2 * time.Second
+	DefaultPoll      = 250 * time.Millisecond
+	MinHeartbeat     = 100 * time.Millisecond
+	MinLeaseBeats    = 3
+	MinPoll          = 10 * time.Millisecond
+	MaxPoll          = time.Minute
+)
+
 // Overrides are the values given as flags; a zero field is unset.
 type Overrides struct {
 	Model, Store, Mode string
@@ -155,6 +182,9 @@ type Overrides struct {
 	// and write besides the workspace (Claude Code's --add-dir, qwen's
 	// --include-directories).
 	AddDirs []string
+	// Cluster's non-zero fields are arbor worker's --lease-ttl,
+	// --heartbeat and --poll.
+	Cluster Cluster
 }
 
 // LoadOptions say where Load looks.
@@ -261,6 +291,21 @@ func Load(o LoadOptions) (*Config, error) {
 	if ov.MaxTurns != 0 {
 		c.MaxTurns = ov.MaxTurns
 		c.sources["max_turns"] = "flag --max-turns"
+	}
+	for _, f := range []struct {
+		v    time.Duration
+		flag string
+		dst  *time.Duration
+		key  string
+	}{
+		{ov.Cluster.LeaseTTL, "--lease-ttl", &c.Cluster.LeaseTTL, "cluster.lease_ttl"},
+		{ov.Cluster.Heartbeat, "--heartbeat", &c.Cluster.Heartbeat, "cluster.heartbeat"},
+		{ov.Cluster.Poll, "--poll", &c.Cluster.Poll, "cluster.poll"},
+	} {
+		if f.v != 0 {
+			*f.dst = f.v
+			c.sources[f.key] = "flag " + f.flag
+		}
 	}
 	if ov.StrictMCP {
 		c.MCPServers = nil

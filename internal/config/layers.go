@@ -37,6 +37,7 @@ type fileConfig struct {
 	Headless        fileHeadless            `yaml:"headless"`
 	MCPServers      map[string]MCPServer    `yaml:"mcp_servers"`
 	Sandbox         fileSandbox             `yaml:"sandbox"`
+	Cluster         fileCluster             `yaml:"cluster"`
 }
 
 type fileProvider struct {
@@ -67,6 +68,12 @@ type fileRetry struct {
 
 type fileHeadless struct {
 	QueueLimit *int `yaml:"queue_limit"`
+}
+
+type fileCluster struct {
+	LeaseTTL  *time.Duration `yaml:"lease_ttl"`
+	Heartbeat *time.Duration `yaml:"heartbeat"`
+	Poll      *time.Duration `yaml:"poll"`
 }
 
 // UserConfigFile is $XDG_CONFIG_HOME/arbor/config.yaml; "" when no config
@@ -223,6 +230,9 @@ func (c *Config) apply(fc *fileConfig, src string) {
 	set(c, &c.Retry.MaxAttempts, fc.Retry.MaxAttempts, "retry.max_attempts", src)
 	set(c, &c.Retry.StallTimeout, fc.Retry.StallTimeout, "retry.stall_timeout", src)
 	set(c, &c.Headless.QueueLimit, fc.Headless.QueueLimit, "headless.queue_limit", src)
+	set(c, &c.Cluster.LeaseTTL, fc.Cluster.LeaseTTL, "cluster.lease_ttl", src)
+	set(c, &c.Cluster.Heartbeat, fc.Cluster.Heartbeat, "cluster.heartbeat", src)
+	set(c, &c.Cluster.Poll, fc.Cluster.Poll, "cluster.poll", src)
 
 	c.addMCPServers(fc.MCPServers, src)
 	c.applySandbox(fc.Sandbox, src)

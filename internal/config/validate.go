@@ -66,6 +66,9 @@ func (c *Config) validate() error {
 	if c.Headless.QueueLimit < 0 {
 		return c.invalid("headless.queue_limit", nil, "must not be negative (0 = no limit; got %d)", c.Headless.QueueLimit)
 	}
+	if err := c.validateCluster(); err != nil {
+		return err
+	}
 	if err := c.validateMCP(); err != nil {
 		return err
 	}
@@ -97,6 +100,20 @@ func (c *Config) validate() error {
 				return c.invalid(fmt.Sprintf("%s[%d]", field, i), err, "%v", err)
 			}
 		}
+	}
+	return nil
+}
+
+func (c *Config) validateCluster() error {
+	cl := c.Cluster
+	switch {
+	case cl.Heartbeat < MinHeartbeat:
+		return c.invalid("cluster.heartbeat", nil, "must be at least %v (got %v)", MinHeartbeat, cl.Heartbeat)
+	case cl.LeaseTTL < MinLeaseBeats*cl.Heartbeat:
+		return c.invalid("cluster.lease_ttl", nil, "must be at least %d heartbeats (%d × %v = %v; got %v): a lease outlives two missed renewals",
+			MinLeaseBeats, MinLeaseBeats, cl.Heartbeat, MinLeaseBeats*cl.Heartbeat, cl.LeaseTTL)
+	case cl.Poll < MinPoll || cl.Poll > MaxPoll:
+		return c.invalid("cluster.poll", nil, "must be between %v and %v (got %v)", MinPoll, MaxPoll, cl.Poll)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadValidation(t *testing.T) {
@@ -26,6 +27,11 @@ func TestLoadValidation(t *testing.T) {
 		{name: "KeepRecentNegative", project: "compaction: {keep_recent: -1}\n", field: "compaction.keep_recent", source: "project"},
 		{name: "MaxAttemptsZero", project: "retry: {max_attempts: 0}\n", field: "retry.max_attempts", source: "project"},
 		{name: "QueueLimitNegative", project: "headless: {queue_limit: -1}\n", field: "headless.queue_limit", source: "project"},
+		{name: "HeartbeatTooShort", project: "cluster: {heartbeat: 50ms}\n", field: "cluster.heartbeat", source: "project"},
+		{name: "LeaseUnderThreeBeats", project: "cluster: {heartbeat: 1s}\n", flags: Overrides{Cluster: Cluster{LeaseTTL: 2 * time.Second}}, field: "cluster.lease_ttl", source: "flag --lease-ttl"},
+		{name: "LeaseUnderDefaultBeats", project: "cluster: {lease_ttl: 5s}\n", field: "cluster.lease_ttl", source: "project"},
+		{name: "PollTooShort", flags: Overrides{Cluster: Cluster{Poll: time.Millisecond}}, field: "cluster.poll", source: "flag --poll"},
+		{name: "PollTooLong", project: "cluster: {poll: 2m}\n", field: "cluster.poll", source: "project"},
 		{name: "StallTimeoutZero", project: "retry: {stall_timeout: 0s}\n", field: "retry.stall_timeout", source: "project"},
 		{name: "StoreScheme", env: map[string]string{"ARBOR_STORE": "mysql://db/arbor"}, field: "store", source: "environment (ARBOR_STORE)"},
 		{name: "ModelUnknownProvider", flags: Overrides{Model: "nope/x"}, field: "model", source: "flag --model", cause: ErrUnknownProvider},
@@ -76,6 +82,20 @@ func TestLoadValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterTiming: the built-in lease timing, a file's, and flags over
+// a file's, per key.
+func TestClusterTiming(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.mustLoad(t, Overrides{})
+	equal(t, "defaults", c.Cluster, Cluster{LeaseTTL: 6 * time.Second, Heartbeat: 2 * time.Second, Poll: 250 * time.Millisecond})
+	writeFile(t, b.projectFile(), "cluster: {lease_ttl: 1500ms, heartbeat: 500ms}\n")
+	c = b.mustLoad(t, Overrides{})
+	equal(t, "file", c.Cluster, Cluster{LeaseTTL: 1500 * time.Millisecond, Heartbeat: 500 * time.Millisecond, Poll: 250 * time.Millisecond})
+	c = b.mustLoad(t, Overrides{Cluster: Cluster{LeaseTTL: 1800 * time.Millisecond, Poll: 50 * time.Millisecond}})
+	equal(t, "flags over the file", c.Cluster, Cluster{LeaseTTL: 1800 * time.Millisecond, Heartbeat: 500 * time.Millisecond, Poll: 50 * time.Millisecond})
 }
 
 func TestValidationErrorKeepsSecretsOut(t *testing.T) {

@@ -199,6 +199,13 @@ type Options struct {
 	// Remote, when set, runs the turns of arbor's own loop in other
 	// processes (a cluster's node workers; see Remote); nil runs them here.
 	Remote Remote
+	// RunHere, with Remote, is asked before each such turn of node (at
+	// the node's attempt) is handed to Remote: ok runs it in this process
+	// instead, as without Remote, on the context returned, and release is
+	// called when it ends. A cluster run's driver runs as many of its
+	// turns itself as it has turn slots free, under their node leases,
+	// and hands out the rest. Nil hands every turn to Remote.
+	RunHere func(ctx context.Context, node int64, attempt int) (turn context.Context, release func(), ok bool)
 }
 
 // ModelChoice is a model nodes may choose for their children.

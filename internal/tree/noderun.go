@@ -31,8 +31,16 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 		n.SessionID = sessionID(r.id, id)
 	}
 	if r.e.o.Remote != nil {
-		r.runRemote(ctx, id, n, fresh)
-		return
+		turn, release, here := ctx, func() {}, false
+		if r.e.o.RunHere != nil {
+			turn, release, here = r.e.o.RunHere(ctx, id, n.Attempts)
+		}
+		if !here {
+			r.runRemote(ctx, id, n, fresh)
+			return
+		}
+		defer release()
+		ctx = turn
 	}
 	if ag == nil {
 		var err error
@@ -46,8 +54,11 @@ func (r *run) runAgent(ctx context.Context, id int64) {
 			r.agents[id] = ag
 		}
 		v := view(*r.nodes[id])
+		started := r.remote[id] // a turn of it ran elsewhere
 		r.mu.Unlock()
-		r.e.o.Bus.Publish(&AgentStarted{RunID: r.id, Node: v})
+		if !started {
+			r.e.o.Bus.Publish(&AgentStarted{RunID: r.id, Node: v})
+		}
 	}
 	r.endTurn(ctx, id, Turn(ctx, ag, r.turnInput(id, n)))
 }

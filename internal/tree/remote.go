@@ -37,8 +37,11 @@ type RemoteTurn struct {
 // runRemote runs one turn of node n through the engine's Remote.
 func (r *run) runRemote(ctx context.Context, id int64, n store.Node, fresh bool) {
 	r.mu.Lock()
-	started := r.remote[id]
+	started := r.remote[id] || r.agents[id] != nil
 	r.remote[id] = true
+	// A turn run here before built an agent whose transcript this turn
+	// extends elsewhere: the next turn run here loads it again.
+	delete(r.agents, id)
 	v := view(*r.nodes[id])
 	r.mu.Unlock()
 	if !started {

@@ -97,7 +97,10 @@ func (w *Worker) engine(ra *app.App, r store.Run) (e *tree.Engine, stop func(), 
 		return e, func() {}, err
 	}
 	remote := w.c.NewRemote(r.ID, r.Queue)
-	e, _, err = ra.EngineWith(app.EngineOptions{Model: r.Model, Remote: remote})
+	runHere := func(ctx context.Context, node int64, attempt int) (context.Context, func(), bool) {
+		return remote.RunHere(ctx, w.here, node, attempt)
+	}
+	e, _, err = ra.EngineWith(app.EngineOptions{Model: r.Model, Remote: remote, RunHere: runHere})
 	if err != nil {
 		return nil, nil, err
 	}

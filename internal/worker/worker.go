@@ -77,7 +77,7 @@ func New(a *app.App, o Options) (*Worker, error) {
 	if o.LocalTurns {
 		o.Turns = 0
 	}
-	return &Worker{a: a, st: st, o: o, slots: make(chan struct{}, o.Concurrency), workspaces: dirs, yes: o.Yes, diag: o.Diag,
+	return &Worker{a: a, st: st, o: o, slots: make(chan struct{}, o.Concurrency), here: make(chan struct{}, o.Turns), workspaces: dirs, yes: o.Yes, diag: o.Diag,
 		runs: map[string]*held{}, apps: map[string]*runApp{}, listen: net.JoinHostPort(o.Listen, "0"), advertise: advertise,
 		remote: !o.LocalTurns}, nil
 }
@@ -86,11 +86,15 @@ func New(a *app.App, o Options) (*Worker, error) {
 // to it, each on an engine of its own in the run's workspace, with the
 // run's owner socket served while it holds the run.
 type Worker struct {
-	a          *app.App
-	st         *postgres.Store
-	o          Options
-	slots      chan struct{} // a token per run being driven
-	workspaces []string      // served workspaces; none: any that exists here
+	a     *app.App
+	st    *postgres.Store
+	o     Options
+	slots chan struct{} // a token per run being driven
+	// here holds a token per turn of the runs driven here that runs here
+	// (cluster.Remote.RunHere): up to Turns, besides the Turns taken from
+	// the queue.
+	here       chan struct{}
+	workspaces []string // served workspaces; none: any that exists here
 	yes        bool
 	diag       io.Writer
 	// listen and advertise are where the endpoints of the runs driven
@@ -126,7 +130,11 @@ func (w *Worker) Serve(ctx context.Context) error {
 	defer letGo()
 	w.ctx = dctx
 	logger := slog.New(slog.NewTextHandler(w.diag, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	o := cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger}
+	// The node leases live and beat as the run leases of the engines
+	// driving runs here (app.EngineWith): config's cluster section.
+	timing := w.a.Config().Cluster
+	o := cluster.Options{Queue: queue, Concurrency: concurrency, Driver: w, Controller: w, Logger: logger,
+		LeaseTTL: timing.LeaseTTL, Heartbeat: timing.Heartbeat, FetchPoll: timing.Poll}
 	if w.remote {
 		// A turn may wait long for a person: River's timeout is only the
 		// backstop of a vanished worker, whose turns the driver hands out

@@ -86,13 +86,14 @@ func TestNewRefuses(t *testing.T) {
 // TestWorkerDrivesASubmittedRun starts a Worker as arbor worker does,
 // submits a run as arbor run --cluster does, follows it to its end, and
 // stops the worker: once with the turns run by the driving worker itself
-// (--local-turns), once handed out over the run's endpoint and taken by
-// the same worker's turn slots.
+// (--local-turns), once with turn slots, where the driver runs the root's
+// turn in one of its own (cluster.Remote.RunHere; the handed-out path is
+// internal/cli's TestControlReachesATurnOnAnotherWorker).
 func TestWorkerDrivesASubmittedRun(t *testing.T) {
 	t.Parallel()
 	for name, o := range map[string]worker.Options{
-		"local-turns":  {Concurrency: 2, LocalTurns: true},
-		"handed-turns": {Concurrency: 2, Turns: 2, Listen: "127.0.0.1"},
+		"local-turns": {Concurrency: 2, LocalTurns: true},
+		"turn-slots":  {Concurrency: 2, Turns: 2, Listen: "127.0.0.1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
