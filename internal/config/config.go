@@ -77,6 +77,8 @@ type Config struct {
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 	// Sandbox confines the commands agents run.
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Telemetry says where OpenTelemetry traces and metrics go.
+	Telemetry Telemetry `yaml:"telemetry"`
 
 	getenv     func(string) string
 	workspace  string

@@ -37,6 +37,7 @@ type fileConfig struct {
 	Headless        fileHeadless            `yaml:"headless"`
 	MCPServers      map[string]MCPServer    `yaml:"mcp_servers"`
 	Sandbox         fileSandbox             `yaml:"sandbox"`
+	Telemetry       fileTelemetry           `yaml:"telemetry"`
 }
 
 type fileProvider struct {
@@ -226,6 +227,7 @@ func (c *Config) apply(fc *fileConfig, src string) {
 
 	c.addMCPServers(fc.MCPServers, src)
 	c.applySandbox(fc.Sandbox, src)
+	c.applyTelemetry(fc.Telemetry, src)
 	for name, ref := range fc.NodeModels {
 		if c.NodeModels == nil {
 			c.NodeModels = map[string]string{}

@@ -66,6 +66,9 @@ func (c *Config) validate() error {
 	if c.Headless.QueueLimit < 0 {
 		return c.invalid("headless.queue_limit", nil, "must not be negative (0 = no limit; got %d)", c.Headless.QueueLimit)
 	}
+	if err := c.validateTelemetry(); err != nil {
+		return err
+	}
 	if err := c.validateMCP(); err != nil {
 		return err
 	}
