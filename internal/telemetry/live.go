@@ -183,9 +183,11 @@ func (t *Tracer) known(id string) *session {
 }
 
 // session is session id, looked up in the store the first time: a
-// session of no node is a conversation (a trace per turn); a node's
-// that no tree event here named is run by this worker for a driver
-// elsewhere, which makes its spans from the events it is sent.
+// session of no node is a conversation (a trace per turn). A node's
+// session that no tree event here named (stored with its run, or not
+// stored yet: only a node's session is created with its first step) is
+// run by this worker for a driver elsewhere, which makes its spans from
+// the events this worker sends it.
 func (t *Tracer) session(id string, at time.Time) *session {
 	if id == "" {
 		return nil
@@ -205,7 +207,7 @@ func (t *Tracer) session(id string, at time.Time) *session {
 	}
 	s := &session{id: id, tools: map[string]trace.Span{}}
 	t.sessions[id] = s
-	if rec.RunID != "" {
+	if err != nil || rec.RunID != "" {
 		s.ignore = true
 		return nil
 	}
