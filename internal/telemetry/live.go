@@ -36,7 +36,9 @@ type Store interface {
 // spans are made from the stored rows, as Export makes them.
 //
 // The sessions map and everything in it belong to the subscription's
-// goroutine (handle); Flush and Close only wait for it.
+// goroutine (handle); Flush and Close only wait for it. A node's session
+// is forgotten when its run ends, another driver's node session when its
+// turn does; a conversation's is kept (its next turn links to the last).
 type Tracer struct {
 	e   *Exporter
 	st  Store
@@ -48,7 +50,8 @@ type Tracer struct {
 
 // session is what the Tracer knows of one session.
 type session struct {
-	ignore bool // a node's whose run another process drives: its spans are made there
+	ignore bool   // a node's whose run another process drives: its spans are made there
+	run    string // the run of a node's session bound here
 	parent trace.SpanContext
 	// conversation: a session of no node; its turns are traces.
 	conversation bool
@@ -107,6 +110,11 @@ func (t *Tracer) handle(ev agent.Event) {
 		// The rows are durable before the event; a failed read loses
 		// the run's spans here, not the run (arbor trace makes them).
 		_ = exportRun(ctx, t.e, t.st, v.RunID, false)
+		for id, s := range t.sessions { // a resumed run binds them again
+			if s.run == v.RunID {
+				delete(t.sessions, id)
+			}
+		}
 	case *agent.StepStarted:
 		if s := t.session(v.SessionID, at); s != nil {
 			t.startChat(s, v, at)
@@ -150,6 +158,9 @@ func (t *Tracer) handle(ev agent.Event) {
 			t.endTurn(s, at, v.Message)
 		}
 	case *agent.Idle:
+		if s := t.sessions[v.SessionID]; s != nil && s.ignore {
+			delete(t.sessions, v.SessionID) // looked up again at its next turn
+		}
 		if s := t.known(v.SessionID); s != nil {
 			msg := ""
 			if v.Outcome != agent.OutcomeCompleted {
@@ -170,7 +181,7 @@ func (t *Tracer) bind(id, run string, node int64) {
 		s = &session{id: id, tools: map[string]trace.Span{}}
 		t.sessions[id] = s
 	}
-	s.parent = SpanContext(run, node)
+	s.run, s.parent = run, SpanContext(run, node)
 }
 
 // known is session id as far as it is traced here, nil otherwise.
