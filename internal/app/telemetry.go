@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/telemetry"
 )
 
@@ -23,6 +25,9 @@ func telemetrySettings(c config.Telemetry) telemetry.Settings {
 // spans of what it saw, before the store closes (the last run's spans
 // are read from it).
 func (a *App) startTelemetry(ctx context.Context, cfg *config.Config) error {
+	if v := a.getenv(envTraceParent); v != "" && a.TraceParent() == "" {
+		a.warnings = append(a.warnings, fmt.Sprintf("%s=%q is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): runs start traces of their own", envTraceParent, v))
+	}
 	s := telemetrySettings(cfg.Telemetry)
 	if !s.Enabled(a.getenv) {
 		return nil
@@ -39,6 +44,20 @@ func (a *App) startTelemetry(ctx context.Context, cfg *config.Config) error {
 		_ = e.Shutdown(ctx)
 	})
 	return nil
+}
+
+// envTraceParent carries the span a process runs under, by the
+// OpenTelemetry convention for environment variables as carriers.
+const envTraceParent = "TRACEPARENT"
+
+// TraceParent is the W3C traceparent this process was started under
+// (TRACEPARENT), for the runs it creates to join that trace; "" when
+// unset or malformed (Open warns of the latter).
+func (a *App) TraceParent() string {
+	if v := strings.TrimSpace(a.getenv(envTraceParent)); store.ValidTraceParent(v) {
+		return v
+	}
+	return ""
 }
 
 // ExportTrace sends stored run id's trace to the configured endpoint

@@ -17,10 +17,12 @@ import (
 )
 
 // TestTelemetryClusterRunIsOneTrace runs a cluster run on two arbor
-// workers exporting to one real collector, kills the worker driving it
-// once its first spans are exported, and reads one trace back: the
-// killed worker's spans and the spans of the worker that took the run
-// over, every one under the run's root span.
+// workers exporting to one real collector, started under a span
+// (TRACEPARENT) the workers know only from the run's row; it kills the
+// worker driving it once its first spans are exported, and reads one
+// trace back: the killed worker's spans and the spans of the worker that
+// took the run over, every one under the run's root span, itself under
+// the span the run was started under.
 func TestTelemetryClusterRunIsOneTrace(t *testing.T) {
 	t.Parallel()
 	col := oteltest.Start(t)
@@ -51,6 +53,10 @@ func TestTelemetryClusterRunIsOneTrace(t *testing.T) {
 	for i, w := range workers {
 		waitUntil(t, time.Minute, fmt.Sprintf("worker %d to serve", i), func() bool { return strings.Contains(w.stderr.String(), "serving queue") })
 	}
+	// Only the process that starts the run is under a span (a CI job's,
+	// say): the workers find its trace in the run's row.
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	e.vars = append(e.vars, "TRACEPARENT="+parent)
 	run := e.start("run", "--cluster", "--store", dsn, "--model", model, "trace the cluster")
 	logs := func() string {
 		var b strings.Builder
@@ -74,7 +80,7 @@ func TestTelemetryClusterRunIsOneTrace(t *testing.T) {
 		t.Fatalf("no worker drives the run:\n%s", logs())
 	}
 	id := drivingLine.FindStringSubmatch(workers[first].stderr.String())[1]
-	trace := telemetry.TraceID(id).String()
+	trace := parent[3:35]
 	root := telemetry.SpanID(id, 0).String()
 	// The root's first model call and its spawn are exported by the
 	// driver before it dies.
@@ -110,6 +116,9 @@ func TestTelemetryClusterRunIsOneTrace(t *testing.T) {
 	for _, s := range spans {
 		if s.TraceID != trace {
 			continue
+		}
+		if s.SpanID == root && s.ParentSpanID != parent[36:52] {
+			t.Fatalf("the run's span has parent %s, want the span it was started under", s.ParentSpanID)
 		}
 		if s.SpanID != root && !ids[s.ParentSpanID] {
 			t.Fatalf("span %q %s has parent %s, not in the run's trace", s.Name, s.SpanID, s.ParentSpanID)

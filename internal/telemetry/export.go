@@ -51,11 +51,17 @@ func exportTree(ctx context.Context, e *Exporter, st Store, id string, calls boo
 			end = *n.EndedAt
 		}
 	}
-	// The run's root span: a trace of its own, with the derived ids.
-	rctx := withFixedIDs(context.Background(), TraceID(id), SpanID(id, 0))
-	_, root := e.tracer.Start(rctx, "arbor run", trace.WithNewRoot(), trace.WithTimestamp(run.CreatedAt),
+	// The run's root span, with the derived ids: under the span the run
+	// was started under, else a trace of its own.
+	tid := RunTrace(run)
+	rctx, opts := context.Background(), []trace.SpanStartOption{trace.WithNewRoot()}
+	if parent, ok := parseTraceParent(run.TraceParent); ok {
+		rctx, opts = trace.ContextWithRemoteSpanContext(rctx, parent), nil
+	}
+	rctx = withFixedIDs(rctx, tid, SpanID(id, 0))
+	_, root := e.tracer.Start(rctx, "arbor run", append(opts, trace.WithTimestamp(run.CreatedAt),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-			keyRunID.String(id), keyRunState.String(string(run.Status)), attribute.String("arbor.run.model", run.Model)))
+			keyRunID.String(id), keyRunState.String(string(run.Status)), attribute.String("arbor.run.model", run.Model)))...)
 	if run.Error != "" {
 		root.SetStatus(codes.Error, run.Error)
 	}
@@ -82,10 +88,11 @@ func exportNode(ctx context.Context, e *Exporter, st Store, run store.Run, n sto
 	if n.EndedAt != nil {
 		end = *n.EndedAt
 	}
-	parent := trace.ContextWithRemoteSpanContext(context.Background(), SpanContext(run.ID, n.ParentID))
+	tid := RunTrace(run)
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), SpanContext(tid, run.ID, n.ParentID))
 	links := make([]trace.Link, 0, len(n.BlockedBy))
 	for _, b := range n.BlockedBy {
-		links = append(links, trace.Link{SpanContext: SpanContext(run.ID, b),
+		links = append(links, trace.Link{SpanContext: SpanContext(tid, run.ID, b),
 			Attributes: []attribute.KeyValue{attribute.String("arbor.link", "blocked_by")}})
 	}
 	attrs := nodeAttrs(n)
@@ -105,7 +112,7 @@ func exportNode(ctx context.Context, e *Exporter, st Store, run store.Run, n sto
 			attrs = append(attrs, keyCost.Float64(s.CostUSD), keyCostKnown.Bool(s.CostKnown))
 		}
 	}
-	sctx := withFixedIDs(parent, TraceID(run.ID), SpanID(run.ID, n.ID))
+	sctx := withFixedIDs(parent, tid, SpanID(run.ID, n.ID))
 	_, sp := e.tracer.Start(sctx, "invoke_agent "+nodeName(n), trace.WithTimestamp(start),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithLinks(links...), trace.WithAttributes(attrs...))
 	if n.State == store.StateFailed {
@@ -115,7 +122,7 @@ func exportNode(ctx context.Context, e *Exporter, st Store, run store.Run, n sto
 	if !calls || sess.ID == "" {
 		return 1, nil
 	}
-	k, err := exportCalls(ctx, e, st, run.ID, n, sess, start)
+	k, err := exportCalls(ctx, e, st, SpanContext(tid, run.ID, n.ID), n, sess, start)
 	return 1 + k, err
 }
 
@@ -123,7 +130,7 @@ func exportNode(ctx context.Context, e *Exporter, st Store, run store.Run, n sto
 // message before it to it) and execute_tool spans (one per call the
 // answer made: its stored intent's timings, or, for the calls that store
 // none, such as the tree's tools, from the answer to the next message).
-func exportCalls(ctx context.Context, e *Exporter, st Store, run string, n store.Node, s store.Session, start time.Time) (int, error) {
+func exportCalls(ctx context.Context, e *Exporter, st Store, node trace.SpanContext, n store.Node, s store.Session, start time.Time) (int, error) {
 	msgs, err := st.Messages(ctx, s.ID, 0)
 	if err != nil {
 		return 0, fmt.Errorf("telemetry: messages of %s: %w", s.ID, err)
@@ -136,7 +143,7 @@ func exportCalls(ctx context.Context, e *Exporter, st Store, run string, n store
 	for _, in := range intents {
 		byCall[in.CallID] = in
 	}
-	parent := trace.ContextWithRemoteSpanContext(context.Background(), SpanContext(run, n.ID))
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), node)
 	model := s.Model
 	if n.Model != "" {
 		model = n.Model

@@ -8,16 +8,45 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/arbor-run/arbor/internal/store"
 )
 
-// IDs: a run's trace id and the span ids of the run and its nodes are
-// derived from the run id, so every process that ever works on the run
-// (the driver, the one that takes over from a dead driver, the workers
-// that run its turns, arbor trace) names the same trace and parents. The
-// run id is random and stored with the run, so this is the run's stored
-// trace context, written once.
+// IDs: a run's trace id is its stored TraceParent's (the span it was
+// started under) or derived from the run id, and the span ids of the run
+// and its nodes are derived from the run id and node id, so every process
+// that ever works on the run (the driver, the one that takes over from a
+// dead driver, the workers that run its turns, arbor trace) names the
+// same trace and parents from the run's row alone.
 
-// TraceID is run's trace id.
+// RunTrace is run r's trace id: its stored TraceParent's when it was
+// started under a span, else TraceID of its id.
+func RunTrace(r store.Run) trace.TraceID {
+	if p, ok := parseTraceParent(r.TraceParent); ok {
+		return p.TraceID()
+	}
+	return TraceID(r.ID)
+}
+
+// parseTraceParent is the span context of a W3C traceparent.
+func parseTraceParent(s string) (trace.SpanContext, bool) {
+	if !store.ValidTraceParent(s) {
+		return trace.SpanContext{}, false
+	}
+	tid, err1 := trace.TraceIDFromHex(s[3:35])
+	sid, err2 := trace.SpanIDFromHex(s[36:52])
+	if err1 != nil || err2 != nil {
+		return trace.SpanContext{}, false
+	}
+	var flags trace.TraceFlags
+	if s[53:] != "00" {
+		flags = trace.FlagsSampled
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
+}
+
+// TraceID is the trace id of a run started under no span: derived from
+// its id.
 func TraceID(run string) trace.TraceID {
 	var id trace.TraceID
 	sum := sha256.Sum256([]byte("arbor run\x00" + run))
@@ -36,17 +65,18 @@ func SpanID(run string, node int64) trace.SpanID {
 	return id
 }
 
-// SpanContext is the remote span context of node (0: the run) of run,
-// for spans made elsewhere to be parented or linked to.
-func SpanContext(run string, node int64) trace.SpanContext {
+// SpanContext is the remote span context of node (0: the run) of run in
+// trace tid, for spans made elsewhere to be parented or linked to.
+func SpanContext(tid trace.TraceID, run string, node int64) trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: TraceID(run), SpanID: SpanID(run, node), TraceFlags: trace.FlagsSampled, Remote: true,
+		TraceID: tid, SpanID: SpanID(run, node), TraceFlags: trace.FlagsSampled, Remote: true,
 	})
 }
 
-// Traceparent is the W3C traceparent header of node (0: the run) of run.
-func Traceparent(run string, node int64) string {
-	sc := SpanContext(run, node)
+// Traceparent is the W3C traceparent header of node (0: the run) of
+// stored run r: what a process continuing r's trace parents its spans to.
+func Traceparent(r store.Run, node int64) string {
+	sc := SpanContext(RunTrace(r), r.ID, node)
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"
 }
 

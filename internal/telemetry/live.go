@@ -46,6 +46,7 @@ type Tracer struct {
 
 	sessions map[string]*session // by session id; owned by handle
 	pending  map[string]trace.Span
+	traces   map[string]trace.TraceID // by run id, read from its row once; owned by handle
 }
 
 // session is what the Tracer knows of one session.
@@ -74,7 +75,7 @@ type session struct {
 // turned into spans through e. st is read when a run ends and when a
 // session is first seen.
 func Subscribe(bus *agent.Bus, e *Exporter, st Store) *Tracer {
-	t := &Tracer{e: e, st: st, sessions: map[string]*session{}, pending: map[string]trace.Span{}}
+	t := &Tracer{e: e, st: st, sessions: map[string]*session{}, pending: map[string]trace.Span{}, traces: map[string]trace.TraceID{}}
 	t.sub = bus.Subscribe(t.handle)
 	return t
 }
@@ -115,6 +116,7 @@ func (t *Tracer) handle(ev agent.Event) {
 				delete(t.sessions, id)
 			}
 		}
+		delete(t.traces, v.RunID)
 	case *agent.StepStarted:
 		if s := t.session(v.SessionID, at); s != nil {
 			t.startChat(s, v, at)
@@ -181,7 +183,21 @@ func (t *Tracer) bind(id, run string, node int64) {
 		s = &session{id: id, tools: map[string]trace.Span{}}
 		t.sessions[id] = s
 	}
-	s.run, s.parent = run, SpanContext(run, node)
+	s.run, s.parent = run, SpanContext(t.traceOf(run), run, node)
+}
+
+// traceOf is run's trace id, from its row the first time.
+func (t *Tracer) traceOf(run string) trace.TraceID {
+	if tid, ok := t.traces[run]; ok {
+		return tid
+	}
+	r, err := t.st.GetRun(context.Background(), run)
+	if err != nil {
+		return TraceID(run) // read again at the next binding
+	}
+	tid := RunTrace(r)
+	t.traces[run] = tid
+	return tid
 }
 
 // known is session id as far as it is traced here, nil otherwise.

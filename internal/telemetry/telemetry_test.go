@@ -253,14 +253,20 @@ func TestEnabled(t *testing.T) {
 	}
 }
 
-// TestTraceparent: the ids a run's spans get are its own and stable.
+// TestTraceparent: the ids a run's spans get are its own and stable; a
+// run started under a span keeps that span's trace.
 func TestTraceparent(t *testing.T) {
 	t.Parallel()
-	a, b := telemetry.Traceparent("run-a", 1), telemetry.Traceparent("run-a", 1)
-	if a != b || a == telemetry.Traceparent("run-a", 2) || a[3:35] == telemetry.Traceparent("run-b", 1)[3:35] {
-		t.Fatalf("traceparents: %s %s", a, telemetry.Traceparent("run-b", 1))
+	ra, rb := store.Run{ID: "run-a"}, store.Run{ID: "run-b"}
+	a := telemetry.Traceparent(ra, 1)
+	if a != telemetry.Traceparent(ra, 1) || a == telemetry.Traceparent(ra, 2) || a[3:35] == telemetry.Traceparent(rb, 1)[3:35] {
+		t.Fatalf("traceparents: %s %s", a, telemetry.Traceparent(rb, 1))
 	}
-	if a[3:35] != telemetry.Traceparent("run-a", 0)[3:35] || len(a) != 55 || !strings.HasPrefix(a, "00-") || !strings.HasSuffix(a, "-01") {
+	if a[3:35] != telemetry.Traceparent(ra, 0)[3:35] || !store.ValidTraceParent(a) {
 		t.Fatalf("traceparent %s", a)
+	}
+	under := store.Run{ID: "run-a", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	if got := telemetry.Traceparent(under, 1); got[3:35] != "4bf92f3577b34da6a3ce929d0e0e4736" || got[36:52] != a[36:52] {
+		t.Fatalf("traceparent of a run started under a span: %s (its own trace: %s)", got, a)
 	}
 }
