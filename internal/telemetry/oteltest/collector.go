@@ -165,6 +165,17 @@ func build() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "otelcol-"+hex.EncodeToString(h.Sum(nil))[:16])
+	// One build at a time across test processes (go test runs packages
+	// in parallel): the others wait, then find the binary.
+	lock, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
@@ -178,7 +189,7 @@ func build() (string, error) {
 	defer os.Remove(tmp.Name())
 	cmd := exec.Command("go", "build", "-o", tmp.Name(), ".")
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build in %s: %w\n%s", src, err, out)
 	}
