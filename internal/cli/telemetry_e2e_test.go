@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,4 +202,46 @@ func one(t *testing.T, named map[string][]oteltest.Span, name string) oteltest.S
 		t.Fatalf("%d spans %q, want 1", len(named[name]), name)
 	}
 	return named[name][0]
+}
+
+// TestTelemetryHeadlessTurn: a headless session's turn is a trace of its
+// own (the session is no tree node's): an invoke_agent root named by the
+// session id, its model calls and its shell call under it, the
+// sandbox's refusal an event of the shell call's span.
+func TestTelemetryHeadlessTurn(t *testing.T) {
+	t.Parallel()
+	col := oteltest.Start(t)
+	e := newEnv(t)
+	e.sandboxDefault()
+	outside := fmt.Sprintf("/var/tmp/arbor-telemetry-escape-%d.txt", os.Getpid()) // not the private /tmp of a confined command
+	t.Cleanup(func() { _ = os.Remove(outside) })
+	srv := llmtest.NewServer(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", Input: map[string]any{"command": "echo x > " + outside}}}},
+		llmtest.Turn{Text: "blocked, as expected"})
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	e.vars = append(e.vars, "OTEL_EXPORTER_OTLP_ENDPOINT="+col.HTTP)
+	o := e.run("headless", "--protocol", "stream-json", "--approval-mode", "default", "--model", model, "write the file")
+	if o.code != 0 || !strings.Contains(o.stdout, `"subtype":"sandbox_blocked"`) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", o.code, o.stdout, o.stderr)
+	}
+	spans := col.WaitSpans(t, time.Minute, "the turn's 4 spans", func(s []oteltest.Span) bool { return len(s) >= 4 })
+	if len(spans) != 4 {
+		t.Fatalf("%d spans, want 4 (the turn, 2 model calls, the shell call)", len(spans))
+	}
+	named := byName(spans, spans[0].TraceID)
+	turn := one(t, named, "invoke_agent arbor")
+	if turn.ParentSpanID != "" || turn.Attrs["gen_ai.conversation.id"] == "" {
+		t.Fatalf("turn span: %+v", turn)
+	}
+	if chats := named["chat "+model]; len(chats) != 2 || chats[0].ParentSpanID != turn.SpanID || chats[1].ParentSpanID != turn.SpanID {
+		t.Fatalf("chat spans: %+v", chats)
+	}
+	shell := one(t, named, "execute_tool shell")
+	blocked := false
+	for _, ev := range shell.Events {
+		blocked = blocked || ev.Name == "sandbox.blocked" && strings.Contains(fmt.Sprint(ev.Attrs["arbor.sandbox.blocked"]), "may write only in")
+	}
+	if shell.ParentSpanID != turn.SpanID || !blocked {
+		t.Fatalf("shell span: %+v", shell)
+	}
 }
