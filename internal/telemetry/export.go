@@ -62,7 +62,7 @@ func exportTree(ctx context.Context, e *Exporter, st Store, id string, calls boo
 	_, root := e.tracer.Start(rctx, "arbor run", append(opts, trace.WithTimestamp(run.CreatedAt),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 			keyRunID.String(id), keyRunState.String(string(run.Status)), attribute.String("arbor.run.model", run.Model)))...)
-	if run.Error != "" {
+	if run.Status == store.RunFailed || run.Error != "" {
 		root.SetStatus(codes.Error, run.Error)
 	}
 	root.End(trace.WithTimestamp(end))

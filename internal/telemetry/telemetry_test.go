@@ -3,6 +3,8 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -268,5 +270,100 @@ func TestTraceparent(t *testing.T) {
 	under := store.Run{ID: "run-a", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	if got := telemetry.Traceparent(under, 1); got[3:35] != "4bf92f3577b34da6a3ce929d0e0e4736" || got[36:52] != a[36:52] {
 		t.Fatalf("traceparent of a run started under a span: %s (its own trace: %s)", got, a)
+	}
+}
+
+// TestExportFromStore: a stored run's trace (arbor trace) is its rows'
+// shape: the root under the span the run was started under, the nodes
+// nested by parent with their stored times, a dependency a link, a failed
+// node an error, an answer a chat span, a stored tool call an
+// execute_tool span with its intent's times.
+func TestExportFromStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	col := oteltest.Start(t)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "arbor.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := func(s int) time.Time { return time.Date(2026, 12, 6, 3, 0, s, 0, time.UTC) }
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	run := store.Run{ID: "r1", Goal: "g", Status: store.RunFailed, Model: "m", TraceParent: parent, CreatedAt: at(0), UpdatedAt: at(9)}
+	if err := st.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	node := func(id, parent int64, kind store.NodeKind, state store.NodeState, from, to int, blocked ...int64) store.Node {
+		start, end := at(from), at(to)
+		return store.Node{RunID: "r1", ID: id, ParentID: parent, Kind: kind, Goal: "g", State: state, BlockedBy: blocked,
+			Error: "broke", SessionID: fmt.Sprintf("r1.%d", id), CreatedAt: at(from), StartedAt: &start, EndedAt: &end}
+	}
+	nodes := []store.Node{node(1, 0, store.KindGoal, store.StateFailed, 1, 8), node(2, 1, store.KindTask, store.StateComplete, 2, 4),
+		node(3, 1, store.KindTask, store.StateFailed, 5, 7, 2)}
+	if err := st.Commit(ctx, nil, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := st.CreateSession(ctx, store.Session{ID: n.SessionID, RunID: "r1", NodeID: n.ID, Model: "anthropic/m", Status: store.SessionIdle}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.AppendMessages(ctx, "r1.2", llm.UserText("go"), llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
+		{Type: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "shell", Input: json.RawMessage(`{}`)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.StartIntent(ctx, store.Intent{SessionID: "r1.2", CallID: "c1", Tool: "shell", Input: json.RawMessage(`{}`), StartedAt: at(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishIntent(ctx, "r1.2", "c1", "boom", true); err != nil {
+		t.Fatal(err)
+	}
+	e, err := telemetry.Start(ctx, telemetry.Settings{Endpoint: col.GRPC, Protocol: "grpc"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(ctx)
+	n, err := e.Export(ctx, st, "r1")
+	if err != nil || n != 6 {
+		t.Fatalf("Export: %d spans, %v; want 6 (run, 3 nodes, a chat, a tool call)", n, err)
+	}
+	spans := col.WaitSpans(t, time.Minute, "the run's 6 spans", func(s []oteltest.Span) bool { return len(s) >= 6 })
+	byID := map[string]oteltest.Span{}
+	for _, s := range spans {
+		if s.TraceID != parent[3:35] {
+			t.Fatalf("span %q in trace %s, want the run's parent's", s.Name, s.TraceID)
+		}
+		byID[s.SpanID] = s
+	}
+	root := named(spans, "arbor run")[0]
+	if root.ParentSpanID != parent[36:52] || root.StatusCode != 2 || !root.Start.Equal(at(0)) || !root.End.Equal(at(9)) {
+		t.Fatalf("run span: %+v", root)
+	}
+	goal := named(spans, "invoke_agent goal")[0]
+	if goal.ParentSpanID != root.SpanID || goal.StatusCode != 2 || !goal.Start.Equal(at(1)) || !goal.End.Equal(at(8)) {
+		t.Fatalf("goal span: %+v", goal)
+	}
+	tasks := named(spans, "invoke_agent task")
+	if len(tasks) != 2 {
+		t.Fatalf("%d task spans", len(tasks))
+	}
+	two, three := tasks[0], tasks[1]
+	if two.Attrs["arbor.node.id"] == int64(3) {
+		two, three = three, two
+	}
+	if two.ParentSpanID != goal.SpanID || three.ParentSpanID != goal.SpanID || two.StatusCode == 2 || three.StatusCode != 2 {
+		t.Fatalf("task spans: %+v %+v", two, three)
+	}
+	if len(three.Links) != 1 || three.Links[0].SpanID != two.SpanID || three.Links[0].Attrs["arbor.link"] != "blocked_by" {
+		t.Fatalf("#3's links: %+v; want #2 (%s)", three.Links, two.SpanID)
+	}
+	chat := named(spans, "chat anthropic/m")
+	tool := named(spans, "execute_tool shell")
+	if len(chat) != 1 || chat[0].ParentSpanID != two.SpanID || len(tool) != 1 || tool[0].ParentSpanID != two.SpanID ||
+		!tool[0].Start.Equal(at(3)) || tool[0].StatusCode != 2 || tool[0].Attrs["gen_ai.tool.call.id"] != "c1" {
+		t.Fatalf("calls of #2: chat %+v, tool %+v", chat, tool)
+	}
+	if _, err := e.Export(ctx, st, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Export of a run that is not stored: %v", err)
 	}
 }
