@@ -128,7 +128,8 @@ func TestTelemetryTwoLevelRun(t *testing.T) {
 		t.Fatalf("chat spans by parent: %v (goal %s, task %s)", under, goal.SpanID, task.SpanID)
 	}
 	if first.Attrs["gen_ai.usage.output_tokens"] != int64(30) || first.Attrs["gen_ai.usage.cache_read.input_tokens"] != int64(7) ||
-		first.Attrs["gen_ai.usage.cache_creation.input_tokens"] != int64(3) || first.Attrs["gen_ai.operation.name"] != "chat" {
+		first.Attrs["gen_ai.usage.cache_creation.input_tokens"] != int64(3) || first.Attrs["gen_ai.operation.name"] != "chat" ||
+		first.Attrs["gen_ai.provider.name"] != "anthropic" {
 		t.Fatalf("first chat span's attributes: %v", first.Attrs)
 	}
 	if fr, _ := first.Attrs["gen_ai.response.finish_reasons"].([]any); len(fr) != 1 || fr[0] != "tool_call" {

@@ -270,7 +270,7 @@ func (t *Tracer) startChat(s *session, v *agent.StepStarted, at time.Time) {
 	ctx := trace.ContextWithRemoteSpanContext(context.Background(), s.parent)
 	_, s.chat = t.e.tracer.Start(ctx, "chat "+v.Model, trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(v.Model),
-			semconv.GenAIConversationID(s.id), keyStep.Int(v.Step)))
+			semconv.GenAIProviderNameKey.String(v.Provider), semconv.GenAIConversationID(s.id), keyStep.Int(v.Step)))
 	s.chatModel, s.chatStart, s.chatStep, s.retried, s.finish = v.Model, at, v.Step, false, ""
 }
 
