@@ -369,7 +369,7 @@ func (a *Agent) run(ctx context.Context) Result {
 		if err := a.waitPending(); err != nil { // stored before the next call
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step - 1, Err: err}
 		}
-		a.publish(&StepStarted{Step: step, Model: m.ref})
+		a.publish(&StepStarted{Step: step, Model: m.ref, Provider: m.provider.Name()})
 		resp, err := a.call(ctx, m)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -45,6 +45,9 @@ type StepStarted struct {
 	Meta
 	Step  int    `json:"step"`
 	Model string `json:"model"`
+	// Provider is the name of the model's provider ("anthropic", or the
+	// name the config gives an OpenAI-compatible server).
+	Provider string `json:"provider,omitempty"`
 }
 
 // TextDelta is a fragment of assistant text as it streams.

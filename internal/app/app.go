@@ -146,6 +146,10 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	a.onClose(func() { _ = st.Close() })
 	a.setTimeouts(cfg)
 	a.notifyHooks()
+	if err := a.startTelemetry(ctx, cfg); err != nil {
+		a.Close()
+		return nil, err
+	}
 	if err := a.checkSandbox(); err != nil {
 		a.Close()
 		return nil, err

@@ -162,7 +162,7 @@ can be listed, inspected and continued.`,
 	pf.StringVar(&g.store, "store", "", "database: a SQLite file (default $XDG_STATE_HOME/arbor/arbor.db) or a postgres:// URL; env ARBOR_STORE")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine the shell commands of agents: off, auto (the default of commands that run agents) or required; env ARBOR_SANDBOX (docs/sandbox.md)")
-	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s), newWorkerCmd(g, s), newStopCmd(g), newSandboxCmd(g, s))
+	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newTraceCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s), newWorkerCmd(g, s), newStopCmd(g), newSandboxCmd(g, s))
 	root.AddCommand(newMCPCmd(g, s), newACPCmd(g, s))
 	usageArgs(root)
 	return root

@@ -215,6 +215,7 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 		r, err = e.Create(ctx, tree.RunOptions{
 			ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
 			BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,
+			TraceParent: a.TraceParent(),
 		})
 		if err != nil {
 			return err

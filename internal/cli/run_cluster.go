@@ -37,7 +37,7 @@ func submitRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal str
 	r, root := e.NewRun(tree.RunOptions{
 		ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
 		BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,
-		Queue: f.queue,
+		Queue: f.queue, TraceParent: a.TraceParent(),
 	})
 	c, err := cluster.Open(ctx, st, cluster.Options{Queue: f.queue})
 	if err != nil {

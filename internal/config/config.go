@@ -80,6 +80,8 @@ type Config struct {
 	// Cluster is the timing of run and node leases (every engine that
 	// drives a run, and arbor worker).
 	Cluster Cluster `yaml:"cluster"`
+	// Telemetry says where OpenTelemetry traces and metrics go.
+	Telemetry Telemetry `yaml:"telemetry"`
 
 	getenv     func(string) string
 	workspace  string

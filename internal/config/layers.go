@@ -38,6 +38,7 @@ type fileConfig struct {
 	MCPServers      map[string]MCPServer    `yaml:"mcp_servers"`
 	Sandbox         fileSandbox             `yaml:"sandbox"`
 	Cluster         fileCluster             `yaml:"cluster"`
+	Telemetry       fileTelemetry           `yaml:"telemetry"`
 }
 
 type fileProvider struct {
@@ -236,6 +237,7 @@ func (c *Config) apply(fc *fileConfig, src string) {
 
 	c.addMCPServers(fc.MCPServers, src)
 	c.applySandbox(fc.Sandbox, src)
+	c.applyTelemetry(fc.Telemetry, src)
 	for name, ref := range fc.NodeModels {
 		if c.NodeModels == nil {
 			c.NodeModels = map[string]string{}

@@ -69,6 +69,9 @@ func (c *Config) validate() error {
 	if err := c.validateCluster(); err != nil {
 		return err
 	}
+	if err := c.validateTelemetry(); err != nil {
+		return err
+	}
 	if err := c.validateMCP(); err != nil {
 		return err
 	}

@@ -327,7 +327,7 @@ func (c TurnClient) Interact(ctx context.Context, in agent.Interaction) (agent.R
 func (c TurnClient) Publish(ctx context.Context, evs []agent.Event) error {
 	r := c.req(KindEvents)
 	for _, ev := range evs {
-		if e, ok := wrap(ev, 0); ok {
+		if e, ok := turnEvent(ev); ok {
 			r.Events = append(r.Events, e)
 		}
 	}

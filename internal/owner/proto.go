@@ -190,6 +190,29 @@ type Event struct {
 	ToolCallFinished     *agent.ToolCallFinished     `json:"tool_call_finished,omitempty"`
 	AssistantMessage     *agent.AssistantMessage     `json:"assistant_message,omitempty"`
 	UsageUpdated         *agent.UsageUpdated         `json:"usage_updated,omitempty"`
+	// The bounds of a handed-out turn's model calls and of the turn,
+	// sent by the worker running it (turnEvent) for the driver's
+	// telemetry; subscriptions do not carry them.
+	StepStarted *agent.StepStarted `json:"step_started,omitempty"`
+	Retrying    *agent.Retrying    `json:"retrying,omitempty"`
+	Idle        *agent.Idle        `json:"idle,omitempty"`
+	Error       *agent.Error       `json:"error,omitempty"`
+}
+
+// turnEvent is wrap for the events a worker sends its run's driver of a
+// turn it runs: wrap's and the bounds of the steps and of the turn.
+func turnEvent(ev agent.Event) (Event, bool) {
+	switch v := ev.(type) {
+	case *agent.StepStarted:
+		return Event{StepStarted: v}, true
+	case *agent.Retrying:
+		return Event{Retrying: v}, true
+	case *agent.Idle:
+		return Event{Idle: v}, true
+	case *agent.Error:
+		return Event{Error: v}, true
+	}
+	return wrap(ev, 0)
 }
 
 // wrap returns ev as an Event line, or false for an event that is not
@@ -242,6 +265,14 @@ func (e Event) Value() agent.Event {
 		return e.AssistantMessage
 	case e.UsageUpdated != nil:
 		return e.UsageUpdated
+	case e.StepStarted != nil:
+		return e.StepStarted
+	case e.Retrying != nil:
+		return e.Retrying
+	case e.Idle != nil:
+		return e.Idle
+	case e.Error != nil:
+		return e.Error
 	}
 	return nil
 }

@@ -21,11 +21,17 @@ type Run struct {
 	// any arbor worker serving it drives the run, and another takes it
 	// over when that worker dies. "" for a run driven by the process
 	// that started it.
-	Queue     string    `json:"queue,omitempty"`
-	Result    string    `json:"result"`
-	Error     string    `json:"error"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Queue string `json:"queue,omitempty"`
+	// TraceParent is the W3C traceparent of the span the run was started
+	// under (TRACEPARENT of the process that started it): the run's spans
+	// join that trace, on every machine that works on the run. "" (every
+	// run made before it was stored) starts a trace of the run's own,
+	// named by its id. Set at creation; Commit never changes it.
+	TraceParent string    `json:"trace_parent,omitempty"`
+	Result      string    `json:"result"`
+	Error       string    `json:"error"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // Node is one node of a run's tree. IDs are per run, from 1 (the root).

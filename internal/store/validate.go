@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/llm"
 )
@@ -109,8 +110,25 @@ func (r Run) Validate() error {
 		return fmt.Errorf("%w: run budget %v is not a finite amount >= 0", ErrInvalid, r.BudgetUSD)
 	case r.MaxTokens < 0 || r.MaxParallel < 0 || r.NodeTimeout < 0:
 		return fmt.Errorf("%w: run has a negative token limit, parallelism or node timeout", ErrInvalid)
+	case r.TraceParent != "" && !ValidTraceParent(r.TraceParent):
+		return fmt.Errorf("%w: run trace parent %q is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)", ErrInvalid, r.TraceParent)
 	}
 	return nil
+}
+
+// ValidTraceParent reports whether s is a W3C traceparent of version 00
+// with a trace id and a span id that are not all zero.
+func ValidTraceParent(s string) bool {
+	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
+		return false
+	}
+	zero := func(h string) bool { return strings.Trim(h, "0") == "" }
+	for _, part := range []string{s[3:35], s[36:52], s[53:]} {
+		if strings.Trim(part, "0123456789abcdef") != "" {
+			return false
+		}
+	}
+	return !zero(s[3:35]) && !zero(s[36:52])
 }
 
 // Validate reports whether n can be written. The state is the engine's

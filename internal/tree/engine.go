@@ -270,6 +270,9 @@ type RunOptions struct {
 	// Queue makes a cluster run: the worker queue whose workers drive it
 	// (store.Run.Queue).
 	Queue string
+	// TraceParent is the W3C traceparent the run is started under
+	// (store.Run.TraceParent); "" starts a trace of the run's own.
+	TraceParent string
 }
 
 // Create stores a new run with its root node, pending.
@@ -295,7 +298,7 @@ func (e *Engine) NewRun(o RunOptions) (store.Run, store.Node) {
 	r := store.Run{
 		ID: o.ID, Goal: o.Goal, Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
 		Mode: o.Mode, BudgetUSD: o.BudgetUSD, MaxTokens: o.MaxTokens, MaxParallel: o.MaxParallel,
-		NodeTimeout: o.NodeTimeout.Milliseconds(), Queue: o.Queue, CreatedAt: now, UpdatedAt: now,
+		NodeTimeout: o.NodeTimeout.Milliseconds(), Queue: o.Queue, TraceParent: o.TraceParent, CreatedAt: now, UpdatedAt: now,
 	}
 	root := store.Node{RunID: r.ID, ID: 1, Kind: KindGoal, Goal: o.Goal, State: StatePending, Returns: "text", CreatedAt: now, UpdatedAt: now}
 	return r, root

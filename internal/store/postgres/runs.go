@@ -13,7 +13,7 @@ import (
 )
 
 const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_tokens,
-	max_parallel, node_timeout_ms, result, error, created_at, updated_at, queue`
+	max_parallel, node_timeout_ms, result, error, created_at, updated_at, queue, trace_parent`
 
 // CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
@@ -42,10 +42,10 @@ func (s *Store) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
 		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
 	}
 	err = insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		ON CONFLICT (id) DO NOTHING`,
 		r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
-		r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue)
+		r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue, r.TraceParent)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -129,7 +129,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		created, updated int64
 	)
 	err := row.Scan(&r.ID, &r.Goal, &r.Status, &r.Model, &r.Workspace, &r.Mode, &r.BudgetUSD,
-		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated, &r.Queue)
+		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated, &r.Queue, &r.TraceParent)
 	if err != nil {
 		return store.Run{}, err
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_tokens,
-	max_parallel, node_timeout_ms, result, error, created_at, updated_at, queue`
+	max_parallel, node_timeout_ms, result, error, created_at, updated_at, queue, trace_parent`
 
 // CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
@@ -34,10 +34,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	}
 	err = s.inTx(ctx, func(tx *wtx) error {
 		return insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
-			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue)
+			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue, r.TraceParent)
 	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
@@ -115,7 +115,7 @@ func scanRun(sc scanner) (store.Run, error) {
 		created, updated int64
 	)
 	err := sc.Scan(&r.ID, &r.Goal, &r.Status, &r.Model, &r.Workspace, &r.Mode, &r.BudgetUSD,
-		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated, &r.Queue)
+		&r.MaxTokens, &r.MaxParallel, &r.NodeTimeout, &r.Result, &r.Error, &created, &updated, &r.Queue, &r.TraceParent)
 	if err != nil {
 		return store.Run{}, err
 	}

@@ -59,6 +59,23 @@ func testTree(t *testing.T, open Opener) {
 		equal(t, "runs after invalid creates", len(runs), 0)
 	})
 
+	t.Run("TraceParentIsSetOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		in := fullRun("r1")
+		noErr(t, b.st.CreateRun(b.ctx, in))
+		run := b.getRun(t, "r1")
+		run.TraceParent, run.Result = "", "later"
+		noErr(t, b.st.Commit(b.ctx, &run))
+		got := b.getRun(t, "r1")
+		equal(t, "result", got.Result, "later")
+		equal(t, "trace parent after a commit", got.TraceParent, in.TraceParent)
+		for _, bad := range []string{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+			"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "traceparent"} {
+			errIs(t, b.st.CreateRun(b.ctx, store.Run{ID: "r2", TraceParent: bad}), store.ErrInvalid)
+		}
+	})
+
 	t.Run("CompleteRunIsFinal", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
@@ -351,7 +368,8 @@ func fullRun(id string) store.Run {
 		Model: "anthropic/claude-sonnet-4-5", Workspace: "/home/me/project", Mode: "auto",
 		BudgetUSD: 12.75, MaxTokens: 2_000_000, MaxParallel: 8, NodeTimeout: 600_000,
 		Result: "half done", Error: "interrupted by signal", Queue: "gpu",
-		CreatedAt: when, UpdatedAt: when.Add(time.Second),
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		CreatedAt:   when, UpdatedAt: when.Add(time.Second),
 	}
 }
 
