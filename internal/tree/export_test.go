@@ -13,3 +13,7 @@ func IsLive(e *Engine, id string) bool {
 func SetHeartbeat(e *Engine, every time.Duration) {
 	e.o.Heartbeat, e.o.LeaseTTL = every, ttlBeats*every
 }
+
+// SetIdleLeaseTTL sets how long an idle hosted run's lease lasts; call it
+// before the engine hosts anything.
+func SetIdleLeaseTTL(e *Engine, ttl time.Duration) { e.o.IdleLeaseTTL = ttl }
