@@ -297,13 +297,14 @@ func (s *session) kill() {
 // printMemory prints the median and total Pss and private memory of the
 // sessions, from /proc/PID/smaps_rollup (KiB).
 func printMemory(when string, sessions []*session) error {
-	var pss, priv, rss []int
+	var pss, priv, anon, rss []int
 	for _, s := range sessions {
 		m, err := rollup(s.cmd.Process.Pid)
 		if err != nil {
 			return err
 		}
 		pss, priv, rss = append(pss, m["Pss"]), append(priv, m["Private_Clean"]+m["Private_Dirty"]), append(rss, m["Rss"])
+		anon = append(anon, m["Anonymous"])
 	}
 	sum := func(v []int) float64 {
 		t := 0
@@ -312,8 +313,8 @@ func printMemory(when string, sessions []*session) error {
 		}
 		return float64(t) / 1048576
 	}
-	fmt.Printf("memory %s, per session (median): PSS %.2f MiB, private %.2f MiB, RSS %.1f MiB; all sessions: PSS %.2f GiB, private %.2f GiB\n",
-		when, mb(quantile(pss, 0.5)), mb(quantile(priv, 0.5)), mb(quantile(rss, 0.5)), sum(pss), sum(priv))
+	fmt.Printf("memory %s, per session (median): PSS %.2f MiB, private %.2f MiB (anonymous %.2f), RSS %.1f MiB; all sessions: PSS %.2f GiB, private %.2f GiB\n",
+		when, mb(quantile(pss, 0.5)), mb(quantile(priv, 0.5)), mb(quantile(anon, 0.5)), mb(quantile(rss, 0.5)), sum(pss), sum(priv))
 	return nil
 }
 
