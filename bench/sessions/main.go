@@ -17,7 +17,7 @@
 //   - send→idle with all N sessions sending at once, -rounds times: p50,
 //     p99 and worst over every turn, and how many turns were not answered
 //     (an idle whose last_outcome is not "completed", an error envelope,
-//     or a process that died).
+//     or a process that died), and the CPU the sessions used per turn.
 //
 // By default every session shares one HOME and XDG state directory (one
 // SQLite store, as sessions of one user would); -separate gives each its
@@ -138,6 +138,10 @@ func run(o options) error {
 
 	var lat []time.Duration
 	failed := 0
+	turns0, err := cpuTicks(sessions)
+	if err != nil {
+		return err
+	}
 	for r := range o.rounds {
 		res := make([]turn, o.n)
 		var wg sync.WaitGroup
@@ -159,8 +163,14 @@ func run(o options) error {
 	if len(lat) == 0 {
 		return fmt.Errorf("no turn of %d was answered", o.n*o.rounds)
 	}
+	turns1, err := cpuTicks(sessions)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("send→idle, all %d sending at once, %d rounds: p50 %s, p99 %s, worst %s; %d of %d turns answered\n",
 		o.n, o.rounds, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), ms(slices.Max(lat)), len(lat), o.n*o.rounds)
+	fmt.Printf("CPU of the arbor processes during the rounds: %.2f s, %.1f ms per turn\n",
+		float64(turns1-turns0)/100, float64(turns1-turns0)*10/float64(o.n*o.rounds))
 	if err := printMemory("after the turns", sessions); err != nil {
 		return err
 	}
