@@ -11,7 +11,7 @@
 //   - memory per session from /proc/PID/smaps_rollup: Pss (the shared
 //     pages of the binary divided among the sessions mapping them) and
 //     private (Private_Clean + Private_Dirty, what a session alone holds),
-//     median and total, at ready and again after the turns;
+//     median and total, at ready and again -settle after the turns;
 //   - the CPU the idle sessions used over -idle (utime + stime from
 //     /proc/PID/stat), as a share of one core per session;
 //   - send→idle with all N sessions sending at once, -rounds times: p50,
@@ -52,6 +52,7 @@ func main() {
 	flag.IntVar(&o.parallel, "parallel", 8, "processes started at a time")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of all sessions sending at once")
 	flag.DurationVar(&o.idle, "idle", 10*time.Second, "window over which idle CPU is measured")
+	flag.DurationVar(&o.settle, "settle", time.Second, "wait after the last round before reading memory again")
 	flag.BoolVar(&o.separate, "separate", false, "give every session its own HOME and state directory")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -63,7 +64,7 @@ func main() {
 type options struct {
 	bin, dir            string
 	n, parallel, rounds int
-	idle                time.Duration
+	idle, settle        time.Duration
 	separate            bool
 }
 
@@ -171,7 +172,8 @@ func run(o options) error {
 		o.n, o.rounds, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), ms(slices.Max(lat)), len(lat), o.n*o.rounds)
 	fmt.Printf("CPU of the arbor processes during the rounds: %.2f s, %.1f ms per turn\n",
 		float64(turns1-turns0)/100, float64(turns1-turns0)*10/float64(o.n*o.rounds))
-	if err := printMemory("after the turns", sessions); err != nil {
+	time.Sleep(o.settle)
+	if err := printMemory(fmt.Sprintf("%s after the turns", o.settle), sessions); err != nil {
 		return err
 	}
 	for i, s := range sessions {
