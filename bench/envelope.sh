@@ -8,11 +8,18 @@
 # user's files are untouched. The driver is bench/envelope (Go: pipes and
 # time.Now are more precise than bash). Runnable from any directory.
 #
-# Side by side: OTHER="chord headless" bench/envelope.sh runs arbor and that
-# command against one scripted model server, alternating ROUNDS (default 3)
-# sessions of TURNS turns each, and prints both send→idle medians and their
-# ratio. OTHER=self compares arbor with itself (a check of the method: the
-# ratio should be about 1).
+# Side by side with Chord: CHORD_BIN=/path/to/chord bench/envelope.sh runs
+# arbor and that binary (`chord headless`, given a config.yaml that points
+# it at the server) against one scripted model server, alternating ROUNDS
+# (default 3) sessions of TURNS turns each and then STARTS (default 20)
+# starts each, and prints both programs' ready, send→idle median, VmRSS
+# and RssAnon after TURNS turns and binary size, with the ratios
+# arbor/Chord. The script never builds Chord. Without CHORD_BIN it prints
+# arbor's own figures and says Chord was not given.
+#
+# OTHER="CMD ARGS" compares with any other envelope-protocol command the
+# same way (without Chord's config); OTHER=self compares arbor with itself
+# (a check of the method: the ratios should be about 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp="$(mktemp -d)"
@@ -20,12 +27,17 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/arbor" ./cmd/arbor
 go build -o "$tmp/envelope-bench" ./bench/envelope
 
+if [ -n "${CHORD_BIN:-}" ]; then
+	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -chord "$CHORD_BIN" \
+		-turns "${TURNS:-20}" -rounds "${ROUNDS:-3}" -starts "${STARTS:-20}"
+fi
 if [ -n "${OTHER:-}" ]; then
 	other="$OTHER"
 	[ "$other" = self ] && other="$tmp/arbor headless --model anthropic/claude-sonnet-4-5"
 	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -other "$other" \
-		-turns "${TURNS:-20}" -rounds "${ROUNDS:-3}"
+		-turns "${TURNS:-20}" -rounds "${ROUNDS:-3}" -starts "${STARTS:-20}"
 fi
+echo "Chord was not given (CHORD_BIN=/path/to/chord compares with it); arbor's own figures:"
 echo "arbor binary: $(($(stat -c %s "$tmp/arbor") / 1048576)) MiB"
 "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" \
 	-starts "${STARTS:-20}" -turns "${TURNS:-20}" -rss-turns "${RSS_TURNS:-100}"

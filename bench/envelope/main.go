@@ -17,13 +17,16 @@
 // turn per send of the longest run; a turn counts only if its idle says
 // last_outcome "completed".
 //
-// With -other "CMD ARGS…" it also measures a second program that speaks the
-// envelope protocol (Chord, an older arbor) side by side: both run against
+// With -other "CMD ARGS…" it also measures a second program that speaks
+// the envelope protocol (an older arbor) side by side, and with -chord
+// PATH the chord binary at PATH (`chord headless`, given a config.yaml in
+// its fresh config home that names the scripted server): both run against
 // one scripted model server started by this driver (every process gets
 // ANTHROPIC_BASE_URL, OPENAI_BASE_URL and ARBOR_BENCH_MODEL_URL pointing at
 // it, with placeholder keys), arbor with --model anthropic/claude-sonnet-4-5,
-// their sessions alternate for -rounds rounds, and the send→idle medians are
-// printed with their ratio.
+// their sessions alternate for -rounds rounds and then -starts starts, and
+// ready, the send→idle median, VmRSS, RssAnon and the binary sizes are
+// printed with their ratios.
 package main
 
 import (
@@ -53,9 +56,14 @@ func main() {
 	rssTurns := flag.Int("rss-turns", 100, "turns before reading the resident memory")
 	other := flag.String("other", "", "a second envelope-protocol command (space-separated) to measure side by side")
 	rounds := flag.Int("rounds", 3, "alternating sessions of each program with -other")
+	chord := flag.String("chord", "", "a chord binary to measure side by side (as -other \"CHORD headless\", with a config for the scripted server)")
 	flag.Parse()
+	isChord := *chord != ""
+	if isChord {
+		*other = *chord + " headless"
+	}
 	if *other != "" {
-		if err := compare(*bin, *dir, strings.Fields(*other), *turns, *rounds); err != nil {
+		if err := compare(*bin, *dir, strings.Fields(*other), isChord, *starts, *turns, *rounds); err != nil {
 			fmt.Fprintln(os.Stderr, "envelope bench:", err)
 			os.Exit(1)
 		}
@@ -157,11 +165,19 @@ type bench struct {
 	// the script; env is added to every process's environment.
 	argv []string
 	env  []string
+	// setup, when set, prepares a process's root directory before it
+	// starts.
+	setup func(root string) error
 }
 
 // compare measures arbor and other against one model server, alternating
-// sessions of turns turns, and prints both medians and their ratio.
-func compare(bin, dir string, other []string, turns, rounds int) error {
+// rounds of one session of turns turns each, then starts more processes of
+// each (alternating) to time ready, and prints both programs' figures and
+// their ratios: ready, send→idle median, VmRSS and RssAnon after turns
+// turns, and the size of each binary. When chord is set, other is Chord:
+// every Chord process gets a config.yaml and auth.yaml in its fresh
+// config home that point its anthropic provider at the scripted server.
+func compare(bin, dir string, other []string, chord bool, starts, turns, rounds int) error {
 	if bin == "" || dir == "" {
 		return errors.New("-arbor and -dir are required")
 	}
@@ -175,22 +191,98 @@ func compare(bin, dir string, other []string, turns, rounds int) error {
 		{dir: dir, argv: []string{bin, "headless", "--model", "anthropic/claude-sonnet-4-5"}, env: env},
 		{dir: filepath.Join(dir, "other"), argv: other, env: env},
 	}
-	lats := make([][]time.Duration, len(programs))
+	if chord {
+		programs[1].setup = func(root string) error { return chordConfig(root, srv.URL) }
+	}
+	type figures struct {
+		ready, lat []time.Duration
+		rss, anon  []int
+	}
+	figs := make([]figures, len(programs))
 	for range rounds {
 		for i, b := range programs {
-			lat, _, err := b.session(turns)
+			lat, m, err := b.session(turns)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
-			lats[i] = append(lats[i], lat...)
+			f := &figs[i]
+			f.lat, f.rss, f.anon = append(f.lat, lat...), append(f.rss, m.rss), append(f.anon, m.anon)
 		}
 	}
-	a, o := quantile(lats[0], 0.5), quantile(lats[1], 0.5)
-	fmt.Printf("send→idle, %d rounds × %d turns, one scripted model server\n", rounds, turns)
-	fmt.Printf("arbor: median %s, p90 %s, worst %s\n", ms(a), ms(quantile(lats[0], 0.9)), ms(slices.Max(lats[0])))
-	fmt.Printf("other (%s): median %s, p90 %s, worst %s\n", strings.Join(other, " "), ms(o), ms(quantile(lats[1], 0.9)), ms(slices.Max(lats[1])))
-	fmt.Printf("ratio arbor/other (medians): %.2f\n", float64(a)/float64(o))
+	for range starts {
+		for i, b := range programs {
+			p, err := b.start()
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.argv[0], err)
+			}
+			figs[i].ready = append(figs[i].ready, p.ready)
+			if err := p.stop(); err != nil {
+				return fmt.Errorf("%s: %w", b.argv[0], err)
+			}
+		}
+	}
+	var size [2]int64
+	for i, b := range programs {
+		path, err := exec.LookPath(b.argv[0])
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(path); err == nil {
+				size[i] = fi.Size()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("size of %s: %w", b.argv[0], err)
+		}
+	}
+	name := "other"
+	if chord {
+		name = "chord"
+	}
+	a, o := figs[0], figs[1]
+	fmt.Printf("arbor vs. %s (%s), one scripted model server: %d rounds × %d turns, %d starts each\n",
+		name, strings.Join(other, " "), rounds, turns, starts)
+	fmt.Printf("%-34s %12s %12s %8s\n", "figure (medians)", "arbor", name, "ratio")
+	row := func(what string, x, y float64, unit string) {
+		fmt.Printf("%-34s %9.2f %-2s %9.2f %-2s %8.2f\n", what, x, unit, y, unit, x/y)
+	}
+	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	row("ready (start → first line)", msf(quantile(a.ready, 0.5)), msf(quantile(o.ready, 0.5)), "ms")
+	row("send→idle", msf(quantile(a.lat, 0.5)), msf(quantile(o.lat, 0.5)), "ms")
+	row(fmt.Sprintf("VmRSS after %d turns", turns), mb(quantile(a.rss, 0.5)), mb(quantile(o.rss, 0.5)), "MB")
+	row(fmt.Sprintf("private (RssAnon) after %d turns", turns), mb(quantile(a.anon, 0.5)), mb(quantile(o.anon, 0.5)), "MB")
+	row("binary size", float64(size[0])/1048576, float64(size[1])/1048576, "MB")
+	fmt.Printf("send→idle p90: arbor %s, %s %s (MB here are MiB)\n", ms(quantile(a.lat, 0.9)), name, ms(quantile(o.lat, 0.9)))
 	return nil
+}
+
+// chordConfig writes, under a process's root, the Chord config that
+// points its anthropic provider at the scripted server at url: the files
+// Chord's setup wizard would write (its documented config.yaml and
+// auth.yaml format), with the model the scripted server answers for.
+func chordConfig(root, url string) error {
+	home := filepath.Join(root, "config", "chord")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	config := `providers:
+  anthropic:
+    type: messages
+    api_url: ` + url + `/v1/messages
+    models:
+      claude-sonnet-4-5:
+        limit:
+          context: 200000
+          output: 64000
+model_pools:
+  default:
+    - anthropic/claude-sonnet-4-5
+desktop_notification: false
+log_level: error
+`
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(home, "auth.yaml"), []byte("anthropic:\n  - \"sk-bench\"\n"), 0o600)
 }
 
 // proc is one running `arbor headless` with its pipes.
@@ -212,6 +304,11 @@ func (b *bench) start() (*proc, error) {
 	ws := filepath.Join(root, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, err
+	}
+	if b.setup != nil {
+		if err := b.setup(root); err != nil {
+			return nil, err
+		}
 	}
 	argv := b.argv
 	if argv == nil {

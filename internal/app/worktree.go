@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Worktree is a git worktree that arbor created (or reuses) for a session,
@@ -23,7 +24,12 @@ type Worktree struct {
 // ErrNotARepo: -w was asked for outside a git repository.
 var ErrNotARepo = errors.New("not inside a git repository")
 
-var worktreeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// worktreeName is compiled on first use: its bounded repetition makes a
+// 60 KB program, which every start (a thousand headless sessions) would
+// build for nothing.
+var worktreeName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+})
 
 // PrepareWorktree returns the worktree NAME of the repository containing
 // dir, creating it (on a new branch arbor/NAME) under
@@ -33,7 +39,7 @@ func PrepareWorktree(ctx context.Context, dir, name string) (Worktree, error) {
 	if name == "" {
 		name = "wt-" + NewID()
 	}
-	if !worktreeName.MatchString(name) {
+	if !worktreeName().MatchString(name) {
 		return Worktree{}, fmt.Errorf("worktree name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
 	}
 	root, err := git(ctx, dir, "rev-parse", "--show-toplevel")

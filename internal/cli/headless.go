@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/protocol/dialect"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
@@ -44,6 +46,7 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.runsAgents()
+			protocol.OneProc(os.Getenv)
 			if f.sessionDir != "" {
 				g.workspace = f.sessionDir
 			}

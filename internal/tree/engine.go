@@ -184,6 +184,10 @@ type Options struct {
 	// take the run over.
 	Heartbeat time.Duration
 	LeaseTTL  time.Duration
+	// IdleLeaseTTL is how long the lease of a hosted run lasts while no
+	// child agent of it runs (default 30 minutes); it is renewed a third
+	// of that apart then (see lease.go).
+	IdleLeaseTTL time.Duration
 	// Models are the models nodes may choose for their children (spawn's
 	// and fork's model argument); none: children run on their parent's.
 	Models []ModelChoice
@@ -252,6 +256,9 @@ func New(o Options) *Engine {
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = ttlBeats * o.Heartbeat
+	}
+	if o.IdleLeaseTTL <= 0 {
+		o.IdleLeaseTTL = max(defaultIdleLeaseTTL, o.LeaseTTL)
 	}
 	return &Engine{o: o}
 }

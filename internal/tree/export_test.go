@@ -33,3 +33,7 @@ func AgentsHeld(e *Engine, id string) []int64 {
 	slices.Sort(ids)
 	return ids
 }
+
+// SetIdleLeaseTTL sets how long an idle hosted run's lease lasts; call it
+// before the engine hosts anything.
+func SetIdleLeaseTTL(e *Engine, ttl time.Duration) { e.o.IdleLeaseTTL = ttl }

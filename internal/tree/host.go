@@ -89,6 +89,12 @@ func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	// set before the run is published in e.live, where Answer reads it.
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r.ctx = hctx
+	r.hosted = l
+	l.idle = func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.agentsRunningLocked() == 0
+	}
 	l.keep(cancel)
 	if _, loaded := e.live.LoadOrStore(o.ID, r); loaded {
 		cancel(nil)

@@ -20,6 +20,9 @@ type run struct {
 	id   string
 	ctx  context.Context // the Drive context
 	disp *Local
+	// hosted is a hosted run's lease, whose heartbeat sleeps while no
+	// agent runs (launchLocked wakes it); nil for a driven run.
+	hosted *lease
 
 	// Commits queued without waiting (see unlock) keep the events and the
 	// launches of the hold that queued them in the outbox until they are

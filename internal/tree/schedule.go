@@ -237,6 +237,9 @@ func (r *run) launchLocked(id int64, work func(ctx context.Context, id int64)) {
 		ctx, stop = context.WithTimeoutCause(ctx, d, errTimeout)
 	}
 	r.running[id] = cancel
+	if r.hosted != nil && r.nodes[id].Kind != KindAsk {
+		r.hosted.busy()
+	}
 	gate := r.gateLocked()
 	r.disp.Dispatch(func() {
 		<-gate // what started it is durable (unlock)

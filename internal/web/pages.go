@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -13,8 +14,12 @@ import (
 )
 
 // Pages are rendered by html/template, which escapes everything a model
-// or a person wrote for the context it lands in.
-var pages = template.Must(template.New("").ParseFS(assets, "assets/templates/*.html"))
+// or a person wrote for the context it lands in. They are parsed on first
+// use, not at init: every arbor process links this package, and most
+// (headless sessions, runs) never serve a page.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").ParseFS(assets, "assets/templates/*.html"))
+})
 
 type crumb struct{ Href, Text string }
 
@@ -61,7 +66,7 @@ type runRow struct {
 
 func (s *Server) render(w http.ResponseWriter, name string, p page) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, p); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, p); err != nil {
 		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
 		return
 	}

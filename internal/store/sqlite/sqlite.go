@@ -134,6 +134,7 @@ func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, 
 	}
 	ckpt := startCheckpointer(ckptDB, checkpointed)
 	w.ckpt = ckpt
+	w.host = openHostLock(abs)
 	return &Store{write: write, w: w, read: read, ckpt: ckpt}, nil
 }
 

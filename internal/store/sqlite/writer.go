@@ -56,6 +56,7 @@ type writer struct {
 	commits int                  // transactions committed, for ckpt
 	nodes   nodeRows             // the node rows this writer last committed (nodes.go)
 	seqs    known[string, int64] // sessions' last_seq as this writer last committed it
+	host    hostLock             // taken around every transaction (hostlock.go)
 
 	// ckpt, when set (before the first write), is asked for a background
 	// checkpoint every checkpointEvery commits.
@@ -267,6 +268,7 @@ func (w *writer) close() {
 	}
 	w.mu.Unlock()
 	w.dropConn()
+	w.host.close()
 }
 
 // WriteStats reports how many write transactions the store began and how

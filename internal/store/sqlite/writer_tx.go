@@ -18,6 +18,9 @@ func (w *writer) run(batch []*writeReq, own *writeReq) {
 			live = append(live, r)
 		}
 	}
+	// The host lock is held from before BEGIN to after COMMIT or ROLLBACK
+	// (hostlock.go); write functions' panics are recovered by call.
+	locked := len(live) > 0 && w.host.lock()
 	switch {
 	case len(live) == 1:
 		w.runAlone(live[0])
@@ -29,6 +32,9 @@ func (w *writer) run(batch []*writeReq, own *writeReq) {
 			}
 		}
 		w.batches.Add(1)
+	}
+	if locked {
+		w.host.unlock()
 	}
 	for _, r := range live {
 		r.done = true

@@ -398,22 +398,37 @@ var (
 
 // Detect finds a mechanism that works here, once per process: bubblewrap
 // on PATH that can create the namespaces the sandbox uses. Its error wraps
-// ErrUnavailable and says what is missing.
+// ErrUnavailable and says what is missing. A probe that succeeded on this
+// boot under the same conditions is not run again (probe.go).
 func Detect() (string, error) {
-	detectOnce.Do(func() {
-		bw, err := exec.LookPath("bwrap")
-		if err != nil {
-			detectErr = fmt.Errorf("%w: bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)", ErrUnavailable)
-			return
-		}
-		out, err := exec.Command(bw, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
-			"--proc", "/proc", "--", "true").CombinedOutput()
-		if err != nil {
-			detectErr = fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%s): user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces)",
-				ErrUnavailable, strings.TrimSpace(string(out)+" "+err.Error()))
-			return
-		}
-		detected = bw
-	})
+	detectOnce.Do(func() { detected, detectErr = detect(probeCache(), probe) })
 	return detected, detectErr
+}
+
+// detect is Detect with the probe cache file and the probe.
+func detect(cache string, probe func(bwrap string) error) (string, error) {
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", fmt.Errorf("%w: bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)", ErrUnavailable)
+	}
+	key := probeKey(bw)
+	if probed(cache, key) {
+		return bw, nil
+	}
+	if err := probe(bw); err != nil {
+		return "", err
+	}
+	rememberProbe(cache, key)
+	return bw, nil
+}
+
+// probe runs bubblewrap with every namespace the sandbox uses.
+func probe(bw string) error {
+	out, err := exec.Command(bw, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
+		"--proc", "/proc", "--", "true").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%s): user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces)",
+			ErrUnavailable, strings.TrimSpace(string(out)+" "+err.Error()))
+	}
+	return nil
 }

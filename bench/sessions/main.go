@@ -1,0 +1,409 @@
+// Command sessions measures many `arbor headless` sessions on one
+// machine, as a gateway that runs one arbor process per chat would: N
+// processes against one scripted model server (internal/llm/llmtest,
+// served by this driver, so the model costs the same for every session
+// and its CPU is the driver's, not arbor's). bench/sessions.sh builds
+// arbor and this driver, raises the limits N processes need and runs it.
+//
+// It prints, in order:
+//   - the time from the first process start to the last ready line
+//     (starting -parallel processes at a time);
+//   - memory per session from /proc/PID/smaps_rollup: Pss (the shared
+//     pages of the binary divided among the sessions mapping them) and
+//     private (Private_Clean + Private_Dirty, what a session alone holds),
+//     median and total, at ready and again -settle after the turns;
+//   - the CPU the idle sessions used over -idle (utime + stime from
+//     /proc/PID/stat), as a share of one core per session;
+//   - send→idle with all N sessions sending at once, -rounds times: p50,
+//     p99 and worst over every turn, and how many turns were not answered
+//     (an idle whose last_outcome is not "completed", an error envelope,
+//     or a process that died), and the CPU the sessions used per turn.
+//
+// By default every session shares one HOME and XDG state directory (one
+// SQLite store, as sessions of one user would); -separate gives each its
+// own.
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+func main() {
+	o := options{}
+	flag.StringVar(&o.bin, "arbor", "", "the arbor binary (required)")
+	flag.StringVar(&o.dir, "dir", "", "scratch directory for state and workspaces (required)")
+	flag.IntVar(&o.n, "n", 10, "sessions")
+	flag.IntVar(&o.parallel, "parallel", 8, "processes started at a time")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of all sessions sending at once")
+	flag.DurationVar(&o.idle, "idle", 10*time.Second, "window over which idle CPU is measured")
+	flag.DurationVar(&o.settle, "settle", time.Second, "wait after the last round before reading memory again")
+	flag.BoolVar(&o.separate, "separate", false, "give every session its own HOME and state directory")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "sessions bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	bin, dir            string
+	n, parallel, rounds int
+	idle, settle        time.Duration
+	separate            bool
+}
+
+func run(o options) error {
+	if o.bin == "" || o.dir == "" || o.n < 1 || o.parallel < 1 {
+		return errors.New("-arbor and -dir are required, -n and -parallel must be positive")
+	}
+	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn {
+		return llmtest.Turn{Text: "A reply, short and instant."}
+	})
+	defer srv.Close()
+	env := append(os.Environ(), "ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=sk-bench")
+
+	sessions := make([]*session, o.n)
+	defer func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.kill()
+			}
+		}
+	}()
+	t0 := time.Now()
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	slots := make(chan struct{}, o.parallel)
+	for i := range o.n {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s, err := start(o, i, env)
+			errMu.Lock()
+			defer errMu.Unlock()
+			sessions[i] = s
+			if err != nil && first == nil {
+				first = fmt.Errorf("session %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	readyAll := time.Since(t0)
+	readies := make([]time.Duration, o.n)
+	for i, s := range sessions {
+		readies[i] = s.ready
+	}
+	fmt.Printf("%d arbor headless sessions, one scripted model server, %d started at a time, state %s\n",
+		o.n, o.parallel, map[bool]string{false: "shared (one store)", true: "separate"}[o.separate])
+	fmt.Printf("all ready: %.2f s (a process's own start → ready: median %s, p99 %s)\n",
+		readyAll.Seconds(), ms(quantile(readies, 0.5)), ms(quantile(readies, 0.99)))
+	if err := printMemory("at ready", sessions); err != nil {
+		return err
+	}
+
+	cpu0, err := cpuTicks(sessions)
+	if err != nil {
+		return err
+	}
+	time.Sleep(o.idle)
+	cpu1, err := cpuTicks(sessions)
+	if err != nil {
+		return err
+	}
+	// Clock ticks are 1/100 s on Linux (USER_HZ).
+	used := float64(cpu1-cpu0) / 100
+	fmt.Printf("idle: %.2f s of CPU over %s by all sessions: %.4f %% of a core per session\n",
+		used, o.idle, 100*used/o.idle.Seconds()/float64(o.n))
+
+	var lat []time.Duration
+	failed := 0
+	turns0, err := cpuTicks(sessions)
+	if err != nil {
+		return err
+	}
+	for r := range o.rounds {
+		res := make([]turn, o.n)
+		var wg sync.WaitGroup
+		for i, s := range sessions {
+			wg.Go(func() { res[i] = s.turn(fmt.Sprintf("Round %d: answer briefly.", r+1)) })
+		}
+		wg.Wait()
+		for _, t := range res {
+			if t.err != nil {
+				failed++
+				if failed <= 3 {
+					fmt.Fprintln(os.Stderr, "unanswered:", t.err)
+				}
+				continue
+			}
+			lat = append(lat, t.lat)
+		}
+	}
+	if len(lat) == 0 {
+		return fmt.Errorf("no turn of %d was answered", o.n*o.rounds)
+	}
+	turns1, err := cpuTicks(sessions)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("send→idle, all %d sending at once, %d rounds: p50 %s, p99 %s, worst %s; %d of %d turns answered\n",
+		o.n, o.rounds, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), ms(slices.Max(lat)), len(lat), o.n*o.rounds)
+	fmt.Printf("CPU of the arbor processes during the rounds: %.2f s, %.1f ms per turn\n",
+		float64(turns1-turns0)/100, float64(turns1-turns0)*10/float64(o.n*o.rounds))
+	time.Sleep(o.settle)
+	if err := printMemory(fmt.Sprintf("%s after the turns", o.settle), sessions); err != nil {
+		return err
+	}
+	for i, s := range sessions {
+		if err := s.stop(); err != nil {
+			return fmt.Errorf("session %d: %w", i, err)
+		}
+		sessions[i] = nil
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d turns were not answered", failed)
+	}
+	return nil
+}
+
+// session is one running `arbor headless` with its pipes.
+type session struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr *tail
+	ready  time.Duration
+}
+
+// start launches session i and waits for its ready line.
+func start(o options, i int, env []string) (*session, error) {
+	root := filepath.Join(o.dir, "shared")
+	if o.separate {
+		root = filepath.Join(o.dir, "s"+strconv.Itoa(i))
+	}
+	ws := filepath.Join(o.dir, "ws", strconv.Itoa(i))
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, err
+	}
+	s := &session{cmd: exec.Command(o.bin, "headless", "--model", "anthropic/claude-sonnet-4-5"), stderr: &tail{}}
+	s.cmd.Dir = ws
+	s.cmd.Env = append(slices.Clip(env), "HOME="+filepath.Join(root, "home"),
+		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_STATE_HOME="+filepath.Join(root, "state"))
+	s.cmd.Stderr = s.stderr
+	var err error
+	if s.in, err = s.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s.out = bufio.NewScanner(out)
+	s.out.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	t0 := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	typ, _, err := s.next()
+	s.ready = time.Since(t0)
+	if err == nil && typ != "ready" {
+		err = fmt.Errorf("first line is %q, not ready", typ)
+	}
+	if err != nil {
+		s.kill()
+		return s, fmt.Errorf("%w; stderr: %s", err, s.stderr)
+	}
+	return s, nil
+}
+
+type turn struct {
+	lat time.Duration
+	err error
+}
+
+// turn sends one message and waits for its idle envelope.
+func (s *session) turn(msg string) turn {
+	line, err := json.Marshal(map[string]string{"type": "send", "content": msg})
+	if err != nil {
+		return turn{err: err}
+	}
+	t0 := time.Now()
+	if _, err := s.in.Write(append(line, '\n')); err != nil {
+		return turn{err: fmt.Errorf("pid %d: %w; stderr: %s", s.cmd.Process.Pid, err, s.stderr)}
+	}
+	for {
+		typ, payload, err := s.next()
+		if err != nil {
+			return turn{err: fmt.Errorf("pid %d: %w; stderr: %s", s.cmd.Process.Pid, err, s.stderr)}
+		}
+		switch typ {
+		case "error":
+			return turn{err: fmt.Errorf("pid %d: error envelope %s", s.cmd.Process.Pid, payload)}
+		case "idle":
+			var idle struct {
+				LastOutcome string `json:"last_outcome"`
+			}
+			if err := json.Unmarshal(payload, &idle); err != nil || idle.LastOutcome != "completed" {
+				return turn{err: fmt.Errorf("pid %d: idle %s", s.cmd.Process.Pid, payload)}
+			}
+			return turn{lat: time.Since(t0)}
+		}
+	}
+}
+
+// next reads one envelope and returns its type and payload.
+func (s *session) next() (string, json.RawMessage, error) {
+	if !s.out.Scan() {
+		return "", nil, cmp.Or(s.out.Err(), io.ErrUnexpectedEOF)
+	}
+	var env struct {
+		Type    string          `json:"type"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(s.out.Bytes(), &env); err != nil {
+		return "", nil, fmt.Errorf("stdout line %q: %w", s.out.Text(), err)
+	}
+	return env.Type, env.Payload, nil
+}
+
+// stop closes stdin, which ends arbor with exit 0, and waits for it.
+func (s *session) stop() error {
+	s.in.Close()
+	for s.out.Scan() {
+	}
+	if err := s.cmd.Wait(); err != nil {
+		return fmt.Errorf("arbor exited: %w; stderr: %s", err, s.stderr)
+	}
+	return nil
+}
+
+func (s *session) kill() {
+	if s.cmd.Process != nil && s.cmd.ProcessState == nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+}
+
+// printMemory prints the median and total Pss and private memory of the
+// sessions, from /proc/PID/smaps_rollup (KiB).
+func printMemory(when string, sessions []*session) error {
+	var pss, priv, anon, rss []int
+	for _, s := range sessions {
+		m, err := rollup(s.cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		pss, priv, rss = append(pss, m["Pss"]), append(priv, m["Private_Clean"]+m["Private_Dirty"]), append(rss, m["Rss"])
+		anon = append(anon, m["Anonymous"])
+	}
+	sum := func(v []int) float64 {
+		t := 0
+		for _, x := range v {
+			t += x
+		}
+		return float64(t) / 1048576
+	}
+	fmt.Printf("memory %s, per session (median): PSS %.2f MiB, private %.2f MiB (anonymous %.2f), RSS %.1f MiB; all sessions: PSS %.2f GiB, private %.2f GiB\n",
+		when, mb(quantile(pss, 0.5)), mb(quantile(priv, 0.5)), mb(quantile(anon, 0.5)), mb(quantile(rss, 0.5)), sum(pss), sum(priv))
+	return nil
+}
+
+// rollup reads /proc/PID/smaps_rollup into a map of KiB by field name.
+func rollup(pid int) (map[string]int, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]int{}
+	for l := range strings.Lines(string(data)) {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[2] == "kB" {
+			v, err := strconv.Atoi(f[1])
+			if err != nil {
+				return nil, fmt.Errorf("smaps_rollup of %d: %q: %w", pid, l, err)
+			}
+			m[strings.TrimSuffix(f[0], ":")] = v
+		}
+	}
+	return m, nil
+}
+
+// cpuTicks sums utime and stime (fields 14 and 15 of /proc/PID/stat) of
+// every session, in clock ticks.
+func cpuTicks(sessions []*session) (int, error) {
+	total := 0
+	for _, s := range sessions {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+		if err != nil {
+			return 0, err
+		}
+		// The command name (field 2) may hold spaces; count from after it.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) < 13 {
+			return 0, fmt.Errorf("short /proc/%d/stat", s.cmd.Process.Pid)
+		}
+		for _, v := range f[11:13] {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+	}
+	return total, nil
+}
+
+// tail keeps the last 4 KiB written to it (a session's stderr).
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
+// quantile is the q-quantile of v, the nearest rank on the sorted values.
+func quantile[T cmp.Ordered](v []T, q float64) T {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1)+0.5)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func mb(kib int) float64 { return float64(kib) / 1024 }
