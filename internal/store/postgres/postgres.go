@@ -118,8 +118,13 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 //
 // The commit does not wait for read: every condition that must undo the
 // writes has to fail a statement in SQL (a constraint, a unique key, see
-// updateRunChecked), not only a check in read. A deadlock or
-// serialization failure runs the batch again, as inTx does.
+// updateRunChecked), not only a check in read. This holds in every pgx
+// exec mode a DSN may choose: the extended ones end the batch with one
+// Sync, the simple protocol sends it as one multi-statement query, which
+// PostgreSQL also runs as one implicit transaction. The pool's
+// connections are idle, never inside BEGIN (pgxpool drops a connection
+// returned in a transaction). A deadlock or serialization failure runs
+// the batch again, as inTx does.
 func (s *Store) inBatch(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	for attempt := 1; ; attempt++ {
 		var batch pgx.Batch
