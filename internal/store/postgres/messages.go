@@ -114,8 +114,8 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	// (last_seq) and holds the row's lock until commit, so appends to one
 	// session serialize; each insert reads the seq back from the row this
 	// transaction just updated. An unknown session updates no row; then
-	// the message inserts fail (no seq) and so do the usage insert's
-	// foreign key, and a step of a status alone writes nothing.
+	// the message inserts fail (no seq), so does the usage insert (its
+	// foreign key), and a step of a status alone writes nothing.
 	build := func(batch *pgx.Batch) {
 		if create != nil {
 			batch.Queue(insertSessionSQL, create...)
