@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/arbor-run/arbor/internal/store"
 )
@@ -28,15 +29,31 @@ func (s *Store) StartIntent(ctx context.Context, in store.Intent) error {
 		v := string(in.Input)
 		input = &v
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := touchSession(ctx, tx, in.SessionID); err != nil {
+	// One batch, one implicit transaction (inBatch): the session's touch,
+	// then the intent. An unknown session touches no row and fails the
+	// insert's foreign key; a call that has an intent fails its primary
+	// key; either rolls the touch back.
+	err = s.inBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(`UPDATE sessions SET `+touch(1)+` WHERE id = $2`, time.Now().UnixNano(), in.SessionID)
+		b.Queue(`INSERT INTO intents (session_id, call_id, tool, input, status, is_error, started_at)
+			VALUES ($1, $2, $3, $4, $5, FALSE, $6)`,
+			in.SessionID, in.CallID, in.Tool, input, store.IntentStarted, started)
+	}, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err != nil {
 			return err
 		}
-		return insertNew(ctx, tx, "call already has an intent", `INSERT INTO intents
-			(session_id, call_id, tool, input, status, is_error, started_at)
-			VALUES ($1, $2, $3, $4, $5, FALSE, $6)
-			ON CONFLICT (session_id, call_id) DO NOTHING`,
-			in.SessionID, in.CallID, in.Tool, input, store.IntentStarted, started)
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("no such session: %w", store.ErrNotFound)
+		}
+		if _, err := br.Exec(); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" {
+				return fmt.Errorf("call already has an intent: %w", store.ErrConflict)
+			}
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("start intent %s of session %s: %w", in.CallID, in.SessionID, err)
@@ -49,10 +66,8 @@ func (s *Store) StartIntent(ctx context.Context, in store.Intent) error {
 // was already finished. The result is stored as bytes, NUL bytes included.
 func (s *Store) FinishIntent(ctx context.Context, sessionID, callID, result string, isError bool) error {
 	now := time.Now().UnixNano()
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		return updateStarted(ctx, tx, sessionID, callID, "status = $4, result = $5, is_error = $6, ended_at = $7",
-			store.IntentFinished, []byte(result), isError, now)
-	})
+	err := s.updateStarted(ctx, sessionID, callID, "status = $5, result = $6, is_error = $7, ended_at = $8",
+		store.IntentFinished, []byte(result), isError, now)
 	if err != nil {
 		return fmt.Errorf("finish intent %s of session %s: %w", callID, sessionID, err)
 	}
@@ -66,9 +81,7 @@ func (s *Store) SetIntentPGID(ctx context.Context, sessionID, callID string, pgi
 	if pgid < 1 {
 		return fmt.Errorf("set process group of intent %s of session %s: %w: pgid %d", callID, sessionID, store.ErrInvalid, pgid)
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		return updateStarted(ctx, tx, sessionID, callID, "pgid = $4", pgid)
-	})
+	err := s.updateStarted(ctx, sessionID, callID, "pgid = $5", pgid)
 	if err != nil {
 		return fmt.Errorf("set process group of intent %s of session %s: %w", callID, sessionID, err)
 	}
@@ -76,27 +89,44 @@ func (s *Store) SetIntentPGID(ctx context.Context, sessionID, callID string, pgi
 }
 
 // updateStarted sets columns (an SQL SET list numbering its arguments
-// from $4) of the started intent of callID and touches its session;
-// ErrNotFound when the call has no intent, ErrConflict when it is
-// finished. A concurrent finisher holds the row until it commits, and the
-// status is then re-checked on the finished row, so only one finish wins.
-func updateStarted(ctx context.Context, tx pgx.Tx, sessionID, callID, set string, args ...any) error {
-	tag, err := tx.Exec(ctx, "UPDATE intents SET "+set+" WHERE session_id = $1 AND call_id = $2 AND status = $3",
-		append([]any{sessionID, callID, store.IntentStarted}, args...)...)
+// from $5) of the started intent of callID and touches its session, in
+// one statement (a transaction of one round trip, inBatch, so that a
+// deadlock is retried): the session's update touches only the session of
+// the intent it updated. ErrNotFound when
+// the call has no intent, ErrConflict when it is finished. A concurrent
+// finisher holds the row until it commits, and the status is then
+// re-checked on the finished row, so only one finish wins.
+func (s *Store) updateStarted(ctx context.Context, sessionID, callID, set string, args ...any) error {
+	var touched int64
+	err := s.inBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(`WITH updated AS (
+			UPDATE intents SET `+set+` WHERE session_id = $1 AND call_id = $2 AND status = $3 RETURNING session_id)
+			UPDATE sessions SET `+touch(4)+` WHERE id IN (SELECT session_id FROM updated)`,
+			append([]any{sessionID, callID, store.IntentStarted, time.Now().UnixNano()}, args...)...)
+	}, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		touched = tag.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return intentMissing(ctx, tx, sessionID, callID)
+	if touched == 0 {
+		return intentMissing(ctx, s.pool, sessionID, callID)
 	}
-	return touchSession(ctx, tx, sessionID)
+	return nil
+}
+
+// rowQuerier is a transaction or the pool.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // intentMissing explains why an update of a started intent matched no
 // row: ErrNotFound when the call has none, ErrConflict when it is finished.
-func intentMissing(ctx context.Context, tx pgx.Tx, sessionID, callID string) error {
+func intentMissing(ctx context.Context, q rowQuerier, sessionID, callID string) error {
 	var status string
-	err := tx.QueryRow(ctx, `SELECT status FROM intents WHERE session_id = $1 AND call_id = $2`,
+	err := q.QueryRow(ctx, `SELECT status FROM intents WHERE session_id = $1 AND call_id = $2`,
 		sessionID, callID).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("no intent was started: %w", store.ErrNotFound)

@@ -108,20 +108,18 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	costKnown := st.Usage == nil || u.CostKnown
 	n := u.Usage
 	var last int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// The session a step creates goes first, on its own: a taken id
-		// must fail the transaction before anything else is sent.
+	// One pipelined batch, one implicit transaction (inBatch). The session
+	// a step creates goes first: a taken id fails it (takenID) before
+	// anything else is written. The session update numbers the messages
+	// (last_seq) and holds the row's lock until commit, so appends to one
+	// session serialize; each insert reads the seq back from the row this
+	// transaction just updated. An unknown session updates no row; then
+	// the message inserts fail (no seq), so does the usage insert (its
+	// foreign key), and a step of a status alone writes nothing.
+	build := func(batch *pgx.Batch) {
 		if create != nil {
-			if err := insertSession(ctx, tx, create); err != nil {
-				return err
-			}
+			batch.Queue(insertSessionSQL, create...)
 		}
-		// One pipelined batch. The session update numbers the messages
-		// (last_seq) and holds the row's lock until commit, so appends to
-		// one session serialize; each insert reads the seq back from the
-		// row this transaction just updated. A new batch per attempt: a
-		// batch is bound to the connection it was sent on.
-		var batch pgx.Batch
 		batch.Queue(`UPDATE sessions SET
 			last_seq = last_seq + $1,
 			input_tokens = input_tokens + $2,
@@ -148,12 +146,18 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 				u.SessionID, u.Model, n.InputTokens, n.OutputTokens, n.CacheReadTokens, n.CacheWriteTokens,
 				u.CostUSD, u.CostKnown, usageAt)
 		}
-		br := tx.SendBatch(ctx, &batch)
+	}
+	err := s.inBatch(ctx, build, func(br pgx.BatchResults) error {
+		if create != nil {
+			if _, err := br.Exec(); err != nil {
+				return takenID(err)
+			}
+		}
 		err := br.QueryRow().Scan(&last)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("no such session: %w", store.ErrNotFound)
 		}
-		return errors.Join(err, closeUnlessFailed(br, err))
+		return err
 	})
 	return last, err
 }

@@ -62,9 +62,8 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 	if err != nil || what == "" {
 		return err
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		return commitWrites(ctx, tx, run, runs, now, writes)
-	})
+	err = s.inBatch(ctx, func(b *pgx.Batch) { queueCommit(b, run, runs, now, writes) },
+		func(br pgx.BatchResults) error { return readCommit(br, run, runs) })
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -135,15 +134,24 @@ func prepareCommit(run *store.Run, nodes []store.Node) (what string, runs []stri
 
 // commitWrites sends a commit's statements on tx.
 func commitWrites(ctx context.Context, tx pgx.Tx, run *store.Run, runs []string, now time.Time, writes []commitWrite) error {
-	// One pipelined batch: which runs exist, the run row, the node
-	// upserts, the notifications (delivered at commit, see feed.go). The
-	// results are read in order; on any failure the transaction rolls
-	// back, the statements after it included. A new batch per attempt: a
-	// batch is bound to the connection it was sent on.
 	var batch pgx.Batch
+	queueCommit(&batch, run, runs, now, writes)
+	br := tx.SendBatch(ctx, &batch)
+	err := readCommit(br, run, runs)
+	return errors.Join(err, closeUnlessFailed(br, err))
+}
+
+// queueCommit queues a commit's statements: which runs exist, the run
+// row, the node upserts, the notifications (delivered at commit, see
+// feed.go). Every refusal is a failing statement, so that the batch can be
+// a transaction of its own (inBatch): a missing run fails the run update
+// (updateRunChecked) or a node's foreign key, a complete run the run
+// update. A new batch per attempt: a batch is bound to the connection it
+// was sent on.
+func queueCommit(batch *pgx.Batch, run *store.Run, runs []string, now time.Time, writes []commitWrite) {
 	batch.Queue(existingRuns, runs)
 	if run != nil {
-		batch.Queue(updateRunSQL, updateRunArgs(run, now.UnixNano())...)
+		batch.Queue(updateRunChecked, updateRunArgs(run, now.UnixNano())...)
 	}
 	for _, w := range writes {
 		batch.Queue(upsertNode, w.args...)
@@ -151,14 +159,12 @@ func commitWrites(ctx context.Context, tx pgx.Tx, run *store.Run, runs []string,
 	for _, id := range runs {
 		batch.Queue(notifyRun, id)
 	}
-	br := tx.SendBatch(ctx, &batch)
-	err := readCommit(br, run, runs)
-	return errors.Join(err, closeUnlessFailed(br, err))
 }
 
 // readCommit reads the first results of a Commit's batch: ErrNotFound
 // for a missing run, ErrConflict when the run row did not change (it is
-// complete).
+// complete). The results are read in order; on any failure the
+// transaction rolls back, the statements after it included.
 func readCommit(br pgx.BatchResults, run *store.Run, runs []string) error {
 	rows, err := br.Query()
 	if err != nil {
@@ -170,12 +176,11 @@ func readCommit(br pgx.BatchResults, run *store.Run, runs []string) error {
 	if run == nil {
 		return nil
 	}
-	tag, err := br.Exec()
-	if err != nil {
+	if _, err := br.Exec(); err != nil {
+		if refused(err) {
+			return fmt.Errorf("run %s is complete, refusing to mark it %s: %w", run.ID, run.Status, store.ErrConflict)
+		}
 		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("run %s is complete, refusing to mark it %s: %w", run.ID, run.Status, store.ErrConflict)
 	}
 	return nil
 }

@@ -3,7 +3,9 @@
 // and lets several processes on several machines share runs.
 //
 // Invariants:
-//   - Every write is one READ COMMITTED transaction. Compare-and-set
+//   - Every write is one READ COMMITTED transaction, most of them one
+//     round trip: a pipelined batch that PostgreSQL runs as one implicit
+//     transaction (inBatch), or a single statement. Compare-and-set
 //     transitions (a lease's owner, a started intent, a complete run) are
 //     single UPDATE or INSERT … ON CONFLICT statements whose WHERE clause
 //     PostgreSQL re-checks on the newest row version after waiting for a
@@ -106,6 +108,36 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 }
 
+// inBatch runs a transaction of one round trip: batch (built anew for
+// each attempt by build) is sent as one pipeline ending in a single Sync,
+// which PostgreSQL runs as one implicit transaction: it commits at the
+// Sync when every statement succeeded and rolls back when any failed, the
+// statements after the failed one skipped. read reads the results in
+// order; the call returns after the commit (or rollback) is done, so a
+// nil error means the writes are durable, as after COMMIT.
+//
+// The commit does not wait for read: every condition that must undo the
+// writes has to fail a statement in SQL (a constraint, a unique key, see
+// updateRunChecked), not only a check in read. This holds in every pgx
+// exec mode a DSN may choose: the extended ones end the batch with one
+// Sync, the simple protocol sends it as one multi-statement query, which
+// PostgreSQL also runs as one implicit transaction. The pool's
+// connections are idle, never inside BEGIN (pgxpool drops a connection
+// returned in a transaction). A deadlock or serialization failure runs
+// the batch again, as inTx does.
+func (s *Store) inBatch(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	for attempt := 1; ; attempt++ {
+		var batch pgx.Batch
+		build(&batch)
+		br := s.pool.SendBatch(ctx, &batch)
+		err := read(br)
+		err = errors.Join(err, closeUnlessFailed(br, err))
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return dbError(err)
+		}
+	}
+}
+
 // retryable reports a transaction PostgreSQL aborted only because it
 // collided with another one.
 func retryable(err error) bool {
@@ -196,10 +228,15 @@ func listNewest[T any](ctx context.Context, s *Store, query string, limit int, s
 	return out, rows.Err()
 }
 
-// insertNew runs an INSERT … ON CONFLICT DO NOTHING and fails with
+// execer is a transaction or the pool.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// insertNew runs an INSERT … ON CONFLICT DO NOTHING with q and fails with
 // store.ErrConflict (saying what) when the row already existed.
-func insertNew(ctx context.Context, tx pgx.Tx, what, query string, args ...any) error {
-	tag, err := tx.Exec(ctx, query, args...)
+func insertNew(ctx context.Context, q execer, what, query string, args ...any) error {
+	tag, err := q.Exec(ctx, query, args...)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/arbor-run/arbor/internal/store"
 )
@@ -19,13 +20,19 @@ const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_to
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
 // ErrInvalid when r is malformed.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error { return s.CreateRunTx(ctx, tx, r) })
+	// One statement: a transaction of one round trip.
+	return dbError(createRun(ctx, s.pool, r))
 }
 
 // CreateRunTx is CreateRun on the caller's transaction: with CommitTx of
 // its root and a job inserted on tx (cluster.Submit), a new run and its
 // first work exist together or not at all.
 func (s *Store) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
+	return createRun(ctx, tx, r)
+}
+
+// createRun inserts r with q, a transaction or the pool.
+func createRun(ctx context.Context, q execer, r store.Run) error {
 	if r.Status == "" {
 		r.Status = store.RunRunning
 	}
@@ -41,7 +48,7 @@ func (s *Store) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
 	}
-	err = insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
+	err = insertNew(ctx, q, "id already taken", `INSERT INTO runs (`+runColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		ON CONFLICT (id) DO NOTHING`,
 		r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
@@ -84,6 +91,19 @@ const updateRunSQL = `UPDATE runs SET goal = $1, status = $2, model = $3,
 	workspace = $4, mode = $5, budget_usd = $6, max_tokens = $7, max_parallel = $8,
 	node_timeout_ms = $9, result = $10, error = $11, queue = $14, ` + "updated_at = CASE WHEN updated_at < $12 THEN $12 ELSE updated_at + 1 END" + `
 	WHERE id = $13 AND (status <> 'complete' OR $2 = 'complete')`
+
+// updateRunChecked is updateRunSQL failing with a division by zero
+// (refused) when it matched no row, so that a refused update undoes the
+// rest of its transaction without a round trip to look at the count
+// first.
+const updateRunChecked = `WITH updated AS (` + updateRunSQL + ` RETURNING 1)
+	SELECT 1 / count(*) FROM updated`
+
+// refused reports the error of updateRunChecked matching no row.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
+}
 
 func updateRunArgs(r *store.Run, now int64) []any {
 	return []any{r.Goal, string(r.Status), r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens, r.MaxParallel,

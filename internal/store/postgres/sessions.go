@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/arbor-run/arbor/internal/store"
 )
@@ -22,7 +23,8 @@ const sessionColumns = `id, title, model, workspace, status, created_at, updated
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	args, err := sessionArgs(sess)
 	if err == nil {
-		err = s.inTx(ctx, func(tx pgx.Tx) error { return insertSession(ctx, tx, args) })
+		// One statement: a transaction of one round trip.
+		err = dbError(insertSession(ctx, s.pool, args))
 	}
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
@@ -56,13 +58,26 @@ func sessionArgs(sess store.Session) ([]any, error) {
 	return []any{sess.ID, sess.Title, sess.Model, sess.Workspace, sess.Status, created, updated, runID, nodeID}, nil
 }
 
-// insertSession inserts a session row from sessionArgs; ErrConflict when
-// the id is taken.
-func insertSession(ctx context.Context, tx pgx.Tx, args []any) error {
-	return insertNew(ctx, tx, "id already taken", `INSERT INTO sessions
-		(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (id) DO NOTHING`, args...)
+// insertSessionSQL inserts a session row from sessionArgs; it fails with
+// a unique violation (taken) when the id is taken.
+const insertSessionSQL = `INSERT INTO sessions
+	(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+// insertSession inserts a session row from sessionArgs with q, a
+// transaction or the pool; ErrConflict when the id is taken.
+func insertSession(ctx context.Context, q execer, args []any) error {
+	_, err := q.Exec(ctx, insertSessionSQL, args...)
+	return takenID(err)
+}
+
+// takenID maps the unique violation of insertSessionSQL to ErrConflict.
+func takenID(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return fmt.Errorf("id already taken: %w", store.ErrConflict)
+	}
+	return err
 }
 
 // GetSession returns the session with id, ErrNotFound if there is none.

@@ -76,7 +76,10 @@ func testIntents(t *testing.T, open Opener) {
 		noErr(t, b.st.StartIntent(b.ctx, in))
 		dup := in
 		dup.Tool, dup.Input = "write", json.RawMessage(`{"b":2}`)
+		// A refused start writes nothing, not even the session's touch.
+		before := b.get(t, "s1")
 		errIs(t, b.st.StartIntent(b.ctx, dup), store.ErrConflict)
+		equal(t, "updated_at after a refused start", b.get(t, "s1").UpdatedAt, before.UpdatedAt)
 		noErr(t, b.st.FinishIntent(b.ctx, "s1", "c1", "done", false))
 		errIs(t, b.st.StartIntent(b.ctx, dup), store.ErrConflict)
 
@@ -101,7 +104,9 @@ func testIntents(t *testing.T, open Opener) {
 
 		noErr(t, b.st.StartIntent(b.ctx, store.Intent{SessionID: "s1", CallID: "c1", Tool: "bash"}))
 		noErr(t, b.st.FinishIntent(b.ctx, "s1", "c1", "first", false))
+		before := b.get(t, "s1")
 		errIs(t, b.st.FinishIntent(b.ctx, "s1", "c1", "second", true), store.ErrConflict)
+		equal(t, "updated_at after a refused finish", b.get(t, "s1").UpdatedAt, before.UpdatedAt)
 		got, err := b.st.Intents(b.ctx, "s1")
 		noErr(t, err)
 		equal(t, "result kept", got[0].Result, "first")
