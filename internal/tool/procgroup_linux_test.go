@@ -260,3 +260,35 @@ func TestKillLeftoverGroup(t *testing.T) {
 		}
 	})
 }
+
+// TestCommandWaitsForItsGroupToBeReported: a command does nothing before
+// its process group has been reported (the agent records it in the call's
+// intent there), so a crash in between leaves nothing unrecorded; its
+// stdin stays empty.
+func TestCommandWaitsForItsGroupToBeReported(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	var early []string
+	ctx := WithGroupReporter(context.Background(), func(pgid int) {
+		// Without the gate the command races this look: give it the time
+		// to lose.
+		for range 20 {
+			if _, err := os.Stat(ran); err == nil {
+				early = append(early, fmt.Sprintf("group %d: the command ran before its group was reported", pgid))
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	r := RunCommand(ctx, nil, dir, "touch ran; cat; echo \"line $LINENO\"", time.Minute, 1000, shellWaitDelay)
+	if len(early) > 0 {
+		t.Fatal(early[0])
+	}
+	if r.Err != nil || r.ExitCode != 0 || r.Output != "line 1\n" {
+		t.Fatalf("result %+v; want exit 0, an empty stdin and the command's own line 1", r)
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Fatalf("the command did not run: %v", err)
+	}
+}

@@ -245,7 +245,15 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := newHeadTail(maxOutput)
-	argv := []string{"bash", "-c", command}
+	// The command waits on its stdin (startGate) until its process group
+	// has been reported; its own stdin stays empty (/dev/null).
+	gate, open, err := os.Pipe()
+	if err != nil {
+		return CommandResult{Err: err, ExitCode: -1}
+	}
+	defer gate.Close()
+	defer open.Close()
+	argv := []string{"bash", "-c", startGate + command}
 	var call *sandbox.Call
 	if sb != nil {
 		var err error
@@ -268,9 +276,15 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 		w = io.MultiWriter(out, tee)
 	}
 	cmd.Stdout, cmd.Stderr = w, w // the same writer: one pipe, order kept
+	cmd.Stdin = gate
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
-	err := runInGroup(ctx, cmd, started)
+	reported := WithGroupReporter(ctx, func(pgid int) {
+		reportGroup(ctx, pgid) // the intent holds the group before the command runs
+		_, _ = open.Write([]byte("\n"))
+		_ = open.Close()
+	})
+	err = runInGroup(reported, cmd, started)
 
 	r := CommandResult{Output: out.String()}
 	var exitErr *exec.ExitError
@@ -292,6 +306,15 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 	}
 	return r
 }
+
+// startGate precedes every command: bash reads one line from its stdin,
+// a pipe arbor writes to only once the command's process group has been
+// reported (and so recorded in the call's intent), then gives the command
+// an empty stdin. A command therefore never does anything arbor could not
+// find and kill after a crash; if arbor dies before writing, the read
+// ends without a line and the command is not run (exit 125). It keeps the
+// command's first line on line 1, so bash's messages name the same lines.
+const startGate = `IFS= read -r _ || exit 125; exec </dev/null; `
 
 type envKey struct{}
 
