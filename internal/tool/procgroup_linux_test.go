@@ -144,7 +144,9 @@ func TestRunCommandGroup(t *testing.T) {
 func startHelper(t *testing.T, mode string) (pgid int, kill func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRunCommand$")
-	cmd.Env = append(os.Environ(), "ARBOR_TOOL_HELPER="+mode)
+	// The helper is killed, so its own t.TempDir is never removed: it
+	// makes them under this test's, which is.
+	cmd.Env = append(os.Environ(), "ARBOR_TOOL_HELPER="+mode, "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
