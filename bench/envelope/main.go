@@ -30,8 +30,6 @@
 package main
 
 import (
-	"bufio"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -45,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbor-run/arbor/bench/internal/headless"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 )
 
@@ -92,21 +91,21 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 		if err != nil {
 			return err
 		}
-		ready = append(ready, p.ready)
-		m, err := p.memory()
+		ready = append(ready, p.Ready)
+		m, err := memoryOf(p)
 		if err != nil {
 			return err
 		}
 		readyRSS, readyAnon = append(readyRSS, m.rss), append(readyAnon, m.anon)
-		if err := p.stop(); err != nil {
+		if err := p.Stop(); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("envelope protocol, scripted instant model (%d starts, %d + %d turns)\n", starts, turns, rssTurns)
 	fmt.Printf("time to ready: median %s, p90 %s, worst %s (fresh state dir each; the first start includes a cold page cache)\n",
-		ms(quantile(ready, 0.5)), ms(quantile(ready, 0.9)), ms(slices.Max(ready)))
+		ms(headless.Quantile(ready, 0.5)), ms(headless.Quantile(ready, 0.9)), ms(slices.Max(ready)))
 	fmt.Printf("RSS at ready: median %.1f MiB, of which anonymous %.1f MiB (the rest is file-backed, mostly the binary's pages, shared by every arbor process)\n",
-		mb(quantile(readyRSS, 0.5)), mb(quantile(readyAnon, 0.5)))
+		mb(headless.Quantile(readyRSS, 0.5)), mb(headless.Quantile(readyAnon, 0.5)))
 
 	// Later sessions of a gateway find the state its first one created:
 	// the store exists and is migrated.
@@ -118,22 +117,22 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 			return err
 		}
 		if i > 0 { // the first start creates the state
-			ready = append(ready, p.ready)
+			ready = append(ready, p.Ready)
 		}
-		if err := p.stop(); err != nil {
+		if err := p.Stop(); err != nil {
 			return err
 		}
 	}
 	b.shared = ""
 	fmt.Printf("time to ready, existing state: median %s, p90 %s, worst %s (one state dir, created by a start before these)\n",
-		ms(quantile(ready, 0.5)), ms(quantile(ready, 0.9)), ms(slices.Max(ready)))
+		ms(headless.Quantile(ready, 0.5)), ms(headless.Quantile(ready, 0.9)), ms(slices.Max(ready)))
 
 	lat, m, err := b.session(turns)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("send→idle, %d turns in one process: median %s, p90 %s, worst %s; then VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB\n",
-		turns, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(slices.Max(lat)), mb(m.rss), mb(m.hwm), mb(m.anon))
+		turns, ms(headless.Quantile(lat, 0.5)), ms(headless.Quantile(lat, 0.9)), ms(slices.Max(lat)), mb(m.rss), mb(m.hwm), mb(m.anon))
 
 	lat, m, err = b.session(rssTurns)
 	if err != nil {
@@ -141,7 +140,7 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 	}
 	tail := lat[max(0, len(lat)-20):]
 	fmt.Printf("after %d turns in one process: VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB; send→idle of the last %d turns: median %s\n",
-		rssTurns, mb(m.rss), mb(m.hwm), mb(m.anon), len(tail), ms(quantile(tail, 0.5)))
+		rssTurns, mb(m.rss), mb(m.hwm), mb(m.anon), len(tail), ms(headless.Quantile(tail, 0.5)))
 	return nil
 }
 
@@ -215,8 +214,8 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
-			figs[i].ready = append(figs[i].ready, p.ready)
-			if err := p.stop(); err != nil {
+			figs[i].ready = append(figs[i].ready, p.Ready)
+			if err := p.Stop(); err != nil {
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
 		}
@@ -246,12 +245,12 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 		fmt.Printf("%-34s %9.2f %-2s %9.2f %-2s %8.2f\n", what, x, unit, y, unit, x/y)
 	}
 	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	row("ready (start → first line)", msf(quantile(a.ready, 0.5)), msf(quantile(o.ready, 0.5)), "ms")
-	row("send→idle", msf(quantile(a.lat, 0.5)), msf(quantile(o.lat, 0.5)), "ms")
-	row(fmt.Sprintf("VmRSS after %d turns", turns), mb(quantile(a.rss, 0.5)), mb(quantile(o.rss, 0.5)), "MB")
-	row(fmt.Sprintf("private (RssAnon) after %d turns", turns), mb(quantile(a.anon, 0.5)), mb(quantile(o.anon, 0.5)), "MB")
+	row("ready (start → first line)", msf(headless.Quantile(a.ready, 0.5)), msf(headless.Quantile(o.ready, 0.5)), "ms")
+	row("send→idle", msf(headless.Quantile(a.lat, 0.5)), msf(headless.Quantile(o.lat, 0.5)), "ms")
+	row(fmt.Sprintf("VmRSS after %d turns", turns), mb(headless.Quantile(a.rss, 0.5)), mb(headless.Quantile(o.rss, 0.5)), "MB")
+	row(fmt.Sprintf("private (RssAnon) after %d turns", turns), mb(headless.Quantile(a.anon, 0.5)), mb(headless.Quantile(o.anon, 0.5)), "MB")
 	row("binary size", float64(size[0])/1048576, float64(size[1])/1048576, "MB")
-	fmt.Printf("send→idle p90: arbor %s, %s %s (MB here are MiB)\n", ms(quantile(a.lat, 0.9)), name, ms(quantile(o.lat, 0.9)))
+	fmt.Printf("send→idle p90: arbor %s, %s %s (MB here are MiB)\n", ms(headless.Quantile(a.lat, 0.9)), name, ms(headless.Quantile(o.lat, 0.9)))
 	return nil
 }
 
@@ -285,17 +284,8 @@ log_level: error
 	return os.WriteFile(filepath.Join(home, "auth.yaml"), []byte("anthropic:\n  - \"sk-bench\"\n"), 0o600)
 }
 
-// proc is one running `arbor headless` with its pipes.
-type proc struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Scanner
-	stderr strings.Builder
-	ready  time.Duration
-}
-
 // start launches arbor in fresh directories and waits for its ready line.
-func (b *bench) start() (*proc, error) {
+func (b *bench) start() (*headless.Proc, error) {
 	b.runs++
 	root := filepath.Join(b.dir, "run"+strconv.Itoa(b.runs))
 	if b.shared != "" {
@@ -314,35 +304,7 @@ func (b *bench) start() (*proc, error) {
 	if argv == nil {
 		argv = []string{b.bin, "headless", "--model", "script:" + b.script}
 	}
-	p := &proc{cmd: exec.Command(argv[0], argv[1:]...)}
-	p.cmd.Dir = ws
-	p.cmd.Env = append(os.Environ(), "HOME="+filepath.Join(root, "home"),
-		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_STATE_HOME="+filepath.Join(root, "state"))
-	p.cmd.Env = append(p.cmd.Env, b.env...)
-	p.cmd.Stderr = &p.stderr
-	var err error
-	if p.in, err = p.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	p.out = bufio.NewScanner(out)
-	p.out.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	t0 := time.Now()
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	typ, _, err := p.next()
-	p.ready = time.Since(t0)
-	if err != nil {
-		return nil, p.fail(err)
-	}
-	if typ != "ready" {
-		return nil, p.fail(fmt.Errorf("first line is %q, not ready", typ))
-	}
-	return p, nil
+	return headless.Start(argv, ws, root, append(os.Environ(), b.env...))
 }
 
 // session runs n timed send→idle turns in one process and reads its memory
@@ -355,16 +317,16 @@ func (b *bench) session(n int) (lat []time.Duration, m memory, err error) {
 	for i := range n {
 		line := fmt.Sprintf(`{"type":"send","content":"Message %d: answer briefly."}`+"\n", i+1)
 		t0 := time.Now()
-		if _, err := io.WriteString(p.in, line); err != nil {
-			return nil, memory{}, p.fail(err)
+		if _, err := io.WriteString(p.In, line); err != nil {
+			return nil, memory{}, p.Fail(err)
 		}
 		for {
-			typ, payload, err := p.next()
+			typ, payload, err := p.Next()
 			if err != nil {
-				return nil, memory{}, p.fail(fmt.Errorf("turn %d: %w", i+1, err))
+				return nil, memory{}, p.Fail(fmt.Errorf("turn %d: %w", i+1, err))
 			}
 			if typ == "error" {
-				return nil, memory{}, p.fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
+				return nil, memory{}, p.Fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
 			}
 			if typ != "idle" {
 				continue
@@ -374,33 +336,15 @@ func (b *bench) session(n int) (lat []time.Duration, m memory, err error) {
 				LastOutcome string `json:"last_outcome"`
 			}
 			if err := json.Unmarshal(payload, &idle); err != nil || idle.LastOutcome != "completed" {
-				return nil, memory{}, p.fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
+				return nil, memory{}, p.Fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
 			}
 			break
 		}
 	}
-	if m, err = p.memory(); err != nil {
+	if m, err = memoryOf(p); err != nil {
 		return nil, memory{}, err
 	}
-	return lat, m, p.stop()
-}
-
-// next reads one envelope and returns its type and payload.
-func (p *proc) next() (string, json.RawMessage, error) {
-	if !p.out.Scan() {
-		if err := p.out.Err(); err != nil {
-			return "", nil, err
-		}
-		return "", nil, io.ErrUnexpectedEOF
-	}
-	var env struct {
-		Type    string          `json:"type"`
-		Payload json.RawMessage `json:"payload"`
-	}
-	if err := json.Unmarshal(p.out.Bytes(), &env); err != nil {
-		return "", nil, fmt.Errorf("stdout line %q: %w", p.out.Text(), err)
-	}
-	return env.Type, env.Payload, nil
+	return lat, m, p.Stop()
 }
 
 // memory reads VmRSS and VmHWM in KiB from /proc/PID/status.
@@ -408,8 +352,8 @@ func (p *proc) next() (string, json.RawMessage, error) {
 // (VmRSS without the pages mapped from files, such as the binary's).
 type memory struct{ rss, hwm, anon int }
 
-func (p *proc) memory() (m memory, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+func memoryOf(p *headless.Proc) (m memory, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
 	if err != nil {
 		return m, err
 	}
@@ -431,31 +375,6 @@ func (p *proc) memory() (m memory, err error) {
 		}
 	}
 	return m, nil
-}
-
-// stop closes stdin, which ends arbor with exit 0, and waits for it.
-func (p *proc) stop() error {
-	p.in.Close()
-	for p.out.Scan() {
-	}
-	if err := p.cmd.Wait(); err != nil {
-		return fmt.Errorf("arbor exited: %w; stderr: %s", err, p.stderr.String())
-	}
-	return nil
-}
-
-// fail kills the process and adds its stderr to err.
-func (p *proc) fail(err error) error {
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
-	return fmt.Errorf("%w; arbor stderr: %s", err, strings.TrimSpace(p.stderr.String()))
-}
-
-// quantile is the q-quantile of v, the nearest rank on the sorted values.
-func quantile[T cmp.Ordered](v []T, q float64) T {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1)+0.5)]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

@@ -25,15 +25,11 @@
 package main
 
 import (
-	"bufio"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arbor-run/arbor/bench/internal/headless"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 )
 
@@ -82,7 +79,7 @@ func run(o options) error {
 	defer func() {
 		for _, s := range sessions {
 			if s != nil {
-				s.kill()
+				s.Kill()
 			}
 		}
 	}()
@@ -113,12 +110,12 @@ func run(o options) error {
 	readyAll := time.Since(t0)
 	readies := make([]time.Duration, o.n)
 	for i, s := range sessions {
-		readies[i] = s.ready
+		readies[i] = s.Ready
 	}
 	fmt.Printf("%d arbor headless sessions, one scripted model server, %d started at a time, state %s\n",
 		o.n, o.parallel, map[bool]string{false: "shared (one store)", true: "separate"}[o.separate])
 	fmt.Printf("all ready: %.2f s (a process's own start → ready: median %s, p99 %s)\n",
-		readyAll.Seconds(), ms(quantile(readies, 0.5)), ms(quantile(readies, 0.99)))
+		readyAll.Seconds(), ms(headless.Quantile(readies, 0.5)), ms(headless.Quantile(readies, 0.99)))
 	if err := printMemory("at ready", sessions); err != nil {
 		return err
 	}
@@ -169,7 +166,7 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("send→idle, all %d sending at once, %d rounds: p50 %s, p99 %s, worst %s; %d of %d turns answered\n",
-		o.n, o.rounds, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), ms(slices.Max(lat)), len(lat), o.n*o.rounds)
+		o.n, o.rounds, ms(headless.Quantile(lat, 0.5)), ms(headless.Quantile(lat, 0.99)), ms(slices.Max(lat)), len(lat), o.n*o.rounds)
 	fmt.Printf("CPU of the arbor processes during the rounds: %.2f s, %.1f ms per turn\n",
 		float64(turns1-turns0)/100, float64(turns1-turns0)*10/float64(o.n*o.rounds))
 	time.Sleep(o.settle)
@@ -177,7 +174,7 @@ func run(o options) error {
 		return err
 	}
 	for i, s := range sessions {
-		if err := s.stop(); err != nil {
+		if err := s.Stop(); err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
 		}
 		sessions[i] = nil
@@ -188,14 +185,8 @@ func run(o options) error {
 	return nil
 }
 
-// session is one running `arbor headless` with its pipes.
-type session struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Scanner
-	stderr *tail
-	ready  time.Duration
-}
+// session is one running `arbor headless`.
+type session struct{ *headless.Proc }
 
 // start launches session i and waits for its ready line.
 func start(o options, i int, env []string) (*session, error) {
@@ -207,35 +198,11 @@ func start(o options, i int, env []string) (*session, error) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, err
 	}
-	s := &session{cmd: exec.Command(o.bin, "headless", "--model", "anthropic/claude-sonnet-4-5"), stderr: &tail{}}
-	s.cmd.Dir = ws
-	s.cmd.Env = append(slices.Clip(env), "HOME="+filepath.Join(root, "home"),
-		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_STATE_HOME="+filepath.Join(root, "state"))
-	s.cmd.Stderr = s.stderr
-	var err error
-	if s.in, err = s.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := s.cmd.StdoutPipe()
+	p, err := headless.Start([]string{o.bin, "headless", "--model", "anthropic/claude-sonnet-4-5"}, ws, root, env)
 	if err != nil {
 		return nil, err
 	}
-	s.out = bufio.NewScanner(out)
-	s.out.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	t0 := time.Now()
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
-	typ, _, err := s.next()
-	s.ready = time.Since(t0)
-	if err == nil && typ != "ready" {
-		err = fmt.Errorf("first line is %q, not ready", typ)
-	}
-	if err != nil {
-		s.kill()
-		return s, fmt.Errorf("%w; stderr: %s", err, s.stderr)
-	}
-	return s, nil
+	return &session{p}, nil
 }
 
 type turn struct {
@@ -250,59 +217,26 @@ func (s *session) turn(msg string) turn {
 		return turn{err: err}
 	}
 	t0 := time.Now()
-	if _, err := s.in.Write(append(line, '\n')); err != nil {
-		return turn{err: fmt.Errorf("pid %d: %w; stderr: %s", s.cmd.Process.Pid, err, s.stderr)}
+	if _, err := s.In.Write(append(line, '\n')); err != nil {
+		return turn{err: fmt.Errorf("pid %d: %w; stderr: %s", s.Cmd.Process.Pid, err, s.Stderr)}
 	}
 	for {
-		typ, payload, err := s.next()
+		typ, payload, err := s.Next()
 		if err != nil {
-			return turn{err: fmt.Errorf("pid %d: %w; stderr: %s", s.cmd.Process.Pid, err, s.stderr)}
+			return turn{err: fmt.Errorf("pid %d: %w; stderr: %s", s.Cmd.Process.Pid, err, s.Stderr)}
 		}
 		switch typ {
 		case "error":
-			return turn{err: fmt.Errorf("pid %d: error envelope %s", s.cmd.Process.Pid, payload)}
+			return turn{err: fmt.Errorf("pid %d: error envelope %s", s.Cmd.Process.Pid, payload)}
 		case "idle":
 			var idle struct {
 				LastOutcome string `json:"last_outcome"`
 			}
 			if err := json.Unmarshal(payload, &idle); err != nil || idle.LastOutcome != "completed" {
-				return turn{err: fmt.Errorf("pid %d: idle %s", s.cmd.Process.Pid, payload)}
+				return turn{err: fmt.Errorf("pid %d: idle %s", s.Cmd.Process.Pid, payload)}
 			}
 			return turn{lat: time.Since(t0)}
 		}
-	}
-}
-
-// next reads one envelope and returns its type and payload.
-func (s *session) next() (string, json.RawMessage, error) {
-	if !s.out.Scan() {
-		return "", nil, cmp.Or(s.out.Err(), io.ErrUnexpectedEOF)
-	}
-	var env struct {
-		Type    string          `json:"type"`
-		Payload json.RawMessage `json:"payload"`
-	}
-	if err := json.Unmarshal(s.out.Bytes(), &env); err != nil {
-		return "", nil, fmt.Errorf("stdout line %q: %w", s.out.Text(), err)
-	}
-	return env.Type, env.Payload, nil
-}
-
-// stop closes stdin, which ends arbor with exit 0, and waits for it.
-func (s *session) stop() error {
-	s.in.Close()
-	for s.out.Scan() {
-	}
-	if err := s.cmd.Wait(); err != nil {
-		return fmt.Errorf("arbor exited: %w; stderr: %s", err, s.stderr)
-	}
-	return nil
-}
-
-func (s *session) kill() {
-	if s.cmd.Process != nil && s.cmd.ProcessState == nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
 	}
 }
 
@@ -311,7 +245,7 @@ func (s *session) kill() {
 func printMemory(when string, sessions []*session) error {
 	var pss, priv, anon, rss []int
 	for _, s := range sessions {
-		m, err := rollup(s.cmd.Process.Pid)
+		m, err := rollup(s.Cmd.Process.Pid)
 		if err != nil {
 			return err
 		}
@@ -326,7 +260,7 @@ func printMemory(when string, sessions []*session) error {
 		return float64(t) / 1048576
 	}
 	fmt.Printf("memory %s, per session (median): PSS %.2f MiB, private %.2f MiB (anonymous %.2f), RSS %.1f MiB; all sessions: PSS %.2f GiB, private %.2f GiB\n",
-		when, mb(quantile(pss, 0.5)), mb(quantile(priv, 0.5)), mb(quantile(anon, 0.5)), mb(quantile(rss, 0.5)), sum(pss), sum(priv))
+		when, mb(headless.Quantile(pss, 0.5)), mb(headless.Quantile(priv, 0.5)), mb(headless.Quantile(anon, 0.5)), mb(headless.Quantile(rss, 0.5)), sum(pss), sum(priv))
 	return nil
 }
 
@@ -355,14 +289,14 @@ func rollup(pid int) (map[string]int, error) {
 func cpuTicks(sessions []*session) (int, error) {
 	total := 0
 	for _, s := range sessions {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Cmd.Process.Pid))
 		if err != nil {
 			return 0, err
 		}
 		// The command name (field 2) may hold spaces; count from after it.
 		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 		if len(f) < 13 {
-			return 0, fmt.Errorf("short /proc/%d/stat", s.cmd.Process.Pid)
+			return 0, fmt.Errorf("short /proc/%d/stat", s.Cmd.Process.Pid)
 		}
 		for _, v := range f[11:13] {
 			n, err := strconv.Atoi(v)
@@ -373,35 +307,6 @@ func cpuTicks(sessions []*session) (int, error) {
 		}
 	}
 	return total, nil
-}
-
-// tail keeps the last 4 KiB written to it (a session's stderr).
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 4096 {
-		t.buf = t.buf[len(t.buf)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
-}
-
-// quantile is the q-quantile of v, the nearest rank on the sorted values.
-func quantile[T cmp.Ordered](v []T, q float64) T {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1)+0.5)]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
