@@ -28,6 +28,7 @@ import (
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/store/sqlite"
+	"github.com/arbor-run/arbor/internal/telemetry"
 	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
@@ -83,6 +84,8 @@ type App struct {
 	sandboxErr  error
 	// warnings are said once at start (Warnings), set by Open.
 	warnings []string
+	// telemetry is the OpenTelemetry export, nil when no endpoint is set.
+	telemetry *telemetry.Exporter
 	// sandboxDefault is Options.SandboxDefault, for views and reloads.
 	sandboxDefault string
 	// project is the workspace's own files (AGENTS.md, skills, settings),

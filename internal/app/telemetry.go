@@ -12,13 +12,6 @@ import (
 	"github.com/arbor-run/arbor/internal/telemetry"
 )
 
-// telemetrySettings are the config's telemetry section for the telemetry
-// package.
-func telemetrySettings(c config.Telemetry) telemetry.Settings {
-	return telemetry.Settings{Endpoint: c.Endpoint, Protocol: c.Protocol, Headers: c.Headers,
-		ServiceName: c.ServiceName, CaptureContent: c.CaptureContent}
-}
-
 // startTelemetry subscribes the OpenTelemetry export to the bus when the
 // config or the OTEL_* variables name an endpoint; otherwise it does
 // nothing at all (no SDK, no subscriber). Closing the App flushes the
@@ -28,7 +21,9 @@ func (a *App) startTelemetry(ctx context.Context, cfg *config.Config) error {
 	if v := a.getenv(envTraceParent); v != "" && a.TraceParent() == "" {
 		a.warnings = append(a.warnings, fmt.Sprintf("%s=%q is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): runs start traces of their own", envTraceParent, v))
 	}
-	s := telemetrySettings(cfg.Telemetry)
+	c := cfg.Telemetry
+	s := telemetry.Settings{Endpoint: c.Endpoint, Protocol: c.Protocol, Headers: c.Headers,
+		ServiceName: c.ServiceName, CaptureContent: c.CaptureContent}
 	if !s.Enabled(a.getenv) {
 		return nil
 	}
@@ -36,6 +31,7 @@ func (a *App) startTelemetry(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	a.telemetry = e
 	t := telemetry.Subscribe(a.Bus, e, a.Store)
 	a.onClose(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -61,17 +57,13 @@ func (a *App) TraceParent() string {
 }
 
 // ExportTrace sends stored run id's trace to the configured endpoint
-// (arbor trace), from the recorded timings; it returns the number of
-// spans sent. Without an endpoint it fails with ErrUsage.
+// (arbor trace), from the recorded timings, through the App's exporter;
+// it returns the number of spans sent. Without an endpoint it fails with
+// ErrUsage.
 func (a *App) ExportTrace(ctx context.Context, id string) (int, error) {
-	s := telemetrySettings(a.Config().Telemetry)
-	if !s.Enabled(a.getenv) {
+	if a.telemetry == nil {
 		return 0, fmt.Errorf("%w: no OpenTelemetry endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT or telemetry.endpoint (see docs/observability.md)", ErrUsage)
 	}
-	e, err := telemetry.Start(ctx, s, a.getenv)
-	if err != nil {
-		return 0, err
-	}
-	n, err := e.Export(ctx, a.Store, id)
-	return n, errors.Join(err, e.Shutdown(context.WithoutCancel(ctx)))
+	n, err := a.telemetry.Export(ctx, a.Store, id)
+	return n, errors.Join(err, a.telemetry.Flush(context.WithoutCancel(ctx)))
 }
