@@ -3,9 +3,10 @@
 # scripted instant model (--model script:FILE): the time from process start
 # to the ready line (median of STARTS fresh processes, default 20), send→idle
 # over TURNS turns in one process (default 20; median and p90), and VmRSS /
-# VmHWM after RSS_TURNS turns (default 100). Every process gets a fresh
-# HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and workspace in a temp dir, so the
-# user's files are untouched. The driver is bench/envelope (Go: pipes and
+# VmHWM after RSS_TURNS turns (default 100), right after the last turn and
+# again after the session has been idle for a second (-settle). Every
+# process gets a fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and workspace
+# in a temp dir, so the user's files are untouched. The driver is bench/envelope (Go: pipes and
 # time.Now are more precise than bash). Runnable from any directory.
 #
 # Side by side with Chord: CHORD_BIN=/path/to/chord bench/envelope.sh runs
@@ -28,7 +29,12 @@ go build -o "$tmp/arbor" ./cmd/arbor
 go build -o "$tmp/envelope-bench" ./bench/envelope
 
 if [ -n "${CHORD_BIN:-}" ]; then
-	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -chord "$CHORD_BIN" \
+	# A copy, so that both binaries were just written and their pages sit
+	# in the page cache alike: a file read back from disk is cached in
+	# large folios, and a process that touches one byte of a folio maps
+	# all of it, so VmRSS depends on how the file came into the cache.
+	cp "$CHORD_BIN" "$tmp/chord"
+	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -chord "$tmp/chord" \
 		-turns "${TURNS:-20}" -rounds "${ROUNDS:-3}" -starts "${STARTS:-20}"
 fi
 if [ -n "${OTHER:-}" ]; then

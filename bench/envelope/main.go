@@ -8,7 +8,9 @@
 // each finding the state a start before them left; the time from writing
 // a `send` line to reading its `idle` envelope over -turns turns in one
 // process; and the resident memory (VmRSS, VmHWM, RssAnon from
-// /proc/PID/status) after -rss-turns turns in another process.
+// /proc/PID/status) after -rss-turns turns in another process, right after
+// its last turn and again once it has been idle for -settle (what an idle
+// session keeps; arbor gives memory back a moment after a turn ends).
 //
 // Every process gets its own fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and
 // workspace under -dir, so the user's files are never read or written. The
@@ -56,6 +58,7 @@ func main() {
 	other := flag.String("other", "", "a second envelope-protocol command (space-separated) to measure side by side")
 	rounds := flag.Int("rounds", 3, "alternating sessions of each program with -other")
 	chord := flag.String("chord", "", "a chord binary to measure side by side (as -other \"CHORD headless\", with a config for the scripted server)")
+	flag.DurationVar(&settle, "settle", time.Second, "how long a session stays idle after its last turn before its memory is read again")
 	flag.Parse()
 	isChord := *chord != ""
 	if isChord {
@@ -127,20 +130,21 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 	fmt.Printf("time to ready, existing state: median %s, p90 %s, worst %s (one state dir, created by a start before these)\n",
 		ms(headless.Quantile(ready, 0.5)), ms(headless.Quantile(ready, 0.9)), ms(slices.Max(ready)))
 
-	lat, m, err := b.session(turns)
+	lat, m, idle, err := b.session(turns)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("send→idle, %d turns in one process: median %s, p90 %s, worst %s; then VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB\n",
-		turns, ms(headless.Quantile(lat, 0.5)), ms(headless.Quantile(lat, 0.9)), ms(slices.Max(lat)), mb(m.rss), mb(m.hwm), mb(m.anon))
+	fmt.Printf("send→idle, %d turns in one process: median %s, p90 %s, worst %s; then VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB; after %s idle VmRSS %.1f MiB, RssAnon %.1f MiB\n",
+		turns, ms(headless.Quantile(lat, 0.5)), ms(headless.Quantile(lat, 0.9)), ms(slices.Max(lat)), mb(m.rss), mb(m.hwm), mb(m.anon),
+		settle, mb(idle.rss), mb(idle.anon))
 
-	lat, m, err = b.session(rssTurns)
+	lat, m, idle, err = b.session(rssTurns)
 	if err != nil {
 		return err
 	}
 	tail := lat[max(0, len(lat)-20):]
-	fmt.Printf("after %d turns in one process: VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB; send→idle of the last %d turns: median %s\n",
-		rssTurns, mb(m.rss), mb(m.hwm), mb(m.anon), len(tail), ms(headless.Quantile(tail, 0.5)))
+	fmt.Printf("after %d turns in one process: VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB; after %s idle VmRSS %.1f MiB, RssAnon %.1f MiB; send→idle of the last %d turns: median %s\n",
+		rssTurns, mb(m.rss), mb(m.hwm), mb(m.anon), settle, mb(idle.rss), mb(idle.anon), len(tail), ms(headless.Quantile(tail, 0.5)))
 	return nil
 }
 
@@ -196,16 +200,19 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	type figures struct {
 		ready, lat []time.Duration
 		rss, anon  []int
+		// after settle
+		idleRSS, idleAnon []int
 	}
 	figs := make([]figures, len(programs))
 	for range rounds {
 		for i, b := range programs {
-			lat, m, err := b.session(turns)
+			lat, m, idle, err := b.session(turns)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
 			f := &figs[i]
 			f.lat, f.rss, f.anon = append(f.lat, lat...), append(f.rss, m.rss), append(f.anon, m.anon)
+			f.idleRSS, f.idleAnon = append(f.idleRSS, idle.rss), append(f.idleAnon, idle.anon)
 		}
 	}
 	for range starts {
@@ -249,6 +256,8 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	row("send→idle", msf(headless.Quantile(a.lat, 0.5)), msf(headless.Quantile(o.lat, 0.5)), "ms")
 	row(fmt.Sprintf("VmRSS after %d turns", turns), mb(headless.Quantile(a.rss, 0.5)), mb(headless.Quantile(o.rss, 0.5)), "MB")
 	row(fmt.Sprintf("private (RssAnon) after %d turns", turns), mb(headless.Quantile(a.anon, 0.5)), mb(headless.Quantile(o.anon, 0.5)), "MB")
+	row(fmt.Sprintf("VmRSS, then %s idle", settle), mb(headless.Quantile(a.idleRSS, 0.5)), mb(headless.Quantile(o.idleRSS, 0.5)), "MB")
+	row(fmt.Sprintf("RssAnon, then %s idle", settle), mb(headless.Quantile(a.idleAnon, 0.5)), mb(headless.Quantile(o.idleAnon, 0.5)), "MB")
 	row("binary size", float64(size[0])/1048576, float64(size[1])/1048576, "MB")
 	fmt.Printf("send→idle p90: arbor %s, %s %s (MB here are MiB)\n", ms(headless.Quantile(a.lat, 0.9)), name, ms(headless.Quantile(o.lat, 0.9)))
 	return nil
@@ -308,25 +317,25 @@ func (b *bench) start() (*headless.Proc, error) {
 }
 
 // session runs n timed send→idle turns in one process and reads its memory
-// after the last.
-func (b *bench) session(n int) (lat []time.Duration, m memory, err error) {
+// right after the last and again once it has been idle for settle.
+func (b *bench) session(n int) (lat []time.Duration, m, settled memory, err error) {
 	p, err := b.start()
 	if err != nil {
-		return nil, memory{}, err
+		return nil, memory{}, memory{}, err
 	}
 	for i := range n {
 		line := fmt.Sprintf(`{"type":"send","content":"Message %d: answer briefly."}`+"\n", i+1)
 		t0 := time.Now()
 		if _, err := io.WriteString(p.In, line); err != nil {
-			return nil, memory{}, p.Fail(err)
+			return nil, memory{}, memory{}, p.Fail(err)
 		}
 		for {
 			typ, payload, err := p.Next()
 			if err != nil {
-				return nil, memory{}, p.Fail(fmt.Errorf("turn %d: %w", i+1, err))
+				return nil, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: %w", i+1, err))
 			}
 			if typ == "error" {
-				return nil, memory{}, p.Fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
+				return nil, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
 			}
 			if typ != "idle" {
 				continue
@@ -336,21 +345,30 @@ func (b *bench) session(n int) (lat []time.Duration, m memory, err error) {
 				LastOutcome string `json:"last_outcome"`
 			}
 			if err := json.Unmarshal(payload, &idle); err != nil || idle.LastOutcome != "completed" {
-				return nil, memory{}, p.Fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
+				return nil, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
 			}
 			break
 		}
 	}
 	if m, err = memoryOf(p); err != nil {
-		return nil, memory{}, err
+		return nil, memory{}, memory{}, err
 	}
-	return lat, m, p.Stop()
+	time.Sleep(settle)
+	if settled, err = memoryOf(p); err != nil {
+		return nil, memory{}, memory{}, err
+	}
+	return lat, m, settled, p.Stop()
 }
 
 // memory reads VmRSS and VmHWM in KiB from /proc/PID/status.
 // memory is a process's resident memory in KiB: VmRSS, VmHWM and RssAnon
 // (VmRSS without the pages mapped from files, such as the binary's).
 type memory struct{ rss, hwm, anon int }
+
+// settle is how long a session stays idle after its last turn before its
+// memory is read the second time: what an idle session of a gateway
+// keeps, once each program has done what it does while it waits.
+var settle time.Duration
 
 func memoryOf(p *headless.Proc) (m memory, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))

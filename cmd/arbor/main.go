@@ -3,9 +3,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 
@@ -32,5 +34,17 @@ func main() {
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
 	pprof.StopCPUProfile()
+	// ARBOR_MEMPROFILE=FILE writes the live heap at exit, after a
+	// collection (go tool pprof FILE): what a long session keeps.
+	if path := os.Getenv("ARBOR_MEMPROFILE"); path != "" {
+		runtime.GC()
+		f, err := os.Create(path)
+		if err == nil {
+			err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "arbor: ARBOR_MEMPROFILE: %v\n", err)
+		}
+	}
 	os.Exit(code)
 }

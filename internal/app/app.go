@@ -134,7 +134,12 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Finding the sandbox's mechanism may run bubblewrap once (tens of
+	// milliseconds, mostly in the child and the kernel): it runs while the
+	// store opens, and checkSandbox below finds its cached result.
+	detected := detectSandbox(cfg)
 	st, err := openStore(ctx, cfg)
+	<-detected
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

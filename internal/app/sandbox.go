@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
@@ -37,6 +38,22 @@ func (a *App) Sandbox() *sandbox.Sandbox {
 		a.onClose(func() { _ = sb.Close() })
 	})
 	return a.sandbox
+}
+
+// detectSandbox starts finding the sandbox's mechanism (sandbox.Detect,
+// cached for the process) unless cfg turns the sandbox off; the channel
+// is closed when it is done, and the caller waits for it.
+func detectSandbox(cfg *config.Config) <-chan struct{} {
+	done := make(chan struct{})
+	if mode, _ := sandbox.ParseMode(cfg.Sandbox.Mode); mode == sandbox.Off {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		_, _ = sandbox.Detect() // its error is checkSandbox's to report
+	}()
+	return done
 }
 
 // SandboxStatus says whether commands run confined, for front ends that

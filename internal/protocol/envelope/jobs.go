@@ -158,6 +158,7 @@ func (s *server) idleLocked(outcome string, record func(*state)) {
 		}
 		st.busy, st.phase, st.phaseDetail = false, "", ""
 	})
+	s.quiet.Idle()
 }
 
 // plural is "1 thing" or "n things".

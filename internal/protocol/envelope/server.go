@@ -53,6 +53,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/memtrim"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -66,6 +67,9 @@ type Options struct {
 	Worktree *app.Worktree
 	// NoLocalShell refuses the local_shell command (--no-local-shell).
 	NoLocalShell bool
+	// Quiet gives memory back while the session waits for its client;
+	// nil is protocol.NewQuiet(protocol.QuietAfter, nil).
+	Quiet *protocol.Quiet
 }
 
 // server is the envelope protocol of one process. Its parts each have one
@@ -108,6 +112,8 @@ type server struct {
 	agents *subAgents
 	ix     *interactions
 	wire   *wire
+	// quiet gives memory back while the session waits for its client.
+	quiet *protocol.Quiet
 
 	shells sync.WaitGroup
 	// shellStops cancel the running local_shell commands (by number);
@@ -225,7 +231,12 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	defer w.out.CloseAfter(ctx)
 	s := &server{app: a, opts: o, diag: diag, wire: w, agents: newSubAgents(),
 		ix: &interactions{closing: map[string]string{}}, cmp: &compaction{},
-		ctl: &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree}}
+		ctl:   &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree},
+		quiet: o.Quiet}
+	if s.quiet == nil {
+		s.quiet = protocol.NewQuiet(protocol.QuietAfter, nil)
+	}
+	defer s.quiet.Close()
 	if err := roleRules(a, roleBuilder); err != nil {
 		return fmt.Errorf("envelope: %w", err)
 	}
@@ -247,6 +258,10 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		ready.Name, ready.Branch, ready.Path, ready.RepoRoot = wt.Name, wt.Branch, wt.Path, wt.RepoRoot
 	}
 	s.wire.write(typeReady, 0, ready)
+	// Start-up ran every package's initialiser and mapped pages of the
+	// binary that no turn needs again.
+	_, _ = memtrim.Unmap()
+	s.quiet.Idle()
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -293,6 +308,7 @@ func (s *server) lineError(le *protocol.LineError) {
 // refused whole (invalid_json): decoding would replace the bad bytes and
 // run a different command (a shell command, a message) than was sent.
 func (s *server) handle(ctx context.Context, line protocol.Line) {
+	s.quiet.Busy()
 	if !utf8.Valid(line.Raw) {
 		fmt.Fprintf(s.diag, "arbor: envelope: line %d: invalid UTF-8\n", line.Number)
 		s.wire.fail(codeInvalidJSON, fmt.Sprintf("line %d: not valid UTF-8; the command was not run", line.Number))

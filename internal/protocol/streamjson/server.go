@@ -33,12 +33,16 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/memtrim"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // Options configure a server; the CLI fills them from its flags.
 type Options struct {
+	// Quiet gives memory back while the session waits for its client;
+	// nil is protocol.NewQuiet(protocol.QuietAfter, nil).
+	Quiet    *protocol.Quiet
 	Model    string
 	Resume   string
 	MaxTurns int
@@ -102,8 +106,10 @@ type Server struct {
 	jobs *tool.Jobs
 	// out queues output lines for its own goroutine, so neither the reader
 	// nor the runner waits for a client that reads slowly.
-	out  *protocol.Outbox
-	diag io.Writer
+	out *protocol.Outbox
+	// quiet gives memory back while the session waits for its client.
+	quiet *protocol.Quiet
+	diag  io.Writer
 	// events translates the bus's events into output lines; a turn flushes
 	// it before writing its result, so the result follows the turn's lines.
 	events *agent.Subscription
@@ -214,6 +220,14 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		}
 	}()
 	s.out = protocol.NewOutbox(out, func(err error) { fmt.Fprintf(diag, "arbor: stream-json: write: %v\n", err) })
+	if s.quiet = o.Quiet; s.quiet == nil {
+		s.quiet = protocol.NewQuiet(protocol.QuietAfter, nil)
+	}
+	defer s.quiet.Close()
+	// Start-up ran every package's initialiser and mapped pages of the
+	// binary that no turn needs again; the first turn comes from input.
+	_, _ = memtrim.Unmap()
+	s.quiet.Idle()
 	a.SetMCPSDK(s.sdkTransport)
 	// After the subscription: its last lines are written too. Once
 	// signalled, a client that stopped reading gets a grace period only.
@@ -273,6 +287,7 @@ func (s *Server) single(ctx context.Context, in io.Reader, stop context.CancelFu
 // ctx (SIGTERM), which ends it at once even while no input arrives.
 func (s *Server) read(ctx context.Context, in io.Reader, stop context.CancelFunc) error {
 	err := protocol.NewReader(in, 0).Each(ctx, func(line protocol.Line) bool {
+		s.quiet.Busy()
 		if shutdown := s.handle(ctx, line); shutdown {
 			stop()
 			return false
@@ -353,6 +368,7 @@ func (s *Server) handle(ctx context.Context, line protocol.Line) (shutdown bool)
 func (s *Server) write(v any) {
 	if r, ok := v.(resultMessage); ok {
 		s.lastFailed.Store(r.IsError)
+		defer s.quiet.Idle() // after the line is queued
 	}
 	if s.opts.Qwen {
 		v = qwenShape(v)

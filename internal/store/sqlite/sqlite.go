@@ -120,7 +120,9 @@ func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, 
 		_ = write.Close()
 		return nil, fmt.Errorf("open sqlite store %s: readers: %w", abs, err)
 	}
-	ckptDB, err := openDB(ctx, abs, url.Values{"_busy_timeout": {busy}}, 1)
+	// The checkpointer's connection is made at its first checkpoint, not
+	// here: a session that writes little never needs it.
+	ckptDB, err := poolOf(abs, url.Values{"_busy_timeout": {busy}}, 1)
 	if err != nil {
 		w.close()
 		_ = errors.Join(read.Close(), write.Close())
@@ -168,6 +170,20 @@ func busyErr(err error) bool {
 // openDB opens a pool of at most conns connections to the file at abs with
 // the given driver parameters and checks that one connection works.
 func openDB(ctx context.Context, abs string, params url.Values, conns int) (*sql.DB, error) {
+	db, err := poolOf(abs, params, conns)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// poolOf is openDB without the check: its first connection is made when
+// it is first used.
+func poolOf(abs string, params url.Values, conns int) (*sql.DB, error) {
 	// A file: URI with an escaped path, so '?', '#' and '%' in directory
 	// names cannot be mistaken for parameters.
 	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: params.Encode()}).String()
@@ -179,10 +195,6 @@ func openDB(ctx context.Context, abs string, params url.Values, conns int) (*sql
 	db.SetMaxIdleConns(conns)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, err
-	}
 	return db, nil
 }
 

@@ -1,0 +1,59 @@
+package protocol
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestQuietTrimsOnceAfterIdle(t *testing.T) {
+	trimmed := make(chan struct{}, 4)
+	q := NewQuiet(0, func() { trimmed <- struct{}{} })
+	q.Idle()
+	select {
+	case <-trimmed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no trim after Idle")
+	}
+	q.Close()
+	if n := len(trimmed); n != 0 {
+		t.Fatalf("%d more trims after one Idle", n)
+	}
+}
+
+func TestQuietInputCancelsTheTrim(t *testing.T) {
+	var n atomic.Int32
+	q := NewQuiet(time.Hour, func() { n.Add(1) })
+	q.Idle()
+	q.Busy()
+	q.Idle() // a second spell re-arms
+	q.Idle()
+	q.Close() // returns: no armed timer is left counted
+	if got := n.Load(); got != 0 {
+		t.Fatalf("%d trims ran, want 0: input and Close came first", got)
+	}
+	q.Idle() // after Close: nothing is armed
+	q.Close()
+}
+
+func TestQuietCloseWaitsForARunningTrim(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var released atomic.Bool
+	q := NewQuiet(0, func() {
+		close(started)
+		<-release
+	})
+	q.Idle()
+	<-started
+	closed := make(chan struct{})
+	go func() {
+		q.Close()
+		if !released.Load() {
+			t.Error("Close returned while the trim was still running")
+		}
+		close(closed)
+	}()
+	released.Store(true)
+	close(release)
+	<-closed
+}
