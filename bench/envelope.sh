@@ -4,7 +4,7 @@
 # to the ready line (median of STARTS fresh processes, default 20), send→idle
 # over TURNS turns in one process (default 20; median and p90), and VmRSS /
 # VmHWM after RSS_TURNS turns (default 100), right after the last turn and
-# again after the session has been idle for a second (-settle). Every
+# again after the session has been idle for two seconds (-settle). Every
 # process gets a fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and workspace
 # in a temp dir, so the user's files are untouched. The driver is bench/envelope (Go: pipes and
 # time.Now are more precise than bash). Runnable from any directory.

@@ -4,7 +4,8 @@
 # one scripted model server (internal/llm/llmtest, served by the driver
 # bench/sessions). Prints the time until all are ready, PSS and private
 # memory per session (/proc/PID/smaps_rollup) at ready and after the turns,
-# the CPU the idle sessions use over IDLE (default 10s), and send→idle
+# the CPU the idle sessions use over IDLE (default 10s, starting 2 s after
+# the last ready), and send→idle
 # p50/p99 with all N sending at once, ROUNDS times (default 3).
 #
 #   N=1000 bench/sessions.sh

@@ -58,7 +58,7 @@ func main() {
 	other := flag.String("other", "", "a second envelope-protocol command (space-separated) to measure side by side")
 	rounds := flag.Int("rounds", 3, "alternating sessions of each program with -other")
 	chord := flag.String("chord", "", "a chord binary to measure side by side (as -other \"CHORD headless\", with a config for the scripted server)")
-	flag.DurationVar(&settle, "settle", time.Second, "how long a session stays idle after its last turn before its memory is read again")
+	flag.DurationVar(&settle, "settle", 2*time.Second, "how long a session stays idle after its last turn before its memory is read again")
 	flag.Parse()
 	isChord := *chord != ""
 	if isChord {

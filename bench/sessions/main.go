@@ -11,7 +11,8 @@
 //   - memory per session from /proc/PID/smaps_rollup: Pss (the shared
 //     pages of the binary divided among the sessions mapping them) and
 //     private (Private_Clean + Private_Dirty, what a session alone holds),
-//     median and total, at ready and again -settle after the turns;
+//     median and total, at ready, -settle after ready and -settle after
+//     the turns (a session gives memory back a second after it goes idle);
 //   - the CPU the idle sessions used over -idle (utime + stime from
 //     /proc/PID/stat), as a share of one core per session;
 //   - send→idle with all N sessions sending at once, -rounds times: p50,
@@ -49,7 +50,7 @@ func main() {
 	flag.IntVar(&o.parallel, "parallel", 8, "processes started at a time")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of all sessions sending at once")
 	flag.DurationVar(&o.idle, "idle", 10*time.Second, "window over which idle CPU is measured")
-	flag.DurationVar(&o.settle, "settle", time.Second, "wait after the last round before reading memory again")
+	flag.DurationVar(&o.settle, "settle", 2*time.Second, "wait after ready and after the last round before reading memory again")
 	flag.BoolVar(&o.separate, "separate", false, "give every session its own HOME and state directory")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -117,6 +118,12 @@ func run(o options) error {
 	fmt.Printf("all ready: %.2f s (a process's own start → ready: median %s, p99 %s)\n",
 		readyAll.Seconds(), ms(headless.Quantile(readies, 0.5)), ms(headless.Quantile(readies, 0.99)))
 	if err := printMemory("at ready", sessions); err != nil {
+		return err
+	}
+	// A session gives memory back once, a second after ready with no
+	// input (protocol.QuietAfter); the idle window starts after that.
+	time.Sleep(o.settle)
+	if err := printMemory(fmt.Sprintf("%s after ready", o.settle), sessions); err != nil {
 		return err
 	}
 

@@ -53,7 +53,6 @@ import (
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
-	"github.com/arbor-run/arbor/internal/memtrim"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -258,9 +257,6 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		ready.Name, ready.Branch, ready.Path, ready.RepoRoot = wt.Name, wt.Branch, wt.Path, wt.RepoRoot
 	}
 	s.wire.write(typeReady, 0, ready)
-	// Start-up ran every package's initialiser and mapped pages of the
-	// binary that no turn needs again.
-	_, _ = memtrim.Unmap()
 	s.quiet.Idle()
 
 	ctx, stop := context.WithCancel(ctx)

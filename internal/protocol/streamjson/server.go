@@ -33,7 +33,6 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/llm"
-	"github.com/arbor-run/arbor/internal/memtrim"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/tool"
 )
@@ -224,9 +223,6 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		s.quiet = protocol.NewQuiet(protocol.QuietAfter, nil)
 	}
 	defer s.quiet.Close()
-	// Start-up ran every package's initialiser and mapped pages of the
-	// binary that no turn needs again; the first turn comes from input.
-	_, _ = memtrim.Unmap()
 	s.quiet.Idle()
 	a.SetMCPSDK(s.sdkTransport)
 	// After the subscription: its last lines are written too. Once
