@@ -4,8 +4,8 @@
 // Invariants:
 //   - Every write runs in a BEGIN IMMEDIATE transaction on the one writer
 //     connection. Writes of this process queue in the writer (writer.go),
-//     which commits the writes that queued meanwhile together, each in its
-//     own savepoint (group commit); writes of other processes sharing the
+//     which commits the writes that queued meanwhile together, a failed
+//     one rolled back alone (group commit); writes of other processes sharing the
 //     file wait for the write lock (busy_timeout) up front, so no
 //     transaction ever fails with SQLITE_BUSY while upgrading a read lock
 //     to a write lock.
