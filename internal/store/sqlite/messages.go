@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
@@ -323,13 +324,38 @@ func (s *Store) lastSeq(ctx context.Context, sessionID string) (int64, error) {
 }
 
 // encodeJSON is json.Marshal without HTML escaping, so text and tool
-// input holding '<', '>' or '&' are stored as written.
+// input holding '<', '>' or '&' are stored as written. Its buffers and
+// encoders are reused: every step encodes its messages.
 func encodeJSON(v any) (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*encoder)
+	defer e.put()
+	if err := e.enc.Encode(v); err != nil {
 		return "", err
 	}
-	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+	return string(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
+}
+
+// encoder is a json.Encoder writing into its own buffer.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// maxPooledEncoder bounds the buffer an encoder keeps for the next one:
+// a message of a large file read would pin its size.
+const maxPooledEncoder = 64 << 10
+
+func (e *encoder) put() {
+	if e.buf.Cap() > maxPooledEncoder {
+		return
+	}
+	e.buf.Reset()
+	encoders.Put(e)
 }
