@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -192,36 +190,6 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 	}
 	a.publish(&ToolCallFinished{CallID: c.ID, Tool: c.Name, Result: res.Content, IsError: res.IsError, Duration: time.Since(start), Blocked: out.Blocked})
 	return res, out.EndTurn && !res.IsError, nil
-}
-
-// loopDetector counts identical consecutive tool calls within one Send.
-type loopDetector struct {
-	limit int
-	last  string
-	count int
-}
-
-func (d *loopDetector) reset() { d.last, d.count = "", 0 }
-
-// observe records c and returns how many times in a row it has been made.
-func (d *loopDetector) observe(c llm.ToolCall) int {
-	key := c.Name + "\x00" + canonicalJSON(c.Input)
-	if key == d.last {
-		d.count++
-	} else {
-		d.last, d.count = key, 1
-	}
-	return d.count
-}
-
-// canonicalJSON re-encodes raw so that key order and spacing do not matter.
-func canonicalJSON(raw json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(bytes.TrimSpace(raw))
-	}
-	b, _ := json.Marshal(v) // maps marshal with sorted keys
-	return string(b)
 }
 
 // redact replaces every configured secret in s.

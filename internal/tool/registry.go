@@ -30,7 +30,9 @@ func NewRegistry(tools ...Tool) *Registry {
 	for _, t := range tools {
 		r.addLocked(t)
 	}
-	r.rebuildLocked() // once, not once per tool: every node agent builds one
+	// What rebuildLocked would make of it, with no sources yet: every node
+	// agent builds a registry.
+	r.order = append(make([]Tool, 0, len(r.static)), r.static...)
 	return r
 }
 
@@ -127,8 +129,19 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) Result {
 	return t.Run(ctx, Call{ID: call.ID, Input: call.Input})
 }
 
-// toolNameKey is the normalized form names are compared by.
+// toolNameKey is the normalized form names are compared by. A name that
+// is its own key (lower-case ASCII letters and digits, as most are) is
+// returned as it is: every node agent's registry and every call look up
+// keys.
 func toolNameKey(name string) string {
+	plain := name != ""
+	for i := 0; i < len(name) && plain; i++ {
+		c := name[i]
+		plain = 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+	}
+	if plain {
+		return name
+	}
 	var b strings.Builder
 	for _, c := range strings.TrimSpace(name) {
 		if c == '_' || c == '-' {

@@ -77,3 +77,35 @@ func TestRegistry(t *testing.T) {
 		reg.Add(namedTool("Todo-Write"))
 	})
 }
+
+func TestToolNameKey(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{
+		"spawn":       "spawn",
+		"read2":       "read2",
+		"todo_write":  "todowrite",
+		"Todo-Write":  "todowrite",
+		"TODO_WRITE":  "todowrite",
+		"  grep ":     "grep",
+		"Ünïcode_x":   "ünïcodex",
+		"_":           "",
+		"":            "",
+		"web fetch":   "web fetch",
+		"WebFetch":    "webfetch",
+		"9lives":      "9lives",
+		"mcp__srv__x": "mcpsrvx",
+	} {
+		if got := toolNameKey(name); got != want {
+			t.Errorf("toolNameKey(%q) = %q, want %q", name, got, want)
+		}
+	}
+	r := NewRegistry(namedTool("b_tool"), namedTool("a"))
+	if got := r.Names(); !slices.Equal(got, []string{"b_tool", "a"}) {
+		t.Fatalf("names %v, want the order added", got)
+	}
+	for _, name := range []string{"B-Tool", "btool", "A"} {
+		if _, ok := r.Lookup(name); !ok {
+			t.Errorf("Lookup(%q) found nothing", name)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
@@ -50,9 +51,24 @@ const updateSessionStep = `UPDATE sessions SET
 	` + touch + `
 	WHERE id = ?`
 
-// updateSessionStepGuarded is updateSessionStep for a row whose last_seq
-// the writer knows.
-const updateSessionStepGuarded = updateSessionStep + ` AND last_seq = ?`
+// updateSessionMessages is updateSessionStep for a step without usage (a
+// step of tool results): it adds nothing to the totals, so it leaves them
+// out and binds five values instead of eleven.
+const updateSessionMessages = `UPDATE sessions SET
+	last_seq = last_seq + ?,
+	status = COALESCE(NULLIF(?, ''), status),
+	` + touch + `
+	WHERE id = ?`
+
+// stepUpdate and messagesUpdate are the two updates of a step, each
+// plain and guarded by the row's last_seq (for a row whose last_seq the
+// writer knows).
+var (
+	stepUpdate     = sessionUpdate{updateSessionStep, updateSessionStep + ` AND last_seq = ?`}
+	messagesUpdate = sessionUpdate{updateSessionMessages, updateSessionMessages + ` AND last_seq = ?`}
+)
+
+type sessionUpdate struct{ plain, guarded string }
 
 // insertStepSession inserts a session created by a step as the step
 // leaves it.
@@ -73,16 +89,16 @@ var insertMessages = func() [5]string {
 	return qs
 }()
 
-// updateStepSession adds a step to an existing session row (args are
-// updateSessionStep's) and returns the session's last seq after it. When
+// updateStepSession adds a step to an existing session row (q is
+// stepUpdate or messagesUpdate, args its values) and returns the session's last seq after it. When
 // the writer knows the row's last_seq the update is guarded by it and the
 // new one follows; otherwise, or when the row moved on (another process
 // wrote it), it is read back. No RETURNING: SQLite collects a RETURNING
 // clause's rows in an ephemeral table, a b-tree opened and freed per
 // statement, which costs more than reading the row back.
-func updateStepSession(ctx context.Context, tx *wtx, st store.Step, args []any) (int64, error) {
+func updateStepSession(ctx context.Context, tx *wtx, st store.Step, q sessionUpdate, args []any) (int64, error) {
 	if seq, ok := tx.w.seqs.get(st.SessionID); ok {
-		res, err := tx.ExecContext(ctx, updateSessionStepGuarded, append(args, seq)...)
+		res, err := tx.ExecContext(ctx, q.guarded, append(args, seq)...)
 		if err != nil {
 			return 0, err
 		}
@@ -92,7 +108,7 @@ func updateStepSession(ctx context.Context, tx *wtx, st store.Step, args []any) 
 			return seq + int64(len(st.Messages)), nil
 		}
 	}
-	res, err := tx.ExecContext(ctx, updateSessionStep, args...)
+	res, err := tx.ExecContext(ctx, q.plain, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -238,7 +254,12 @@ func (s *Store) stepWrite(ctx context.Context, st store.Step) (write func(*wtx) 
 				return err
 			}
 			end = int64(len(st.Messages))
-		} else if end, err = updateStepSession(ctx, tx, st, []any{len(st.Messages), n.InputTokens, n.OutputTokens,
+		} else if st.Usage == nil {
+			if end, err = updateStepSession(ctx, tx, st, messagesUpdate,
+				[]any{len(st.Messages), string(st.Status), ts, ts, st.SessionID}); err != nil {
+				return err
+			}
+		} else if end, err = updateStepSession(ctx, tx, st, stepUpdate, []any{len(st.Messages), n.InputTokens, n.OutputTokens,
 			n.CacheReadTokens, n.CacheWriteTokens, u.CostUSD, costKnown, string(st.Status), ts, ts, st.SessionID}); err != nil {
 			return err
 		}
@@ -323,13 +344,38 @@ func (s *Store) lastSeq(ctx context.Context, sessionID string) (int64, error) {
 }
 
 // encodeJSON is json.Marshal without HTML escaping, so text and tool
-// input holding '<', '>' or '&' are stored as written.
+// input holding '<', '>' or '&' are stored as written. Its buffers and
+// encoders are reused: every step encodes its messages.
 func encodeJSON(v any) (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*encoder)
+	defer e.put()
+	if err := e.enc.Encode(v); err != nil {
 		return "", err
 	}
-	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+	return string(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
+}
+
+// encoder is a json.Encoder writing into its own buffer.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// maxPooledEncoder bounds the buffer an encoder keeps for the next one:
+// a message of a large file read would pin its size.
+const maxPooledEncoder = 64 << 10
+
+func (e *encoder) put() {
+	if e.buf.Cap() > maxPooledEncoder {
+		return
+	}
+	e.buf.Reset()
+	encoders.Put(e)
 }

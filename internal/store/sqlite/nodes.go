@@ -37,11 +37,6 @@ var (
 			strings.TrimSuffix(strings.Repeat("?, ", len(nodeFields)+4), ", ") + ")" +
 			" ON CONFLICT (run_id, id) DO UPDATE SET " + strings.Join(set, ", ")
 	}()
-	// insertNode writes a node whose row does not exist yet, and nothing
-	// when it does; its row's updated_at is then the one bound.
-	insertNode = "INSERT INTO nodes (" + nodeColumns + ") VALUES (" +
-		strings.TrimSuffix(strings.Repeat("?, ", len(nodeFields)+4), ", ") + ")" +
-		" ON CONFLICT (run_id, id) DO NOTHING"
 )
 
 // Commit writes one engine transition in one BEGIN IMMEDIATE transaction:
@@ -159,6 +154,7 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 type nodeRows struct {
 	rows    known[nodeKey, nodeRow]
 	updates map[uint32]string // changed-column mask → UPDATE statement
+	inserts map[uint64]string // literal-column mask → insert statement (insertStatement)
 }
 
 type nodeKey struct {
@@ -254,7 +250,8 @@ func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
 // that exists already is replaced and its updated_at read back.
 func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
 	k, c := nodeKeyOf(args), &tx.w.nodes
-	res, err := tx.ExecContext(ctx, insertNode, args...)
+	q, vals := c.insertStatement(args)
+	res, err := tx.ExecContext(ctx, q, vals...)
 	if err != nil {
 		return err
 	}
@@ -273,6 +270,51 @@ func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
 	}
 	c.remember(tx, k, args, updated)
 	return nil
+}
+
+// insertStatement returns the statement that inserts the node of args
+// (nodeArgs' values) when its row does not exist yet, and does nothing
+// when it does (its row's updated_at is then the one bound), with the
+// values it binds: the empty strings and NULLs of args are written into
+// the statement as literals. A new node has a dozen empty columns, and
+// the driver copies every string it binds into memory of its own (an
+// allocation, and an unbinding after the statement ran), an empty one
+// too.
+func (c *nodeRows) insertStatement(args []any) (string, []any) {
+	var mask uint64
+	vals := make([]any, 0, len(args))
+	for i, v := range args {
+		if s, ok := v.(string); i < 64 && ((ok && s == "") || v == nil) {
+			mask |= 1 << i
+			continue
+		}
+		vals = append(vals, v)
+	}
+	q, ok := c.inserts[mask]
+	if !ok {
+		var b strings.Builder
+		b.WriteString("INSERT INTO nodes (" + nodeColumns + ") VALUES (")
+		for i, v := range args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			switch {
+			case i >= 64 || mask&(1<<i) == 0:
+				b.WriteString("?")
+			case v == nil:
+				b.WriteString("NULL")
+			default:
+				b.WriteString("''")
+			}
+		}
+		b.WriteString(") ON CONFLICT (run_id, id) DO NOTHING")
+		q = b.String()
+		if c.inserts == nil {
+			c.inserts = map[uint64]string{}
+		}
+		c.inserts[mask] = q
+	}
+	return q, vals
 }
 
 // nodeArgs validates n and returns the values of nodeColumns for it, each

@@ -4,11 +4,11 @@
 // Invariants:
 //   - Every write runs in a BEGIN IMMEDIATE transaction on the one writer
 //     connection. Writes of this process queue in the writer (writer.go),
-//     which commits the writes that queued meanwhile together, each in its
-//     own savepoint (group commit); writes of other processes sharing the
-//     file wait for the write lock (busy_timeout) up front, so no
-//     transaction ever fails with SQLITE_BUSY while upgrading a read lock
-//     to a write lock.
+//     which commits the writes that queued meanwhile together, a failed
+//     one rolled back alone (group commit); writes of other processes
+//     sharing the file wait for the write lock (busy_timeout) up front, so
+//     no transaction ever fails with SQLITE_BUSY while upgrading a read
+//     lock to a write lock.
 //   - Reads go through a separate pool of query_only connections. In WAL
 //     mode they see the last committed state and never block the writer.
 //   - A goroutine of the store checkpoints the WAL in the background

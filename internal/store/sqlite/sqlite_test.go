@@ -1,13 +1,16 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -374,4 +377,40 @@ func TestUseAfterClose(t *testing.T) {
 	if _, err := b.st.GetSession(b.ctx, "s1"); err == nil {
 		t.Fatal("read after Close succeeded")
 	}
+}
+
+// TestEncodeJSON: encodeJSON is json.Marshal without HTML escaping, also
+// after an encoding failed and from several goroutines (its encoders are
+// pooled), and a large value does not leave its buffer in the pool.
+func TestEncodeJSON(t *testing.T) {
+	t.Parallel()
+	if _, err := encodeJSON(func() {}); err == nil {
+		t.Fatal("encoding a func: no error")
+	}
+	big := strings.Repeat("x", 2*maxPooledEncoder)
+	if got, err := encodeJSON(big); err != nil || got != `"`+big+`"` {
+		t.Fatalf("a large string: %d bytes, %v", len(got), err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 50 {
+				m := llm.UserText(fmt.Sprintf("<b>%d & %d</b>", i, j))
+				got, err := encodeJSON(m)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				want, _ := json.Marshal(m)
+				want = bytes.ReplaceAll(want, []byte(`\u003c`), []byte("<"))
+				want = bytes.ReplaceAll(want, []byte(`\u003e`), []byte(">"))
+				want = bytes.ReplaceAll(want, []byte(`\u0026`), []byte("&"))
+				if got != string(want) {
+					t.Errorf("encodeJSON = %s, want %s", got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

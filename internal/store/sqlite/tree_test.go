@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/store"
 )
@@ -257,5 +260,50 @@ func TestCommitAsyncKeepsWhatItWasGiven(t *testing.T) {
 	must(t, err)
 	if got.Goal != "given" || len(got.BlockedBy) != 0 {
 		t.Fatalf("stored goal %q, blocked_by %v; want what the commit was given", got.Goal, got.BlockedBy)
+	}
+}
+
+// TestNodeInsertWritesEmptyColumnsAsLiterals: a new node's empty strings
+// and NULLs are in its insert statement, not bound, and read back as they
+// were; nodes of the same shape share one statement.
+func TestNodeInsertWritesEmptyColumnsAsLiterals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1"}))
+	started := time.Unix(1_700_000_000, 5).UTC()
+	sparse := store.Node{RunID: "r1", ID: 1, Kind: "goal", Goal: "g", State: "pending"}
+	full := store.Node{RunID: "r1", ID: 2, ParentID: 1, Kind: "task", Spawn: "s", Goal: "g2", Prompt: "p",
+		BlockedBy: []int64{1}, Returns: "r", ContextQuery: "q", Question: "?", Options: []string{"a"}, Default: "a",
+		State: "active", Result: "res", Error: "e", Draft: "d", HasDraft: true, Context: "c", SessionID: "r1.2",
+		Attempts: 2, Synthesized: 1, Notice: "n", CallID: "call", StartedAt: &started, BudgetUSD: 1.5, MaxTokens: 9,
+		Model: "m", Runner: "w"}
+	for _, n := range []store.Node{sparse, full} {
+		args, err := nodeArgs(n, time.Now())
+		must(t, err)
+		q, vals := b.st.w.nodes.insertStatement(args)
+		if got := strings.Count(q, "?"); got != len(vals) {
+			t.Fatalf("node %d: %d placeholders for %d values: %s", n.ID, got, len(vals), q)
+		}
+		for _, v := range vals {
+			if s, ok := v.(string); v == nil || ok && s == "" {
+				t.Fatalf("node %d: binds an empty value: %#v", n.ID, vals)
+			}
+		}
+		if n.ID == 1 && len(vals) >= len(args)-10 {
+			t.Fatalf("node 1 binds %d of %d values", len(vals), len(args))
+		}
+		must(t, b.st.Commit(b.ctx, nil, n))
+		got, err := b.st.GetNode(b.ctx, "r1", n.ID)
+		must(t, err)
+		got.CreatedAt, got.UpdatedAt = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(got, n) {
+			t.Fatalf("node %d read back as\n%+v\nwant\n%+v", n.ID, got, n)
+		}
+	}
+	third := sparse
+	third.ID = 3
+	must(t, b.st.Commit(b.ctx, nil, third))
+	if len(b.st.w.nodes.inserts) != 2 {
+		t.Fatalf("%d insert statements for nodes of two shapes", len(b.st.w.nodes.inserts))
 	}
 }

@@ -19,9 +19,10 @@ const maxBatch = 64
 
 // writer runs the store's writes on its one write connection, with group
 // commit: the writes that queued while a transaction was running share the
-// next transaction, each in its own SAVEPOINT, so one caller's failure
-// rolls back only its own statements. Every caller is released once the
-// transaction holding its write has committed (or with its own error).
+// next transaction, and one caller's failure rolls back only its own
+// statements (the batch runs again with a SAVEPOINT per write when one
+// failed: writer_tx.go). Every caller is released once the transaction
+// holding its write has committed (or with its own error).
 //
 // There is no writer goroutine: the first caller to find the writer idle
 // leads, running batches on its own goroutine until its own write is done,

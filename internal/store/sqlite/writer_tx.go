@@ -1,6 +1,7 @@
-// The writer's transactions: a batch run as one transaction with a
-// savepoint per write (or each write alone when that transaction failed),
-// and wtx, the transaction a write function runs in.
+// The writer's transactions: a batch run as one transaction (again with a
+// savepoint per write when one of them failed, or each write alone when
+// that transaction failed), and wtx, the transaction a write function runs
+// in.
 
 package sqlite
 
@@ -68,13 +69,43 @@ func (w *writer) runAlone(r *writeReq) {
 	r.runOnCommit()
 }
 
-// runTogether runs live in one transaction, each request in a savepoint
+// runTogether runs live in one transaction, first with no savepoints:
+// writes rarely fail, and a savepoint and its release were two of the
+// about fifteen statements of a tree node's writes. When one of them fails
+// (an error or a panic), that transaction is rolled back and the batch
+// runs again with a savepoint per write (runSavepoints), so that the
+// failure rolls back only its own statements and the others commit; a
+// write function may thus run more than once, as it may when the
+// transaction itself fails. It reports false when the transaction itself
+// failed: then nothing of it was committed and the caller runs every
+// request again on its own, so one request's failure never fails
+// another's write.
+func (w *writer) runTogether(live []*writeReq) bool {
+	w.txs.Add(1)
+	w.writes.Add(int64(len(live)))
+	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
+		for _, r := range live {
+			r.err = err
+		}
+		return true
+	}
+	for _, r := range live {
+		if w.call(r) {
+			w.rollback()
+			for _, r := range live {
+				r.err, r.panic, r.onCommit = nil, nil, nil
+			}
+			return w.runSavepoints(live)
+		}
+	}
+	return w.commitTogether(live)
+}
+
+// runSavepoints runs live in one transaction, each request in a savepoint
 // that its failure rolls back. It reports false when the transaction
 // itself failed (a statement error that ends the transaction, such as
-// SQLITE_FULL or an I/O error, or a failed COMMIT): then nothing of it
-// was committed and the caller runs every request again on its own, so
-// one request's failure never fails another's write.
-func (w *writer) runTogether(live []*writeReq) bool {
+// SQLITE_FULL or an I/O error, or a failed COMMIT), as runTogether does.
+func (w *writer) runSavepoints(live []*writeReq) bool {
 	w.txs.Add(1)
 	w.writes.Add(int64(len(live)))
 	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
@@ -100,6 +131,13 @@ func (w *writer) runTogether(live []*writeReq) bool {
 			return false
 		}
 	}
+	return w.commitTogether(live)
+}
+
+// commitTogether commits the open transaction of live and runs what their
+// writes asked to run after it; false when the COMMIT failed (then it was
+// rolled back).
+func (w *writer) commitTogether(live []*writeReq) bool {
 	if err := w.exec("COMMIT"); err != nil {
 		w.rollback()
 		return false

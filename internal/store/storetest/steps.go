@@ -36,12 +36,27 @@ func testSteps(t *testing.T, open Opener) {
 		last, err = b.st.SaveStep(b.ctx, store.Step{SessionID: "s1", Status: store.SessionIdle})
 		noErr(t, err)
 		equal(t, "last seq after a status step", last, int64(1))
+		s = b.get(t, "s1")
+		equal(t, "usage after a status step", s.Usage, llm.Usage{InputTokens: 7, OutputTokens: 3})
+		equal(t, "cost after a status step", s.CostUSD, 0.5)
 		_, err = b.st.SaveStep(b.ctx, store.Step{SessionID: "s1", Usage: &store.UsageRecord{Model: "m2", Usage: llm.Usage{OutputTokens: 1}}})
 		noErr(t, err)
 		s = b.get(t, "s1")
 		equal(t, "status kept", s.Status, store.SessionIdle)
 		equal(t, "output tokens", s.Usage.OutputTokens, int64(4))
 		equal(t, "unknown cost sticks", s.CostKnown, false)
+
+		// A step of messages without usage (tool results) adds to last_seq
+		// only, and sets its status.
+		last, err = b.st.SaveStep(b.ctx, store.Step{SessionID: "s1", Status: store.SessionActive,
+			Messages: []llm.Message{text(llm.RoleUser, "result")}})
+		noErr(t, err)
+		equal(t, "last seq after a messages step", last, int64(2))
+		s = b.get(t, "s1")
+		equal(t, "status of a messages step", s.Status, store.SessionActive)
+		equal(t, "usage after a messages step", s.Usage, llm.Usage{InputTokens: 7, OutputTokens: 4})
+		equal(t, "cost after a messages step", s.CostUSD, 0.5)
+		equal(t, "unknown cost still sticks", s.CostKnown, false)
 	})
 
 	t.Run("CreatesTheSession", func(t *testing.T) {
