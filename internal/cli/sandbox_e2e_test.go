@@ -123,6 +123,16 @@ func TestSandboxRequired(t *testing.T) {
 	if o.code != 0 || strings.Count(o.stderr, "the sandbox is unavailable") != 1 || strings.TrimSpace(o.stdout) != "nothing to do" {
 		t.Fatalf("auto without bubblewrap: exit %d, stdout %q\n%s", o.code, o.stdout, o.stderr)
 	}
+	// A headless session says ready without waiting for the probe, and
+	// the warning still comes, once, before it exits; required mode waits.
+	o = e.run("headless", "--sandbox", "required", "--model", model)
+	if o.code != 2 || strings.Contains(o.stdout, "ready") || !strings.Contains(o.stderr, "sandbox.mode is required") {
+		t.Fatalf("headless, required without bubblewrap: exit %d, stdout %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	o = e.run("headless", "--model", model)
+	if o.code != 0 || !strings.Contains(o.stdout, `"type":"ready"`) || strings.Count(o.stderr, "the sandbox is unavailable") != 1 {
+		t.Fatalf("headless, auto without bubblewrap: exit %d, stdout %q\n%s", o.code, o.stdout, o.stderr)
+	}
 }
 
 // TestSandboxBlockedEvents: what the sandbox refused reaches people, not
