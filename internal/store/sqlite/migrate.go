@@ -106,20 +106,22 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
 // re-reads the version, so several processes opening the same new file at
 // once apply every migration exactly once.
 func migrateWith(ctx context.Context, db *sql.DB, ms []migration, fresh string) error {
-	err := inTx(ctx, db, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    BIGINT PRIMARY KEY,
-			name       TEXT NOT NULL,
-			applied_at BIGINT NOT NULL
-		)`)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
+	// The common case, a file already at this schema, is one read: no
+	// write lock, which every process opening the file would otherwise
+	// take in turn (a gateway starts hundreds).
+	if v, err := schemaVersion(ctx, db); err == nil && v == len(ms) {
+		return nil
 	}
 	for {
 		var done bool
 		err := inTx(ctx, db, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    BIGINT PRIMARY KEY,
+				name       TEXT NOT NULL,
+				applied_at BIGINT NOT NULL
+			)`); err != nil {
+				return fmt.Errorf("create schema_migrations: %w", err)
+			}
 			v, err := schemaVersion(ctx, tx)
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -413,4 +414,25 @@ func TestEncodeJSON(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestReopenTakesNoWriteLock: opening a file that is already at this
+// schema only reads it, so it succeeds while another connection holds
+// the write lock (it would otherwise wait out the busy timeout and fail).
+func TestReopenTakesNoWriteLock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	must(t, b.st.Close())
+	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(b.path), RawQuery: "_busy_timeout=0&_txlock=immediate"}).String()
+	holder, err := sql.Open("sqlite", dsn)
+	must(t, err)
+	defer holder.Close()
+	tx, err := holder.BeginTx(b.ctx, nil) // BEGIN IMMEDIATE: the write lock
+	must(t, err)
+	defer func() { _ = tx.Rollback() }()
+	st, err := Open(b.ctx, b.path)
+	if err != nil {
+		t.Fatalf("open while another connection holds the write lock: %v", err)
+	}
+	must(t, st.Close())
 }
