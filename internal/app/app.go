@@ -49,13 +49,6 @@ type Options struct {
 	// Diag, when set, is told what goes wrong out of any turn's sight
 	// (a project hook that failed at a turn's end), a line each.
 	Diag io.Writer
-	// LateSandboxCheck lets Open return before the sandbox's mechanism is
-	// found, in auto mode (required mode always waits): a session that
-	// serves a client is ready while bubblewrap is probed, and a sandbox
-	// that cannot be made is said on Diag when the probe ends instead of
-	// among Warnings. The first command that needs the sandbox waits for
-	// the probe.
-	LateSandboxCheck bool
 }
 
 // App holds what every front end shares: config, store, event bus,
@@ -146,10 +139,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	// store opens, and checkSandbox below finds its cached result.
 	detected := detectSandbox(cfg)
 	st, err := openStore(ctx, cfg)
-	late := o.LateSandboxCheck && sandboxMode(cfg) == sandbox.Auto
-	if !late || err != nil {
-		<-detected
-	}
+	<-detected
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -167,10 +157,6 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err := a.startTelemetry(ctx, cfg); err != nil {
 		a.Close()
 		return nil, err
-	}
-	if late {
-		a.checkSandboxLate(detected)
-		return a, nil
 	}
 	if err := a.checkSandbox(); err != nil {
 		a.Close()

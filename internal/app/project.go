@@ -263,10 +263,7 @@ func (a *App) notifyHooks() {
 
 // reportHooks writes the notes of hooks whose event has no turn to show
 // them to (Stop, PreCompact, Notification) to Options.Diag.
-func (a *App) reportHooks(notes []string) { a.warnDiag(notes...) }
-
-// warnDiag writes notes to Options.Diag as warnings, a line each.
-func (a *App) warnDiag(notes ...string) {
+func (a *App) reportHooks(notes []string) {
 	root := a
 	if a.root != nil {
 		root = a.root

@@ -45,7 +45,7 @@ func (a *App) Sandbox() *sandbox.Sandbox {
 // is closed when it is done, and the caller waits for it.
 func detectSandbox(cfg *config.Config) <-chan struct{} {
 	done := make(chan struct{})
-	if sandboxMode(cfg) == sandbox.Off {
+	if mode, _ := sandbox.ParseMode(cfg.Sandbox.Mode); mode == sandbox.Off {
 		close(done)
 		return done
 	}
@@ -54,33 +54,6 @@ func detectSandbox(cfg *config.Config) <-chan struct{} {
 		_, _ = sandbox.Detect() // its error is checkSandbox's to report
 	}()
 	return done
-}
-
-// unconfinedWarning is what auto mode says when the sandbox cannot be made.
-func unconfinedWarning(err error) string {
-	return fmt.Sprintf("%v; shell commands run unconfined and ask for approval (sandbox.mode: auto; off to silence this)", err)
-}
-
-// sandboxMode is cfg's sandbox mode (validated by config.Load).
-func sandboxMode(cfg *config.Config) sandbox.Mode {
-	mode, _ := sandbox.ParseMode(cfg.Sandbox.Mode)
-	return mode
-}
-
-// checkSandboxLate is checkSandbox in auto mode for an App that did not
-// wait for detected: once it is closed, a sandbox that cannot be made is
-// said on the diagnostics writer, as Open's warning would have been. The
-// App's Close waits for it.
-func (a *App) checkSandboxLate(detected <-chan struct{}) {
-	done := make(chan struct{})
-	a.onClose(func() { <-done })
-	go func() {
-		defer close(done)
-		<-detected
-		if a.Sandbox() == nil && a.sandboxErr != nil {
-			a.warnDiag(unconfinedWarning(a.sandboxErr))
-		}
-	}()
 }
 
 // SandboxStatus says whether commands run confined, for front ends that
@@ -106,7 +79,7 @@ func (a *App) checkSandbox() error {
 	if mode == sandbox.Required {
 		return fmt.Errorf("%w: sandbox.mode is required, but %v", ErrUsage, a.sandboxErr)
 	}
-	a.warnings = append(a.warnings, unconfinedWarning(a.sandboxErr))
+	a.warnings = append(a.warnings, fmt.Sprintf("%v; shell commands run unconfined and ask for approval (sandbox.mode: auto; off to silence this)", a.sandboxErr))
 	return nil
 }
 

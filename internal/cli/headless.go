@@ -45,7 +45,7 @@ control_request, control_response and result lines. With a prompt argument
 it runs that one turn and exits. Diagnostics go to stderr.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g.servesClient()
+			g.runsAgents()
 			protocol.OneProc(os.Getenv)
 			if f.sessionDir != "" {
 				g.workspace = f.sessionDir
@@ -178,7 +178,7 @@ func runSDK(ctx context.Context, d dialect.Dialect, args []string, s Streams) in
 	}
 	s.In = in
 	g := globals{model: l.Model, mode: l.PermissionMode, mcp: l.MCPServers, strictMCP: l.StrictMCP, stderr: s.Err,
-		sandboxSettings: l.Sandbox.Config(), settingSources: l.SettingSources, addDirs: l.AddDirs, lateSandbox: true}
+		sandboxSettings: l.Sandbox.Config(), settingSources: l.SettingSources, addDirs: l.AddDirs}
 	if l.SandboxRequired {
 		g.sandbox = "required"
 	}

@@ -70,23 +70,18 @@ type globals struct {
 	settingSources  []string
 	addDirs         []string
 	cluster         config.Cluster // arbor worker's --lease-ttl, --heartbeat, --poll
-	lateSandbox     bool           // servesClient
 }
 
 // runsAgents marks a command whose agents' commands are sandboxed by
 // default (sandbox.mode auto).
 func (g *globals) runsAgents() { g.sandboxDefault = "auto" }
 
-// servesClient marks a command that serves a client over stdio: it says
-// ready without waiting for the sandbox's probe (app.Options.LateSandboxCheck).
-func (g *globals) servesClient() { g.runsAgents(); g.lateSandbox = true }
-
 func (g *globals) open(ctx context.Context) (*app.App, error) {
 	a, err := app.Open(ctx, app.Options{
 		Workspace: g.workspace,
 		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, SandboxSettings: g.sandboxSettings,
 			MCPServers: g.mcp, StrictMCP: g.strictMCP, AddDirs: g.addDirs, Cluster: g.cluster},
-		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr, LateSandboxCheck: g.lateSandbox,
+		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr,
 	})
 	if err != nil {
 		return nil, classify(err)

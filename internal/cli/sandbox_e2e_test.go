@@ -123,8 +123,8 @@ func TestSandboxRequired(t *testing.T) {
 	if o.code != 0 || strings.Count(o.stderr, "the sandbox is unavailable") != 1 || strings.TrimSpace(o.stdout) != "nothing to do" {
 		t.Fatalf("auto without bubblewrap: exit %d, stdout %q\n%s", o.code, o.stdout, o.stderr)
 	}
-	// A headless session says ready without waiting for the probe, and
-	// the warning still comes, once, before it exits; required mode waits.
+	// The same for a headless session: required refuses before ready,
+	// auto says ready and warns once.
 	o = e.run("headless", "--sandbox", "required", "--model", model)
 	if o.code != 2 || strings.Contains(o.stdout, "ready") || !strings.Contains(o.stderr, "sandbox.mode is required") {
 		t.Fatalf("headless, required without bubblewrap: exit %d, stdout %q\n%s", o.code, o.stdout, o.stderr)

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
@@ -17,13 +18,7 @@ const QuietAfter = time.Second
 // arrived) disarms it, and the trim runs when the timer fires. A session
 // that stays idle wakes once, not periodically.
 //
-// The default trim is debug.FreeOSMemory: a collection, then the free
-// heap returned to the system. Without it a session keeps the garbage of
-// its last turn until the next one, and the runtime's background
-// scavenger returns free pages only down to its heap goal, about twice
-// the live heap. It costs about 5 ms of CPU per quiet spell and saves
-// about 2 MiB of private memory per idle session (docs/benchmarks.md,
-// "Idle sessions give memory back").
+// The default trim is FreeGarbage.
 type Quiet struct {
 	after time.Duration
 	trim  func()
@@ -35,12 +30,33 @@ type Quiet struct {
 }
 
 // NewQuiet returns a Quiet that runs trim after the given quiet time; a
-// nil trim is debug.FreeOSMemory.
+// nil trim is FreeGarbage.
 func NewQuiet(after time.Duration, trim func()) *Quiet {
 	if trim == nil {
-		trim = debug.FreeOSMemory
+		trim = FreeGarbage
 	}
 	return &Quiet{after: after, trim: trim}
+}
+
+// minGarbage is the least garbage FreeGarbage collects for.
+const minGarbage = 1 << 20
+
+// FreeGarbage collects and returns the free heap to the system
+// (debug.FreeOSMemory) when the heap holds at least 1 MiB more than was
+// live after the last collection, and does nothing otherwise. A session
+// keeps its turns' garbage until the heap reaches the collector's goal
+// (twice the live heap, 4 MiB at least), so an idle session that had
+// busy turns holds a few MiB of it; one that has little would pay a
+// collection's own memory (mark bits, work buffers) and CPU for nothing
+// (docs/benchmarks.md, "Idle memory and start-up").
+func FreeGarbage() {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	live, objects := s[0].Value.Uint64(), s[1].Value.Uint64()
+	if live == 0 || objects < live+minGarbage { // no collection yet: start-up's heap is live
+		return
+	}
+	debug.FreeOSMemory()
 }
 
 // Idle says the session has nothing to do until its client writes: the

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,4 +57,30 @@ func TestQuietCloseWaitsForARunningTrim(t *testing.T) {
 	released.Store(true)
 	close(release)
 	<-closed
+}
+
+var sink [][]byte
+
+func TestFreeGarbageCollectsOnlyWhenItIsWorth(t *testing.T) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	FreeGarbage() // nothing allocated since the collection
+	runtime.ReadMemStats(&after)
+	if after.NumGC != before.NumGC {
+		t.Fatalf("FreeGarbage collected with no garbage (%d → %d collections)", before.NumGC, after.NumGC)
+	}
+	for range 40 { // 2.5 MiB: garbage, and below the collector's own 4 MiB goal
+		sink = append(sink, make([]byte, 64<<10))
+	}
+	sink = nil
+	runtime.ReadMemStats(&before)
+	FreeGarbage()
+	runtime.ReadMemStats(&after)
+	if after.NumGC == before.NumGC {
+		t.Fatal("FreeGarbage did not collect 2.5 MiB of garbage")
+	}
+	if after.HeapReleased <= before.HeapReleased {
+		t.Fatalf("heap released to the system: %d KiB before, %d KiB after", before.HeapReleased>>10, after.HeapReleased>>10)
+	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/arbor-run/arbor/internal/testutil"
 )
 
-// A session gives memory back once after ready and once after each turn,
-// when it waits for its client; input in between cancels it.
+// A session gives memory back once after each turn, when it waits for
+// its client, and not after ready (start-up's heap is live).
 func TestQuietTrimsWhileTheSessionWaits(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"})
 	defer srv.Close()
@@ -33,7 +33,11 @@ func TestQuietTrimsWhileTheSessionWaits(t *testing.T) {
 			t.Fatalf("no trim after %s", after)
 		}
 	}
-	waitTrim("ready")
+	b.Send(`{"type":"status"}`) // answered at once: no turn, no trim
+	b.Next(typ("status_response"))
+	if n := len(trims); n != 0 {
+		t.Fatalf("%d trims before any turn", n)
+	}
 	for _, turn := range []string{"one", "two"} {
 		b.Send(cmd(map[string]any{"type": "send", "content": turn}))
 		if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {

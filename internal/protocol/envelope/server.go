@@ -257,7 +257,6 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		ready.Name, ready.Branch, ready.Path, ready.RepoRoot = wt.Name, wt.Branch, wt.Path, wt.RepoRoot
 	}
 	s.wire.write(typeReady, 0, ready)
-	s.quiet.Idle()
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -223,7 +223,6 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		s.quiet = protocol.NewQuiet(protocol.QuietAfter, nil)
 	}
 	defer s.quiet.Close()
-	s.quiet.Idle()
 	a.SetMCPSDK(s.sdkTransport)
 	// After the subscription: its last lines are written too. Once
 	// signalled, a client that stopped reading gets a grace period only.

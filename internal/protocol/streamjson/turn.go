@@ -40,7 +40,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			Errors: []string{initErr.Error()}, SessionID: s.sessionID(), PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 		return
 	}
-	sess, err := s.session(ctx)
+	// An interrupt that comes while the session is being made ends the
+	// turn below, as an interrupted turn; the session itself is made (the
+	// client is told its id, and the next turn uses it).
+	sess, err := s.session(context.WithoutCancel(ctx))
 	// A Claude Agent SDK client cannot answer auth_required (it says the
 	// subtype is unsupported): the error result names what to set instead.
 	if err != nil && !s.sdkLaunch() && needsAuth(err) {
