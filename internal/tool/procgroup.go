@@ -122,8 +122,19 @@ func KillLeftoverGroup(pgid int, startedAt time.Time) (bool, error) {
 	case err != nil:
 		return false, err
 	}
+	// SIGKILL takes effect when each process next runs: on a busy
+	// machine a resume would otherwise report the group killed while a
+	// process of it still runs for a moment.
+	for deadline := time.Now().Add(groupDeathWait); groupAlive(pgid) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	return true, nil
 }
+
+// groupDeathWait bounds how long KillLeftoverGroup waits for the killed
+// group's processes to be gone (a process in uninterruptible sleep dies
+// only when that ends).
+const groupDeathWait = 2 * time.Second
 
 // RunInGroup runs cmd as the leader of a new process group that dies with
 // arbor, as the tools' processes do (Pdeathsig on Linux, the reaper), for
