@@ -45,11 +45,12 @@ type writeReq struct {
 	err   error
 }
 
-// committer runs the store's queued writes on its own goroutine, with
-// group commit: the writes that queued while a transaction ran are sent
-// together as one batch that PostgreSQL runs as one implicit transaction
-// (see inBatch), so they share its commit and WAL flush. A write queued
-// alone runs alone, exactly as before group commit.
+// committer sends the store's writes with group commit: the writes that
+// queued while a transaction ran are sent together, on the committer's
+// goroutine, as one batch that PostgreSQL runs as one implicit
+// transaction (see inBatch), so they share its commit and WAL flush. A
+// write that finds nothing queued and nothing being sent is sent by its
+// caller, alone, exactly as before group commit.
 //
 // One write's failure fails no other write: when a statement of a shared
 // batch fails, the whole transaction rolls back, the write it belongs to
@@ -63,21 +64,20 @@ type writeReq struct {
 // them twice. Every caller is released once the transaction holding its
 // write committed, or with its own error.
 //
-// Invariants: one goroutine (loop) runs every transaction, so the writes
-// commit in the order they were queued (a write queued after another
-// commits with it or later); a request is released exactly once.
+// Invariants: one transaction is sent at a time (busy), by loop or by a
+// caller that found nothing queued and nothing being sent (do), so the
+// writes commit in the order they were queued (a write queued after
+// another commits with it or later); a request is released exactly once.
 type committer struct {
 	s *Store
 
-	mu     sync.Mutex // guards queue and closed
+	mu     sync.Mutex // guards queue, busy, held and closed
 	queue  []*writeReq
+	busy   bool // a transaction is being sent, by loop or by a caller (do)
+	held   bool // tests: nothing is sent, so that writes queue (hold)
 	closed bool
-	wake   chan struct{} // one token: the queue grew or closed was set
+	wake   chan struct{} // one token: one of the above changed
 	ended  chan struct{} // closed when loop returns
-
-	// pause is held by loop while it takes and runs a batch; a test holds
-	// it to let writes queue into one batch.
-	pause sync.Mutex
 
 	// Counters, read by tests and benchmarks (Store.WriteStats).
 	txs    atomic.Int64 // transactions sent (a write run again counts again)
@@ -90,13 +90,26 @@ func newCommitter(s *Store) *committer {
 	return c
 }
 
-// do queues a write and returns once the transaction holding it
-// committed, or its error. A write whose ctx ends while it is still
-// queued is not run (ctx.Err()); once taken it runs to its end.
+// do runs a write and returns once the transaction holding it committed,
+// or its error. When nothing is queued or being sent, the caller sends
+// its write itself, alone, with no hand-off to the committer's goroutine;
+// otherwise the write queues for the next batch. A write whose ctx ends
+// while it is still queued is not run (ctx.Err()); once taken it runs to
+// its end.
 func (c *committer) do(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	if !c.closed && !c.busy && !c.held && len(c.queue) == 0 {
+		c.busy = true
+		c.mu.Unlock()
+		defer c.idle()
+		err := c.s.runBatch(ctx, build, read, &c.txs)
+		c.writes.Add(1)
+		return dbError(err)
+	}
+	c.mu.Unlock()
 	r, err := c.enqueue(ctx, build, read)
 	if err != nil {
 		return err
@@ -112,6 +125,32 @@ func (c *committer) do(ctx context.Context, build func(*pgx.Batch), read func(pg
 	return r.err
 }
 
+// idle ends a caller's own send (do) and lets loop take what queued
+// meanwhile.
+func (c *committer) idle() {
+	c.mu.Lock()
+	c.busy = false
+	c.mu.Unlock()
+	c.signal()
+}
+
+// signal wakes loop to look at the queue again.
+func (c *committer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// hold stops (on) or resumes sending, for tests: writes queue meanwhile
+// and are then taken into one batch.
+func (c *committer) hold(on bool) {
+	c.mu.Lock()
+	c.held = on
+	c.mu.Unlock()
+	c.signal()
+}
+
 // enqueue queues a write and returns its request at once; the write runs
 // whether or not anyone waits for it (CommitAsync, QueueStep).
 func (c *committer) enqueue(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error) (*writeReq, error) {
@@ -123,10 +162,7 @@ func (c *committer) enqueue(ctx context.Context, build func(*pgx.Batch), read fu
 	}
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default: // a wake-up is already pending
-	}
+	c.signal()
 	return r, nil
 }
 
@@ -136,32 +172,28 @@ func (c *committer) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.signal()
 	<-c.ended
 }
 
 // loop takes the queued writes, at most maxGroup at a time, and runs
-// them, until the committer is closed and its queue is empty.
+// them, until the committer is closed, nothing is queued and no caller
+// sends its own write.
 func (c *committer) loop() {
 	defer close(c.ended)
 	live := make([]*writeReq, 0, maxGroup)
 	for {
 		c.mu.Lock()
-		if len(c.queue) == 0 {
-			closed := c.closed
-			c.mu.Unlock()
-			if closed {
+		for len(c.queue) == 0 || c.busy || c.held {
+			if c.closed && len(c.queue) == 0 && !c.busy {
+				c.mu.Unlock()
 				return
 			}
+			c.mu.Unlock()
 			<-c.wake
-			continue
+			c.mu.Lock()
 		}
-		c.mu.Unlock()
-		c.pause.Lock()
-		c.mu.Lock()
+		c.busy = true
 		live = live[:0]
 		n := 0
 		for n < len(c.queue) && len(live) < maxGroup {
@@ -178,7 +210,9 @@ func (c *committer) loop() {
 		}
 		c.mu.Unlock()
 		c.run(live)
-		c.pause.Unlock()
+		c.mu.Lock()
+		c.busy = false
+		c.mu.Unlock()
 		for _, r := range live {
 			r.err = dbError(r.err)
 			close(r.done)

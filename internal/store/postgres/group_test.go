@@ -17,8 +17,8 @@ import (
 // queued holds st's committer while fn queues writes, so that they are
 // all taken into one batch once it returns.
 func queued(st *Store, fn func()) {
-	st.group.pause.Lock()
-	defer st.group.pause.Unlock()
+	st.group.hold(true)
+	defer st.group.hold(false)
 	fn()
 }
 
