@@ -8,6 +8,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -40,6 +41,7 @@ type writeReq struct {
 	ctx   context.Context // for a write run alone
 	build func(*pgx.Batch)
 	read  func(pgx.BatchResults) error
+	last  bool // sent after the other writes of its batch (a lease's release)
 	state atomic.Int32
 	done  chan struct{} // closed once err is final
 	err   error
@@ -97,6 +99,11 @@ func newCommitter(s *Store) *committer {
 // while it is still queued is not run (ctx.Err()); once taken it runs to
 // its end.
 func (c *committer) do(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	return c.send(ctx, &writeReq{ctx: ctx, build: build, read: read, done: make(chan struct{})})
+}
+
+// send is do for a request made by the caller.
+func (c *committer) send(ctx context.Context, r *writeReq) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -105,13 +112,12 @@ func (c *committer) do(ctx context.Context, build func(*pgx.Batch), read func(pg
 		c.busy = true
 		c.mu.Unlock()
 		defer c.idle()
-		err := c.s.runBatch(ctx, build, read, &c.txs)
+		err := c.s.runBatch(ctx, r.build, r.read, &c.txs)
 		c.writes.Add(1)
 		return dbError(err)
 	}
 	c.mu.Unlock()
-	r, err := c.enqueue(ctx, build, read)
-	if err != nil {
+	if err := c.queued(r); err != nil {
 		return err
 	}
 	select {
@@ -155,15 +161,23 @@ func (c *committer) hold(on bool) {
 // whether or not anyone waits for it (CommitAsync, QueueStep).
 func (c *committer) enqueue(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error) (*writeReq, error) {
 	r := &writeReq{ctx: ctx, build: build, read: read, done: make(chan struct{})}
+	if err := c.queued(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// queued appends r to the queue; errClosed after close.
+func (c *committer) queued(r *writeReq) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, errClosed
+		return errClosed
 	}
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
 	c.signal()
-	return r, nil
+	return nil
 }
 
 // close refuses new writes, lets loop run what is queued, and waits for
@@ -224,6 +238,7 @@ func (c *committer) loop() {
 // run runs live, together when there are several, and sets each one's
 // err.
 func (c *committer) run(live []*writeReq) {
+	live = lastAtEnd(live)
 	for len(live) > 1 {
 		culprit, err := c.together(live)
 		var pe *pgconn.PgError
@@ -251,6 +266,26 @@ func (c *committer) run(live []*writeReq) {
 	if len(live) == 1 {
 		c.alone(live[0])
 	}
+}
+
+// lastAtEnd returns live with the writes marked last after the others,
+// each part in its order. They commit in the same transaction either way;
+// a batch that takes a lease row only after its other rows never holds
+// one while it waits for a node row, as a claim (which locks its node
+// first, then its lease) might (see Store.ReleaseLease).
+func lastAtEnd(live []*writeReq) []*writeReq {
+	if !slices.ContainsFunc(live, func(r *writeReq) bool { return r.last }) {
+		return live
+	}
+	out := make([]*writeReq, 0, len(live))
+	for _, last := range []bool{false, true} {
+		for _, r := range live {
+			if r.last == last {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // ownFailure reports an error of a statement's own data: invalid or

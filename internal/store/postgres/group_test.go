@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -194,15 +195,7 @@ func TestGroupCommitAbandonedWriteIsNotRun(t *testing.T) {
 			_, err := b.st.AppendMessages(ctx, "s1", llm.UserText("abandoned"))
 			done <- err
 		}()
-		for {
-			b.st.group.mu.Lock()
-			n := len(b.st.group.queue)
-			b.st.group.mu.Unlock()
-			if n == 1 {
-				break
-			}
-			runtime.Gosched()
-		}
+		waitQueued(b.st, 1)
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("abandoned append: %v, want context.Canceled", err)
@@ -223,5 +216,61 @@ func TestWriteAfterCloseFails(t *testing.T) {
 	}
 	if err := b.st.CommitAsync(b.ctx, nil, store.Node{RunID: "r1", ID: 1, Kind: store.KindGoal})(); !errors.Is(err, errClosed) {
 		t.Fatalf("CommitAsync after Close: %v, want %v", err, errClosed)
+	}
+}
+
+// waitQueued waits until n writes are queued in st's held committer.
+func waitQueued(st *Store, n int) {
+	for {
+		st.group.mu.Lock()
+		queued := len(st.group.queue)
+		st.group.mu.Unlock()
+		if queued == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestReleaseLeaseSharesATransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := b.ctx
+	must(t, b.st.CreateSession(ctx, store.Session{ID: "s1"}))
+	req := store.LeaseRequest{Key: "node:r1:2", Owner: store.Owner{ID: "a", PID: 1, Host: "h"}, Now: time.Now(), TTL: time.Minute}
+	_, err := b.st.AcquireLease(ctx, req)
+	must(t, err)
+	tx0, w0 := b.st.WriteStats()
+	released := make(chan error, 1)
+	var step func() (int64, error)
+	queued(b.st, func() {
+		go func() { released <- b.st.ReleaseLease(ctx, req.Key, "a") }()
+		waitQueued(b.st, 1)
+		step = b.st.QueueStep(ctx, store.Step{SessionID: "s1", Messages: []llm.Message{llm.UserText("after")}})
+	})
+	must(t, <-released)
+	if last, err := step(); err != nil || last != 1 {
+		t.Fatalf("step: last seq %d, %v; want 1, nil", last, err)
+	}
+	if txs, writes := statsSince(b.st, tx0, w0); txs != 1 || writes != 2 {
+		t.Fatalf("sent %d transactions of %d writes, want 1 of 2", txs, writes)
+	}
+	if _, err := b.st.GetLease(ctx, req.Key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lease after its release: %v, want ErrNotFound", err)
+	}
+}
+
+func TestLastAtEnd(t *testing.T) {
+	t.Parallel()
+	a, rel1, c, rel2, e := &writeReq{}, &writeReq{last: true}, &writeReq{}, &writeReq{last: true}, &writeReq{}
+	got := lastAtEnd([]*writeReq{a, rel1, c, rel2, e})
+	want := []*writeReq{a, c, e, rel1, rel2}
+	if len(got) != len(want) {
+		t.Fatalf("%d writes, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("write %d is not the one wanted: the releases go last, each part in its order", i)
+		}
 	}
 }
