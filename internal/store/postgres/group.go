@@ -69,7 +69,9 @@ type writeReq struct {
 // Invariants: one transaction is sent at a time (busy), by loop or by a
 // caller that found nothing queued and nothing being sent (do), so the
 // writes commit in the order they were queued (a write queued after
-// another commits with it or later); a request is released exactly once.
+// another commits with it or later; inside one transaction a lease's
+// release runs after the other writes, lastAtEnd); a request is
+// released exactly once.
 type committer struct {
 	s *Store
 
