@@ -82,9 +82,18 @@ func (s *Store) RenewLease(ctx context.Context, req store.LeaseRequest) (store.L
 	return l, nil
 }
 
-// ReleaseLease implements store.LeaseStore.
+// ReleaseLease implements store.LeaseStore. The delete goes through the
+// committer (inBatch), so a turn's release shares the commit of the
+// writes queued beside it; in a shared batch it comes after the other
+// writes (writeReq.last): a claim locks its node row and then its lease,
+// and a batch that held a lease row while it waited for a node row could
+// deadlock with it. The other lease calls are sent on their own: a
+// renewal must not wait behind other writes.
 func (s *Store) ReleaseLease(ctx context.Context, key, owner string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM leases WHERE key = $1 AND owner = $2`, key, owner); err != nil {
+	r := &writeReq{ctx: ctx, last: true, done: make(chan struct{}),
+		build: func(b *pgx.Batch) { b.Queue(`DELETE FROM leases WHERE key = $1 AND owner = $2`, key, owner) },
+		read:  func(br pgx.BatchResults) error { _, err := br.Exec(); return err }}
+	if err := s.group.send(ctx, r); err != nil {
 		return fmt.Errorf("release lease %s: %w", key, err)
 	}
 	return nil

@@ -53,8 +53,61 @@ func (s *Store) AddUsage(ctx context.Context, u store.UsageRecord) error {
 // row's lock until commit, serializes concurrent appends; a part left out
 // adds zero to the totals and keeps the status.
 func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
+	w, err := stepWrite(st)
+	switch {
+	case err != nil:
+		return 0, err
+	case w == nil:
+		return s.lastSeq(ctx, st.SessionID)
+	}
+	if err := s.inBatch(ctx, w.build, w.read); err != nil {
+		return 0, err
+	}
+	return w.last, nil
+}
+
+// QueueStep queues what SaveStep writes and returns at once; wait returns
+// what SaveStep would have, once the transaction holding the write
+// committed (agent.StepQueuer). The write keeps its place among this
+// store's writes, as CommitAsync's does: a write queued after it commits
+// with it or later. ctx is not watched.
+func (s *Store) QueueStep(ctx context.Context, st store.Step) (wait func() (int64, error)) {
+	ctx = context.WithoutCancel(ctx)
+	fail := func(err error) func() (int64, error) {
+		return func() (int64, error) { return 0, fmt.Errorf("save step of session %s: %w", st.SessionID, err) }
+	}
+	w, err := stepWrite(st)
+	switch {
+	case err != nil:
+		return fail(err)
+	case w == nil:
+		return func() (int64, error) { return s.lastSeq(ctx, st.SessionID) }
+	}
+	r, err := s.group.enqueue(ctx, w.build, w.read)
+	if err != nil {
+		return fail(err)
+	}
+	return func() (int64, error) {
+		<-r.done
+		if r.err != nil {
+			return fail(r.err)()
+		}
+		return w.last, nil
+	}
+}
+
+// step is a step's write for inBatch; read sets last.
+type step struct {
+	build func(*pgx.Batch)
+	read  func(pgx.BatchResults) error
+	last  int64
+}
+
+// stepWrite validates and encodes st and returns its write; nil when st
+// writes nothing.
+func stepWrite(st store.Step) (*step, error) {
 	if st.Status != "" && !st.Status.Valid() {
-		return 0, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
+		return nil, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
 	}
 	var create []any
 	if st.Create != nil {
@@ -62,11 +115,11 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			st.SessionID = st.Create.ID
 		}
 		if st.Create.ID != st.SessionID {
-			return 0, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
+			return nil, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
 		}
 		var err error
 		if create, err = sessionArgs(*st.Create); err != nil {
-			return 0, fmt.Errorf("create session: %w", err)
+			return nil, fmt.Errorf("create session: %w", err)
 		}
 	}
 	now := time.Now()
@@ -80,34 +133,34 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 			u.SessionID = st.SessionID
 		}
 		if u.SessionID != st.SessionID {
-			return 0, fmt.Errorf("%w: usage of session %s in a step of session %s", store.ErrInvalid, u.SessionID, st.SessionID)
+			return nil, fmt.Errorf("%w: usage of session %s in a step of session %s", store.ErrInvalid, u.SessionID, st.SessionID)
 		}
 		if err := u.Validate(); err != nil {
-			return 0, err
+			return nil, err
 		}
 		var err error
 		if usageAt, err = nanos(u.At, now); err != nil {
-			return 0, fmt.Errorf("usage at: %w", err)
+			return nil, fmt.Errorf("usage at: %w", err)
 		}
 	}
 	bodies := make([]string, len(st.Messages))
 	for i, m := range st.Messages {
 		if err := store.ValidateMessage(m); err != nil {
-			return 0, fmt.Errorf("message %d: %w", i, err)
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		b, err := encodeJSON(m)
 		if err != nil {
-			return 0, fmt.Errorf("encode message %d: %w", i, err)
+			return nil, fmt.Errorf("encode message %d: %w", i, err)
 		}
 		bodies[i] = b
 	}
 	if len(st.Messages) == 0 && st.Usage == nil && st.Status == "" && create == nil {
-		return s.lastSeq(ctx, st.SessionID)
+		return nil, nil
 	}
 	ts := now.UnixNano()
 	costKnown := st.Usage == nil || u.CostKnown
 	n := u.Usage
-	var last int64
+	w := &step{}
 	// One pipelined batch, one implicit transaction (inBatch). The session
 	// a step creates goes first: a taken id fails it (takenID) before
 	// anything else is written. The session update numbers the messages
@@ -116,7 +169,7 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 	// transaction just updated. An unknown session updates no row; then
 	// the message inserts fail (no seq), so does the usage insert (its
 	// foreign key), and a step of a status alone writes nothing.
-	build := func(batch *pgx.Batch) {
+	w.build = func(batch *pgx.Batch) {
 		if create != nil {
 			batch.Queue(insertSessionSQL, create...)
 		}
@@ -147,19 +200,19 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 				u.CostUSD, u.CostKnown, usageAt)
 		}
 	}
-	err := s.inBatch(ctx, build, func(br pgx.BatchResults) error {
+	w.read = func(br pgx.BatchResults) error {
 		if create != nil {
 			if _, err := br.Exec(); err != nil {
 				return takenID(err)
 			}
 		}
-		err := br.QueryRow().Scan(&last)
+		err := br.QueryRow().Scan(&w.last)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("no such session: %w", store.ErrNotFound)
 		}
 		return err
-	})
-	return last, err
+	}
+	return w, nil
 }
 
 // Messages returns the session's messages with seq > afterSeq in seq order;

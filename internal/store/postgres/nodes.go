@@ -70,6 +70,36 @@ func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node)
 	return nil
 }
 
+// CommitAsync queues what Commit writes and returns at once; wait returns
+// what Commit would have, once the transaction holding the write
+// committed (tree.AsyncCommitter). The write keeps its place among this
+// store's writes: a write queued after it commits with it or later. ctx
+// is not watched; nodes are encoded before it returns, so the caller may
+// reuse them.
+func (s *Store) CommitAsync(ctx context.Context, run *store.Run, nodes ...store.Node) (wait func() error) {
+	what, runs, now, writes, err := prepareCommit(run, nodes)
+	if err != nil || what == "" {
+		return func() error { return err }
+	}
+	if run != nil {
+		r := *run
+		run = &r
+	}
+	req, err := s.group.enqueue(context.WithoutCancel(ctx),
+		func(b *pgx.Batch) { queueCommit(b, run, runs, now, writes) },
+		func(br pgx.BatchResults) error { return readCommit(br, run, runs) })
+	return func() error {
+		if err == nil {
+			<-req.done
+			err = req.err
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+}
+
 // CommitTx is Commit on the caller's transaction, for the cluster
 // dispatcher, which inserts a node's River job in the same transaction as
 // the node's transition. It validates and writes exactly as Commit does,

@@ -3,9 +3,14 @@
 // and lets several processes on several machines share runs.
 //
 // Invariants:
-//   - Every write is one READ COMMITTED transaction, most of them one
-//     round trip: a pipelined batch that PostgreSQL runs as one implicit
-//     transaction (inBatch), or a single statement. Compare-and-set
+//   - Every write is part of one READ COMMITTED transaction, most of them
+//     one round trip: a pipelined batch that PostgreSQL runs as one
+//     implicit transaction (inBatch), or a single statement. The writes
+//     of inBatch queue for the store's committer, which sends those that
+//     queued together in one batch (group commit, group.go); a write
+//     whose statement fails is left out and the others are sent again,
+//     so no write fails because another did, and a caller returns only
+//     after the transaction holding its write committed. Compare-and-set
 //     transitions (a lease's owner, a started intent, a complete run) are
 //     single UPDATE or INSERT … ON CONFLICT statements whose WHERE clause
 //     PostgreSQL re-checks on the newest row version after waiting for a
@@ -28,6 +33,7 @@ import (
 	"math"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,8 +47,9 @@ import (
 // is safe for concurrent use; any number of Stores in any number of
 // processes may share the schema.
 type Store struct {
-	pool *pgxpool.Pool
-	feed feed // RunChanges' listener
+	pool  *pgxpool.Pool
+	feed  feed       // RunChanges' listener
+	group *committer // runs inBatch's writes, with group commit (group.go)
 
 	closeOnce sync.Once
 }
@@ -71,6 +78,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: %w", where, err)
 	}
+	s.group = newCommitter(s)
 	return s, nil
 }
 
@@ -83,11 +91,12 @@ func redact(dsn string) string {
 	return u.Redacted()
 }
 
-// Close stops the change feed and closes the pool. It is safe to call
-// more than once.
+// Close stops the change feed, runs the writes still queued, and closes
+// the pool. It is safe to call more than once; a write after it fails.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.stopFeed()
+		s.group.close()
 		s.pool.Close()
 	})
 	return nil
@@ -116,6 +125,14 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // order; the call returns after the commit (or rollback) is done, so a
 // nil error means the writes are durable, as after COMMIT.
 //
+// The write queues for the store's committer (group.go), which may send
+// it in one batch with the other writes queued at the same time: they
+// then share the implicit transaction and its commit, and a write whose
+// statement fails is sent again alone or left out, so that no write fails
+// because another did. read must therefore read only this write's
+// results, in order, and may be run more than once (only the last run's
+// outcome counts); build must queue the same statements each time.
+//
 // The commit does not wait for read: every condition that must undo the
 // writes has to fail a statement in SQL (a constraint, a unique key, see
 // updateRunChecked), not only a check in read. This holds in every pgx
@@ -126,7 +143,14 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // returned in a transaction). A deadlock or serialization failure runs
 // the batch again, as inTx does.
 func (s *Store) inBatch(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	return s.group.do(ctx, build, read)
+}
+
+// runBatch sends one write's batch as a transaction of its own, again on
+// a deadlock or serialization failure; txs counts the attempts.
+func (s *Store) runBatch(ctx context.Context, build func(*pgx.Batch), read func(pgx.BatchResults) error, txs *atomic.Int64) error {
 	for attempt := 1; ; attempt++ {
+		txs.Add(1)
 		var batch pgx.Batch
 		build(&batch)
 		br := s.pool.SendBatch(ctx, &batch)

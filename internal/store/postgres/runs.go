@@ -20,43 +20,65 @@ const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_to
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
 // ErrInvalid when r is malformed.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
-	// One statement: a transaction of one round trip.
-	return dbError(createRun(ctx, s.pool, r))
+	// One statement: a transaction of one round trip, perhaps shared
+	// with other writes (inBatch). A taken id inserts nothing.
+	args, err := runArgs(r)
+	if err == nil {
+		err = s.inBatch(ctx, func(b *pgx.Batch) { b.Queue(insertRunSQL, args...) },
+			func(br pgx.BatchResults) error {
+				tag, err := br.Exec()
+				if err == nil && tag.RowsAffected() == 0 {
+					err = fmt.Errorf("id already taken: %w", store.ErrConflict)
+				}
+				return err
+			})
+	}
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // CreateRunTx is CreateRun on the caller's transaction: with CommitTx of
 // its root and a job inserted on tx (cluster.Submit), a new run and its
 // first work exist together or not at all.
 func (s *Store) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
-	return createRun(ctx, tx, r)
-}
-
-// createRun inserts r with q, a transaction or the pool.
-func createRun(ctx context.Context, q execer, r store.Run) error {
-	if r.Status == "" {
-		r.Status = store.RunRunning
+	args, err := runArgs(r)
+	if err == nil {
+		err = insertNew(ctx, tx, "id already taken", insertRunSQL, args...)
 	}
-	if err := r.Validate(); err != nil {
-		return fmt.Errorf("create run %s: %w", r.ID, err)
-	}
-	now := time.Now()
-	created, err := nanos(r.CreatedAt, now)
-	if err != nil {
-		return fmt.Errorf("create run %s: created_at: %w", r.ID, err)
-	}
-	updated, err := nanos(r.UpdatedAt, now)
-	if err != nil {
-		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
-	}
-	err = insertNew(ctx, q, "id already taken", `INSERT INTO runs (`+runColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-		ON CONFLICT (id) DO NOTHING`,
-		r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
-		r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue, r.TraceParent)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// insertRunSQL inserts a run row from runArgs; it inserts nothing when
+// the id is taken.
+const insertRunSQL = `INSERT INTO runs (` + runColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	ON CONFLICT (id) DO NOTHING`
+
+// runArgs validates a new run and returns the values insertRunSQL binds:
+// an empty Status becomes running, a zero CreatedAt or UpdatedAt now.
+func runArgs(r store.Run) ([]any, error) {
+	if r.Status == "" {
+		r.Status = store.RunRunning
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	created, err := nanos(r.CreatedAt, now)
+	if err != nil {
+		return nil, fmt.Errorf("created_at: %w", err)
+	}
+	updated, err := nanos(r.UpdatedAt, now)
+	if err != nil {
+		return nil, fmt.Errorf("updated_at: %w", err)
+	}
+	return []any{r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
+		r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue, r.TraceParent}, nil
 }
 
 // GetRun returns the run with id, ErrNotFound if there is none.

@@ -23,8 +23,10 @@ const sessionColumns = `id, title, model, workspace, status, created_at, updated
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	args, err := sessionArgs(sess)
 	if err == nil {
-		// One statement: a transaction of one round trip.
-		err = dbError(insertSession(ctx, s.pool, args))
+		// One statement: a transaction of one round trip, perhaps
+		// shared with other writes (inBatch).
+		err = s.inBatch(ctx, func(b *pgx.Batch) { b.Queue(insertSessionSQL, args...) },
+			func(br pgx.BatchResults) error { _, err := br.Exec(); return takenID(err) })
 	}
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
@@ -63,13 +65,6 @@ func sessionArgs(sess store.Session) ([]any, error) {
 const insertSessionSQL = `INSERT INTO sessions
 	(id, title, model, workspace, status, created_at, updated_at, run_id, node_id)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
-
-// insertSession inserts a session row from sessionArgs with q, a
-// transaction or the pool; ErrConflict when the id is taken.
-func insertSession(ctx context.Context, q execer, args []any) error {
-	_, err := q.Exec(ctx, insertSessionSQL, args...)
-	return takenID(err)
-}
 
 // takenID maps the unique violation of insertSessionSQL to ErrConflict.
 func takenID(err error) error {
