@@ -69,6 +69,20 @@ func (w *writer) runAlone(r *writeReq) {
 	r.runOnCommit()
 }
 
+// begin starts a write transaction for live, counting it; when BEGIN
+// fails it gives every request the error and reports false.
+func (w *writer) begin(live []*writeReq) bool {
+	w.txs.Add(1)
+	w.writes.Add(int64(len(live)))
+	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
+		for _, r := range live {
+			r.err = err
+		}
+		return false
+	}
+	return true
+}
+
 // runTogether runs live in one transaction, first with no savepoints:
 // writes rarely fail, and a savepoint and its release were two of the
 // about fifteen statements of a tree node's writes. When one of them fails
@@ -81,12 +95,7 @@ func (w *writer) runAlone(r *writeReq) {
 // request again on its own, so one request's failure never fails
 // another's write.
 func (w *writer) runTogether(live []*writeReq) bool {
-	w.txs.Add(1)
-	w.writes.Add(int64(len(live)))
-	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
-		for _, r := range live {
-			r.err = err
-		}
+	if !w.begin(live) {
 		return true
 	}
 	for _, r := range live {
@@ -106,12 +115,7 @@ func (w *writer) runTogether(live []*writeReq) bool {
 // itself failed (a statement error that ends the transaction, such as
 // SQLITE_FULL or an I/O error, or a failed COMMIT), as runTogether does.
 func (w *writer) runSavepoints(live []*writeReq) bool {
-	w.txs.Add(1)
-	w.writes.Add(int64(len(live)))
-	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
-		for _, r := range live {
-			r.err = err
-		}
+	if !w.begin(live) {
 		return true
 	}
 	for _, r := range live {
