@@ -360,7 +360,6 @@ func (b *bench) session(n int) (lat []time.Duration, m, settled memory, err erro
 	return lat, m, settled, p.Stop()
 }
 
-// memory reads VmRSS and VmHWM in KiB from /proc/PID/status.
 // memory is a process's resident memory in KiB: VmRSS, VmHWM and RssAnon
 // (VmRSS without the pages mapped from files, such as the binary's).
 type memory struct{ rss, hwm, anon int }
@@ -370,6 +369,7 @@ type memory struct{ rss, hwm, anon int }
 // keeps, once each program has done what it does while it waits.
 var settle time.Duration
 
+// memoryOf reads p's memory from /proc/PID/status.
 func memoryOf(p *headless.Proc) (m memory, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
 	if err != nil {
