@@ -124,7 +124,9 @@ func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Option
 		return err
 	}
 	defer a.Close()
-	err = envelope.Serve(ctx, a, s.In, s.Out, s.Err, o)
+	in, restore := protocol.Pollable(s.In)
+	defer restore()
+	err = envelope.Serve(ctx, a, in, s.Out, s.Err, o)
 	var held *store.LeaseHeldError
 	if errors.As(err, &held) {
 		return ownedError("session "+o.Resume, held, "")
@@ -162,7 +164,9 @@ func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Op
 	if err := a.Permissions.AddSessionRules(o.AllowedTools, o.DisallowedTools); err != nil {
 		return usageError{err}
 	}
-	return streamjson.Serve(ctx, a, s.In, s.Out, s.Err, o)
+	in, restore := protocol.Pollable(s.In)
+	defer restore()
+	return streamjson.Serve(ctx, a, in, s.Out, s.Err, o)
 }
 
 // runSDK serves the Claude Agent SDK or the Qwen Code SDK (d), which
