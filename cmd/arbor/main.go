@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/arbor-run/arbor/internal/cli"
@@ -31,9 +32,22 @@ func main() {
 			fmt.Fprintf(os.Stderr, "arbor: ARBOR_CPUPROFILE: %v\n", err)
 		}
 	}
+	// ARBOR_TRACE=FILE writes an execution trace (go tool trace FILE):
+	// where a turn's time goes between goroutines, system calls and the
+	// network, which a CPU profile does not show.
+	if path := os.Getenv("ARBOR_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "arbor: ARBOR_TRACE: %v\n", err)
+		}
+	}
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
 	pprof.StopCPUProfile()
+	trace.Stop()
 	// ARBOR_MEMPROFILE=FILE writes the live heap at exit, after a
 	// collection (go tool pprof FILE): what a long session keeps.
 	if path := os.Getenv("ARBOR_MEMPROFILE"); path != "" {
