@@ -95,8 +95,11 @@ type Config struct {
 	// Resendable says every message Send is given can be made again
 	// after a crash (a tree node's prompt and notices, from its node): it
 	// is stored with the answer of the model call it starts, in one
-	// transaction, instead of before the call. A crash during the call
-	// loses it, and the node sends it again.
+	// transaction, however long the call takes. A crash during the call
+	// loses it, and the node sends it again. Any other message is stored
+	// with that answer too when it comes within sendFlush (50 ms), and on
+	// its own at sendFlush otherwise, so a crash loses it only within
+	// sendFlush of its Send.
 	Resendable bool
 	// QueueEnd, with a Store that is a StepQueuer, queues writes instead
 	// of waiting for them where nothing outside the store depends on them
@@ -197,8 +200,11 @@ type Agent struct {
 	// first, until waitPending.
 	pending []*pendingStep
 	// held is set while the last entry of history is a message of Send
-	// not stored yet (Config.Resendable); the next write stores it first.
+	// not stored yet; the next write stores it first.
 	held bool
+	// sending writes a held message on its own unless the agent writes
+	// first (add), for a session that is not Resendable.
+	sending *sending
 }
 
 // New returns an agent for cfg with an empty context; call Load to resume a
@@ -243,14 +249,20 @@ func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
 	return a.finish(ctx, a.stopHooks(ctx, a.run(ctx)))
 }
 
-// add appends a message of the sender's to the conversation.
+// add appends a message of the sender's to the conversation. It is held:
+// stored with the answer of the call it starts, in one transaction. A
+// message that cannot be made again (not Config.Resendable) is written
+// on its own if that answer takes longer than sendFlush (flushLater).
 func (a *Agent) add(ctx context.Context, msg llm.Message) error {
-	if a.cfg.Resendable && !a.held {
-		a.history = append(a.history, entry{msg: msg})
-		a.held = true
-		return nil
+	if a.held {
+		return a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive})
 	}
-	return a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive})
+	a.history = append(a.history, entry{msg: msg})
+	a.held = true
+	if !a.cfg.Resendable {
+		a.flushLater(ctx)
+	}
+	return nil
 }
 
 // stopHooks asks the Stop hooks whether a completed turn may end; their

@@ -28,6 +28,7 @@ type fakeProvider struct {
 type fakeTurn struct {
 	resp    llm.Response
 	block   chan struct{} // closed when the call has started; the call then waits for ctx
+	hold    chan struct{} // the call answers once it is closed
 	err     error
 	repeats bool // answer every later call with this turn too
 }
@@ -53,6 +54,14 @@ func (p *fakeProvider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[l
 			<-ctx.Done()
 			yield(nil, ctx.Err())
 			return
+		}
+		if t.hold != nil {
+			select {
+			case <-t.hold:
+			case <-ctx.Done():
+				yield(nil, ctx.Err())
+				return
+			}
 		}
 		if t.err != nil {
 			yield(nil, t.err)

@@ -82,6 +82,7 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 }
 
 func (a *Agent) compact(ctx context.Context, est int64, m modelState, trigger string) error {
+	a.settleSend() // the session exists before the summary's usage
 	cut := a.compactionCut()
 	if cut <= 0 {
 		return nil

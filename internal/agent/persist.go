@@ -6,6 +6,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
@@ -17,8 +18,9 @@ import (
 type Store interface {
 	AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) (int64, error)
 	// SaveStep writes a step's messages, usage and status in one
-	// transaction: a plain turn costs two commits (the user message with
-	// the active status, the answer with its usage and the idle status).
+	// transaction: a plain turn costs one commit (the user message, the
+	// answer with its usage and the idle status), or two when its answer
+	// takes longer than sendFlush (add).
 	SaveStep(ctx context.Context, st store.Step) (int64, error)
 	Messages(ctx context.Context, sessionID string, afterSeq int64) ([]store.MessageRecord, error)
 	StartIntent(ctx context.Context, in store.Intent) error
@@ -71,6 +73,7 @@ func (a *Agent) record(ctx context.Context, resp *llm.Response, m modelState, st
 // A failure is not the turn's: the status is advisory (listings, resume
 // hints), while the transcript is what the loop's safety rests on.
 func (a *Agent) setStatus(ctx context.Context, status store.SessionStatus) {
+	a.settleSend() // its write stores a status too
 	if a.status == status {
 		return
 	}
@@ -105,6 +108,7 @@ func (a *Agent) save(ctx context.Context, st store.Step) error {
 // stepFor completes st as this agent's next write: its session, the
 // session's record while it is not stored, and a held message first.
 func (a *Agent) stepFor(st store.Step) store.Step {
+	a.settleSend()
 	st.SessionID = a.cfg.SessionID
 	st.Create = a.create
 	if a.held {
@@ -208,4 +212,50 @@ func (a *Agent) waitPending() error {
 	}
 	a.pending = nil
 	return nil
+}
+
+// sendFlush is how long a message of Send's that cannot be made again
+// stays held before it is written on its own (add): a model that answers
+// sooner has it stored with the answer, one commit for the turn instead
+// of two; a real model answers later and finds it stored.
+const sendFlush = 50 * time.Millisecond
+
+// sending is the write of a held message that flushLater arranged.
+type sending struct {
+	timer *time.Timer
+	step  store.Step    // the held message, with the active status
+	done  chan struct{} // closed once the timer's write ended
+	last  int64         // its result
+	err   error
+}
+
+// flushLater writes the held message sendFlush from now, on the timer's
+// goroutine, unless the agent writes first (settleSend).
+func (a *Agent) flushLater(ctx context.Context) {
+	s := &sending{step: a.stepFor(store.Step{Status: store.SessionActive}), done: make(chan struct{})}
+	persist := context.WithoutCancel(ctx)
+	s.timer = time.AfterFunc(sendFlush, func() {
+		defer close(s.done)
+		s.last, s.err = a.cfg.Store.SaveStep(persist, s.step)
+	})
+	a.sending = s
+}
+
+// settleSend ends flushLater's timer before the agent writes anything
+// else: a message the timer did not write stays held and goes first in
+// that write; one it wrote is recorded as stored. One whose write failed
+// stays held, so the next write stores it or fails.
+func (a *Agent) settleSend() {
+	s := a.sending
+	if s == nil {
+		return
+	}
+	a.sending = nil
+	if s.timer.Stop() {
+		return
+	}
+	<-s.done
+	if s.err == nil {
+		a.wrote(s.step, s.last)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
@@ -68,9 +69,10 @@ func (w *writeLog) FinishIntent(ctx context.Context, id, call, res string, isErr
 }
 
 // TestTurnWrites pins the transactions a turn costs (a step's cost is its
-// commits): a plain turn two, a turn with one tool six (the intent and its
-// result are written around the tool, for crash safety). The session's
-// status lands with the messages, never in a write of its own.
+// commits): a plain turn one (the message is stored with the answer), a
+// turn with one tool five (the intent and its result are written around
+// the tool, for crash safety). The session's status lands with the
+// messages, never in a write of its own.
 func TestTurnWrites(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -79,9 +81,9 @@ func TestTurnWrites(t *testing.T) {
 		status store.SessionStatus
 	}{
 		{"plain", []fakeTurn{text("hi")},
-			[]string{"step+active", "step+usage+idle"}, store.SessionIdle},
+			[]string{"step+usage+idle"}, store.SessionIdle},
 		{"one tool", []fakeTurn{calls(call("c1", "echo", `{"text":"x"}`)), text("ok")},
-			[]string{"step+active", "step+usage", "intent", "result", "step", "step+usage+idle"}, store.SessionIdle},
+			[]string{"step+usage+active", "intent", "result", "step", "step+usage+idle"}, store.SessionIdle},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,7 +122,8 @@ func TestTurnWrites(t *testing.T) {
 
 // TestSessionCreatedWithTheFirstStep: an agent whose session is not
 // stored yet (Config.Create) stores it with its first message, in the same
-// transaction, and writes the rest of the turn as usual.
+// transaction, and writes the rest of the turn as usual (here the answer,
+// in that same transaction).
 func TestSessionCreatedWithTheFirstStep(t *testing.T) {
 	b := setup(t, text("hi"))
 	log := &writeLog{Store: b.store}
@@ -132,7 +135,7 @@ func TestSessionCreatedWithTheFirstStep(t *testing.T) {
 	if r := a.Send(b.ctx, llm.UserText("go")); r.Outcome != agent.OutcomeCompleted {
 		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
 	}
-	if want := []string{"create+step+active", "step+usage+idle"}; !slices.Equal(log.writes, want) {
+	if want := []string{"create+step+usage+idle"}; !slices.Equal(log.writes, want) {
 		t.Errorf("writes %q, want %q", log.writes, want)
 	}
 	s, err := b.store.GetSession(b.ctx, "new")
@@ -143,7 +146,7 @@ func TestSessionCreatedWithTheFirstStep(t *testing.T) {
 		t.Errorf("session %+v", s)
 	}
 	// EnsureStored has nothing left to write.
-	if err := a.EnsureStored(b.ctx); err != nil || len(log.writes) != 2 {
+	if err := a.EnsureStored(b.ctx); err != nil || len(log.writes) != 1 {
 		t.Errorf("EnsureStored: %v, writes %q", err, log.writes)
 	}
 
@@ -171,7 +174,7 @@ func TestFlushBeforeToolResults(t *testing.T) {
 	if r := agent.New(cfg).Send(b.ctx, llm.UserText("go")); r.Outcome != agent.OutcomeCompleted {
 		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
 	}
-	want := []string{"step+active", "step+usage", "intent", "result", "flush", "step", "step+usage+idle"}
+	want := []string{"step+usage+active", "intent", "result", "flush", "step", "step+usage+idle"}
 	if !slices.Equal(log.writes, want) {
 		t.Errorf("writes %q, want %q", log.writes, want)
 	}
@@ -241,4 +244,102 @@ func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
 	if err := a.Load(b.ctx); err != nil || len(a.History()) != 4 {
 		t.Fatalf("load: %v, %d messages", err, len(a.History()))
 	}
+}
+
+// TestSlowAnswerFindsTheMessageStored: a message of Send's that cannot be
+// made again (not Resendable) is held for its answer only briefly: while
+// the model takes longer, the message is written on its own, with the
+// active status, and the answer then follows in a second write.
+func TestSlowAnswerFindsTheMessageStored(t *testing.T) {
+	slow := text("late")
+	slow.hold = make(chan struct{})
+	b := setup(t, slow)
+	log := &writeLog{Store: b.store}
+	cfg := b.cfg
+	cfg.Store = log
+	a := agent.New(cfg)
+	done := make(chan agent.Result, 1)
+	go func() { done <- a.Send(b.ctx, llm.UserText("go")) }()
+	// The call waits until the message is stored (or the test's deadline).
+	stored := waitFor(t, func() bool { return len(b.messages(t)) == 1 })
+	close(slow.hold)
+	r := <-done
+	if !stored {
+		t.Fatal("the message was not stored while its answer was slow")
+	}
+	if r.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", r.Outcome, r.Err)
+	}
+	if want := []string{"step+active", "step+usage+idle"}; !slices.Equal(log.writes, want) {
+		t.Errorf("writes %q, want %q", log.writes, want)
+	}
+	recs, err := b.store.Messages(b.ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%d:%s:%s", r.Seq, r.Message.Role, r.Message.Text()))
+	}
+	if want := []string{"1:user:go", "2:assistant:late"}; !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+	if s, err := b.store.GetSession(b.ctx, "s1"); err != nil || s.Status != store.SessionIdle {
+		t.Errorf("session %+v, %v; want idle", s, err)
+	}
+}
+
+// TestHeldMessageWriteFails: when the held message's own write fails, it
+// stays held and goes with the answer's write, which reports the failure:
+// the turn fails and the store has neither.
+func TestHeldMessageWriteFails(t *testing.T) {
+	slow := text("late")
+	slow.hold = make(chan struct{})
+	b := setup(t, slow)
+	fail := &failingSteps{Store: b.store, tried: make(chan struct{}, 4)}
+	cfg := b.cfg
+	cfg.Store = fail
+	a := agent.New(cfg)
+	done := make(chan agent.Result, 1)
+	go func() { done <- a.Send(b.ctx, llm.UserText("go")) }()
+	<-fail.tried // the flush's write
+	close(slow.hold)
+	r := <-done
+	if r.Outcome != agent.OutcomeFailed || r.Err == nil || !strings.Contains(r.Err.Error(), "disk full") {
+		t.Fatalf("result %+v, want failed with the store's error", r)
+	}
+	if n := len(b.messages(t)); n != 0 {
+		t.Fatalf("%d messages stored, want 0", n)
+	}
+	if got := len(fail.tried); got < 1 {
+		t.Fatalf("the answer's write was not tried (%d)", got)
+	}
+}
+
+// failingSteps fails every SaveStep and SetSessionStatus.
+type failingSteps struct {
+	agent.Store
+	tried chan struct{}
+}
+
+func (f *failingSteps) SaveStep(context.Context, store.Step) (int64, error) {
+	f.tried <- struct{}{}
+	return 0, errors.New("disk full")
+}
+
+func (f *failingSteps) SetSessionStatus(context.Context, string, store.SessionStatus) error {
+	return errors.New("disk full")
+}
+
+// waitFor polls cond until it holds or ten seconds pass, and reports
+// whether it held: it waits for an event, it times nothing.
+func waitFor(t *testing.T, cond func() bool) bool {
+	t.Helper()
+	for range 2000 {
+		if cond() {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
 }
