@@ -2,7 +2,8 @@
 # Measures `arbor headless` (the envelope protocol, spec 000) against the
 # scripted instant model (--model script:FILE): the time from process start
 # to the ready line (median of STARTS fresh processes, default 20), send→idle
-# over TURNS turns in one process (default 20; median and p90), and VmRSS /
+# over TURNS turns in one process (default 20; median and p90) with the CPU
+# those turns used (all threads), and VmRSS /
 # VmHWM after RSS_TURNS turns (default 100), right after the last turn and
 # again after the session has been idle for two seconds (-settle). Every
 # process gets a fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and workspace
@@ -13,7 +14,8 @@
 # arbor and that binary (`chord headless`, given a config.yaml that points
 # it at the server) against one scripted model server, alternating ROUNDS
 # (default 3) sessions of TURNS turns each and then STARTS (default 20)
-# starts each, and prints both programs' ready, send→idle median, VmRSS
+# starts each, and prints both programs' ready, send→idle median, CPU per
+# turn, VmRSS
 # and RssAnon after TURNS turns and binary size, with the ratios
 # arbor/Chord. The script never builds Chord. Without CHORD_BIN it prints
 # arbor's own figures and says Chord was not given.

@@ -7,7 +7,9 @@
 // line (`ready`) over -starts processes, each with fresh state and then
 // each finding the state a start before them left; the time from writing
 // a `send` line to reading its `idle` envelope over -turns turns in one
-// process; and the resident memory (VmRSS, VmHWM, RssAnon from
+// process, with the CPU those turns used (all threads, from
+// /proc/PID/task/*/schedstat: a figure that load moves less than time);
+// and the resident memory (VmRSS, VmHWM, RssAnon from
 // /proc/PID/status) after -rss-turns turns in another process, right after
 // its last turn and again once it has been idle for -settle (what an idle
 // session keeps; arbor gives memory back a moment after a turn ends).
@@ -27,7 +29,7 @@
 // ANTHROPIC_BASE_URL, OPENAI_BASE_URL and ARBOR_BENCH_MODEL_URL pointing at
 // it, with placeholder keys), arbor with --model anthropic/claude-sonnet-4-5,
 // their sessions alternate for -rounds rounds and then -starts starts, and
-// ready, the send→idle median, VmRSS, RssAnon and the binary sizes are
+// ready, the send→idle median, CPU per turn, VmRSS, RssAnon and the binary sizes are
 // printed with their ratios.
 package main
 
@@ -130,15 +132,16 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 	fmt.Printf("time to ready, existing state: median %s, p90 %s, worst %s (one state dir, created by a start before these)\n",
 		ms(headless.Quantile(ready, 0.5)), ms(headless.Quantile(ready, 0.9)), ms(slices.Max(ready)))
 
-	lat, m, idle, err := b.session(turns)
+	lat, cpu, m, idle, err := b.session(turns)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("CPU per turn (all threads, /proc/PID/task/*/schedstat): %s\n", ms(cpu))
 	fmt.Printf("send→idle, %d turns in one process: median %s, p90 %s, worst %s; then VmRSS %.1f MiB, VmHWM %.1f MiB, RssAnon %.1f MiB; after %s idle VmRSS %.1f MiB, RssAnon %.1f MiB\n",
 		turns, ms(headless.Quantile(lat, 0.5)), ms(headless.Quantile(lat, 0.9)), ms(slices.Max(lat)), mb(m.rss), mb(m.hwm), mb(m.anon),
 		settle, mb(idle.rss), mb(idle.anon))
 
-	lat, m, idle, err = b.session(rssTurns)
+	lat, _, m, idle, err = b.session(rssTurns)
 	if err != nil {
 		return err
 	}
@@ -198,20 +201,21 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 		programs[1].setup = func(root string) error { return chordConfig(root, srv.URL) }
 	}
 	type figures struct {
-		ready, lat []time.Duration
-		rss, anon  []int
+		ready, lat, cpu []time.Duration
+		rss, anon       []int
 		// after settle
 		idleRSS, idleAnon []int
 	}
 	figs := make([]figures, len(programs))
 	for range rounds {
 		for i, b := range programs {
-			lat, m, idle, err := b.session(turns)
+			lat, cpu, m, idle, err := b.session(turns)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
 			f := &figs[i]
 			f.lat, f.rss, f.anon = append(f.lat, lat...), append(f.rss, m.rss), append(f.anon, m.anon)
+			f.cpu = append(f.cpu, cpu)
 			f.idleRSS, f.idleAnon = append(f.idleRSS, idle.rss), append(f.idleAnon, idle.anon)
 		}
 	}
@@ -254,6 +258,7 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	row("ready (start → first line)", msf(headless.Quantile(a.ready, 0.5)), msf(headless.Quantile(o.ready, 0.5)), "ms")
 	row("send→idle", msf(headless.Quantile(a.lat, 0.5)), msf(headless.Quantile(o.lat, 0.5)), "ms")
+	row("CPU per turn (all threads)", msf(headless.Quantile(a.cpu, 0.5)), msf(headless.Quantile(o.cpu, 0.5)), "ms")
 	row(fmt.Sprintf("VmRSS after %d turns", turns), mb(headless.Quantile(a.rss, 0.5)), mb(headless.Quantile(o.rss, 0.5)), "MB")
 	row(fmt.Sprintf("private (RssAnon) after %d turns", turns), mb(headless.Quantile(a.anon, 0.5)), mb(headless.Quantile(o.anon, 0.5)), "MB")
 	row(fmt.Sprintf("VmRSS, then %s idle", settle), mb(headless.Quantile(a.idleRSS, 0.5)), mb(headless.Quantile(o.idleRSS, 0.5)), "MB")
@@ -318,24 +323,28 @@ func (b *bench) start() (*headless.Proc, error) {
 
 // session runs n timed send→idle turns in one process and reads its memory
 // right after the last and again once it has been idle for settle.
-func (b *bench) session(n int) (lat []time.Duration, m, settled memory, err error) {
+func (b *bench) session(n int) (lat []time.Duration, cpu time.Duration, m, settled memory, err error) {
 	p, err := b.start()
 	if err != nil {
-		return nil, memory{}, memory{}, err
+		return nil, 0, memory{}, memory{}, err
+	}
+	cpu0, err := p.CPU()
+	if err != nil {
+		return nil, 0, memory{}, memory{}, p.Fail(err)
 	}
 	for i := range n {
 		line := fmt.Sprintf(`{"type":"send","content":"Message %d: answer briefly."}`+"\n", i+1)
 		t0 := time.Now()
 		if _, err := io.WriteString(p.In, line); err != nil {
-			return nil, memory{}, memory{}, p.Fail(err)
+			return nil, 0, memory{}, memory{}, p.Fail(err)
 		}
 		for {
 			typ, payload, err := p.Next()
 			if err != nil {
-				return nil, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: %w", i+1, err))
+				return nil, 0, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: %w", i+1, err))
 			}
 			if typ == "error" {
-				return nil, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
+				return nil, 0, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: error envelope %s", i+1, payload))
 			}
 			if typ != "idle" {
 				continue
@@ -345,19 +354,23 @@ func (b *bench) session(n int) (lat []time.Duration, m, settled memory, err erro
 				LastOutcome string `json:"last_outcome"`
 			}
 			if err := json.Unmarshal(payload, &idle); err != nil || idle.LastOutcome != "completed" {
-				return nil, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
+				return nil, 0, memory{}, memory{}, p.Fail(fmt.Errorf("turn %d: idle %s", i+1, payload))
 			}
 			break
 		}
 	}
+	cpu1, err := p.CPU()
+	if err != nil {
+		return nil, 0, memory{}, memory{}, p.Fail(err)
+	}
 	if m, err = memoryOf(p); err != nil {
-		return nil, memory{}, memory{}, err
+		return nil, 0, memory{}, memory{}, err
 	}
 	time.Sleep(settle)
 	if settled, err = memoryOf(p); err != nil {
-		return nil, memory{}, memory{}, err
+		return nil, 0, memory{}, memory{}, err
 	}
-	return lat, m, settled, p.Stop()
+	return lat, (cpu1 - cpu0) / time.Duration(max(n, 1)), m, settled, p.Stop()
 }
 
 // memory is a process's resident memory in KiB: VmRSS, VmHWM and RssAnon

@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -87,6 +89,34 @@ func (p *Proc) Stop() error {
 		return fmt.Errorf("arbor exited: %w; stderr: %s", err, p.Stderr)
 	}
 	return nil
+}
+
+// CPU is the CPU time the process's threads have used so far: the sum of
+// the first field of /proc/PID/task/*/schedstat, in nanoseconds (the
+// clock ticks of /proc/PID/stat are 10 ms, longer than a turn's CPU).
+func (p *Proc) CPU() (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", p.Cmd.Process.Pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("empty %s/%s/schedstat", dir, t.Name())
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		total += time.Duration(ns)
+	}
+	return total, nil
 }
 
 // Kill kills the process if it still runs and waits for it.
