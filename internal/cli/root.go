@@ -16,6 +16,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/protocol/acp"
 	"github.com/arbor-run/arbor/internal/protocol/dialect"
 )
@@ -202,6 +203,8 @@ func newACPCmd(g *globals, s Streams) *cobra.Command {
 			return err
 		}
 		defer a.Close()
-		return acp.Serve(cmd.Context(), a, s.In, s.Out, s.Err, acp.Options{Model: g.model, Version: Version})
+		in, restore := protocol.Pollable(s.In)
+		defer restore()
+		return acp.Serve(cmd.Context(), a, in, s.Out, s.Err, acp.Options{Model: g.model, Version: Version})
 	}}
 }
