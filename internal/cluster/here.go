@@ -51,7 +51,7 @@ func (r *Remote) RunHere(ctx context.Context, slots chan struct{}, node int64, a
 		// The slot first: the turn's work is over, and the engine
 		// starts the turns its end made ready as soon as that end is
 		// durable, which is before release; a slot held through the
-		// lease's release (a commit) made about a fifth of them find
+		// lease's release (a commit) made a fifth to a quarter of them find
 		// every slot taken and be handed out.
 		<-slots
 		close(done)

@@ -63,3 +63,43 @@ func TestRunHereHoldsTheNodeLease(t *testing.T) {
 	}
 	release()
 }
+
+// TestRunHereGivesItsSlotBackBeforeTheLeasesRelease: a released turn's
+// slot is free while its lease's release still waits (here for a row
+// lock the test holds), so the turns its end made ready, which the
+// engine starts before the release, find the slot and run here.
+func TestRunHereGivesItsSlotBackBeforeTheLeasesRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	run := newRun(t, b.st, 2, store.StateActive)
+	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
+	r := c.NewRemote(run, "default")
+	slots := make(chan struct{}, 1)
+	_, release, ok := r.RunHere(b.ctx, slots, 2, 1)
+	if !ok {
+		t.Fatal("RunHere refused a free slot and a free node")
+	}
+
+	// Hold the lease row, so that the release's delete waits for this
+	// transaction.
+	tx, err := b.st.Pool().Begin(b.ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var xid int64
+	must(t, tx.QueryRow(b.ctx, `SELECT 1 FROM leases WHERE key = $1 FOR UPDATE`, NodeLeaseKey(run, 2)).Scan(new(int)))
+	must(t, tx.QueryRow(b.ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid))
+	released := make(chan struct{})
+	go func() { defer close(released); release() }()
+	for waiting := false; !waiting; {
+		must(t, b.st.Pool().QueryRow(b.ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+			WHERE locktype = 'transactionid' AND transactionid::text::bigint = $1 AND NOT granted)`, xid).Scan(&waiting))
+	}
+	if n := len(slots); n != 0 {
+		t.Fatalf("%d slot(s) taken while the lease's release waits, want the turn's given back", n)
+	}
+	must(t, tx.Rollback(b.ctx))
+	<-released
+	if _, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the node lease after release: %v, want none", err)
+	}
+}
