@@ -29,8 +29,8 @@ func TestRunHereHoldsTheNodeLease(t *testing.T) {
 	}
 	l, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2))
 	must(t, err)
-	if !strings.HasSuffix(l.ID, "/0") {
-		t.Fatalf("the node lease of a turn run here: owner %s, want this process's with job 0", l.ID)
+	if own, turn, _ := strings.Cut(l.ID, "/"); own != c.o.Owner.ID || !strings.HasPrefix(turn, "-") {
+		t.Fatalf("the node lease of a turn run here: owner %s, want this process's with a negative turn number", l.ID)
 	}
 	if _, _, ok := r.RunHere(b.ctx, slots, 3, 1); ok {
 		t.Fatal("RunHere ran a second turn in a single slot")
@@ -101,5 +101,40 @@ func TestRunHereGivesItsSlotBackBeforeTheLeasesRelease(t *testing.T) {
 	<-released
 	if _, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the node lease after release: %v, want none", err)
+	}
+}
+
+// TestRunHereTurnsOfOneNodeAreTwoClaimants: two turns of one node run
+// here are two owners of its lease, as two jobs are: the second is
+// refused while the first holds it, and the first's late release does
+// not drop the lease of the second.
+func TestRunHereTurnsOfOneNodeAreTwoClaimants(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	run := newRun(t, b.st, 1, store.StateActive)
+	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
+	r := c.NewRemote(run, "default")
+	slots := make(chan struct{}, 2)
+	key := NodeLeaseKey(run, 2)
+
+	_, releaseFirst, ok := r.RunHere(b.ctx, slots, 2, 1)
+	if !ok {
+		t.Fatal("RunHere refused a free slot and a free node")
+	}
+	first, err := b.st.GetLease(b.ctx, key)
+	must(t, err)
+	if _, _, ok := r.RunHere(b.ctx, slots, 2, 1); ok {
+		t.Fatal("RunHere ran a second turn of a node beside its first")
+	}
+	releaseFirst()
+	_, releaseSecond, ok := r.RunHere(b.ctx, slots, 2, 1)
+	if !ok {
+		t.Fatal("RunHere refused the node's next turn after the first's release")
+	}
+	defer releaseSecond()
+	must(t, b.st.ReleaseLease(b.ctx, key, first.ID)) // the first's release, late
+	second, err := b.st.GetLease(b.ctx, key)
+	if err != nil || second.ID == first.ID {
+		t.Fatalf("the second turn's lease after the first's late release: %+v, %v; want its own", second, err)
 	}
 }
