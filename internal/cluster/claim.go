@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
 )
 
 // ErrStale says a job or a unit's end no longer applies: the node moved
@@ -48,17 +49,49 @@ type Claim struct {
 	Lease store.Lease
 }
 
-// claim is a job's first act: in one transaction it locks the node,
-// checks that it is runnable at the job's attempt (else *StaleError) and
-// takes the node lease for this job (else *store.LeaseHeldError of a
-// live holder; a dead holder's lease is taken over). Both
-// the reaper and a transition lock the node row first too, so a claim is
-// ordered before or after each of them, never between.
+// claim is a job's first act: it locks the node, checks that it is
+// runnable at the job's attempt (else *StaleError) and takes the node
+// lease for this job (else *store.LeaseHeldError of a live holder; a dead
+// holder's lease is taken over), all in one transaction. Both the reaper
+// and a transition lock the node row first too, so a claim is ordered
+// before or after each of them, never between.
+//
+// The claim goes first through the store's committer (Store.ClaimNode):
+// one round trip whose commit it shares with the writes queued beside
+// it. Only a claim that finds a dead holder's lease claims again in a
+// transaction of its own (claimTx), which takes the lease over and
+// finishes the dead holder's job with it.
 func (c *Cluster) claim(ctx context.Context, args NodeStep, jobID int64) (Claim, error) {
 	owner := c.o.Owner
 	// One owner per job: two jobs of one attempt in one process are two
 	// claimants, and only one may hold the lease.
 	owner.ID += "/" + strconv.FormatInt(jobID, 10)
+	req := store.LeaseRequest{Key: args.LeaseKey(), Owner: owner, Now: c.o.Now(), TTL: c.o.LeaseTTL}
+	got, err := c.st.ClaimNode(ctx, postgres.NodeClaim{
+		RunID: args.Run, ID: args.Node, Attempt: args.Attempt, States: runnable, Lease: req,
+	})
+	switch {
+	case err != nil:
+		return Claim{}, err
+	case !Runnable(got.Node.State) || got.Node.Attempts != args.Attempt:
+		return Claim{}, fmt.Errorf("claim node %d of run %s: %w", args.Node, args.Run,
+			&StaleError{Args: args, State: got.Node.State, Attempts: got.Node.Attempts})
+	case got.Taken:
+		return Claim{Args: args, JobID: jobID, Node: got.Node, Lease: got.Lease}, nil
+	case got.Holder.Key != "" && !got.Holder.Dead(req.Now):
+		return Claim{}, fmt.Errorf("claim node %d of run %s: acquire lease %s: %w", args.Node, args.Run, req.Key,
+			&store.LeaseHeldError{Lease: got.Holder})
+	}
+	// The holder is dead, or released the lease since.
+	return c.claimTx(ctx, args, jobID, req)
+}
+
+// runnable are the states of Runnable, for Store.ClaimNode.
+var runnable = []store.NodeState{store.StateActive, store.StateSynthesizing}
+
+// claimTx is claim in a transaction of its own, which can take a dead
+// holder's lease over and finish its job.
+func (c *Cluster) claimTx(ctx context.Context, args NodeStep, jobID int64, req store.LeaseRequest) (Claim, error) {
 	cl := Claim{Args: args, JobID: jobID}
 	err := pgx.BeginFunc(ctx, c.st.Pool(), func(tx pgx.Tx) error {
 		n, err := c.st.LockNodeTx(ctx, tx, args.Run, args.Node)
@@ -68,7 +101,6 @@ func (c *Cluster) claim(ctx context.Context, args NodeStep, jobID int64) (Claim,
 		if !Runnable(n.State) || n.Attempts != args.Attempt {
 			return &StaleError{Args: args, State: n.State, Attempts: n.Attempts}
 		}
-		req := store.LeaseRequest{Key: args.LeaseKey(), Owner: owner, Now: c.o.Now(), TTL: c.o.LeaseTTL}
 		l, err := c.st.AcquireLeaseTx(ctx, tx, req)
 		// A holder whose process is gone (on this machine: a killed
 		// worker or driver) is dead before its lease expires: its lease

@@ -45,14 +45,15 @@ func finishJobTx(ctx context.Context, tx pgx.Tx, id int64, why string) error {
 }
 
 // leaseJob is the job of a node lease's owner id (owner/job, see claim),
-// or false when the owner is not a job's.
+// or false when the owner is not a job's (a turn run here: a negative
+// number, see RunHere).
 func leaseJob(owner string) (int64, bool) {
 	i := strings.LastIndexByte(owner, '/')
 	if i < 0 {
 		return 0, false
 	}
 	id, err := strconv.ParseInt(owner[i+1:], 10, 64)
-	return id, err == nil
+	return id, err == nil && id > 0
 }
 
 // takeOverTx takes over held, a node lease whose holder is dead
@@ -64,7 +65,11 @@ func (c *Cluster) takeOverTx(ctx context.Context, tx pgx.Tx, req store.LeaseRequ
 		return store.Lease{}, err
 	}
 	if job, ok := leaseJob(held.ID); ok {
-		why := fmt.Sprintf("arbor: the worker of this job (pid %d on %s) died; the node's work went on in job %s", held.PID, held.Host, req.ID[strings.LastIndexByte(req.ID, '/')+1:])
+		next := "a turn run by its run's driver"
+		if id, ok := leaseJob(req.ID); ok {
+			next = "job " + strconv.FormatInt(id, 10)
+		}
+		why := fmt.Sprintf("arbor: the worker of this job (pid %d on %s) died; the node's work went on in %s", held.PID, held.Host, next)
 		if err := finishJobTx(ctx, tx, job, why); err != nil {
 			return store.Lease{}, err
 		}

@@ -19,9 +19,14 @@ import (
 // so a turn of the node that a worker still runs for a dead driver, or
 // one the next driver takes over, never runs beside it.
 
-// localJob is the job id in the lease owner of a turn run here: it has
-// no job, and no job has id 0.
-const localJob = 0
+// A turn run here has no job; in its lease owner (owner/job, see
+// claim) it has a number of its own instead, negative, which no job id
+// is (Cluster.here): two turns of one node in this process are two
+// claimants, as two jobs are, so the second waits for the first's
+// lease (it is handed out, and its job's claim waits), and the first's
+// late release cannot delete the second's lease. With one owner for
+// all of them, the second's claim would take the first's lease as its
+// own (acquiring again) and the first's release would then drop it.
 
 // RunHere runs a turn of node at attempt in this process when slots has
 // room and the node lease is free or its holder dead (tree.Options.RunHere):
@@ -35,7 +40,7 @@ func (r *Remote) RunHere(ctx context.Context, slots chan struct{}, node int64, a
 	default:
 		return ctx, nil, false
 	}
-	cl, err := r.c.claim(ctx, NodeStep{Run: r.run, Node: node, Attempt: attempt}, localJob)
+	cl, err := r.c.claim(ctx, NodeStep{Run: r.run, Node: node, Attempt: attempt}, -r.c.here.Add(1))
 	if err != nil {
 		<-slots
 		if !errors.Is(err, store.ErrLeaseHeld) && ctx.Err() == nil {
@@ -48,6 +53,12 @@ func (r *Remote) RunHere(ctx context.Context, slots chan struct{}, node int64, a
 	var wg sync.WaitGroup
 	wg.Go(func() { r.c.heartbeat(tctx, cl, cancel, done) })
 	release := func() {
+		// The slot first: the turn's work is over, and the engine
+		// starts the turns its end made ready as soon as that end is
+		// durable, which is before release; a slot held through the
+		// lease's release (a commit) made a fifth to a quarter of them find
+		// every slot taken and be handed out.
+		<-slots
 		close(done)
 		wg.Wait()
 		cancel(nil)
@@ -56,7 +67,6 @@ func (r *Remote) RunHere(ctx context.Context, slots chan struct{}, node int64, a
 		if err := r.c.st.ReleaseLease(context.WithoutCancel(ctx), cl.Args.LeaseKey(), cl.Lease.ID); err != nil {
 			r.c.o.Logger.Warn("cluster: release a turn run here", "run", r.run, "node", node, "err", err)
 		}
-		<-slots
 	}
 	return tctx, release, true
 }

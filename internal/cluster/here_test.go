@@ -29,8 +29,8 @@ func TestRunHereHoldsTheNodeLease(t *testing.T) {
 	}
 	l, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2))
 	must(t, err)
-	if !strings.HasSuffix(l.ID, "/0") {
-		t.Fatalf("the node lease of a turn run here: owner %s, want this process's with job 0", l.ID)
+	if own, turn, _ := strings.Cut(l.ID, "/"); own != c.o.Owner.ID || !strings.HasPrefix(turn, "-") {
+		t.Fatalf("the node lease of a turn run here: owner %s, want this process's with a negative turn number", l.ID)
 	}
 	if _, _, ok := r.RunHere(b.ctx, slots, 3, 1); ok {
 		t.Fatal("RunHere ran a second turn in a single slot")
@@ -62,4 +62,79 @@ func TestRunHereHoldsTheNodeLease(t *testing.T) {
 		t.Fatal("RunHere refused the freed slot")
 	}
 	release()
+}
+
+// TestRunHereGivesItsSlotBackBeforeTheLeasesRelease: a released turn's
+// slot is free while its lease's release still waits (here for a row
+// lock the test holds), so the turns its end made ready, which the
+// engine starts before the release, find the slot and run here.
+func TestRunHereGivesItsSlotBackBeforeTheLeasesRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	run := newRun(t, b.st, 2, store.StateActive)
+	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
+	r := c.NewRemote(run, "default")
+	slots := make(chan struct{}, 1)
+	_, release, ok := r.RunHere(b.ctx, slots, 2, 1)
+	if !ok {
+		t.Fatal("RunHere refused a free slot and a free node")
+	}
+
+	// Hold the lease row, so that the release's delete waits for this
+	// transaction.
+	tx, err := b.st.Pool().Begin(b.ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var xid int64
+	must(t, tx.QueryRow(b.ctx, `SELECT 1 FROM leases WHERE key = $1 FOR UPDATE`, NodeLeaseKey(run, 2)).Scan(new(int)))
+	must(t, tx.QueryRow(b.ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid))
+	released := make(chan struct{})
+	go func() { defer close(released); release() }()
+	for waiting := false; !waiting; {
+		must(t, b.st.Pool().QueryRow(b.ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+			WHERE locktype = 'transactionid' AND transactionid::text::bigint = $1 AND NOT granted)`, xid).Scan(&waiting))
+	}
+	if n := len(slots); n != 0 {
+		t.Fatalf("%d slot(s) taken while the lease's release waits, want the turn's given back", n)
+	}
+	must(t, tx.Rollback(b.ctx))
+	<-released
+	if _, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the node lease after release: %v, want none", err)
+	}
+}
+
+// TestRunHereTurnsOfOneNodeAreTwoClaimants: two turns of one node run
+// here are two owners of its lease, as two jobs are: the second is
+// refused while the first holds it, and the first's late release does
+// not drop the lease of the second.
+func TestRunHereTurnsOfOneNodeAreTwoClaimants(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	run := newRun(t, b.st, 1, store.StateActive)
+	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
+	r := c.NewRemote(run, "default")
+	slots := make(chan struct{}, 2)
+	key := NodeLeaseKey(run, 2)
+
+	_, releaseFirst, ok := r.RunHere(b.ctx, slots, 2, 1)
+	if !ok {
+		t.Fatal("RunHere refused a free slot and a free node")
+	}
+	first, err := b.st.GetLease(b.ctx, key)
+	must(t, err)
+	if _, _, ok := r.RunHere(b.ctx, slots, 2, 1); ok {
+		t.Fatal("RunHere ran a second turn of a node beside its first")
+	}
+	releaseFirst()
+	_, releaseSecond, ok := r.RunHere(b.ctx, slots, 2, 1)
+	if !ok {
+		t.Fatal("RunHere refused the node's next turn after the first's release")
+	}
+	defer releaseSecond()
+	must(t, b.st.ReleaseLease(b.ctx, key, first.ID)) // the first's release, late
+	second, err := b.st.GetLease(b.ctx, key)
+	if err != nil || second.ID == first.ID {
+		t.Fatalf("the second turn's lease after the first's late release: %+v, %v; want its own", second, err)
+	}
 }

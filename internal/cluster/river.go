@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -145,6 +146,9 @@ type Cluster struct {
 	o      Options
 
 	units units // the units running in this process, by node
+	// here counts the turns run here (Remote.RunHere), each of which
+	// is the claimant -here in its lease owner.
+	here atomic.Int64
 	// reqs are the control requests being carried out, each on a
 	// goroutine of its own started by the control listener, which waits
 	// for them when it returns.

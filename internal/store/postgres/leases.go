@@ -20,7 +20,10 @@ const leaseColumns = `key, owner, pid, host, addr, acquired_at, heartbeat_at, ex
 // clause on the winner's row, so exactly one acquirer wins. Acquiring
 // again keeps the first acquired_at.
 const acquireLease = `INSERT INTO leases (` + leaseColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $6, $7)
-	ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
+	` + takeLease
+
+// takeLease is acquireLease's conflict clause, shared with claimLease.
+const takeLease = `ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
 		addr = excluded.addr,
 		acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END,
 		heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at
