@@ -184,3 +184,29 @@ func BenchmarkBody(b *testing.B) {
 func BenchmarkStream(b *testing.B) {
 	providertest.BenchmarkStream(b, func(baseURL string) llm.Provider { return New(Options{APIKey: "sk-bench", BaseURL: baseURL}) }, sessionRequest(20))
 }
+
+// TestNextTurnsBodyFitsItsBuffer: the body of a conversation's next call,
+// one turn longer, is encoded into the buffer made for it (the last
+// body's messages and room for a turn) without growing it: a buffer
+// that grows is copied into one twice its size.
+func TestNextTurnsBodyFitsItsBuffer(t *testing.T) {
+	for _, turns := range []int{1, 20, 60} {
+		heads := new(headCache)
+		if _, err := requestBody(sessionRequest(turns), DefaultMaxTokens, heads); err != nil {
+			t.Fatal(err)
+		}
+		next := sessionRequest(turns + 1)
+		start, err := heads.get(next, DefaultMaxTokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := len(start) + heads.sizeHint()
+		body, err := requestBody(next, DefaultMaxTokens, heads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(body) > made {
+			t.Errorf("after %d turns: the buffer grew from %d to %d bytes for a body of %d", turns, made, cap(body), len(body))
+		}
+	}
+}

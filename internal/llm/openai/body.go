@@ -131,11 +131,15 @@ func (c *headCache) get(req *llm.Request, limit outputCap) ([]byte, error) {
 	return slices.Clip(h.start), nil
 }
 
+// sizeHint is the room to make for a body's messages: the last body's,
+// and room for the turn that came since. A buffer one byte short grows to
+// twice its size, which was two thirds of what a turn allocated.
 func (c *headCache) sizeHint() int {
 	if c == nil {
 		return 4096
 	}
-	return int(c.size.Load()) + 64
+	n := int(c.size.Load())
+	return n + n/4 + 2048
 }
 
 func (c *headCache) sawSize(n int) {

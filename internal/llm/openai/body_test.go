@@ -263,3 +263,24 @@ func BenchmarkBody(b *testing.B) {
 func BenchmarkStream(b *testing.B) {
 	providertest.BenchmarkStream(b, func(baseURL string) llm.Provider { return New(Options{APIKey: "sk-bench", BaseURL: baseURL}) }, sessionRequest(20))
 }
+
+// TestNextTurnsBodyFitsItsBuffer: the body of a conversation's next call,
+// one turn longer, is encoded into the buffer made for it without growing
+// it (as in the anthropic provider).
+func TestNextTurnsBodyFitsItsBuffer(t *testing.T) {
+	for _, turns := range []int{1, 20, 60} {
+		heads := new(headCache)
+		if _, err := requestBody(sessionRequest(turns), DefaultMaxTokens, true, heads); err != nil {
+			t.Fatal(err)
+		}
+		next := sessionRequest(turns + 1)
+		made := heads.sizeHint()
+		body, err := requestBody(next, DefaultMaxTokens, true, heads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start := len(body) - int(heads.size.Load()); cap(body) > start+made {
+			t.Errorf("after %d turns: the buffer grew from %d to %d bytes for a body of %d", turns, start+made, cap(body), len(body))
+		}
+	}
+}
