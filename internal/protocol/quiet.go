@@ -42,18 +42,21 @@ func NewQuiet(after time.Duration, trim func()) *Quiet {
 const minGarbage = 1 << 20
 
 // FreeGarbage collects and returns the free heap to the system
-// (debug.FreeOSMemory) when the heap holds at least 1 MiB more than was
-// live after the last collection, and does nothing otherwise. A session
-// keeps its turns' garbage until the heap reaches the collector's goal
-// (twice the live heap, 4 MiB at least), so an idle session that had
+// (debug.FreeOSMemory) when that gives back at least 1 MiB: the heap's
+// objects beyond what was live after the last collection, and the free
+// pages it keeps (garbage a collection already freed, which the
+// background scavenger returns only slowly). It does nothing otherwise. A
+// session keeps its turns' garbage until the heap reaches the collector's
+// goal (twice the live heap, 4 MiB at least), so an idle session that had
 // busy turns holds a few MiB of it; one that has little would pay a
 // collection's own memory (mark bits, work buffers) and CPU for nothing
 // (docs/benchmarks.md, "Idle memory and start-up").
 func FreeGarbage() {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"}}
 	metrics.Read(s)
-	live, objects := s[0].Value.Uint64(), s[1].Value.Uint64()
-	if live == 0 || objects < live+minGarbage { // no collection yet: start-up's heap is live
+	live, objects, free := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
+	if live == 0 || objects+free < live+minGarbage { // no collection yet: start-up's heap is live
 		return
 	}
 	debug.FreeOSMemory()
