@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -23,27 +24,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// ARBOR_CPUPROFILE=FILE writes a CPU profile of the whole process
 	// (go tool pprof FILE): for finding where a worker's time goes.
-	if path := os.Getenv("ARBOR_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "arbor: ARBOR_CPUPROFILE: %v\n", err)
-		}
-	}
 	// ARBOR_TRACE=FILE writes an execution trace (go tool trace FILE):
 	// where a turn's time goes between goroutines, system calls and the
 	// network, which a CPU profile does not show.
-	if path := os.Getenv("ARBOR_TRACE"); path != "" {
-		f, err := os.Create(path)
-		if err == nil {
-			err = trace.Start(f)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "arbor: ARBOR_TRACE: %v\n", err)
-		}
-	}
+	startWriting("ARBOR_CPUPROFILE", pprof.StartCPUProfile)
+	startWriting("ARBOR_TRACE", trace.Start)
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
 	pprof.StopCPUProfile()
@@ -61,4 +46,20 @@ func main() {
 		}
 	}
 	os.Exit(code)
+}
+
+// startWriting starts start on the file that the environment variable
+// name names, if it is set, and says on stderr why it could not.
+func startWriting(name string, start func(io.Writer) error) {
+	path := os.Getenv(name)
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = start(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "arbor: %s: %v\n", name, err)
+	}
 }
