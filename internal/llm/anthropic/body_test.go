@@ -200,7 +200,7 @@ func TestNextTurnsBodyFitsItsBuffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		made := len(start) + heads.sizeHint()
+		made := len(start) + heads.sizes().Hint()
 		body, err := requestBody(next, DefaultMaxTokens, heads)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/openai/openai-go/v3/shared"
 
@@ -55,7 +54,7 @@ func requestBody(req *llm.Request, defaultMax int64, official bool, heads *headC
 	if len(msgs) == 0 { // as the SDK: no messages, no field
 		return append(start, '}'), nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, len(start)+heads.sizeHint()))
+	buf := bytes.NewBuffer(make([]byte, 0, len(start)+heads.sizes().Hint()))
 	buf.Write(start)
 	buf.WriteString(`,"messages":`)
 	enc := json.NewEncoder(buf)
@@ -65,7 +64,7 @@ func requestBody(req *llm.Request, defaultMax int64, official bool, heads *headC
 	}
 	b := buf.Bytes()
 	b[len(b)-1] = '}' // Encode's newline
-	heads.sawSize(len(b) - len(start))
+	heads.sizes().Saw(len(b) - len(start))
 	return b, nil
 }
 
@@ -87,7 +86,7 @@ type outputCap struct {
 type headCache struct {
 	mu   sync.Mutex // guards last; a head is never changed once kept
 	last *head
-	size atomic.Int64 // the messages' size in the last body, to size the next
+	size llm.BodySize // the messages' size in the last body, to size the next
 }
 
 type head struct {
@@ -131,21 +130,12 @@ func (c *headCache) get(req *llm.Request, limit outputCap) ([]byte, error) {
 	return slices.Clip(h.start), nil
 }
 
-// sizeHint is the room to make for a body's messages: the last body's,
-// and room for the turn that came since. A buffer one byte short grows to
-// twice its size, which was two thirds of what a turn allocated.
-func (c *headCache) sizeHint() int {
+// sizes is the *llm.BodySize of c, nil for a nil c (which keeps nothing).
+func (c *headCache) sizes() *llm.BodySize {
 	if c == nil {
-		return 4096
+		return nil
 	}
-	n := int(c.size.Load())
-	return n + n/4 + 2048
-}
-
-func (c *headCache) sawSize(n int) {
-	if c != nil {
-		c.size.Store(int64(n))
-	}
+	return &c.size
 }
 
 // encodeHead encodes the start of a body.
