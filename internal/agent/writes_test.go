@@ -229,14 +229,7 @@ func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
 	if want := []string{"status:active", "step+usage+idle", "step+usage+idle"}; !slices.Equal(log.writes, want) {
 		t.Errorf("writes %q, want %q", log.writes, want)
 	}
-	recs, err := b.store.Messages(b.ctx, "node", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range recs {
-		got = append(got, fmt.Sprintf("%d:%s:%s", r.Seq, r.Message.Role, r.Message.Text()))
-	}
+	got := b.transcript(t, "node")
 	if want := []string{"1:user:first", "2:assistant:hi", "3:user:second", "4:assistant:again"}; !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
@@ -251,18 +244,12 @@ func TestResendableMessageStoredWithTheAnswer(t *testing.T) {
 // the model takes longer, the message is written on its own, with the
 // active status, and the answer then follows in a second write.
 func TestSlowAnswerFindsTheMessageStored(t *testing.T) {
-	slow := text("late")
-	slow.hold = make(chan struct{})
-	b := setup(t, slow)
+	b := setup(t, slowText("late"))
 	log := &writeLog{Store: b.store}
-	cfg := b.cfg
-	cfg.Store = log
-	a := agent.New(cfg)
-	done := make(chan agent.Result, 1)
-	go func() { done <- a.Send(b.ctx, llm.UserText("go")) }()
+	hold, done := b.sendVia(log, "go")
 	// The call waits until the message is stored (or the test's deadline).
 	stored := waitFor(t, func() bool { return len(b.messages(t)) == 1 })
-	close(slow.hold)
+	close(hold)
 	r := <-done
 	if !stored {
 		t.Fatal("the message was not stored while its answer was slow")
@@ -273,14 +260,7 @@ func TestSlowAnswerFindsTheMessageStored(t *testing.T) {
 	if want := []string{"step+active", "step+usage+idle"}; !slices.Equal(log.writes, want) {
 		t.Errorf("writes %q, want %q", log.writes, want)
 	}
-	recs, err := b.store.Messages(b.ctx, "s1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range recs {
-		got = append(got, fmt.Sprintf("%d:%s:%s", r.Seq, r.Message.Role, r.Message.Text()))
-	}
+	got := b.transcript(t, "s1")
 	if want := []string{"1:user:go", "2:assistant:late"}; !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
@@ -293,17 +273,11 @@ func TestSlowAnswerFindsTheMessageStored(t *testing.T) {
 // stays held and goes with the answer's write, which reports the failure:
 // the turn fails and the store has neither.
 func TestHeldMessageWriteFails(t *testing.T) {
-	slow := text("late")
-	slow.hold = make(chan struct{})
-	b := setup(t, slow)
+	b := setup(t, slowText("late"))
 	fail := &failingSteps{Store: b.store, tried: make(chan struct{}, 4)}
-	cfg := b.cfg
-	cfg.Store = fail
-	a := agent.New(cfg)
-	done := make(chan agent.Result, 1)
-	go func() { done <- a.Send(b.ctx, llm.UserText("go")) }()
+	hold, done := b.sendVia(fail, "go")
 	<-fail.tried // the flush's write
-	close(slow.hold)
+	close(hold)
 	r := <-done
 	if r.Outcome != agent.OutcomeFailed || r.Err == nil || !strings.Contains(r.Err.Error(), "disk full") {
 		t.Fatalf("result %+v, want failed with the store's error", r)
@@ -342,4 +316,40 @@ func waitFor(t *testing.T, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return false
+}
+
+// slowText is a turn answering s once its hold is closed (sendVia).
+func slowText(s string) fakeTurn {
+	t := text(s)
+	t.hold = make(chan struct{})
+	return t
+}
+
+// sendVia sends msg on a new agent of b's config writing to st, on a
+// goroutine: it returns the hold of the provider's next turn (slowText),
+// which the caller closes to let the model answer, and the Send's result.
+func (b *bundle) sendVia(st agent.Store, msg string) (hold chan struct{}, done <-chan agent.Result) {
+	b.provider.mu.Lock()
+	hold = b.provider.turns[0].hold
+	b.provider.mu.Unlock()
+	cfg := b.cfg
+	cfg.Store = st
+	a := agent.New(cfg)
+	res := make(chan agent.Result, 1)
+	go func() { res <- a.Send(b.ctx, llm.UserText(msg)) }()
+	return hold, res
+}
+
+// transcript is session's stored messages as "seq:role:text".
+func (b *bundle) transcript(t *testing.T, session string) []string {
+	t.Helper()
+	recs, err := b.store.Messages(b.ctx, session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%d:%s:%s", r.Seq, r.Message.Role, r.Message.Text()))
+	}
+	return got
 }
