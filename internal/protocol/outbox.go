@@ -57,24 +57,45 @@ func (o *Outbox) Put(v any) error {
 	return nil
 }
 
+// batchBytes bounds one write of lines queued together.
+const batchBytes = 64 << 10
+
 // run writes the queued lines until Close.
 func (o *Outbox) run() {
 	defer close(o.done)
 	failed := false
+	var batch []byte // the lines queued since the last write, written as one
 	for {
 		o.mu.Lock()
 		lines, closed := o.lines, o.closed
 		o.lines = nil
 		o.mu.Unlock()
-		for _, l := range lines {
-			if err := o.w.emit(l); err != nil && !failed {
-				failed = true
-				if o.onErr != nil {
-					o.onErr(err)
+		if len(lines) > 0 {
+			// One write for the lines queued together (up to batchBytes):
+			// a turn's events often come at once, and a write is a system
+			// call and, in a process among many on few cores, a chance for
+			// the runtime to hand the session's processor to another
+			// thread.
+			for len(lines) > 0 {
+				line, n := lines[0], 1
+				if len(lines) > 1 && len(line) < batchBytes {
+					batch = append(batch[:0], line...)
+					for ; n < len(lines) && len(batch)+len(lines[n]) <= batchBytes; n++ {
+						batch = append(batch, lines[n]...)
+					}
+					line = batch
+				}
+				lines = lines[n:]
+				if err := o.w.emit(line); err != nil && !failed {
+					failed = true
+					if o.onErr != nil {
+						o.onErr(err)
+					}
 				}
 			}
-		}
-		if len(lines) > 0 {
+			if cap(batch) > 4<<10 {
+				batch = nil // an idle session keeps no burst's buffer
+			}
 			continue
 		}
 		if closed {

@@ -47,6 +47,32 @@ func TestOutbox(t *testing.T) {
 		}
 	})
 
+	t.Run("lines queued during a write go out in one write", func(t *testing.T) {
+		t.Parallel()
+		w := &gatedWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+		o := protocol.NewOutbox(w, func(err error) { t.Error(err) })
+		if err := o.Put(0); err != nil {
+			t.Fatal(err)
+		}
+		<-w.entered // the first line's write has begun and waits
+		for i := 1; i <= 3; i++ {
+			if err := o.Put(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(w.release)
+		o.Close()
+		want := []string{"0\n", "1\n2\n3\n"}
+		if len(w.writes) != len(want) {
+			t.Fatalf("writes %q, want %q", w.writes, want)
+		}
+		for i := range want {
+			if w.writes[i] != want[i] {
+				t.Fatalf("writes %q, want %q", w.writes, want)
+			}
+		}
+	})
+
 	t.Run("an unencodable value is an error and queues nothing", func(t *testing.T) {
 		t.Parallel()
 		o := protocol.NewOutbox(io.Discard, nil)
@@ -70,4 +96,20 @@ func TestOutbox(t *testing.T) {
 			t.Fatalf("%d failures reported, want 1", n)
 		}
 	})
+}
+
+// gatedWriter records each Write; the first waits for release.
+type gatedWriter struct {
+	entered chan struct{}
+	release chan struct{}
+	writes  []string // only the outbox's goroutine writes, until Close returns
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	if len(w.writes) == 0 {
+		w.entered <- struct{}{}
+		<-w.release
+	}
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
 }
