@@ -19,6 +19,9 @@ type Options struct {
 	Model string
 	// Version is arbor's, for initialize's agentInfo.
 	Version string
+	// Quiet gives memory back while no prompt runs and the client is
+	// silent; nil is protocol.NewQuiet(protocol.QuietAfter, nil).
+	Quiet *protocol.Quiet
 }
 
 // Server is one ACP connection over a pair of streams.
@@ -36,6 +39,10 @@ type Server struct {
 	// work counts the goroutines that answer requests (session/new,
 	// session/load) and permission requests; Serve waits for them.
 	work sync.WaitGroup
+	// quiet gives memory back once no prompt runs and no input came for
+	// a while (protocol.Quiet): input disarms it, the end of the last
+	// running prompt arms it.
+	quiet *protocol.Quiet
 
 	mu sync.Mutex // guards the fields below
 	// caps are the client's, from initialize.
@@ -48,6 +55,8 @@ type Server struct {
 	// closing is set when the input ended: a session opened afterwards is
 	// closed at once.
 	closing bool
+	// prompts is how many prompt turns run, over all sessions.
+	prompts int
 }
 
 // Serve runs the protocol until in ends or ctx is cancelled. Then every
@@ -62,8 +71,12 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	defer ob.CloseAfter(ctx)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	s := &Server{app: a, opts: o, conn: newConn(ob), diag: diag, ctx: ctx,
+	s := &Server{app: a, opts: o, conn: newConn(ob), diag: diag, ctx: ctx, quiet: o.Quiet,
 		sessions: map[string]*session{}, asks: map[string]context.CancelFunc{}}
+	if s.quiet == nil {
+		s.quiet = protocol.NewQuiet(protocol.QuietAfter, nil)
+	}
+	defer s.quiet.Close()
 	s.events = a.Bus.Subscribe(s.translate)
 	defer s.events.Close()
 
@@ -103,6 +116,7 @@ func (s *Server) badLine(le *protocol.LineError) {
 
 // handle dispatches one input line; it always goes back to reading.
 func (s *Server) handle(line protocol.Line) bool {
+	s.quiet.Busy()
 	var m message
 	if err := json.Unmarshal(line.Raw, &m); err != nil {
 		s.send(s.conn.fail(nil, codeInvalidRequest, fmt.Sprintf("line %d is no JSON-RPC message: %v", line.Number, err)))

@@ -46,6 +46,11 @@ type bundle struct {
 
 func setup(t *testing.T, turns ...llmtest.Turn) *bundle {
 	t.Helper()
+	return setupWith(t, acp.Options{}, turns...)
+}
+
+func setupWith(t *testing.T, o acp.Options, turns ...llmtest.Turn) *bundle {
+	t.Helper()
 	srv := llmtest.NewServer(turns...)
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
@@ -58,7 +63,7 @@ func setup(t *testing.T, turns ...llmtest.Turn) *bundle {
 	}
 	t.Cleanup(a.Close)
 	serve := func(in io.Reader, w, diag io.Writer) error {
-		return acp.Serve(context.Background(), a, in, w, diag, acp.Options{})
+		return acp.Serve(context.Background(), a, in, w, diag, o)
 	}
 	decode := func(line string) (out, error) {
 		var o out

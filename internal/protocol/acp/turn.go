@@ -26,6 +26,8 @@ func (s *Server) prompt(m message) {
 	}
 	gen := ss.generation()
 	err := ss.runner.Submit(app.Job{Kind: "turn", Run: func(ctx context.Context) {
+		s.promptRuns()
+		defer s.promptEnds() // after its answer is queued
 		if ss.generation() != gen {
 			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopCancelled}))
 			return
@@ -41,6 +43,27 @@ func (s *Server) prompt(m message) {
 	}})
 	if err != nil {
 		s.send(s.conn.fail(m.ID, codeInternalError, fmt.Sprintf("session/prompt: %v", err)))
+	}
+}
+
+// promptRuns counts a prompt turn that starts (a trim armed by the end
+// of another does not run during it).
+func (s *Server) promptRuns() {
+	s.quiet.Busy()
+	s.mu.Lock()
+	s.prompts++
+	s.mu.Unlock()
+}
+
+// promptEnds counts a prompt turn that ended; when it was the last one
+// running, the connection waits for its client and may give memory back.
+func (s *Server) promptEnds() {
+	s.mu.Lock()
+	s.prompts--
+	last := s.prompts == 0
+	s.mu.Unlock()
+	if last {
+		s.quiet.Idle()
 	}
 }
 
