@@ -14,8 +14,9 @@
 # arbor and that binary (`chord headless`, given a config.yaml that points
 # it at the server) against one scripted model server, alternating ROUNDS
 # (default 3) sessions of TURNS turns each and then STARTS (default 20)
-# starts each, and prints both programs' ready, send→idle median, CPU per
-# turn, VmRSS
+# starts each (fresh state dirs, then one existing state dir per program,
+# as a gateway's later sessions find it), and prints both programs' ready
+# (both ways), send→idle median, CPU per turn, VmRSS
 # and RssAnon after TURNS turns and binary size, with the ratios
 # arbor/Chord. The script never builds Chord. Without CHORD_BIN it prints
 # arbor's own figures and says Chord was not given.

@@ -28,9 +28,11 @@
 // one scripted model server started by this driver (every process gets
 // ANTHROPIC_BASE_URL, OPENAI_BASE_URL and ARBOR_BENCH_MODEL_URL pointing at
 // it, with placeholder keys), arbor with --model anthropic/claude-sonnet-4-5,
-// their sessions alternate for -rounds rounds and then -starts starts, and
-// ready, the send→idle median, CPU per turn, VmRSS, RssAnon and the binary sizes are
-// printed with their ratios.
+// their sessions alternate for -rounds rounds and then -starts starts
+// (each in a fresh state dir, then -starts more in one state dir per
+// program that an uncounted start created, as a gateway's later sessions
+// find it), and ready (both ways), the send→idle median, CPU per turn,
+// VmRSS, RssAnon and the binary sizes are printed with their ratios.
 package main
 
 import (
@@ -202,7 +204,10 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	}
 	type figures struct {
 		ready, lat, cpu []time.Duration
-		rss, anon       []int
+		// warm: ready with a state dir an earlier start created (a
+		// gateway's later sessions)
+		warm      []time.Duration
+		rss, anon []int
 		// after settle
 		idleRSS, idleAnon []int
 	}
@@ -226,6 +231,30 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
 			figs[i].ready = append(figs[i].ready, p.Ready)
+			if err := p.Stop(); err != nil {
+				return fmt.Errorf("%s: %w", b.argv[0], err)
+			}
+		}
+	}
+	// A gateway's later sessions find the state its first one created:
+	// each program gets one state dir, created by a start not counted.
+	for _, b := range programs {
+		b.shared = filepath.Join(b.dir, "shared")
+		p, err := b.start()
+		if err == nil {
+			err = p.Stop()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.argv[0], err)
+		}
+	}
+	for range starts {
+		for i, b := range programs {
+			p, err := b.start()
+			if err != nil {
+				return fmt.Errorf("%s: %w", b.argv[0], err)
+			}
+			figs[i].warm = append(figs[i].warm, p.Ready)
 			if err := p.Stop(); err != nil {
 				return fmt.Errorf("%s: %w", b.argv[0], err)
 			}
@@ -257,6 +286,7 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	}
 	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	row("ready (start → first line)", msf(headless.Quantile(a.ready, 0.5)), msf(headless.Quantile(o.ready, 0.5)), "ms")
+	row("ready, existing state", msf(headless.Quantile(a.warm, 0.5)), msf(headless.Quantile(o.warm, 0.5)), "ms")
 	row("send→idle", msf(headless.Quantile(a.lat, 0.5)), msf(headless.Quantile(o.lat, 0.5)), "ms")
 	row("CPU per turn (all threads)", msf(headless.Quantile(a.cpu, 0.5)), msf(headless.Quantile(o.cpu, 0.5)), "ms")
 	row(fmt.Sprintf("VmRSS after %d turns", turns), mb(headless.Quantile(a.rss, 0.5)), mb(headless.Quantile(o.rss, 0.5)), "MB")
