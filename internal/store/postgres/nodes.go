@@ -88,7 +88,8 @@ func (s *Store) CommitAsync(ctx context.Context, run *store.Run, nodes ...store.
 	req, err := s.group.enqueue(context.WithoutCancel(ctx),
 		func(b *pgx.Batch) { queueCommit(b, run, runs, now, writes) },
 		func(br pgx.BatchResults) error { return readCommit(br, run, runs) })
-	return func() error {
+	return func() error { // again, or from several goroutines: the same outcome
+		err := err
 		if err == nil {
 			<-req.done
 			err = req.err

@@ -136,7 +136,9 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
 // have returned. The write runs when whoever leads next gets to it, at the
 // latest in wait: so a caller may queue a write while it holds a lock and
 // wait for it once it released the lock, and its writes keep their order
-// with every write queued after them.
+// with every write queued after them. wait may be called again, and from
+// several goroutines at once: each call returns the same outcome (a write
+// is released once, so a second wait for the release would never end).
 func (w *writer) enqueue(fn func(*wtx) error) (wait func() error) {
 	r := &writeReq{fn: fn, wake: make(chan struct{}, 1)}
 	w.mu.Lock()
@@ -149,14 +151,24 @@ func (w *writer) enqueue(fn func(*wtx) error) (wait func() error) {
 	if w.enqueued != nil {
 		w.enqueued <- struct{}{}
 	}
+	var (
+		once sync.Once
+		err  error
+	)
 	return func() error {
-		w.mu.Lock()
-		r.waiting = true
-		// Not leading and not taken: nobody got to it yet.
-		lead := !w.leading && r.state.Load() == reqQueued
-		w.leading = w.leading || lead
-		w.mu.Unlock()
-		return w.finish(context.Background(), r, lead)
+		once.Do(func() {
+			w.mu.Lock()
+			r.waiting = true
+			// Not leading and not taken: nobody got to it yet.
+			lead := !w.leading && r.state.Load() == reqQueued
+			w.leading = w.leading || lead
+			w.mu.Unlock()
+			err = w.finish(context.Background(), r, lead)
+		})
+		if r.panic != nil { // the first wait panicked with it
+			panic(r.panic)
+		}
+		return err
 	}
 }
 

@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"Compactions", testCompactions},
 		{"Tree", testTree},
 		{"Leases", testLeases},
+		{"Queued", testQueued},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
