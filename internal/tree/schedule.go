@@ -240,9 +240,14 @@ func (r *run) launchLocked(id int64, work func(ctx context.Context, id int64)) {
 	if r.hosted != nil && r.nodes[id].Kind != KindAsk {
 		r.hosted.busy()
 	}
+	// The gate opens once what started the work is durable (unlock), and
+	// in hold order: so a node's next turn also starts only after the
+	// wait for its agent's last queued write (Result.Stored), which an
+	// earlier hold's settle makes, has ended; the agent's own state is
+	// not for two goroutines at once.
 	gate := r.gateLocked()
 	r.disp.Dispatch(func() {
-		<-gate // what started it is durable (unlock)
+		<-gate
 		defer cancel(nil)
 		defer stop()
 		work(ctx, id)
