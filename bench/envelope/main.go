@@ -224,17 +224,26 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 			f.idleRSS, f.idleAnon = append(f.idleRSS, idle.rss), append(f.idleAnon, idle.anon)
 		}
 	}
-	for range starts {
-		for i, b := range programs {
-			p, err := b.start()
-			if err != nil {
-				return fmt.Errorf("%s: %w", b.argv[0], err)
-			}
-			figs[i].ready = append(figs[i].ready, p.Ready)
-			if err := p.Stop(); err != nil {
-				return fmt.Errorf("%s: %w", b.argv[0], err)
+	// timeStarts starts each program starts times, alternating, and adds
+	// each start's ready to the slice of its figures that into names.
+	timeStarts := func(into func(*figures) *[]time.Duration) error {
+		for range starts {
+			for i, b := range programs {
+				p, err := b.start()
+				if err == nil {
+					ready := into(&figs[i])
+					*ready = append(*ready, p.Ready)
+					err = p.Stop()
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", b.argv[0], err)
+				}
 			}
 		}
+		return nil
+	}
+	if err := timeStarts(func(f *figures) *[]time.Duration { return &f.ready }); err != nil {
+		return err
 	}
 	// A gateway's later sessions find the state its first one created:
 	// each program gets one state dir, created by a start not counted.
@@ -248,17 +257,8 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 			return fmt.Errorf("%s: %w", b.argv[0], err)
 		}
 	}
-	for range starts {
-		for i, b := range programs {
-			p, err := b.start()
-			if err != nil {
-				return fmt.Errorf("%s: %w", b.argv[0], err)
-			}
-			figs[i].warm = append(figs[i].warm, p.Ready)
-			if err := p.Stop(); err != nil {
-				return fmt.Errorf("%s: %w", b.argv[0], err)
-			}
-		}
+	if err := timeStarts(func(f *figures) *[]time.Duration { return &f.warm }); err != nil {
+		return err
 	}
 	var size [2]int64
 	for i, b := range programs {

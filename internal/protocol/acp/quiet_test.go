@@ -1,8 +1,6 @@
 package acp_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -18,20 +16,12 @@ func TestQuietTrimsWhileNoPromptRuns(t *testing.T) {
 	trims := make(chan struct{}, 8)
 	q := protocol.NewQuiet(0, func() { trims <- struct{}{} })
 	b := setupWith(t, acp.Options{Quiet: q}, llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"})
-	b.Send(initialize)
-	b.Next(id(1))
-	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, b.ws))
-	var sess struct {
-		SessionID string `json:"sessionId"`
-	}
-	if o := b.Next(id(2)); o.Error != nil || json.Unmarshal(o.Result, &sess) != nil || sess.SessionID == "" {
-		t.Fatalf("session/new answered %s", o.raw)
-	}
+	sessionID := b.newSession(t)
 	if n := len(trims); n != 0 {
 		t.Fatalf("%d trims before any prompt", n)
 	}
 	for i, text := range []string{"one", "two"} {
-		b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, 3+i, sess.SessionID, text))
+		b.Send(promptLine(3+i, sessionID, text))
 		if o := b.Next(id(3 + i)); o.Error != nil {
 			t.Fatalf("prompt %s answered %s", text, o.raw)
 		}

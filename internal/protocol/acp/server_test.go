@@ -74,6 +74,27 @@ func setupWith(t *testing.T, o acp.Options, turns ...llmtest.Turn) *bundle {
 	return &bundle{Conn: testutil.Serve(t, serve, decode), srv: srv, ws: home}
 }
 
+// newSession initializes the connection (id 1) and opens a session in
+// the bundle's workspace (id 2); it returns the session's id.
+func (b *bundle) newSession(t *testing.T) string {
+	t.Helper()
+	b.Send(initialize)
+	b.Next(id(1))
+	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, b.ws))
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if o := b.Next(id(2)); o.Error != nil || json.Unmarshal(o.Result, &sess) != nil || sess.SessionID == "" {
+		t.Fatalf("session/new answered %s", o.raw)
+	}
+	return sess.SessionID
+}
+
+// promptLine is request n: a session/prompt of text to session.
+func promptLine(n int, session, text string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, n, session, text)
+}
+
 func id(n int) func(out) bool {
 	return func(o out) bool { return string(o.ID) == fmt.Sprint(n) }
 }
@@ -193,18 +214,8 @@ func TestPromptInProcess(t *testing.T) {
 		llmtest.Turn{Text: "Written."},
 		llmtest.Turn{Text: "a long answer that never ends", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}},
 	)
-	b.Send(initialize)
-	b.Next(id(1))
-	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, b.ws))
-	var sess struct {
-		SessionID string `json:"sessionId"`
-	}
-	if o := b.Next(id(2)); o.Error != nil || json.Unmarshal(o.Result, &sess) != nil || sess.SessionID == "" {
-		t.Fatalf("session/new answered %s", o.raw)
-	}
-	prompt := func(n int, text string) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, n, sess.SessionID, text)
-	}
+	sessionID := b.newSession(t)
+	prompt := func(n int, text string) string { return promptLine(n, sessionID, text) }
 	b.Send(prompt(3, "write a.txt"))
 	ask := b.Next(func(o out) bool { return o.Method == "session/request_permission" })
 	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`, ask.ID))
@@ -213,7 +224,7 @@ func TestPromptInProcess(t *testing.T) {
 	}
 	b.Send(prompt(4, "tell a story"))
 	b.srv.WaitRequests(3) // the turn waits on the stalled model
-	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sess.SessionID))
+	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sessionID))
 	if o := b.Next(id(4)); o.Error != nil || !strings.Contains(string(o.Result), `"cancelled"`) {
 		t.Fatalf("cancelled prompt answered %s; want cancelled", o.raw)
 	}
