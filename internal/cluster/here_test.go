@@ -18,15 +18,10 @@ import (
 func TestRunHereHoldsTheNodeLease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	run := newRun(t, b.st, 2, store.StateActive)
-	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
-	r := c.NewRemote(run, "default")
+	run, c, r := hereRemote(t, b, 2)
 	slots := make(chan struct{}, 1)
 
-	ctx, release, ok := r.RunHere(b.ctx, slots, 2, 1)
-	if !ok {
-		t.Fatal("RunHere refused a free slot and a free node")
-	}
+	ctx, release := mustRunHere(t, b.ctx, r, slots, 2, "a free slot and a free node")
 	l, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2))
 	must(t, err)
 	if own, turn, _ := strings.Cut(l.ID, "/"); own != c.o.Owner.ID || !strings.HasPrefix(turn, "-") {
@@ -39,9 +34,7 @@ func TestRunHereHoldsTheNodeLease(t *testing.T) {
 	if ctx.Err() == nil {
 		t.Fatal("the turn's context lives on after release")
 	}
-	if _, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2)); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("the node lease after release: %v, want none", err)
-	}
+	wantNoLease(t, b, NodeLeaseKey(run, 2))
 
 	// A live holder of node 3's lease (this process, another job).
 	holder := store.NewOwner()
@@ -57,10 +50,7 @@ func TestRunHereHoldsTheNodeLease(t *testing.T) {
 	if len(slots) != 0 {
 		t.Fatalf("refused turns kept %d slots", len(slots))
 	}
-	_, release, ok = r.RunHere(context.Background(), slots, 2, 1)
-	if !ok {
-		t.Fatal("RunHere refused the freed slot")
-	}
+	_, release = mustRunHere(t, context.Background(), r, slots, 2, "the freed slot")
 	release()
 }
 
@@ -71,14 +61,9 @@ func TestRunHereHoldsTheNodeLease(t *testing.T) {
 func TestRunHereGivesItsSlotBackBeforeTheLeasesRelease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	run := newRun(t, b.st, 2, store.StateActive)
-	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
-	r := c.NewRemote(run, "default")
+	run, _, r := hereRemote(t, b, 2)
 	slots := make(chan struct{}, 1)
-	_, release, ok := r.RunHere(b.ctx, slots, 2, 1)
-	if !ok {
-		t.Fatal("RunHere refused a free slot and a free node")
-	}
+	_, release := mustRunHere(t, b.ctx, r, slots, 2, "a free slot and a free node")
 
 	// Hold the lease row, so that the release's delete waits for this
 	// transaction.
@@ -99,9 +84,7 @@ func TestRunHereGivesItsSlotBackBeforeTheLeasesRelease(t *testing.T) {
 	}
 	must(t, tx.Rollback(b.ctx))
 	<-released
-	if _, err := b.st.GetLease(b.ctx, NodeLeaseKey(run, 2)); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("the node lease after release: %v, want none", err)
-	}
+	wantNoLease(t, b, NodeLeaseKey(run, 2))
 }
 
 // TestRunHereTurnsOfOneNodeAreTwoClaimants: two turns of one node run
@@ -111,30 +94,51 @@ func TestRunHereGivesItsSlotBackBeforeTheLeasesRelease(t *testing.T) {
 func TestRunHereTurnsOfOneNodeAreTwoClaimants(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	run := newRun(t, b.st, 1, store.StateActive)
-	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
-	r := c.NewRemote(run, "default")
+	run, _, r := hereRemote(t, b, 1)
 	slots := make(chan struct{}, 2)
 	key := NodeLeaseKey(run, 2)
 
-	_, releaseFirst, ok := r.RunHere(b.ctx, slots, 2, 1)
-	if !ok {
-		t.Fatal("RunHere refused a free slot and a free node")
-	}
+	_, releaseFirst := mustRunHere(t, b.ctx, r, slots, 2, "a free slot and a free node")
 	first, err := b.st.GetLease(b.ctx, key)
 	must(t, err)
 	if _, _, ok := r.RunHere(b.ctx, slots, 2, 1); ok {
 		t.Fatal("RunHere ran a second turn of a node beside its first")
 	}
 	releaseFirst()
-	_, releaseSecond, ok := r.RunHere(b.ctx, slots, 2, 1)
-	if !ok {
-		t.Fatal("RunHere refused the node's next turn after the first's release")
-	}
+	_, releaseSecond := mustRunHere(t, b.ctx, r, slots, 2, "the node's next turn after the first's release")
 	defer releaseSecond()
 	must(t, b.st.ReleaseLease(b.ctx, key, first.ID)) // the first's release, late
 	second, err := b.st.GetLease(b.ctx, key)
 	if err != nil || second.ID == first.ID {
 		t.Fatalf("the second turn's lease after the first's late release: %+v, %v; want its own", second, err)
+	}
+}
+
+// hereRemote makes a run of leaves active leaves and a cluster whose node
+// leases last a minute, and returns the run, the cluster and the run's
+// Remote: what the RunHere tests start from.
+func hereRemote(t *testing.T, b *testBundle, leaves int) (string, *Cluster, *Remote) {
+	t.Helper()
+	run := newRun(t, b.st, leaves, store.StateActive)
+	c := openCluster(t, b.st, Options{LeaseTTL: time.Minute})
+	return run, c, c.NewRemote(run, "default")
+}
+
+// mustRunHere runs attempt 1 of node's turn here, failing the test when
+// RunHere refuses it (what names the case).
+func mustRunHere(t *testing.T, ctx context.Context, r *Remote, slots chan struct{}, node int64, what string) (context.Context, func()) {
+	t.Helper()
+	turn, release, ok := r.RunHere(ctx, slots, node, 1)
+	if !ok {
+		t.Fatalf("RunHere refused %s", what)
+	}
+	return turn, release
+}
+
+// wantNoLease fails the test unless the lease of key is gone.
+func wantNoLease(t *testing.T, b *testBundle, key string) {
+	t.Helper()
+	if _, err := b.st.GetLease(b.ctx, key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the node lease after release: %v, want none", err)
 	}
 }
