@@ -14,6 +14,9 @@ import (
 	"syscall"
 
 	"github.com/arbor-run/arbor/internal/cli"
+	// Sets `arbor headless`'s one processor in its initialiser, before
+	// the other packages' initialisers run (see the package).
+	_ "github.com/arbor-run/arbor/internal/procs"
 	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 

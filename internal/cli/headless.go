@@ -10,6 +10,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/procs"
 	"github.com/arbor-run/arbor/internal/protocol"
 	"github.com/arbor-run/arbor/internal/protocol/dialect"
 	"github.com/arbor-run/arbor/internal/protocol/envelope"
@@ -46,7 +47,7 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.runsAgents()
-			protocol.OneProc(os.Getenv)
+			procs.One(os.Getenv) // done in its initialiser unless flags came first
 			if f.sessionDir != "" {
 				g.workspace = f.sessionDir
 			}
