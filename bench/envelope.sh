@@ -21,6 +21,11 @@
 # arbor/Chord. The script never builds Chord. Without CHORD_BIN it prints
 # arbor's own figures and says Chord was not given.
 #
+# Every mode also times bench/floor, the least a process of arbor's stack
+# (the Go runtime, the same SQLite driver and Anthropic SDK) starts in:
+# its ready and private memory at ready, and with CHORD_BIN its ready as
+# a fraction of Chord's.
+#
 # OTHER="CMD ARGS" compares with any other envelope-protocol command the
 # same way (without Chord's config); OTHER=self compares arbor with itself
 # (a check of the method: the ratios should be about 1).
@@ -30,6 +35,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/arbor" ./cmd/arbor
 go build -o "$tmp/envelope-bench" ./bench/envelope
+go build -o "$tmp/floor" ./bench/floor
 
 if [ -n "${CHORD_BIN:-}" ]; then
 	# A copy, so that both binaries were just written and their pages sit
@@ -37,16 +43,16 @@ if [ -n "${CHORD_BIN:-}" ]; then
 	# large folios, and a process that touches one byte of a folio maps
 	# all of it, so VmRSS depends on how the file came into the cache.
 	cp "$CHORD_BIN" "$tmp/chord"
-	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -chord "$tmp/chord" \
+	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -chord "$tmp/chord" -floor "$tmp/floor" \
 		-turns "${TURNS:-20}" -rounds "${ROUNDS:-3}" -starts "${STARTS:-20}"
 fi
 if [ -n "${OTHER:-}" ]; then
 	other="$OTHER"
 	[ "$other" = self ] && other="$tmp/arbor headless --model anthropic/claude-sonnet-4-5"
-	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -other "$other" \
+	exec "$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -other "$other" -floor "$tmp/floor" \
 		-turns "${TURNS:-20}" -rounds "${ROUNDS:-3}" -starts "${STARTS:-20}"
 fi
 echo "Chord was not given (CHORD_BIN=/path/to/chord compares with it); arbor's own figures:"
 echo "arbor binary: $(($(stat -c %s "$tmp/arbor") / 1048576)) MiB"
-"$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" \
+"$tmp/envelope-bench" -arbor "$tmp/arbor" -dir "$tmp" -floor "$tmp/floor" \
 	-starts "${STARTS:-20}" -turns "${TURNS:-20}" -rss-turns "${RSS_TURNS:-100}"

@@ -63,6 +63,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "alternating sessions of each program with -other")
 	chord := flag.String("chord", "", "a chord binary to measure side by side (as -other \"CHORD headless\", with a config for the scripted server)")
 	flag.DurationVar(&settle, "settle", 2*time.Second, "how long a session stays idle after its last turn before its memory is read again")
+	flag.StringVar(&floorBin, "floor", "", "a bench/floor binary: its starts are timed too, as the least this stack starts in")
 	flag.Parse()
 	isChord := *chord != ""
 	if isChord {
@@ -133,6 +134,9 @@ func run(bin, dir string, starts, turns, rssTurns int) error {
 	b.shared = ""
 	fmt.Printf("time to ready, existing state: median %s, p90 %s, worst %s (one state dir, created by a start before these)\n",
 		ms(headless.Quantile(ready, 0.5)), ms(headless.Quantile(ready, 0.9)), ms(slices.Max(ready)))
+	if err := printFloor(dir, starts, 0); err != nil {
+		return err
+	}
 
 	lat, cpu, m, idle, err := b.session(turns)
 	if err != nil {
@@ -295,6 +299,48 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	row(fmt.Sprintf("RssAnon, then %s idle", settle), mb(headless.Quantile(a.idleAnon, 0.5)), mb(headless.Quantile(o.idleAnon, 0.5)), "MB")
 	row("binary size", float64(size[0])/1048576, float64(size[1])/1048576, "MB")
 	fmt.Printf("send→idle p90: arbor %s, %s %s (MB here are MiB)\n", ms(headless.Quantile(a.lat, 0.9)), name, ms(headless.Quantile(o.lat, 0.9)))
+	return printFloor(dir, starts, headless.Quantile(o.warm, 0.5))
+}
+
+// floorBin is -floor: the bench/floor binary, or "".
+var floorBin string
+
+// printFloor times starts starts of the floor binary (with one store,
+// as a gateway's later sessions find theirs) and prints its median ready
+// and RssAnon at ready; with vs set, also its ready as a fraction of vs.
+// Without -floor it prints nothing.
+func printFloor(dir string, starts int, vs time.Duration) error {
+	if floorBin == "" {
+		return nil
+	}
+	root := filepath.Join(dir, "floor-state")
+	b := bench{dir: root, argv: []string{floorBin, "headless", filepath.Join(root, "floor.db")}}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	var ready []time.Duration
+	var anon []int
+	for range starts {
+		p, err := b.start()
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		m, err := memoryOf(p)
+		if err == nil {
+			err = p.Stop()
+		}
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		ready, anon = append(ready, p.Ready), append(anon, m.anon)
+	}
+	r := headless.Quantile(ready, 0.5)
+	fmt.Printf("floor (bench/floor: the Go runtime, the same SQLite driver and Anthropic SDK, one write, a ready line): ready median %s, RssAnon at ready %.1f MiB",
+		ms(r), mb(headless.Quantile(anon, 0.5)))
+	if vs > 0 {
+		fmt.Printf("; ready %.2f× the other program's (existing state)", float64(r)/float64(vs))
+	}
+	fmt.Println()
 	return nil
 }
 
