@@ -179,7 +179,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		extra = o.Jobs.Tools(bo)
 	}
 	for _, t := range append(extra, o.Tools...) {
-		i := slices.IndexFunc(tools, func(u tool.Tool) bool { return u.Info().Name == t.Info().Name })
+		i := slices.IndexFunc(tools, func(u tool.Tool) bool { return tool.Name(u) == tool.Name(t) })
 		if i < 0 {
 			tools = append(tools, t)
 		} else {
@@ -199,7 +199,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		}
 	}
 	if o.Hide != nil {
-		tools = slices.DeleteFunc(tools, func(t tool.Tool) bool { return o.Hide(t.Info().Name) })
+		tools = slices.DeleteFunc(tools, func(t tool.Tool) bool { return o.Hide(tool.Name(t)) })
 	}
 	tools = tool.GuardAll(tools, a.Permissions, broker)
 	hooks := a.sessionHooks(id)
@@ -260,5 +260,5 @@ type hiddenSource struct {
 
 func (h hiddenSource) Tools() (uint64, []tool.Tool) {
 	v, ts := h.Source.Tools()
-	return v, slices.DeleteFunc(slices.Clone(ts), func(t tool.Tool) bool { return h.hide(t.Info().Name) })
+	return v, slices.DeleteFunc(slices.Clone(ts), func(t tool.Tool) bool { return h.hide(tool.Name(t)) })
 }

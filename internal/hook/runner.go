@@ -89,7 +89,7 @@ type Tool struct {
 
 // Run implements tool.Tool.
 func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
-	name := h.Info().Name
+	name := tool.Name(h)
 	v, err := h.Hooks.Run(ctx, PreToolUse, name, Input{ToolName: name, ToolInput: call.Input, ToolUseID: call.ID})
 	if err != nil {
 		h.denied(name, call)

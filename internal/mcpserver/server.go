@@ -164,7 +164,7 @@ func (s *Server) tool(ctx context.Context, name string) (tool.Tool, tool.Result)
 	if s.tools == nil {
 		s.tools = map[string]tool.Tool{}
 		for _, t := range s.host.ExternalTools() {
-			s.tools[t.Info().Name] = t
+			s.tools[tool.Name(t)] = t
 		}
 	}
 	if t, ok := s.tools[name]; ok {
@@ -175,7 +175,7 @@ func (s *Server) tool(ctx context.Context, name string) (tool.Tool, tool.Result)
 
 func find(ts []tool.Tool, name string) (tool.Tool, tool.Result) {
 	for _, t := range ts {
-		if t.Info().Name == name {
+		if tool.Name(t) == name {
 			return t, tool.Result{}
 		}
 	}

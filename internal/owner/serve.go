@@ -308,7 +308,7 @@ func (s *server) tool(ctx context.Context, req Request) Reply {
 // runTool runs req's call of tool req.Tool, one of node's tools ts.
 func runTool(ctx context.Context, ts []tool.Tool, node int64, req Request) Reply {
 	for _, t := range ts {
-		if t.Info().Name == req.Tool {
+		if tool.Name(t) == req.Tool {
 			res := t.Run(ctx, tool.Call{ID: req.CallID, Input: req.Args})
 			return Reply{OK: true, Content: res.Content, IsError: res.IsError, EndTurn: res.EndTurn}
 		}

@@ -168,7 +168,7 @@ var claudeCodeArgs = map[string]map[string]string{
 // Claude Code has no counterpart for (or whose arguments differ beyond
 // names, ask_user) is returned unchanged.
 func AsClaudeCode(t Tool) Tool {
-	arbor := t.Info().Name
+	arbor := Name(t)
 	cc := ClaudeCodeName(arbor)
 	if cc == "" || arbor == "ask_user" {
 		return t

@@ -184,7 +184,7 @@ func QwenInput(arbor string, input json.RawMessage) json.RawMessage {
 // array is read too, when a model sends it); a tool qwen has no
 // counterpart for is returned unchanged.
 func AsQwen(t Tool) Tool {
-	arbor := t.Info().Name
+	arbor := Name(t)
 	q := QwenName(arbor)
 	if q == "" {
 		return t

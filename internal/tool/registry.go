@@ -49,13 +49,13 @@ func (r *Registry) Add(t Tool) {
 // addLocked is Add without the rebuild of order; r.mu must be held (or r
 // not shared yet).
 func (r *Registry) addLocked(t Tool) {
-	name := t.Info().Name
+	name := Name(t)
 	key := toolNameKey(name)
 	if key == "" {
 		panic(fmt.Sprintf("tool.Registry: tool name %q is empty after normalization", name))
 	}
 	if prev, ok := r.byKey[key]; ok {
-		panic(fmt.Sprintf("tool.Registry: tool %q clashes with already registered %q", name, prev.Info().Name))
+		panic(fmt.Sprintf("tool.Registry: tool %q clashes with already registered %q", name, Name(prev)))
 	}
 	r.byKey[key] = t
 	r.static = append(r.static, t)
@@ -97,7 +97,7 @@ func (r *Registry) Names() []string {
 	defer r.mu.RUnlock()
 	names := make([]string, len(r.order))
 	for i, t := range r.order {
-		names[i] = t.Info().Name
+		names[i] = Name(t)
 	}
 	return names
 }
@@ -110,13 +110,13 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) Result {
 		// A model trained on Claude Code's tools calls them by their
 		// names and argument names.
 		if t, ok = r.Lookup(FromClaudeCode(call.Name)); ok {
-			call.Input = claudeCodeInput(t.Info().Name, call.Input)
+			call.Input = claudeCodeInput(Name(t), call.Input)
 		} else if t, ok = r.Lookup(FromQwen(call.Name)); ok {
 			// Or on qwen's (run_shell_command, grep_search, …).
-			call.Input = qwenInput(t.Info().Name, call.Input)
+			call.Input = qwenInput(Name(t), call.Input)
 		} else if t, ok = r.Lookup(FromFamily(call.Name)); ok {
 			// Or on Chord's and Codex's (read, question, list_dir, …).
-			call.Input = familyInput(t.Info().Name, call.Input)
+			call.Input = familyInput(Name(t), call.Input)
 		}
 	}
 	if !ok {

@@ -80,11 +80,11 @@ func (r *Registry) rebuildLocked() {
 	r.order = append(r.order[:0], r.static...)
 	clear(r.byKey)
 	for _, t := range r.static {
-		r.byKey[toolNameKey(t.Info().Name)] = t
+		r.byKey[toolNameKey(Name(t))] = t
 	}
 	for _, st := range r.sources {
 		for _, t := range st.tools {
-			key := toolNameKey(t.Info().Name)
+			key := toolNameKey(Name(t))
 			if _, taken := r.byKey[key]; taken || key == "" {
 				continue
 			}

@@ -72,6 +72,19 @@ func (i idempotent) Info() Info {
 	return info
 }
 
+func (i idempotent) name() string { return Name(i.Tool) }
+
+// Name is t's name, as Info gives it. A tool New made, and one Idempotent
+// marks, say it without deriving their schema, which Info does: what
+// only needs names (a registry, a session hiding some tools) should ask
+// here.
+func Name(t Tool) string {
+	if n, ok := t.(interface{ name() string }); ok {
+		return n.name()
+	}
+	return t.Info().Name
+}
+
 // Spec returns the description the model sees.
 func (i Info) Spec() llm.ToolSpec {
 	return llm.ToolSpec{Name: i.Name, Description: i.Description, InputSchema: i.Schema}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -206,4 +209,58 @@ func TestNew(t *testing.T) {
 		}()
 		echoTool[string]("bad")
 	})
+}
+
+// lazyArgs is an argument type no other test uses: whether its schema
+// was derived shows in the process-wide cache (schemas).
+type lazyArgs struct {
+	Text string `json:"text"`
+}
+
+// TestSchemaDerivedOnFirstUse: building a tool, naming it, registering
+// it and listing names derive no schema; Info derives it once, for every
+// tool of that type, and a call checks its input against it, whichever
+// comes first and from however many goroutines.
+func TestSchemaDerivedOnFirstUse(t *testing.T) {
+	t.Parallel()
+	derived := func() bool { _, ok := schemas.Load(reflect.TypeFor[lazyArgs]()); return ok }
+	run := func(_ context.Context, _ Call, a lazyArgs) Result { return Result{Content: a.Text} }
+	a, b := New("lazy", "d", KindRead, run), Idempotent(New("lazy_too", "d", KindRead, run))
+	r := NewRegistry(a, b)
+	if Name(a) != "lazy" || Name(b) != "lazy_too" || !slices.Equal(r.Names(), []string{"lazy", "lazy_too"}) {
+		t.Fatalf("names %q %q %q", Name(a), Name(b), r.Names())
+	}
+	if derived() {
+		t.Fatal("the schema was derived before anything needed it")
+	}
+	var wg sync.WaitGroup
+	results := make([]Result, 8)
+	for i := range results {
+		wg.Go(func() {
+			if i%2 == 0 {
+				results[i] = a.Run(context.Background(), Call{Input: json.RawMessage(`{"text": 1}`)})
+				return
+			}
+			results[i] = Result{Content: string(b.Info().Schema)}
+		})
+	}
+	wg.Wait()
+	if !derived() {
+		t.Fatal("no schema after Info and Run")
+	}
+	for i, res := range results {
+		want := `"text"`
+		if i%2 == 0 {
+			want = `field "text"`
+			if !res.IsError {
+				t.Errorf("call %d: %q was not refused by the schema", i, res.Content)
+			}
+		}
+		if !strings.Contains(res.Content, want) {
+			t.Errorf("result %d = %q, want it to name %s", i, res.Content, want)
+		}
+	}
+	if got, want := string(a.Info().Schema), string(b.Info().Schema); got != want || !b.Info().Idempotent {
+		t.Errorf("schemas differ or b lost Idempotent: %s / %s", got, want)
+	}
 }

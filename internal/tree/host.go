@@ -151,7 +151,7 @@ func (h *Host) RunID() string { return h.r.id }
 // Tools are the host agent's tree tools: those of the root but complete,
 // since the host's work has no end the engine could wait for.
 func (h *Host) Tools() []tool.Tool {
-	return slices.DeleteFunc(h.r.tools(1), func(t tool.Tool) bool { return t.Info().Name == "complete" })
+	return slices.DeleteFunc(h.r.tools(1), func(t tool.Tool) bool { return tool.Name(t) == "complete" })
 }
 
 // Nodes returns the run's nodes but the root, ascending by id, as they
