@@ -52,7 +52,7 @@ func (e *ArgsError) Unwrap() error { return ErrInvalidArgs }
 // The schema is derived when it is first needed (Info, or a call's
 // input to check), not here: a session builds its tools at start-up and
 // may never show them to a model, and deriving them all took 3–6 ms of a
-// start's CPU and a quarter MiB of its heap (docs/benchmarks.md). Name
+// start's CPU and a quarter MiB of allocations (docs/benchmarks.md). Name
 // gives a tool's name without it.
 //
 // New panics when A is not a struct: that is a programming error.
