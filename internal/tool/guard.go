@@ -57,6 +57,8 @@ func (g *guarded) permissionGuarded() {}
 
 func (g *guarded) Info() Info { return g.inner.Info() }
 
+func (g *guarded) name() string { return Name(g.inner) }
+
 func (g *guarded) Target(input json.RawMessage) (Target, error) { return g.inner.Target(input) }
 
 // Run decides the call, asks when told to, and runs the inner tool only

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/arbor-run/arbor/internal/permission"
 )
 
 type sampleItem struct {
@@ -217,15 +219,16 @@ type lazyArgs struct {
 	Text string `json:"text"`
 }
 
-// TestSchemaDerivedOnFirstUse: building a tool, naming it, registering
-// it and listing names derive no schema; Info derives it once, for every
+// TestSchemaDerivedOnFirstUse: building a tool, marking it idempotent,
+// guarding it, naming it, registering it and listing names derive no
+// schema; Info derives it once, for every
 // tool of that type, and a call checks its input against it, whichever
 // comes first and from however many goroutines.
 func TestSchemaDerivedOnFirstUse(t *testing.T) {
 	t.Parallel()
 	derived := func() bool { _, ok := schemas.Load(reflect.TypeFor[lazyArgs]()); return ok }
 	run := func(_ context.Context, _ Call, a lazyArgs) Result { return Result{Content: a.Text} }
-	a, b := New("lazy", "d", KindRead, run), Idempotent(New("lazy_too", "d", KindRead, run))
+	a, b := New("lazy", "d", KindRead, run), Guard(Idempotent(New("lazy_too", "d", KindRead, run)), denyAll{}, nil)
 	r := NewRegistry(a, b)
 	if Name(a) != "lazy" || Name(b) != "lazy_too" || !slices.Equal(r.Names(), []string{"lazy", "lazy_too"}) {
 		t.Fatalf("names %q %q %q", Name(a), Name(b), r.Names())
@@ -262,5 +265,28 @@ func TestSchemaDerivedOnFirstUse(t *testing.T) {
 	}
 	if got, want := string(a.Info().Schema), string(b.Info().Schema); got != want || !b.Info().Idempotent {
 		t.Errorf("schemas differ or b lost Idempotent: %s / %s", got, want)
+	}
+}
+
+// denyAll refuses every call (TestSchemaDerivedOnFirstUse guards a tool
+// it never runs).
+type denyAll struct{}
+
+func (denyAll) Decide(permission.Request) permission.Decision {
+	return permission.Decision{Action: permission.Deny, Reason: "denied"}
+}
+
+func (denyAll) AddRule(permission.Rule) error { return errors.New("no rules") }
+
+// TestBuiltinsNameThemselves: every built-in tool gives its name without
+// deriving its schema (Name), so that a wrapper added without a name
+// method shows here rather than as a start that derives schemas again.
+// (Idempotent's and Guard's wrappers are TestSchemaDerivedOnFirstUse's.)
+func TestBuiltinsNameThemselves(t *testing.T) {
+	t.Parallel()
+	for _, b := range Builtins(BuiltinOptions{Workspace: t.TempDir()}) {
+		if _, ok := b.(interface{ name() string }); !ok {
+			t.Errorf("%s (%T) has no name method: Name derives its schema", b.Info().Name, b)
+		}
 	}
 }

@@ -49,6 +49,8 @@ type webFetch struct {
 	policy Policy // decides redirects and private addresses; nil refuses both
 }
 
+func (w *webFetch) name() string { return Name(w.Tool) }
+
 func newWebFetch(o BuiltinOptions) Tool {
 	w := &webFetch{sb: o.Sandbox, policy: o.Policy}
 	w.Tool = New("web_fetch", webFetchDescription, KindNetwork, func(ctx context.Context, _ Call, a webFetchArgs) Result {
