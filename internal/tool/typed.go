@@ -51,9 +51,10 @@ func (e *ArgsError) Unwrap() error { return ErrInvalidArgs }
 //
 // The schema is derived when it is first needed (Info, or a call's
 // input to check), not here: a session builds its tools at start-up and
-// may never show them to a model, and deriving them all took 3–6 ms of a
-// start's CPU and a quarter MiB of allocations (docs/benchmarks.md). Name
-// gives a tool's name without it.
+// may never show them to a model, and deriving them all cost a start 200
+// page faults, a few ms of CPU and a third of a MiB of private memory
+// (docs/benchmarks.md). Name gives a tool's name without it; a wrapper
+// in this package gives it a name method too.
 //
 // New panics when A is not a struct: that is a programming error.
 func New[A any](name, description string, kind Kind, run func(ctx context.Context, call Call, args A) Result) Tool {
