@@ -87,6 +87,11 @@ type Tool struct {
 	Stop   func(Stopped)
 }
 
+var _ tool.Namer = (*Tool)(nil)
+
+// Name implements tool.Namer: the wrapped tool's name, without its schema.
+func (h *Tool) Name() string { return tool.Name(h.Tool) }
+
 // Run implements tool.Tool.
 func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	name := tool.Name(h)

@@ -57,7 +57,7 @@ func (g *guarded) permissionGuarded() {}
 
 func (g *guarded) Info() Info { return g.inner.Info() }
 
-func (g *guarded) name() string { return Name(g.inner) }
+func (g *guarded) Name() string { return Name(g.inner) }
 
 func (g *guarded) Target(input json.RawMessage) (Target, error) { return g.inner.Target(input) }
 

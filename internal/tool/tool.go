@@ -72,15 +72,22 @@ func (i idempotent) Info() Info {
 	return info
 }
 
-func (i idempotent) name() string { return Name(i.Tool) }
+func (i idempotent) Name() string { return Name(i.Tool) }
 
-// Name is t's name, as Info gives it. A tool New made, and one Idempotent
-// marks, say it without deriving their schema, which Info does: what
-// only needs names (a registry, a session hiding some tools) should ask
-// here.
+// Namer is a Tool that gives its name without Info, which derives a
+// typed tool's schema. A tool New made, and the wrappers Idempotent and
+// Guard make, are Namers; a wrapper elsewhere is one by asking Name of
+// what it wraps. It must say what its Info's Name says.
+type Namer interface {
+	Name() string
+}
+
+// Name is t's name, as Info gives it, without deriving a schema when t is
+// a Namer: what only needs names (a registry, a session hiding some
+// tools, a hook) should ask here.
 func Name(t Tool) string {
-	if n, ok := t.(interface{ name() string }); ok {
-		return n.name()
+	if n, ok := t.(Namer); ok {
+		return n.Name()
 	}
 	return t.Info().Name
 }

@@ -53,8 +53,8 @@ func (e *ArgsError) Unwrap() error { return ErrInvalidArgs }
 // input to check), not here: a session builds its tools at start-up and
 // may never show them to a model, and deriving them all cost a start 200
 // page faults, a few ms of CPU and a third of a MiB of private memory
-// (docs/benchmarks.md). Name gives a tool's name without it; a wrapper
-// in this package gives it a name method too.
+// (docs/benchmarks.md). Name gives a tool's name without it, and so does
+// every wrapper that is a Namer.
 //
 // New panics when A is not a struct: that is a programming error.
 func New[A any](name, description string, kind Kind, run func(ctx context.Context, call Call, args A) Result) Tool {
@@ -113,7 +113,7 @@ func (t *typed[A]) Info() Info {
 	return info
 }
 
-func (t *typed[A]) name() string { return t.info.Name }
+func (t *typed[A]) Name() string { return t.info.Name }
 
 func (t *typed[A]) Target(input json.RawMessage) (Target, error) {
 	args, err := t.decode(input)

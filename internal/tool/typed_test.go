@@ -221,9 +221,9 @@ type lazyArgs struct {
 
 // TestSchemaDerivedOnFirstUse: building a tool, marking it idempotent,
 // guarding it, naming it, registering it and listing names derive no
-// schema; Info derives it once, for every
-// tool of that type, and a call checks its input against it, whichever
-// comes first and from however many goroutines.
+// schema; Info derives it once, for every tool of that type, and a call
+// checks its input against it, whichever comes first and from however
+// many goroutines.
 func TestSchemaDerivedOnFirstUse(t *testing.T) {
 	t.Parallel()
 	derived := func() bool { _, ok := schemas.Load(reflect.TypeFor[lazyArgs]()); return ok }
@@ -279,14 +279,14 @@ func (denyAll) Decide(permission.Request) permission.Decision {
 func (denyAll) AddRule(permission.Rule) error { return errors.New("no rules") }
 
 // TestBuiltinsNameThemselves: every built-in tool gives its name without
-// deriving its schema (Name), so that a wrapper added without a name
+// deriving its schema (a Namer), so that a wrapper added without a Name
 // method shows here rather than as a start that derives schemas again.
 // (Idempotent's and Guard's wrappers are TestSchemaDerivedOnFirstUse's.)
 func TestBuiltinsNameThemselves(t *testing.T) {
 	t.Parallel()
 	for _, b := range Builtins(BuiltinOptions{Workspace: t.TempDir()}) {
-		if _, ok := b.(interface{ name() string }); !ok {
-			t.Errorf("%s (%T) has no name method: Name derives its schema", b.Info().Name, b)
+		if _, ok := b.(Namer); !ok {
+			t.Errorf("%s (%T) is not a Namer: Name derives its schema", b.Info().Name, b)
 		}
 	}
 }

@@ -49,7 +49,7 @@ type webFetch struct {
 	policy Policy // decides redirects and private addresses; nil refuses both
 }
 
-func (w *webFetch) name() string { return Name(w.Tool) }
+func (w *webFetch) Name() string { return Name(w.Tool) }
 
 func newWebFetch(o BuiltinOptions) Tool {
 	w := &webFetch{sb: o.Sandbox, policy: o.Policy}

@@ -123,6 +123,11 @@ type cappedTool struct {
 	s *Server
 }
 
+var _ tool.Namer = (*cappedTool)(nil)
+
+// Name implements tool.Namer: the capped tool's name, without its schema.
+func (c *cappedTool) Name() string { return tool.Name(c.Tool) }
+
 func (c *cappedTool) Run(ctx context.Context, call tool.Call) tool.Result {
 	limit := *c.s.opts.MaxToolCalls
 	if c.s.toolCalls.Add(1) > int64(limit) {
