@@ -17,10 +17,10 @@
 // the second processor, it left that processor's spans and allocation
 // chunks behind (half a MiB of private memory per session) and cost a few
 // ms of CPU and 120–200 page faults of a start; made here it costs
-// nothing measurable. Go initialises packages
-// in import-path order as soon as what they import is initialised, and
-// this package imports only os and runtime, so it runs right after os:
-// before the SDKs', the store's and the tools' initialisers.
+// nothing measurable. Go initialises packages in import-path order as
+// soon as what they import is initialised, and this package imports only
+// os and runtime, so it runs right after os: before the SDKs', the
+// store's and the tools' initialisers.
 package procs
 
 import (
