@@ -26,9 +26,7 @@ import (
 	"github.com/arbor-run/arbor/internal/mcpclient"
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
-	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/store/sqlite"
-	"github.com/arbor-run/arbor/internal/telemetry"
 	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
@@ -85,7 +83,7 @@ type App struct {
 	// warnings are said once at start (Warnings), set by Open.
 	warnings []string
 	// telemetry is the OpenTelemetry export, nil when no endpoint is set.
-	telemetry *telemetry.Exporter
+	telemetry exporter
 	// sandboxDefault is Options.SandboxDefault, for views and reloads.
 	sandboxDefault string
 	// project is the workspace's own files (AGENTS.md, skills, settings),
@@ -169,7 +167,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 // else the SQLite file.
 func openStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
 	if u := cfg.StoreURL(); u != "" {
-		return postgres.Open(ctx, u)
+		return openPostgres(ctx, u)
 	}
 	return sqlite.Open(ctx, cfg.DBPath())
 }

@@ -1,16 +1,26 @@
+//go:build !lean
+
 package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/telemetry"
 )
+
+// exporter is the App's OpenTelemetry exporter (nil while none runs).
+type exporter = *telemetry.Exporter
+
+// openPostgres opens the PostgreSQL store at url.
+func openPostgres(ctx context.Context, url string) (store.Store, error) {
+	return postgres.Open(ctx, url)
+}
 
 // startTelemetry subscribes the OpenTelemetry export to the bus when the
 // config or the OTEL_* variables name an endpoint; otherwise it does
@@ -18,9 +28,7 @@ import (
 // spans of what it saw, before the store closes (the last run's spans
 // are read from it).
 func (a *App) startTelemetry(ctx context.Context, cfg *config.Config) error {
-	if v := a.getenv(envTraceParent); v != "" && a.TraceParent() == "" {
-		a.warnings = append(a.warnings, fmt.Sprintf("%s=%q is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): runs start traces of their own", envTraceParent, v))
-	}
+	a.checkTraceParent()
 	c := cfg.Telemetry
 	s := telemetry.Settings{Endpoint: c.Endpoint, Protocol: c.Protocol, Headers: c.Headers,
 		ServiceName: c.ServiceName, CaptureContent: c.CaptureContent}
@@ -40,20 +48,6 @@ func (a *App) startTelemetry(ctx context.Context, cfg *config.Config) error {
 		_ = e.Shutdown(ctx)
 	})
 	return nil
-}
-
-// envTraceParent carries the span a process runs under, by the
-// OpenTelemetry convention for environment variables as carriers.
-const envTraceParent = "TRACEPARENT"
-
-// TraceParent is the W3C traceparent this process was started under
-// (TRACEPARENT), for the runs it creates to join that trace; "" when
-// unset or malformed (Open warns of the latter).
-func (a *App) TraceParent() string {
-	if v := strings.TrimSpace(a.getenv(envTraceParent)); store.ValidTraceParent(v) {
-		return v
-	}
-	return ""
 }
 
 // ExportTrace sends stored run id's trace to the configured endpoint

@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -163,8 +164,7 @@ can be listed, inspected and continued.`,
 	pf.StringVar(&g.store, "store", "", "database: a SQLite file (default $XDG_STATE_HOME/arbor/arbor.db) or a postgres:// URL; env ARBOR_STORE")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine the shell commands of agents: off, auto (the default of commands that run agents) or required; env ARBOR_SANDBOX (docs/sandbox.md)")
-	root.AddCommand(newVersion(), newRunCmd(g, s), newResumeCmd(g, s), newRunsCmd(g), newTreeCmd(g), newTraceCmd(g), newAnswerCmd(g), newSessionsCmd(g), newHeadlessCmd(g, s), newServeCmd(g, s), newWorkerCmd(g, s), newStopCmd(g), newSandboxCmd(g, s))
-	root.AddCommand(newMCPCmd(g, s), newACPCmd(g, s))
+	root.AddCommand(commands(g, s)...)
 	usageArgs(root)
 	return root
 }
@@ -207,4 +207,11 @@ func newACPCmd(g *globals, s Streams) *cobra.Command {
 		defer restore()
 		return acp.Serve(cmd.Context(), a, in, s.Out, s.Err, acp.Options{Model: g.model, Version: Version})
 	}}
+}
+
+// writeJSON writes v to w as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -1,7 +1,8 @@
+//go:build !lean
+
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -59,12 +60,6 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON: the session, every message and every tool intent")
 	cmd.AddCommand(list, show)
 	return cmd
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func costText(s store.Session) string {

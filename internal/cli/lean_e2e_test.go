@@ -1,0 +1,73 @@
+package cli_test
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+// TestLeanBuild builds arbor with -tags lean (docs/headless-envelope.md,
+// "A lean build") and uses it as a gateway would: a headless turn is
+// answered; the commands it leaves out are unknown; what it cannot do
+// (OpenTelemetry, a PostgreSQL store) is refused naming the tag; and its
+// link has none of the packages it exists to leave out.
+func TestLeanBuild(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "arbor-lean")
+	if out, err := exec.Command("go", "build", "-tags", "lean", "-o", bin, "../../cmd/arbor").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags lean: %v\n%s", err, out)
+	}
+	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "a lean reply"} })
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	model := e.useProvider("anthropic", srv.URL)
+	run := func(extra []string, args ...string) outcome {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		c.Dir, c.Env, c.Stdin = e.workspace, append(slices.Clip(e.vars), extra...), strings.NewReader("")
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return outcome{out.String(), errb.String(), code}
+	}
+
+	if o := run(nil, "headless", "--protocol", "stream-json", "--model", model, "say hello"); o.code != 0 || !strings.Contains(o.stdout, "a lean reply") {
+		t.Fatalf("a headless turn: exit %d\nstdout:\n%s\nstderr:\n%s", o.code, o.stdout, o.stderr)
+	}
+	if o := run(nil, "run", "a goal"); o.code == 0 || !strings.Contains(o.stderr, `unknown command "run"`) {
+		t.Errorf("run in a lean build: exit %d, stderr:\n%s", o.code, o.stderr)
+	}
+	for what, c := range map[string]struct{ env, args []string }{
+		"OpenTelemetry": {env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}, args: []string{"headless", "--protocol", "stream-json", "--model", model, "say hello"}},
+		"PostgreSQL":    {args: []string{"--store", "postgres://arbor@127.0.0.1:1/arbor", "headless", "--protocol", "stream-json", "--model", model, "say hello"}},
+	} {
+		if o := run(c.env, c.args...); o.code == 0 || !strings.Contains(o.stderr, "built with -tags lean, without") {
+			t.Errorf("%s asked of a lean build: exit %d, stderr:\n%s", what, o.code, o.stderr)
+		}
+	}
+
+	out, err := exec.Command("go", "list", "-tags", "lean", "-deps", "../../cmd/arbor").Output()
+	if err != nil {
+		t.Fatalf("go list -tags lean: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, left := range []string{"google.golang.org/grpc", "github.com/jackc/pgx", "github.com/riverqueue/river",
+			"go.opentelemetry.io/otel/sdk", "github.com/arbor-run/arbor/internal/tui", "github.com/arbor-run/arbor/internal/worker",
+			"github.com/arbor-run/arbor/internal/mcpserver", "github.com/arbor-run/arbor/internal/telemetry"} {
+			if p == left || strings.HasPrefix(p, left+"/") {
+				t.Errorf("a lean build links %s", p)
+			}
+		}
+	}
+}
