@@ -9,18 +9,11 @@ import (
 	"time"
 
 	"github.com/arbor-run/arbor/internal/config"
-	"github.com/arbor-run/arbor/internal/store"
-	"github.com/arbor-run/arbor/internal/store/postgres"
 	"github.com/arbor-run/arbor/internal/telemetry"
 )
 
 // exporter is the App's OpenTelemetry exporter (nil while none runs).
 type exporter = *telemetry.Exporter
-
-// openPostgres opens the PostgreSQL store at url.
-func openPostgres(ctx context.Context, url string) (store.Store, error) {
-	return postgres.Open(ctx, url)
-}
 
 // startTelemetry subscribes the OpenTelemetry export to the bus when the
 // config or the OTEL_* variables name an endpoint; otherwise it does
