@@ -60,13 +60,7 @@ func (w *Worker) Take(ctx context.Context, id string) error {
 			},
 		})
 		letGo := err == nil && w.ctx.Err() != nil && fin.Status == store.RunRunning
-		w.mu.Lock()
-		if h := w.runs[id]; h != nil && letGo {
-			h.engine = nil // serve offers it again
-		} else {
-			delete(w.runs, id)
-		}
-		w.mu.Unlock()
+		w.forget(id, e, letGo)
 		switch {
 		case err != nil:
 			fmt.Fprintf(w.diag, "arbor worker: run %s: %v\n", id, err)
@@ -85,6 +79,25 @@ func (w *Worker) Take(ctx context.Context, id string) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// forget ends what drive e of run id registered (Serve): the run's entry
+// goes, or with letGo stays to be offered again. An entry another drive
+// registered is left alone: the same run can be handed to this worker
+// twice (a rescued job beside a new one), and the second drive, which
+// finds the lease its own process holds and fails, must not take the
+// first's entry with it, or answers and stops sent to the run through the
+// database would find no worker driving it.
+func (w *Worker) forget(id string, e *tree.Engine, letGo bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch h := w.runs[id]; {
+	case h == nil || h.engine != e:
+	case letGo:
+		h.engine = nil // serve offers it again
+	default:
+		delete(w.runs, id)
 	}
 }
 
