@@ -84,8 +84,8 @@ func (w *Worker) Take(ctx context.Context, id string) error {
 
 // forget ends what drive e of run id registered (Serve): the run's entry
 // goes, or with letGo stays to be offered again. An entry another drive
-// registered is left alone: the same run can be handed to this worker
-// twice (a rescued job beside a new one), and the second drive, which
+// registered is left alone: the same run can reach this worker twice
+// (a takeover after a kill did, under load), and the second drive, which
 // finds the lease its own process holds and fails, must not take the
 // first's entry with it, or answers and stops sent to the run through the
 // database would find no worker driving it.

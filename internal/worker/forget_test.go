@@ -7,7 +7,7 @@ import (
 )
 
 // TestForgetLeavesAnotherDrivesEntry: a drive of a run ends only what it
-// registered. The same run can be handed to a worker twice; the second
+// registered. The same run can reach a worker twice; the second
 // drive fails on the lease its own process holds, and taking the first
 // drive's entry with it left answers sent through the database with no
 // worker to deliver them to (TestClusterSurvivesAKilledWorker, under load).
