@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,6 +50,7 @@ type env struct {
 	workspace string
 	home      string
 	vars      []string
+	bin       string // the arbor binary run; "" is arborBin
 }
 
 func newEnv(t testing.TB) *env {
@@ -84,7 +86,7 @@ type outcome struct {
 }
 
 func (e *env) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, arborBin, args...)
+	c := exec.CommandContext(ctx, cmp.Or(e.bin, arborBin), args...)
 	c.Dir = e.workspace
 	c.Env = e.vars
 	c.Stdin = strings.NewReader("")

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,20 +25,13 @@ func TestLeanBuild(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := newEnv(t)
 	model := e.useProvider("anthropic", srv.URL)
+	e.bin = bin
+	// run is e.run with extra variables set.
 	run := func(extra []string, args ...string) outcome {
 		t.Helper()
-		c := exec.Command(bin, args...)
-		c.Dir, c.Env, c.Stdin = e.workspace, append(slices.Clip(e.vars), extra...), strings.NewReader("")
-		var out, errb bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return outcome{out.String(), errb.String(), code}
+		with := *e
+		with.vars = append(slices.Clip(e.vars), extra...)
+		return with.run(args...)
 	}
 
 	if o := run(nil, "headless", "--protocol", "stream-json", "--model", model, "say hello"); o.code != 0 || !strings.Contains(o.stdout, "a lean reply") {
