@@ -19,9 +19,9 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	_ "modernc.org/sqlite"
 
 	_ "github.com/arbor-run/arbor/internal/procs"
+	"github.com/arbor-run/arbor/internal/store/sqlite/driver"
 )
 
 func main() {
@@ -36,7 +36,7 @@ func main() {
 }
 
 func run(path string) error {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)")
+	db, err := sql.Open(driver.Name, "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000")
 	if err != nil {
 		return err
 	}

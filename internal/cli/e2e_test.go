@@ -289,7 +289,7 @@ func TestUsageErrors(t *testing.T) {
 	if o := e.run("--bogus"); o.code != 2 {
 		t.Fatalf("unknown flag: exit %d", o.code)
 	}
-	if o := e.run("version"); o.code != 0 || !strings.HasPrefix(o.stdout, "arbor ") {
+	if o := e.run("version"); o.code != 0 || !strings.HasPrefix(o.stdout, "arbor ") || !strings.Contains(o.stdout, "\nSQLite 3.") {
 		t.Fatalf("version: %d %q", o.code, o.stdout)
 	}
 	if o := e.run("completion", "bash"); o.code != 0 || !strings.Contains(o.stdout, "arbor") {

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/arbor-run/arbor/internal/store/sqlite/driver"
 )
 
 // Version is set at build time with -ldflags "-X github.com/arbor-run/arbor/internal/cli.Version=v1.2.3".
@@ -23,7 +25,7 @@ func newVersion() *cobra.Command {
 					v = bi.Main.Version
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "arbor %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(cmd.OutOrStdout(), "arbor %s (%s, %s/%s)\nSQLite %s (%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH, driver.Version(), driver.Kind)
 			return nil
 		},
 	}

@@ -1,5 +1,6 @@
 // Package sqlite is arbor's default store dialect: one SQLite file accessed
-// through modernc.org/sqlite (pure Go, no cgo).
+// through the database/sql driver that package driver picks (SQLite's C
+// source through cgo, or modernc.org/sqlite in a build without cgo).
 //
 // Invariants:
 //   - Every write runs in a BEGIN IMMEDIATE transaction on the one writer
@@ -36,10 +37,8 @@ import (
 	"sync"
 	"time"
 
-	// Registers the "sqlite" database/sql driver.
-	_ "modernc.org/sqlite"
-
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/sqlite/driver"
 )
 
 // busyTimeout is how long a connection waits for a lock another connection
@@ -149,7 +148,7 @@ func openWriter(ctx context.Context, abs string, params url.Values) (*sql.DB, er
 	deadline := time.Now().Add(busyTimeout)
 	for {
 		db, err := openDB(ctx, abs, params, 1)
-		if err == nil || !busyErr(err) || time.Now().After(deadline) {
+		if err == nil || !driver.Busy(err) || time.Now().After(deadline) {
 			return db, err
 		}
 		select {
@@ -158,13 +157,6 @@ func openWriter(ctx context.Context, abs string, params url.Values) (*sql.DB, er
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// busyErr reports SQLite's SQLITE_BUSY (5), in its primary or an
-// extended code.
-func busyErr(err error) bool {
-	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // openDB opens a pool of at most conns connections to the file at abs with
@@ -187,7 +179,7 @@ func poolOf(abs string, params url.Values, conns int) (*sql.DB, error) {
 	// A file: URI with an escaped path, so '?', '#' and '%' in directory
 	// names cannot be mistaken for parameters.
 	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: params.Encode()}).String()
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open(driver.Name, dsn)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/sqlite/driver"
 	"github.com/arbor-run/arbor/internal/store/storetest"
 )
 
@@ -424,7 +425,7 @@ func TestReopenTakesNoWriteLock(t *testing.T) {
 	b := setup(t)
 	must(t, b.st.Close())
 	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(b.path), RawQuery: "_busy_timeout=0&_txlock=immediate"}).String()
-	holder, err := sql.Open("sqlite", dsn)
+	holder, err := sql.Open(driver.Name, dsn)
 	must(t, err)
 	defer holder.Close()
 	tx, err := holder.BeginTx(b.ctx, nil) // BEGIN IMMEDIATE: the write lock
