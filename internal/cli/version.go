@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"fmt"
-	"runtime"
-	"runtime/debug"
+	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/arbor-run/arbor/internal/store/sqlite/driver"
+	"github.com/arbor-run/arbor/internal/app"
 )
 
 // Version is set at build time with -ldflags "-X github.com/arbor-run/arbor/internal/cli.Version=v1.2.3".
@@ -19,14 +17,8 @@ func newVersion() *cobra.Command {
 		Short: "Print arbor's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := Version
-			if v == "dev" {
-				if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-					v = bi.Main.Version
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "arbor %s (%s, %s/%s)\nSQLite %s (%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH, driver.Version(), driver.Kind)
-			return nil
+			_, err := io.WriteString(cmd.OutOrStdout(), app.VersionText(Version))
+			return err
 		},
 	}
 }
