@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/store/sqlite/driver"
@@ -74,5 +77,25 @@ func TestDriver(t *testing.T) {
 	}
 	if driver.Kind == "" {
 		t.Fatal("Kind is empty")
+	}
+}
+
+// TestOneSQLite: arbor's binary links the SQLite this build picks and not
+// the other one (each is megabytes of code and initialisers).
+func TestOneSQLite(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../../../cmd/arbor").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	want, not := "github.com/mattn/go-sqlite3", "modernc.org/sqlite"
+	if !strings.HasPrefix(driver.Kind, "cgo") {
+		want, not = not, want
+	}
+	if !slices.Contains(deps, want) {
+		t.Errorf("cmd/arbor does not link %s (Kind %q)", want, driver.Kind)
+	}
+	if slices.Contains(deps, not) {
+		t.Errorf("cmd/arbor links %s beside %s", not, want)
 	}
 }
