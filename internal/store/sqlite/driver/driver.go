@@ -2,14 +2,16 @@
 // runs on, so that the store and the programs that measure against it
 // (bench/floor) link the same one.
 //
-// A build with cgo (the default wherever a C compiler is on PATH) links
-// SQLite's own C source through github.com/mattn/go-sqlite3; a build
-// without (CGO_ENABLED=0, or no C compiler) links modernc.org/sqlite, the
-// same SQLite translated to Go. Both take the data source names the store
+// By default arbor links modernc.org/sqlite, SQLite translated to Go: it
+// builds with no C compiler, in seconds, for any platform Go targets. A
+// build with the sqlite_cgo tag (go build -tags sqlite_cgo, cgo enabled)
+// links SQLite's C source through github.com/mattn/go-sqlite3 instead,
+// which keeps less memory per session and writes with less CPU but
+// needs a C compiler, takes the first build about 45 s longer on two
+// cores, and costs more CPU per turn when hundreds of sessions contend
+// for the cores (docs/benchmarks.md, "SQLite through cgo"). Without cgo
+// the tag is ignored. Both drivers take the data source names the store
 // writes (a file: URI with _busy_timeout, _foreign_keys, _journal_mode,
 // _synchronous, _txlock and _query_only), and the store's tests pass on
-// both (.ci/run runs them without cgo too). The C build starts a session
-// in about two thirds of the CPU time and writes faster
-// (docs/benchmarks.md, "SQLite through cgo"); the Go build needs no C
-// compiler and cross-compiles.
+// both (.ci/run runs them with the tag too).
 package driver

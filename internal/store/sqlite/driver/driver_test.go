@@ -83,7 +83,11 @@ func TestDriver(t *testing.T) {
 // TestOneSQLite: arbor's binary links the SQLite this build picks and not
 // the other one (each is megabytes of code and initialisers).
 func TestOneSQLite(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "../../../../cmd/arbor").Output()
+	args := []string{"list", "-deps"}
+	if strings.HasPrefix(driver.Kind, "cgo") {
+		args = append(args, "-tags", "sqlite_cgo")
+	}
+	out, err := exec.Command("go", append(args, "../../../../cmd/arbor")...).Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
