@@ -9,6 +9,7 @@
 # process gets a fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and workspace
 # in a temp dir, so the user's files are untouched. The driver is bench/envelope (Go: pipes and
 # time.Now are more precise than bash). Runnable from any directory.
+# TAGS=lean,sqlite_cgo builds arbor and the floor with those build tags.
 #
 # Side by side with Chord: CHORD_BIN=/path/to/chord bench/envelope.sh runs
 # arbor and that binary (`chord headless`, given a config.yaml that points
@@ -33,9 +34,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/arbor" ./cmd/arbor
+go build -tags "${TAGS:-}" -o "$tmp/arbor" ./cmd/arbor
 go build -o "$tmp/envelope-bench" ./bench/envelope
-go build -o "$tmp/floor" ./bench/floor
+go build -tags "${TAGS:-}" -o "$tmp/floor" ./bench/floor
 
 if [ -n "${CHORD_BIN:-}" ]; then
 	# A copy, so that both binaries were just written and their pages sit

@@ -11,6 +11,7 @@
 #   N=1000 bench/sessions.sh
 #   PARALLEL=8 (processes started at a time), SEPARATE=1 (a state dir per
 #   session instead of one shared store)
+#   TAGS=lean,sqlite_cgo (build tags for the arbor binary under test)
 #
 # N processes need N×3 pipes in the driver and about 8 threads each: the
 # script raises the open-file limit to its hard limit and says so, and
@@ -21,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/arbor" ./cmd/arbor
+go build -tags "${TAGS:-}" -o "$tmp/arbor" ./cmd/arbor
 go build -o "$tmp/sessions-bench" ./bench/sessions
 n="${N:-10}"
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((n * 4 + 256)) ]; then
