@@ -31,8 +31,10 @@
 // their sessions alternate for -rounds rounds and then -starts starts
 // (each in a fresh state dir, then -starts more in one state dir per
 // program that an uncounted start created, as a gateway's later sessions
-// find it), and ready (both ways), the send→idle median, CPU per turn,
-// VmRSS, RssAnon and the binary sizes are printed with their ratios.
+// find it), and ready (both ways), the CPU of a start in the existing
+// state dir (read 300 ms after ready, stdin still open), the send→idle
+// median, CPU per turn, VmRSS, RssAnon and the binary sizes are printed
+// with their ratios.
 package main
 
 import (
@@ -210,7 +212,11 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 		ready, lat, cpu []time.Duration
 		// warm: ready with a state dir an earlier start created (a
 		// gateway's later sessions)
-		warm      []time.Duration
+		warm []time.Duration
+		// startCPU: a warm start's CPU until startSettle after its
+		// ready line, stdin held open (a start whose stdin ends at once
+		// stops while it is still starting)
+		startCPU  []time.Duration
 		rss, anon []int
 		// after settle
 		idleRSS, idleAnon []int
@@ -229,15 +235,27 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 		}
 	}
 	// timeStarts starts each program starts times, alternating, and adds
-	// each start's ready to the slice of its figures that into names.
-	timeStarts := func(into func(*figures) *[]time.Duration) error {
+	// each start's ready to the slice of its figures that into names;
+	// with cpu, also its CPU until startSettle after ready (startCPU).
+	timeStarts := func(into func(*figures) *[]time.Duration, cpu bool) error {
 		for range starts {
 			for i, b := range programs {
 				p, err := b.start()
 				if err == nil {
 					ready := into(&figs[i])
 					*ready = append(*ready, p.Ready)
+					if cpu {
+						time.Sleep(startSettle)
+						var c time.Duration
+						if c, err = p.CPU(); err == nil {
+							figs[i].startCPU = append(figs[i].startCPU, c)
+						}
+					}
+				}
+				if err == nil {
 					err = p.Stop()
+				} else if p != nil {
+					_ = p.Stop()
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", b.argv[0], err)
@@ -246,7 +264,7 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 		}
 		return nil
 	}
-	if err := timeStarts(func(f *figures) *[]time.Duration { return &f.ready }); err != nil {
+	if err := timeStarts(func(f *figures) *[]time.Duration { return &f.ready }, false); err != nil {
 		return err
 	}
 	// A gateway's later sessions find the state its first one created:
@@ -261,7 +279,7 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 			return fmt.Errorf("%s: %w", b.argv[0], err)
 		}
 	}
-	if err := timeStarts(func(f *figures) *[]time.Duration { return &f.warm }); err != nil {
+	if err := timeStarts(func(f *figures) *[]time.Duration { return &f.warm }, true); err != nil {
 		return err
 	}
 	var size [2]int64
@@ -291,6 +309,7 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	row("ready (start → first line)", msf(headless.Quantile(a.ready, 0.5)), msf(headless.Quantile(o.ready, 0.5)), "ms")
 	row("ready, existing state", msf(headless.Quantile(a.warm, 0.5)), msf(headless.Quantile(o.warm, 0.5)), "ms")
+	row(fmt.Sprintf("CPU of a start, to %s after ready", startSettle), msf(headless.Quantile(a.startCPU, 0.5)), msf(headless.Quantile(o.startCPU, 0.5)), "ms")
 	row("send→idle", msf(headless.Quantile(a.lat, 0.5)), msf(headless.Quantile(o.lat, 0.5)), "ms")
 	row("CPU per turn (all threads)", msf(headless.Quantile(a.cpu, 0.5)), msf(headless.Quantile(o.cpu, 0.5)), "ms")
 	row(fmt.Sprintf("VmRSS after %d turns", turns), mb(headless.Quantile(a.rss, 0.5)), mb(headless.Quantile(o.rss, 0.5)), "MB")
@@ -301,6 +320,11 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 	fmt.Printf("send→idle p90: arbor %s, %s %s (MB here are MiB)\n", ms(headless.Quantile(a.lat, 0.9)), name, ms(headless.Quantile(o.lat, 0.9)))
 	return printFloor(dir, starts, headless.Quantile(o.warm, 0.5))
 }
+
+// startSettle is how long after a start's ready line its CPU is read:
+// what a start does right after ready (its first read of stdin, the
+// goroutines it started) belongs to the start.
+const startSettle = 300 * time.Millisecond
 
 // floorBin is -floor: the bench/floor binary, or "".
 var floorBin string
