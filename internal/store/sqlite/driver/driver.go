@@ -9,9 +9,9 @@
 // which keeps less memory per session and writes with less CPU but
 // needs a C compiler, takes the first build about 45 s longer on two
 // cores, and costs about 10 % more CPU per turn when a thousand sessions
-// contend for two cores (docs/benchmarks.md, "SQLite through cgo"). Without cgo
-// the tag is ignored. Both drivers take the data source names the store
-// writes (a file: URI with _busy_timeout, _foreign_keys, _journal_mode,
-// _synchronous, _txlock and _query_only), and the store's tests pass on
-// both (.ci/run runs them with the tag too).
+// contend for two cores (docs/benchmarks.md, "SQLite through cgo").
+// Without cgo the tag is ignored. Both drivers take the data source names
+// the store writes (a file: URI with _busy_timeout, _foreign_keys,
+// _journal_mode, _synchronous, _txlock and _query_only), and the store's
+// tests pass on both (.ci/run runs them with the tag too).
 package driver

@@ -20,7 +20,7 @@ import (
 // name's parameters take effect, a second writer's SQLITE_BUSY is
 // recognised as such (the store's first open retries on it) and nothing
 // else is, and the linked SQLite names its version. .ci/run runs it with
-// and without cgo, so both drivers pass it.
+// and without the sqlite_cgo tag, so both drivers pass it.
 func TestDriver(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "a b?#%.db") // characters a URI must escape
