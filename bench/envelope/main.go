@@ -241,21 +241,19 @@ func compare(bin, dir string, other []string, chord bool, starts, turns, rounds 
 		for range starts {
 			for i, b := range programs {
 				p, err := b.start()
-				if err == nil {
-					ready := into(&figs[i])
-					*ready = append(*ready, p.Ready)
-					if cpu {
-						time.Sleep(startSettle)
-						var c time.Duration
-						if c, err = p.CPU(); err == nil {
-							figs[i].startCPU = append(figs[i].startCPU, c)
-						}
-					}
+				if err != nil {
+					return fmt.Errorf("%s: %w", b.argv[0], err)
 				}
-				if err == nil {
-					err = p.Stop()
-				} else if p != nil {
-					_ = p.Stop()
+				ready := into(&figs[i])
+				*ready = append(*ready, p.Ready)
+				if cpu {
+					time.Sleep(startSettle)
+					var c time.Duration
+					c, err = p.CPU()
+					figs[i].startCPU = append(figs[i].startCPU, c)
+				}
+				if stopErr := p.Stop(); err == nil {
+					err = stopErr
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", b.argv[0], err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // TestLeanBuild builds arbor with -tags lean (docs/headless-envelope.md,
@@ -49,11 +50,7 @@ func TestLeanBuild(t *testing.T) {
 		}
 	}
 
-	out, err := exec.Command("go", "list", "-tags", "lean", "-deps", "../../cmd/arbor").Output()
-	if err != nil {
-		t.Fatalf("go list -tags lean: %v", err)
-	}
-	for _, p := range strings.Fields(string(out)) {
+	for _, p := range testutil.Deps(t, "../../cmd/arbor", "lean") {
 		for _, left := range []string{"google.golang.org/grpc", "github.com/jackc/pgx", "github.com/riverqueue/river",
 			"go.opentelemetry.io/otel/sdk", "github.com/arbor-run/arbor/internal/tui", "github.com/arbor-run/arbor/internal/worker",
 			"github.com/arbor-run/arbor/internal/mcpserver", "github.com/arbor-run/arbor/internal/telemetry"} {

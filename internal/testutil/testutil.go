@@ -1,12 +1,14 @@
 // Package testutil holds the small helpers that tests of several packages
-// share: a buffer safe for a process and a test to use at once, and a git
-// repository to work in. Only tests import it.
+// share: a buffer safe for a process and a test to use at once, a git
+// repository to work in, and the packages a build links. Only tests
+// import it.
 package testutil
 
 import (
 	"bytes"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -59,4 +61,15 @@ func MemDir(t testing.TB) string {
 		}
 	}
 	return t.TempDir()
+}
+
+// Deps lists the packages pkg links, itself included (go list -deps), as
+// a build with the given tags (comma-separated, "" for none) would.
+func Deps(t testing.TB, pkg, tags string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-tags", tags, pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps -tags %q %s: %v", tags, pkg, err)
+	}
+	return strings.Fields(string(out))
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/store/sqlite/driver"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // TestDriver opens a real file through the driver this build links, as
@@ -83,19 +83,11 @@ func TestDriver(t *testing.T) {
 // TestOneSQLite: arbor's binary links the SQLite this build picks and not
 // the other one (each is megabytes of code and initialisers).
 func TestOneSQLite(t *testing.T) {
-	args := []string{"list", "-deps"}
+	tags, want, not := "", "modernc.org/sqlite", "github.com/mattn/go-sqlite3"
 	if strings.HasPrefix(driver.Kind, "cgo") {
-		args = append(args, "-tags", "sqlite_cgo")
+		tags, want, not = "sqlite_cgo", not, want
 	}
-	out, err := exec.Command("go", append(args, "../../../../cmd/arbor")...).Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	want, not := "github.com/mattn/go-sqlite3", "modernc.org/sqlite"
-	if !strings.HasPrefix(driver.Kind, "cgo") {
-		want, not = not, want
-	}
+	deps := testutil.Deps(t, "../../../../cmd/arbor", tags)
 	if !slices.Contains(deps, want) {
 		t.Errorf("cmd/arbor does not link %s (Kind %q)", want, driver.Kind)
 	}
