@@ -45,6 +45,11 @@ type HostOptions struct {
 	BudgetUSD   float64
 	MaxTokens   int64
 	NodeTimeout time.Duration
+	// New says the run does not exist yet: Host creates it (failing with
+	// store.ErrConflict when the id is taken) and builds it from what it
+	// wrote, without reading the store back. A fresh session's start
+	// thus opens none of the store's read connections.
+	New bool
 }
 
 // Host drives a hosted run from Start until Close.
@@ -62,8 +67,15 @@ type Host struct {
 // releases it. A Host whose lease is lost stops its children and writes
 // nothing more.
 func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
-	if _, err := e.o.Store.GetRun(ctx, o.ID); errors.Is(err, store.ErrNotFound) {
-		if err := e.createHosted(ctx, o); err != nil {
+	var created *store.Run
+	if o.New {
+		meta, err := e.createHosted(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		created = &meta
+	} else if _, err := e.o.Store.GetRun(ctx, o.ID); errors.Is(err, store.ErrNotFound) {
+		if _, err := e.createHosted(ctx, o); err != nil {
 			return nil, err
 		}
 	} else if err != nil {
@@ -76,7 +88,12 @@ func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host run %s: %w", o.ID, err)
 	}
-	r, err := e.open(ctx, o.ID)
+	var r *run
+	if created != nil {
+		r, err = e.build(ctx, *created, []store.Node{hostRoot(o, created.CreatedAt)}, false)
+	} else {
+		r, err = e.open(ctx, o.ID)
+	}
 	if err != nil {
 		l.release()
 		return nil, err
@@ -120,29 +137,39 @@ func (h *Host) Start() {
 	}()
 }
 
-func (e *Engine) createHosted(ctx context.Context, o HostOptions) error {
+// createHosted stores hosted run o and its root, and returns the run as
+// stored.
+func (e *Engine) createHosted(ctx context.Context, o HostOptions) (store.Run, error) {
 	if o.MaxParallel <= 0 {
 		o.MaxParallel = 8
 	}
 	now := e.o.Now().UTC()
-	title := o.Title
-	if title == "" {
-		title = "headless session " + o.SessionID
-	}
 	r := store.Run{
-		ID: o.ID, Goal: title, Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
+		ID: o.ID, Goal: hostTitle(o), Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
 		Mode: o.Mode, MaxParallel: o.MaxParallel, BudgetUSD: o.BudgetUSD, MaxTokens: o.MaxTokens,
 		NodeTimeout: o.NodeTimeout.Milliseconds(), CreatedAt: now, UpdatedAt: now,
 	}
 	if err := e.o.Store.CreateRun(ctx, r); err != nil {
-		return fmt.Errorf("create hosted run: %w", err)
+		return store.Run{}, fmt.Errorf("create hosted run: %w", err)
 	}
-	root := store.Node{RunID: o.ID, ID: 1, Kind: KindHost, Goal: title, State: StateActive, Returns: "text",
+	if err := e.o.Store.Commit(ctx, nil, hostRoot(o, now)); err != nil {
+		return store.Run{}, fmt.Errorf("create hosted run root: %w", err)
+	}
+	return r, nil
+}
+
+// hostTitle is hosted run o's goal, and its root's.
+func hostTitle(o HostOptions) string {
+	if o.Title == "" {
+		return "headless session " + o.SessionID
+	}
+	return o.Title
+}
+
+// hostRoot is the root node of hosted run o, created at now.
+func hostRoot(o HostOptions, now time.Time) store.Node {
+	return store.Node{RunID: o.ID, ID: 1, Kind: KindHost, Goal: hostTitle(o), State: StateActive, Returns: "text",
 		SessionID: o.SessionID, CreatedAt: now, UpdatedAt: now, StartedAt: &now}
-	if err := e.o.Store.Commit(ctx, nil, root); err != nil {
-		return fmt.Errorf("create hosted run root: %w", err)
-	}
-	return nil
 }
 
 // RunID is the hosted run's id.

@@ -65,13 +65,25 @@ func waitNode(t *testing.T, ch <-chan agent.Event, id int64, state tree.NodeStat
 	}
 }
 
+// A hosted run behaves the same whether Host finds it in the store or, as
+// a fresh headless session asks (New), creates it and builds it from what
+// it wrote.
 func TestHostRunsChildrenOfItsAgent(t *testing.T) {
 	t.Parallel()
+	for _, fresh := range []bool{false, true} {
+		t.Run(fmt.Sprintf("new=%v", fresh), func(t *testing.T) {
+			t.Parallel()
+			testHostRunsChildren(t, fresh)
+		})
+	}
+}
+
+func testHostRunsChildren(t *testing.T, fresh bool) {
 	b := setup(t, script{
 		2: {calls(call("notify", map[string]any{"message": "halfway"})), complete("two done")},
 	})
 	ch := hostEvents(b, "sess-1")
-	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-1", SessionID: "sess-1", Workspace: b.app.Workspace})
+	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-1", SessionID: "sess-1", Workspace: b.app.Workspace, New: fresh})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +131,13 @@ func TestHostRunsChildrenOfItsAgent(t *testing.T) {
 	if _, err := b.engine.Drive(b.ctx, "sess-1"); !errors.Is(err, tree.ErrHosted) && !errors.Is(err, tree.ErrRunActive) {
 		t.Fatalf("Drive of a hosted run: %v", err)
 	}
+	// A run that exists is no new one.
+	if _, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-1", SessionID: "sess-1", New: true}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Host New of an existing run: %v, want a conflict", err)
+	}
+	if n := b.nodeIn(t, "sess-1", 2); n.State != tree.StateComplete {
+		t.Fatalf("#2 after the refused Host is %s", n.State)
+	}
 }
 
 func TestHostResumesChildrenAfterClose(t *testing.T) {
@@ -133,7 +152,7 @@ func TestHostResumesChildrenAfterClose(t *testing.T) {
 		return complete("resumed result")
 	}})
 	ch := hostEvents(b, "sess-2")
-	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-2", SessionID: "sess-2", Workspace: b.app.Workspace})
+	h, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-2", SessionID: "sess-2", Workspace: b.app.Workspace, New: true})
 	if err != nil {
 		t.Fatal(err)
 	}

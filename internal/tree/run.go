@@ -106,6 +106,7 @@ type run struct {
 
 var errInterrupted error = stopCause("run interrupted")
 
+// open reads run id and its nodes from the store and builds the run.
 func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	meta, err := e.o.Store.GetRun(ctx, id)
 	if err != nil {
@@ -115,6 +116,14 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open run %s: %w", id, err)
 	}
+	return e.build(ctx, meta, nodes, true)
+}
+
+// build makes the run of meta and its nodes as the store holds them;
+// charge reads each node's session to charge what it spent (a run just
+// created has spent nothing and skips the reads).
+func (e *Engine) build(ctx context.Context, meta store.Run, nodes []store.Node, charge bool) (*run, error) {
+	id := meta.ID
 	r := &run{
 		e: e, id: id, meta: meta, nodes: map[int64]*store.Node{}, children: map[int64][]int64{},
 		running: map[int64]context.CancelCauseFunc{}, done: make(chan struct{}),
@@ -135,7 +144,7 @@ func (e *Engine) open(ctx context.Context, id string) (*run, error) {
 			r.children[n.ParentID] = append(r.children[n.ParentID], n.ID)
 		}
 		r.maxID = max(r.maxID, n.ID)
-		if n.SessionID != "" {
+		if charge && n.SessionID != "" {
 			if s, err := e.o.Store.GetSession(ctx, n.SessionID); err == nil {
 				r.chargeLocked(n.ID, spend{tokens: s.Usage.Total(), cost: s.CostUSD})
 			}

@@ -109,11 +109,17 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 		}
 	}
 	resume := id != ""
-	if !resume {
-		id = app.NewID()
+	for {
+		if !resume {
+			id = app.NewID()
+		}
+		ss.id = id
+		err = ss.start(s.ctx, resume)
+		if resume || !errors.Is(err, store.ErrConflict) { // a new id drawn before: draw again
+			break
+		}
 	}
-	ss.id = id
-	if err := ss.start(s.ctx, resume); err != nil {
+	if err != nil {
 		var held *store.LeaseHeldError
 		if errors.As(err, &held) {
 			return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("session %s is driven by another arbor process (%v)", id, err)}
@@ -147,7 +153,7 @@ func (ss *session) start(ctx context.Context, resume bool) error {
 	if s.capabilities().Terminal && ss.work.Sandbox() == nil {
 		so.Tools = append(so.Tools, ss.terminalShell())
 	}
-	host, err := engine.Host(ctx, tree.HostOptions{ID: ss.id, SessionID: ss.id, Model: so.Model, Workspace: ss.work.Workspace})
+	host, err := engine.Host(ctx, tree.HostOptions{ID: ss.id, SessionID: ss.id, Model: so.Model, Workspace: ss.work.Workspace, New: !resume})
 	if err != nil {
 		return err
 	}

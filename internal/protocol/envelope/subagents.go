@@ -220,16 +220,11 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 		}
 		return s.openWith(ctx, engine, id, so, true)
 	}
+	// A fresh session is created without reading the store: an id drawn
+	// before is a conflict of the run's or the session's insert, and is
+	// drawn again.
 	for {
-		id = app.NewID()
-		_, err := s.app.Store.GetSession(ctx, id)
-		if err == nil {
-			continue // drawn before: draw again
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return opened{}, err
-		}
-		o, err := s.openWith(ctx, engine, id, so, false)
+		o, err := s.openWith(ctx, engine, app.NewID(), so, false)
 		if !errors.Is(err, store.ErrConflict) {
 			return o, err
 		}
@@ -240,7 +235,7 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 // the host (not so.Jobs).
 func (s *server) openWith(ctx context.Context, engine *tree.Engine, id string, so app.SessionOptions, resume bool) (opened, error) {
 	work := s.ws()
-	host, err := engine.Host(ctx, tree.HostOptions{ID: id, SessionID: id, Model: so.Model, Workspace: work.Workspace})
+	host, err := engine.Host(ctx, tree.HostOptions{ID: id, SessionID: id, Model: so.Model, Workspace: work.Workspace, New: !resume})
 	if err != nil {
 		return opened{}, err
 	}

@@ -108,9 +108,11 @@ func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, 
 		_ = write.Close()
 		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)
 	}
-	// The reader is opened after the writer switched the file to WAL, which
-	// is a persistent property of the file.
-	read, err := openDB(ctx, abs, url.Values{
+	// The readers connect after the writer switched the file to WAL, which
+	// is a persistent property of the file, and only at the first read: a
+	// fresh headless session reads nothing, and each connection holds its
+	// own copy of the schema and a page cache (about 0.2 MiB).
+	read, err := poolOf(abs, url.Values{
 		"_busy_timeout": {busy},
 		"_query_only":   {"1"},
 	}, readConns)
@@ -189,6 +191,10 @@ func poolOf(abs string, params url.Values, conns int) (*sql.DB, error) {
 	db.SetConnMaxIdleTime(0)
 	return db, nil
 }
+
+// ReadConns reports how many read connections the store has open: none
+// until its first read.
+func (s *Store) ReadConns() int { return s.read.Stats().OpenConnections }
 
 // Close closes both pools. It is safe to call more than once; later calls
 // return the first call's result.
