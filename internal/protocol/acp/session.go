@@ -109,13 +109,14 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 		}
 	}
 	resume := id != ""
-	for {
+	for try := 0; ; try++ {
 		if !resume {
 			id = app.NewID()
 		}
 		ss.id = id
 		err = ss.start(s.ctx, resume)
-		if resume || !errors.Is(err, store.ErrConflict) { // a new id drawn before: draw again
+		// A new id drawn before conflicts: draw again, a few times.
+		if resume || try == 4 || !errors.Is(err, store.ErrConflict) {
 			break
 		}
 	}

@@ -222,13 +222,14 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 	}
 	// A fresh session is created without reading the store: an id drawn
 	// before is a conflict of the run's or the session's insert, and is
-	// drawn again.
-	for {
+	// drawn again (a few times, as app.NewSession does).
+	for range 4 {
 		o, err := s.openWith(ctx, engine, app.NewID(), so, false)
 		if !errors.Is(err, store.ErrConflict) {
 			return o, err
 		}
 	}
+	return s.openWith(ctx, engine, app.NewID(), so, false)
 }
 
 // openWith hosts run id and opens its session; on failure it releases
