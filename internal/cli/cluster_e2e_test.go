@@ -22,9 +22,19 @@ import (
 // limit with what it waited for (limits are hang guards, not timings).
 func waitUntil(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitLogged(t, limit, what, cond, nil)
+}
+
+// waitLogged is waitUntil that, when it gives up, also prints what logs
+// returns (the processes' stderr), to tell a hang from a slow machine.
+func waitLogged(t testing.TB, limit time.Duration, what string, cond func() bool, logs func() string) {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if logs != nil {
+				t.Fatalf("gave up waiting for %s after %s:\n%s", what, limit, logs())
+			}
 			t.Fatalf("gave up waiting for %s after %s", what, limit)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -182,9 +192,9 @@ func TestClusterSurvivesAKilledWorker(t *testing.T) {
 	// The root's turn has ended (its model call in flight would be sent
 	// again after the kill: a dead worker loses at most one step) and
 	// both tools run.
-	waitUntil(t, time.Minute, "the root to wait and both tools to run", func() bool {
+	waitLogged(t, time.Minute, "the root to wait and both tools to run", func() bool {
 		return strings.Contains(run.stderr.String(), "#1 active → waiting") && exists("slow.started")() && exists("stop1.pid")()
-	})
+	}, logs)
 	first := driver(-1)
 	if first < 0 {
 		t.Fatalf("no worker drives the run:\n%s", logs())
@@ -195,7 +205,7 @@ func TestClusterSurvivesAKilledWorker(t *testing.T) {
 	_ = workers[first].cmd.Process.Signal(syscall.SIGKILL)
 	<-workers[first].exited
 	killed := time.Now()
-	waitUntil(t, time.Minute, "another worker to take the run over", func() bool { return driver(first) >= 0 })
+	waitLogged(t, time.Minute, "another worker to take the run over", func() bool { return driver(first) >= 0 }, logs)
 	takeover := time.Since(killed)
 	second := driver(first)
 	t.Logf("run %s: worker %d killed, worker %d drove it %s later", id, first, second, takeover.Round(time.Millisecond))
@@ -217,7 +227,7 @@ func TestClusterSurvivesAKilledWorker(t *testing.T) {
 	}
 	// The stoppable leaf's tool was interrupted by the kill; its agent
 	// starts another, which a stop from a fifth process ends.
-	waitUntil(t, time.Minute, "the stoppable leaf's second tool", exists("stop2.pid"))
+	waitLogged(t, time.Minute, "the stoppable leaf's second tool", exists("stop2.pid"), logs)
 	pid := readPID(t, mark("stop2.pid"))
 	if o := e.run("stop", id, "#4", "--store", dsn); o.code != 0 || !strings.Contains(o.stdout, "by the worker driving it") {
 		t.Fatalf("stop: %d %q %q\n%s", o.code, o.stdout, o.stderr, logs())
