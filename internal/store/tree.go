@@ -95,7 +95,10 @@ type Node struct {
 // engine is one Commit: the run row and every changed node in one
 // transaction, so a crash leaves either all of a transition or none of it.
 type TreeStore interface {
-	CreateRun(ctx context.Context, r Run) error
+	// CreateRun stores a new run (ErrConflict when its id is taken) and,
+	// in the same transaction, its first nodes, upserted as Commit does: a
+	// crash leaves the run with its root or nothing.
+	CreateRun(ctx context.Context, r Run, nodes ...Node) error
 	GetRun(ctx context.Context, id string) (Run, error)
 	// ListRuns returns runs newest first; limit <= 0 means all.
 	ListRuns(ctx context.Context, limit int) ([]Run, error)

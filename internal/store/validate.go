@@ -155,3 +155,17 @@ func (n Node) Validate() error {
 	}
 	return nil
 }
+
+// NodesOf reports whether nodes may be created with run runID
+// (CreateRun): each valid and of that run.
+func NodesOf(runID string, nodes []Node) error {
+	for _, n := range nodes {
+		if n.RunID != runID {
+			return fmt.Errorf("%w: node %d belongs to run %q, not %q", ErrInvalid, n.ID, n.RunID, runID)
+		}
+		if err := n.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

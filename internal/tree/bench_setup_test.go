@@ -149,8 +149,8 @@ type countingStore struct {
 
 func (s *countingStore) count(err error) error { s.writes.Add(1); return err }
 
-func (s *countingStore) CreateRun(ctx context.Context, r store.Run) error {
-	return s.count(s.Store.CreateRun(ctx, r))
+func (s *countingStore) CreateRun(ctx context.Context, r store.Run, nodes ...store.Node) error {
+	return s.count(s.Store.CreateRun(ctx, r, nodes...))
 }
 
 func (s *countingStore) Commit(ctx context.Context, r *store.Run, nodes ...store.Node) error {

@@ -285,11 +285,8 @@ type RunOptions struct {
 // Create stores a new run with its root node, pending.
 func (e *Engine) Create(ctx context.Context, o RunOptions) (store.Run, error) {
 	r, root := e.NewRun(o)
-	if err := e.o.Store.CreateRun(ctx, r); err != nil {
+	if err := e.o.Store.CreateRun(ctx, r, root); err != nil {
 		return store.Run{}, fmt.Errorf("create run: %w", err)
-	}
-	if err := e.o.Store.Commit(ctx, nil, root); err != nil {
-		return store.Run{}, fmt.Errorf("create root node: %w", err)
 	}
 	return r, nil
 }

@@ -149,11 +149,8 @@ func (e *Engine) createHosted(ctx context.Context, o HostOptions) (store.Run, er
 		Mode: o.Mode, MaxParallel: o.MaxParallel, BudgetUSD: o.BudgetUSD, MaxTokens: o.MaxTokens,
 		NodeTimeout: o.NodeTimeout.Milliseconds(), CreatedAt: now, UpdatedAt: now,
 	}
-	if err := e.o.Store.CreateRun(ctx, r); err != nil {
+	if err := e.o.Store.CreateRun(ctx, r, hostRoot(o, now)); err != nil {
 		return store.Run{}, fmt.Errorf("create hosted run: %w", err)
-	}
-	if err := e.o.Store.Commit(ctx, nil, hostRoot(o, now)); err != nil {
-		return store.Run{}, fmt.Errorf("create hosted run root: %w", err)
 	}
 	return r, nil
 }

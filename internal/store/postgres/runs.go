@@ -19,7 +19,20 @@ const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_to
 // CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
 // ErrInvalid when r is malformed.
-func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+func (s *Store) CreateRun(ctx context.Context, r store.Run, nodes ...store.Node) error {
+	if len(nodes) > 0 {
+		if err := store.NodesOf(r.ID, nodes); err != nil {
+			return fmt.Errorf("create run %s: %w", r.ID, err)
+		}
+		// The run and its nodes in one transaction of their own: a taken
+		// id fails it before a node is written.
+		return s.inTx(ctx, func(tx pgx.Tx) error {
+			if err := s.CreateRunTx(ctx, tx, r); err != nil {
+				return err
+			}
+			return s.CommitTx(ctx, tx, nil, nodes...)
+		})
+	}
 	// One statement: a transaction of one round trip, perhaps shared
 	// with other writes (inBatch). A taken id inserts nothing.
 	args, err := runArgs(r)

@@ -16,7 +16,7 @@ const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_to
 // CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
 // CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
 // ErrInvalid when r is malformed.
-func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+func (s *Store) CreateRun(ctx context.Context, r store.Run, nodes ...store.Node) error {
 	if r.Status == "" {
 		r.Status = store.RunRunning
 	}
@@ -32,12 +32,23 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run %s: updated_at: %w", r.ID, err)
 	}
+	if err := store.NodesOf(r.ID, nodes); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	_, writeNodes, err := s.commitTx(ctx, nil, nodes)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
 	err = s.inTx(ctx, func(tx *wtx) error {
-		return insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
+		err := insertNew(ctx, tx, "id already taken", `INSERT INTO runs (`+runColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Goal, r.Status, r.Model, r.Workspace, r.Mode, r.BudgetUSD, r.MaxTokens,
 			r.MaxParallel, r.NodeTimeout, r.Result, r.Error, created, updated, r.Queue, r.TraceParent)
+		if err != nil || writeNodes == nil {
+			return err
+		}
+		return writeNodes(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)

@@ -44,6 +44,33 @@ func testTree(t *testing.T, open Opener) {
 		equal(t, "run after conflict", b.getRun(t, "r1"), first)
 	})
 
+	t.Run("CreateRunWithItsNodes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		root := fullNode("r1", 1)
+		root.ParentID = 0
+		noErr(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "g"}, root))
+		nodes, err := b.st.Nodes(b.ctx, "r1")
+		noErr(t, err)
+		equal(t, "nodes created with the run", len(nodes), 1)
+		equal(t, "root's goal", nodes[0].Goal, root.Goal)
+		// A taken id writes none of the nodes given with it.
+		other, second := root, fullNode("r1", 2)
+		other.Goal = "someone else's"
+		errIs(t, b.st.CreateRun(b.ctx, store.Run{ID: "r1", Goal: "other"}, other, second), store.ErrConflict)
+		nodes, err = b.st.Nodes(b.ctx, "r1")
+		noErr(t, err)
+		equal(t, "nodes after the conflict", len(nodes), 1)
+		equal(t, "root's goal after the conflict", nodes[0].Goal, root.Goal)
+		// An invalid node, or one of another run, creates nothing.
+		bad := fullNode("r2", 1)
+		bad.Kind = "nonsense"
+		errIs(t, b.st.CreateRun(b.ctx, store.Run{ID: "r2", Goal: "g"}, bad), store.ErrInvalid)
+		errIs(t, b.st.CreateRun(b.ctx, store.Run{ID: "r2", Goal: "g"}, fullNode("r3", 1)), store.ErrInvalid)
+		_, err = b.st.GetRun(b.ctx, "r2")
+		errIs(t, err, store.ErrNotFound)
+	})
+
 	t.Run("RunNotFoundAndInvalid", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
