@@ -68,14 +68,15 @@ type Host struct {
 // nothing more.
 func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	var created *store.Run
+	var root store.Node
 	if o.New {
-		meta, err := e.createHosted(ctx, o)
+		meta, r, err := e.createHosted(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		created = &meta
+		created, root = &meta, r
 	} else if _, err := e.o.Store.GetRun(ctx, o.ID); errors.Is(err, store.ErrNotFound) {
-		if _, err := e.createHosted(ctx, o); err != nil {
+		if _, _, err := e.createHosted(ctx, o); err != nil {
 			return nil, err
 		}
 	} else if err != nil {
@@ -90,7 +91,7 @@ func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	}
 	var r *run
 	if created != nil {
-		r, err = e.build(ctx, *created, []store.Node{hostRoot(o, created.CreatedAt)}, false)
+		r, err = e.build(ctx, *created, []store.Node{root}, false)
 	} else {
 		r, err = e.open(ctx, o.ID)
 	}
@@ -137,36 +138,28 @@ func (h *Host) Start() {
 	}()
 }
 
-// createHosted stores hosted run o and its root, and returns the run as
+// createHosted stores hosted run o and its root, and returns both as
 // stored.
-func (e *Engine) createHosted(ctx context.Context, o HostOptions) (store.Run, error) {
+func (e *Engine) createHosted(ctx context.Context, o HostOptions) (store.Run, store.Node, error) {
 	if o.MaxParallel <= 0 {
 		o.MaxParallel = 8
 	}
 	now := e.o.Now().UTC()
+	title := o.Title
+	if title == "" {
+		title = "headless session " + o.SessionID
+	}
 	r := store.Run{
-		ID: o.ID, Goal: hostTitle(o), Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
+		ID: o.ID, Goal: title, Status: store.RunRunning, Model: o.Model, Workspace: o.Workspace,
 		Mode: o.Mode, MaxParallel: o.MaxParallel, BudgetUSD: o.BudgetUSD, MaxTokens: o.MaxTokens,
 		NodeTimeout: o.NodeTimeout.Milliseconds(), CreatedAt: now, UpdatedAt: now,
 	}
-	if err := e.o.Store.CreateRun(ctx, r, hostRoot(o, now)); err != nil {
-		return store.Run{}, fmt.Errorf("create hosted run: %w", err)
-	}
-	return r, nil
-}
-
-// hostTitle is hosted run o's goal, and its root's.
-func hostTitle(o HostOptions) string {
-	if o.Title == "" {
-		return "headless session " + o.SessionID
-	}
-	return o.Title
-}
-
-// hostRoot is the root node of hosted run o, created at now.
-func hostRoot(o HostOptions, now time.Time) store.Node {
-	return store.Node{RunID: o.ID, ID: 1, Kind: KindHost, Goal: hostTitle(o), State: StateActive, Returns: "text",
+	root := store.Node{RunID: o.ID, ID: 1, Kind: KindHost, Goal: r.Goal, State: StateActive, Returns: "text",
 		SessionID: o.SessionID, CreatedAt: now, UpdatedAt: now, StartedAt: &now}
+	if err := e.o.Store.CreateRun(ctx, r, root); err != nil {
+		return store.Run{}, store.Node{}, fmt.Errorf("create hosted run: %w", err)
+	}
+	return r, root, nil
 }
 
 // RunID is the hosted run's id.

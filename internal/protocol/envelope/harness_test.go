@@ -82,6 +82,13 @@ func openApp(t *testing.T, srv *llmtest.Server, files map[string]string) (a *app
 func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bundle, out) {
 	t.Helper()
 	a, _, ws := openApp(t, srv, files)
+	return serveApp(t, a, ws)
+}
+
+// serveApp starts a server of app a (workspace ws) over pipes and waits
+// for ready.
+func serveApp(t *testing.T, a *app.App, ws string) (*bundle, out) {
+	t.Helper()
 	serve := func(in io.Reader, w, diag io.Writer) error {
 		return envelope.Serve(context.Background(), a, in, w, diag, envelope.Options{})
 	}

@@ -2,13 +2,10 @@ package envelope_test
 
 import (
 	"context"
-	"io"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
-	"github.com/arbor-run/arbor/internal/protocol/envelope"
 	"github.com/arbor-run/arbor/internal/store/sqlite"
-	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // A fresh session's start and turns write the store and never read it
@@ -19,18 +16,14 @@ func TestFreshSessionOpensNoReadConnection(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"})
 	defer srv.Close()
-	a, _, _ := openApp(t, srv, nil)
+	a, _, ws := openApp(t, srv, nil)
 	st, ok := a.Store.(*sqlite.Store)
 	if !ok {
 		t.Fatalf("store is %T, not SQLite", a.Store)
 	}
-	serve := func(in io.Reader, w, diag io.Writer) error {
-		return envelope.Serve(context.Background(), a, in, w, diag, envelope.Options{})
-	}
-	b := &bundle{Conn: testutil.Serve(t, serve, decodeOut), t: t}
-	ready := b.Next(typ("ready"))
+	b, ready := serveApp(t, a, ws)
 	for _, text := range []string{"first", "second"} {
-		b.Send(`{"type":"send","content":"` + text + `"}`)
+		b.Send(sendText(text))
 		b.Next(typ("idle"))
 	}
 	if n := st.ReadConns(); n != 0 {

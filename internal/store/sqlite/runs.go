@@ -13,9 +13,11 @@ import (
 const runColumns = `id, goal, status, model, workspace, mode, budget_usd, max_tokens,
 	max_parallel, node_timeout_ms, result, error, created_at, updated_at, queue, trace_parent`
 
-// CreateRun inserts r. An empty Status becomes store.RunRunning; a zero
-// CreatedAt or UpdatedAt becomes now. ErrConflict when the id is taken,
-// ErrInvalid when r is malformed.
+// CreateRun inserts r and, in the same transaction, upserts nodes (its
+// first ones, as Commit does). An empty Status becomes store.RunRunning; a
+// zero CreatedAt or UpdatedAt becomes now. ErrConflict when the id is
+// taken (no node is written), ErrInvalid when r or a node is malformed
+// or a node is another run's.
 func (s *Store) CreateRun(ctx context.Context, r store.Run, nodes ...store.Node) error {
 	if r.Status == "" {
 		r.Status = store.RunRunning
