@@ -169,9 +169,10 @@ func (t *typed[A]) decode(input json.RawMessage) (A, error) {
 		return fail(problems...)
 	}
 
-	strict := json.NewDecoder(bytes.NewReader(input))
-	strict.DisallowUnknownFields()
-	if err := strict.Decode(&args); err != nil {
+	// The schema check has refused unknown fields already (every struct's
+	// schema forbids additional properties), so plain Unmarshal decodes
+	// what is left without a second decoder and its buffer.
+	if err := json.Unmarshal(input, &args); err != nil {
 		return fail(describeDecodeError(err))
 	}
 	return args, nil

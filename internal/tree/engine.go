@@ -228,6 +228,9 @@ type Engine struct {
 	live sync.Map
 	// opening holds a *sync.Mutex per run id (see runLock).
 	opening sync.Map
+	// models is what spawn's and fork's descriptions say about o.Models,
+	// written once here instead of for every node's tools.
+	models string
 }
 
 // runLock serializes the opening of run id (DriveWith, from its lease to
@@ -260,7 +263,7 @@ func New(o Options) *Engine {
 	if o.IdleLeaseTTL <= 0 {
 		o.IdleLeaseTTL = max(defaultIdleLeaseTTL, o.LeaseTTL)
 	}
-	return &Engine{o: o}
+	return &Engine{o: o, models: modelsText(o.Models)}
 }
 
 // RunOptions describe a new run.

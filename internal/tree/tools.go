@@ -132,8 +132,8 @@ func (r *run) toolsFor(caller int64, deferred bool) []tool.Tool {
 	// idempotent. The control tools and notify are not: they are reported
 	// interrupted.
 	ts := []tool.Tool{
-		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id."+r.modelsText(), tool.KindInteract, spawn("spawn"))),
-		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id."+r.modelsText(), tool.KindInteract, spawn("fork"))),
+		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id."+r.e.models, tool.KindInteract, spawn("spawn"))),
+		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id."+r.e.models, tool.KindInteract, spawn("fork"))),
 		tool.Idempotent(tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
 			func(_ context.Context, c tool.Call, a askArgs) tool.Result {
 				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
@@ -214,13 +214,13 @@ func (r *run) dollarBudgetOver(parent int64) bool {
 
 // modelsText is what spawn's and fork's descriptions say about the model
 // choices, with their prices, so the model can pick.
-func (r *run) modelsText() string {
-	if len(r.e.o.Models) == 0 {
+func modelsText(models []ModelChoice) string {
+	if len(models) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString(" Choose the child's model with model (default: your own); run cheap, simple tasks on a cheap model and hard ones on a strong one. Choices:")
-	for _, m := range r.e.o.Models {
+	for _, m := range models {
 		fmt.Fprintf(&b, " %s = %s", m.Name, m.Ref)
 		if m.Price != nil {
 			fmt.Fprintf(&b, " ($%g in / $%g out per million tokens)", m.Price.InputPerMTok, m.Price.OutputPerMTok)
