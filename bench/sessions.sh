@@ -4,14 +4,18 @@
 # one scripted model server (internal/llm/llmtest, served by the driver
 # bench/sessions). Prints the time until all are ready, PSS and private
 # memory per session (/proc/PID/smaps_rollup) at ready and after the turns,
-# the CPU the idle sessions use over IDLE (default 10s, starting 2 s after
-# the last ready), and send→idle
-# p50/p99 with all N sending at once, ROUNDS times (default 3).
+# what a start cost each session (CPU, page faults, context switches), the
+# CPU the idle sessions use over IDLE (default 10s, starting 2 s after the
+# last ready), and send→idle p50/p99 with all N sending at once, ROUNDS
+# times (default 3), with the CPU, page faults and context switches of a
+# turn.
 #
 #   N=1000 bench/sessions.sh
 #   PARALLEL=8 (processes started at a time), SEPARATE=1 (a state dir per
 #   session instead of one shared store)
-#   TAGS=lean,sqlite_cgo (build tags for the arbor binary under test)
+#   TAGS=lean,sqlite_cgo (build tags for the arbor binary under test);
+#   CGO_ENABLED=0 TAGS=lean builds the static lean binary a gateway would
+#   (docs/headless-envelope.md, "A lean build")
 #
 # N processes need N×3 pipes in the driver and about 8 threads each: the
 # script raises the open-file limit to its hard limit and says so, and

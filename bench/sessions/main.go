@@ -7,7 +7,9 @@
 //
 // It prints, in order:
 //   - the time from the first process start to the last ready line
-//     (starting -parallel processes at a time);
+//     (starting -parallel processes at a time), and what a start cost a
+//     session to its ready line: CPU, minor page faults and context
+//     switches of all its threads;
 //   - memory per session from /proc/PID/smaps_rollup: Pss (the shared
 //     pages of the binary divided among the sessions mapping them) and
 //     private (Private_Clean + Private_Dirty, what a session alone holds),
@@ -18,7 +20,8 @@
 //   - send→idle with all N sessions sending at once, -rounds times: p50,
 //     p99 and worst over every turn, and how many turns were not answered
 //     (an idle whose last_outcome is not "completed", an error envelope,
-//     or a process that died), and the CPU the sessions used per turn.
+//     or a process that died), and the CPU, page faults and context
+//     switches the sessions used per turn.
 //
 // By default every session shares one HOME and XDG state directory (one
 // SQLite store, as sessions of one user would); -separate gives each its
@@ -117,6 +120,11 @@ func run(o options) error {
 		o.n, o.parallel, map[bool]string{false: "shared (one store)", true: "separate"}[o.separate])
 	fmt.Printf("all ready: %.2f s (a process's own start → ready: median %s, p99 %s)\n",
 		readyAll.Seconds(), ms(headless.Quantile(readies, 0.5)), ms(headless.Quantile(readies, 0.99)))
+	started, err := usageOf(sessions)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("a start to ready, per session: %s\n", started.per(o.n))
 	if err := printMemory("at ready", sessions); err != nil {
 		return err
 	}
@@ -127,23 +135,22 @@ func run(o options) error {
 		return err
 	}
 
-	cpu0, err := cpuTicks(sessions)
+	idle0, err := usageOf(sessions)
 	if err != nil {
 		return err
 	}
 	time.Sleep(o.idle)
-	cpu1, err := cpuTicks(sessions)
+	idle1, err := usageOf(sessions)
 	if err != nil {
 		return err
 	}
-	// Clock ticks are 1/100 s on Linux (USER_HZ).
-	used := float64(cpu1-cpu0) / 100
+	used := float64(idle1.minus(idle0).ticks) / 100
 	fmt.Printf("idle: %.2f s of CPU over %s by all sessions: %.4f %% of a core per session\n",
 		used, o.idle, 100*used/o.idle.Seconds()/float64(o.n))
 
 	var lat []time.Duration
 	failed := 0
-	turns0, err := cpuTicks(sessions)
+	turns0, err := usageOf(sessions)
 	if err != nil {
 		return err
 	}
@@ -168,14 +175,14 @@ func run(o options) error {
 	if len(lat) == 0 {
 		return fmt.Errorf("no turn of %d was answered", o.n*o.rounds)
 	}
-	turns1, err := cpuTicks(sessions)
+	turns1, err := usageOf(sessions)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("send→idle, all %d sending at once, %d rounds: p50 %s, p99 %s, worst %s; %d of %d turns answered\n",
 		o.n, o.rounds, ms(headless.Quantile(lat, 0.5)), ms(headless.Quantile(lat, 0.99)), ms(slices.Max(lat)), len(lat), o.n*o.rounds)
-	fmt.Printf("CPU of the arbor processes during the rounds: %.2f s, %.1f ms per turn\n",
-		float64(turns1-turns0)/100, float64(turns1-turns0)*10/float64(o.n*o.rounds))
+	fmt.Printf("CPU of the arbor processes during the rounds: %.2f s; per turn %s\n",
+		float64(turns1.minus(turns0).ticks)/100, turns1.minus(turns0).per(o.n*o.rounds))
 	time.Sleep(o.settle)
 	if err := printMemory(fmt.Sprintf("%s after the turns", o.settle), sessions); err != nil {
 		return err
@@ -291,29 +298,78 @@ func rollup(pid int) (map[string]int, error) {
 	return m, nil
 }
 
-// cpuTicks sums utime and stime (fields 14 and 15 of /proc/PID/stat) of
-// every session, in clock ticks.
-func cpuTicks(sessions []*session) (int, error) {
-	total := 0
+// usage is what the sessions' processes used, summed over all of them:
+// CPU in clock ticks (utime + stime, fields 14 and 15 of /proc/PID/stat),
+// minor page faults (field 10) and context switches of every thread
+// (/proc/PID/task/*/status), voluntary (a thread waited) and not (the
+// kernel took the core from it).
+type usage struct{ ticks, faults, waits, preempts int }
+
+func (u usage) minus(v usage) usage {
+	return usage{u.ticks - v.ticks, u.faults - v.faults, u.waits - v.waits, u.preempts - v.preempts}
+}
+
+// per reports u over n events (starts or turns): ms of CPU, page faults
+// and context switches. Clock ticks are 1/100 s on Linux (USER_HZ).
+func (u usage) per(n int) string {
+	f := float64(n)
+	return fmt.Sprintf("%.1f ms of CPU, %.0f page faults, %.0f context switches (%.0f waits, %.0f preemptions)",
+		float64(u.ticks)*10/f, float64(u.faults)/f, float64(u.waits+u.preempts)/f, float64(u.waits)/f, float64(u.preempts)/f)
+}
+
+func usageOf(sessions []*session) (usage, error) {
+	var u usage
 	for _, s := range sessions {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Cmd.Process.Pid))
+		pid := s.Cmd.Process.Pid
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return 0, err
+			return u, err
 		}
 		// The command name (field 2) may hold spaces; count from after it.
 		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 		if len(f) < 13 {
-			return 0, fmt.Errorf("short /proc/%d/stat", s.Cmd.Process.Pid)
+			return u, fmt.Errorf("short /proc/%d/stat", pid)
 		}
-		for _, v := range f[11:13] {
+		for i, v := range []string{f[7], f[11], f[12]} {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return 0, err
+				return u, err
 			}
-			total += n
+			if i == 0 {
+				u.faults += n
+			} else {
+				u.ticks += n
+			}
+		}
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+		if err != nil {
+			return u, err
+		}
+		for _, t := range tasks {
+			data, err := os.ReadFile(t)
+			if err != nil {
+				continue // the thread ended
+			}
+			for l := range strings.Lines(string(data)) {
+				name, v, _ := strings.Cut(l, ":")
+				var to *int
+				switch name {
+				case "voluntary_ctxt_switches":
+					to = &u.waits
+				case "nonvoluntary_ctxt_switches":
+					to = &u.preempts
+				default:
+					continue
+				}
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return u, fmt.Errorf("%s: %q: %w", t, l, err)
+				}
+				*to += n
+			}
 		}
 	}
-	return total, nil
+	return u, nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
