@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"debug/elf"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -11,17 +13,31 @@ import (
 	"github.com/arbor-run/arbor/internal/testutil"
 )
 
-// TestLeanBuild builds arbor with -tags lean (docs/headless-envelope.md,
-// "A lean build") and uses it as a gateway would: a headless turn is
-// answered; the commands it leaves out are unknown; what it cannot do
-// (OpenTelemetry, a PostgreSQL store) is refused naming the tag; and its
-// link has none of the packages it exists to leave out.
+// TestLeanBuild builds arbor as docs/headless-envelope.md ("A lean
+// build") says, CGO_ENABLED=0 go build -tags lean, and uses it as a gateway
+// would: a headless turn is answered; the commands it leaves out are
+// unknown; what it cannot do (OpenTelemetry, a PostgreSQL store) is
+// refused naming the tag; its link has none of the packages it exists to
+// leave out; and it is linked statically (no program interpreter), which
+// is what makes its starts cheaper.
 func TestLeanBuild(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "arbor-lean")
-	if out, err := exec.Command("go", "build", "-tags", "lean", "-o", bin, "../../cmd/arbor").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags lean: %v\n%s", err, out)
+	build := exec.Command("go", "build", "-tags", "lean", "-o", bin, "../../cmd/arbor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build -tags lean: %v\n%s", err, out)
 	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("the lean build has a program interpreter: it is linked dynamically")
+		}
+	}
+	f.Close()
 	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "a lean reply"} })
 	t.Cleanup(srv.Close)
 	e := newEnv(t)
