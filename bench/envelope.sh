@@ -9,7 +9,9 @@
 # process gets a fresh HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and workspace
 # in a temp dir, so the user's files are untouched. The driver is bench/envelope (Go: pipes and
 # time.Now are more precise than bash). Runnable from any directory.
-# TAGS=lean,sqlite_cgo builds arbor and the floor with those build tags.
+# TAGS=lean,sqlite_cgo builds arbor and the floor with those build tags;
+# CGO_ENABLED=0 TAGS=lean builds the static lean binary a gateway would
+# (docs/headless-envelope.md, "A lean build").
 #
 # Side by side with Chord: CHORD_BIN=/path/to/chord bench/envelope.sh runs
 # arbor and that binary (`chord headless`, given a config.yaml that points
