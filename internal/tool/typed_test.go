@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/invopop/jsonschema"
+
 	"github.com/arbor-run/arbor/internal/permission"
 )
 
@@ -34,6 +36,20 @@ type pointerTargetArgs struct {
 func (a *pointerTargetArgs) Target() Target { return Target{Command: a.Command} }
 
 type noArgs struct{}
+
+// openItem describes itself as an object that takes any property, so
+// the schema check lets fields through that the struct does not have.
+type openItem struct {
+	Name string `json:"name"`
+}
+
+func (openItem) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object"}
+}
+
+type openArgs struct {
+	Item openItem `json:"item"`
+}
 
 // echoTool returns its decoded arguments as JSON.
 func echoTool[A any](name string) Tool {
@@ -143,6 +159,19 @@ func TestNew(t *testing.T) {
 				t.Parallel()
 				reqContains(t, reqErr(t, tl.Run(context.Background(), Call{Input: json.RawMessage(tc.input)})), tc.want)
 			})
+		}
+	})
+
+	t.Run("UnknownFieldOfAnOpenSchema", func(t *testing.T) {
+		t.Parallel()
+		// The check passes it; the struct's decoding must still refuse it.
+		reqContains(t, reqErr(t, echoTool[openArgs]("open").Run(context.Background(), Call{Input: json.RawMessage(`{"item":{"name":"a","extra":1}}`)})),
+			`invalid arguments for open`, `unknown field "extra"`)
+		if closedObjects(schemaOf(reflect.TypeFor[openArgs]()).schema) {
+			t.Error("openArgs' schema is reported closed")
+		}
+		if !closedObjects(schemaOf(reflect.TypeFor[sampleArgs]()).schema) {
+			t.Error("sampleArgs' schema is reported open")
 		}
 	})
 
