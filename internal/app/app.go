@@ -268,6 +268,21 @@ func NewID() string {
 	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// WithNewID calls create with a fresh id, and again with another while
+// the id was drawn before (create fails with store.ErrConflict), five
+// times at most. Ids are the time to the second plus 24 random bits, so a
+// program creating thousands of things a second may draw one twice; the
+// insert that conflicts is the check, so nothing reads the store first.
+func WithNewID[T any](create func(id string) (T, error)) (T, error) {
+	for range 4 {
+		v, err := create(NewID())
+		if !errors.Is(err, store.ErrConflict) {
+			return v, err
+		}
+	}
+	return create(NewID())
+}
+
 // secrets returns every API key the configuration can reach, so the agent
 // can keep them out of transcripts and events.
 func (a *App) secrets() []string {

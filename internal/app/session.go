@@ -95,17 +95,10 @@ type Session struct {
 	Hooks *hook.Runner
 }
 
-// NewSession creates and stores a new session with a fresh id. Ids are
-// the time to the second plus 24 random bits, so a program creating
-// thousands of sessions a second may draw one twice: it draws again.
+// NewSession creates and stores a new session with a fresh id
+// (WithNewID).
 func (a *App) NewSession(ctx context.Context, o SessionOptions) (*Session, error) {
-	for range 4 {
-		s, err := a.CreateSession(ctx, NewID(), o)
-		if !errors.Is(err, store.ErrConflict) {
-			return s, err
-		}
-	}
-	return a.CreateSession(ctx, NewID(), o)
+	return WithNewID(func(id string) (*Session, error) { return a.CreateSession(ctx, id, o) })
 }
 
 // CreateSession creates and stores a new session with the given id.

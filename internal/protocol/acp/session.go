@@ -108,17 +108,15 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 			return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("session %s is a tree node's; load the session it belongs to", id)}
 		}
 	}
-	resume := id != ""
-	for try := 0; ; try++ {
-		if !resume {
-			id = app.NewID()
-		}
-		ss.id = id
-		err = ss.start(s.ctx, resume)
-		// A new id drawn before conflicts: draw again, a few times.
-		if resume || try == 4 || !errors.Is(err, store.ErrConflict) {
-			break
-		}
+	start := func(sid string) (struct{}, error) {
+		ss.id = sid
+		return struct{}{}, ss.start(s.ctx, id != "")
+	}
+	if id != "" {
+		_, err = start(id)
+	} else {
+		_, err = app.WithNewID(start)
+		id = ss.id
 	}
 	if err != nil {
 		var held *store.LeaseHeldError

@@ -2,14 +2,12 @@ package envelope
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
-	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 )
@@ -221,15 +219,8 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 		return s.openWith(ctx, engine, id, so, true)
 	}
 	// A fresh session is created without reading the store: an id drawn
-	// before is a conflict of the run's or the session's insert, and is
-	// drawn again (a few times, as app.NewSession does).
-	for range 4 {
-		o, err := s.openWith(ctx, engine, app.NewID(), so, false)
-		if !errors.Is(err, store.ErrConflict) {
-			return o, err
-		}
-	}
-	return s.openWith(ctx, engine, app.NewID(), so, false)
+	// before is a conflict of the run's or the session's insert.
+	return app.WithNewID(func(id string) (opened, error) { return s.openWith(ctx, engine, id, so, false) })
 }
 
 // openWith hosts run id and opens its session; on failure it releases
