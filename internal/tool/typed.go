@@ -49,12 +49,13 @@ func (e *ArgsError) Unwrap() error { return ErrInvalidArgs }
 // If A or *A implements Targeter, Target decodes the input and asks it;
 // otherwise Target returns Target{}.
 //
-// The schema is derived when it is first needed (Info, or a call's
-// input to check), not here: a session builds its tools at start-up and
-// may never show them to a model, and deriving them all cost a start 200
-// page faults, a few ms of CPU and a third of a MiB of private memory
-// (docs/benchmarks.md). Name gives a tool's name without it, and so does
-// every wrapper that is a Namer.
+// The schema is derived when it is first needed, not here: a session
+// builds its tools at start-up and may never show them to a model, and
+// deriving them all cost a start 200 page faults, a few ms of CPU and a
+// third of a MiB of private memory (docs/benchmarks.md). Info shows the
+// text its package generated when there is one (generated.go), and a
+// call's input is checked against the reflected schema. Name gives a
+// tool's name without either, and so does every wrapper that is a Namer.
 //
 // New panics when A is not a struct: that is a programming error.
 func New[A any](name, description string, kind Kind, run func(ctx context.Context, call Call, args A) Result) Tool {
@@ -123,13 +124,23 @@ func closedObjects(s *jsonschema.Schema) bool {
 }
 
 // typed is the Tool New returns. It is immutable after construction but
-// for its schema, which derive sets once.
+// for its schemas: the one shown (Info), set once by show, and the
+// reflected one that checks a call's input, set once by derive.
 type typed[A any] struct {
 	info Info // without its Schema
 	run  func(ctx context.Context, call Call, args A) Result
 
+	showOnce sync.Once
+	shown    json.RawMessage // shownSchema: generated, or reflected
+
 	once sync.Once
 	derived
+}
+
+// show sets the schema shown to the model, once.
+func (t *typed[A]) show() json.RawMessage {
+	t.showOnce.Do(func() { t.shown = shownSchema(reflect.TypeFor[A]()) })
+	return t.shown
 }
 
 // derive sets the schema, once; schemaOf keeps it for the type.
@@ -138,9 +149,8 @@ func (t *typed[A]) derive() {
 }
 
 func (t *typed[A]) Info() Info {
-	t.derive()
 	info := t.info
-	info.Schema = t.raw
+	info.Schema = t.show()
 	return info
 }
 
