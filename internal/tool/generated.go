@@ -25,7 +25,7 @@ import (
 // the source of truth, derived on the first call of each tool.
 
 // generatedTables are the lookups the generated files added (Generated);
-// appended during package initialisation only.
+// appended during package initialisation (and by a test of this package).
 var generatedTables []func(key string) string
 
 // Generated adds a package's table of generated argument schemas: lookup
@@ -72,14 +72,15 @@ func shownSchema(t reflect.Type) json.RawMessage {
 // the argument structs of args, one value of each: an init that adds its
 // table (Generated) and the table, a switch from each struct's SchemaKey
 // to its reflected schema, formatted as gofmt would. Package schematest
-// checks the file against it.
-func RenderSchemas(pkg string, args ...any) ([]byte, error) {
+// checks the file against it. It panics when an arg is not a named
+// struct: that is a mistake in the test that lists them.
+func RenderSchemas(pkg string, args ...any) []byte {
 	type entry struct{ key, schema string }
 	var entries []entry
 	for _, a := range args {
 		t := reflect.TypeOf(a)
 		if t == nil || t.Kind() != reflect.Struct || t.Name() == "" {
-			return nil, fmt.Errorf("tool: %T is not a named struct", a)
+			panic(fmt.Sprintf("tool.RenderSchemas: %T is not a named struct", a))
 		}
 		entries = append(entries, entry{SchemaKey(t), string(ReflectedSchema(t))})
 	}
@@ -106,5 +107,5 @@ func RenderSchemas(pkg string, args ...any) ([]byte, error) {
 		fmt.Fprintf(&b, "\tcase %s:\n\t\treturn %s\n", strconv.Quote(e.key), schema)
 	}
 	b.WriteString("\t}\n\treturn \"\"\n}\n")
-	return []byte(b.String()), nil
+	return []byte(b.String())
 }

@@ -13,7 +13,7 @@ import (
 // The schemas this package's tools show the model are generated
 // (zz_schemas.go) from their argument structs, listed here.
 func TestGeneratedSchemas(t *testing.T) {
-	schematest.Check(t)(RenderSchemas("tool", readFileArgs{}, writeFileArgs{}, globArgs{}, todoWriteArgs{}, viewImageArgs{}, editArgs{}, askUserArgs{}, listDirectoryArgs{}, deleteArgs{}, shellArgs{}, askingShellArgs{}, sandboxShellArgs{}, grepArgs{}, jobOutputArgs{}, applyPatchArgs{}, webFetchArgs{}, jobKillArgs{}))
+	schematest.Check(t, RenderSchemas("tool", readFileArgs{}, writeFileArgs{}, globArgs{}, todoWriteArgs{}, viewImageArgs{}, editArgs{}, askUserArgs{}, listDirectoryArgs{}, deleteArgs{}, shellArgs{}, askingShellArgs{}, sandboxShellArgs{}, grepArgs{}, jobOutputArgs{}, applyPatchArgs{}, webFetchArgs{}, jobKillArgs{}))
 }
 
 type shownArgs struct {

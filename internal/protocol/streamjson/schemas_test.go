@@ -10,5 +10,5 @@ import (
 // The schemas this package's tools show the model are generated
 // (zz_schemas.go) from their argument structs, listed here.
 func TestGeneratedSchemas(t *testing.T) {
-	schematest.Check(t)(tool.RenderSchemas("streamjson", hostShellArgs{}))
+	schematest.Check(t, tool.RenderSchemas("streamjson", hostShellArgs{}))
 }

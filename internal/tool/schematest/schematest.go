@@ -4,7 +4,7 @@
 // lists them in a test:
 //
 //	func TestGeneratedSchemas(t *testing.T) {
-//		schematest.Check(t)(tool.RenderSchemas("tree", completeArgs{}, waitArgs{}))
+//		schematest.Check(t, tool.RenderSchemas("tree", completeArgs{}, waitArgs{}))
 //	}
 //
 // which fails when the file is missing or stale, and with
@@ -12,7 +12,10 @@
 //
 //	ARBOR_UPDATE_SCHEMAS=1 go test -run TestGeneratedSchemas ./internal/...
 //
-// It does not import package tool, so that tool's own tests can use it.
+// An environment variable rather than the -update flag of the golden
+// tests: one command updates every package, and packages without the
+// flag would refuse it. It does not import package tool, so that tool's
+// own tests can use it.
 package schematest
 
 import (
@@ -24,25 +27,19 @@ import (
 // File is the generated file's name, in the package's directory.
 const File = "zz_schemas.go"
 
-// Check returns a function that compares a rendered file (from
-// tool.RenderSchemas) with File in the test's directory, or writes it when
-// ARBOR_UPDATE_SCHEMAS=1.
-func Check(t *testing.T) func(want []byte, err error) {
-	return func(want []byte, err error) {
-		t.Helper()
-		if err != nil {
+// Check compares want, a rendered file (tool.RenderSchemas), with File in
+// the test's directory, or writes it when ARBOR_UPDATE_SCHEMAS=1.
+func Check(t *testing.T, want []byte) {
+	t.Helper()
+	if os.Getenv("ARBOR_UPDATE_SCHEMAS") == "1" {
+		if err := os.WriteFile(File, want, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if os.Getenv("ARBOR_UPDATE_SCHEMAS") == "1" {
-			if err := os.WriteFile(File, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		got, err := os.ReadFile(File)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("%s is missing or stale (%v): an argument struct changed without its generated schema; run\n"+
-				"\tARBOR_UPDATE_SCHEMAS=1 go test -run TestGeneratedSchemas ./internal/...", File, err)
-		}
+		return
+	}
+	got, err := os.ReadFile(File)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s is missing or stale (%v): an argument struct changed without its generated schema; run\n"+
+			"\tARBOR_UPDATE_SCHEMAS=1 go test -run TestGeneratedSchemas ./internal/...", File, err)
 	}
 }
