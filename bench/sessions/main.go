@@ -330,17 +330,14 @@ func usageOf(sessions []*session) (usage, error) {
 		if len(f) < 13 {
 			return u, fmt.Errorf("short /proc/%d/stat", pid)
 		}
-		for i, v := range []string{f[7], f[11], f[12]} {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return u, err
-			}
-			if i == 0 {
-				u.faults += n
-			} else {
-				u.ticks += n
-			}
+		minflt, err1 := strconv.Atoi(f[7])
+		utime, err2 := strconv.Atoi(f[11])
+		stime, err3 := strconv.Atoi(f[12])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return u, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 		}
+		u.faults += minflt
+		u.ticks += utime + stime
 		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
 		if err != nil {
 			return u, err
