@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -51,9 +50,7 @@ func (a *App) Model(ref string) (Model, error) {
 }
 
 func (a *App) provider(mr config.ModelRef) (llm.Provider, error) {
-	// One client per provider type; no client-wide timeout, since streams
-	// are long: stalls are caught by the retry policy's stall timeout.
-	hc := &http.Client{}
+	hc := llm.NewHTTPClient()
 	var p llm.Provider
 	switch mr.Type {
 	case "anthropic":

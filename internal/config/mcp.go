@@ -153,7 +153,7 @@ func expandVars(s string, getenv func(string) string) (string, []string) {
 		expr := s[i+2 : i+end]
 		name, def, hasDef := strings.Cut(expr, ":-")
 		switch v := getenv(name); {
-		case !envName.MatchString(name):
+		case !envName().MatchString(name):
 			b.WriteString(s[i : i+end+1])
 		case v != "":
 			b.WriteString(v)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -235,11 +236,14 @@ func quote(s string) string {
 	return string(b)
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+// plainKey matches a key YAML writes bare. Like every pattern of arbor's,
+// it is compiled on first use: a start compiles none (docs/benchmarks.md,
+// "Eleventh round").
+var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`) })
 
 // yamlKey writes a mapping key, quoted unless it is a plain name.
 func yamlKey(s string) string {
-	if plainKey.MatchString(s) {
+	if plainKey().MatchString(s) {
 		return s
 	}
 	return quote(s)

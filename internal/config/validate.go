@@ -7,12 +7,14 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envName matches an environment variable's name; compiled on first use.
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // validate reports the first invalid field, in a stable order. Model
 // references are checked for form and provider, not for keys: a key is
@@ -146,7 +148,7 @@ func (c *Config) validateProvider(name string, p Provider) error {
 		return c.invalid(field, nil, "the name script is reserved for script:FILE")
 	case p.Type != TypeAnthropic && p.Type != TypeOpenAI:
 		return c.invalid(field+".type", nil, "must be %q or %q (got %q)", TypeAnthropic, TypeOpenAI, p.Type)
-	case p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv):
+	case p.APIKeyEnv != "" && !envName().MatchString(p.APIKeyEnv):
 		return c.invalid(field+".api_key_env", nil,
 			"must name an environment variable such as MY_API_KEY (got %q; a literal key goes in api_key)", redact(p.APIKeyEnv))
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // call is a Request prepared for matching.
@@ -250,11 +251,11 @@ func suggest(c call, ws workspace) string {
 			return ""
 		}
 		words := strings.Split(c.cmd.segments[0], " ")
-		if !programWord.MatchString(words[0]) {
+		if !programWord().MatchString(words[0]) {
 			return ""
 		}
 		prefix := words[0]
-		if len(words) > 1 && subcommandWord.MatchString(words[1]) {
+		if len(words) > 1 && subcommandWord().MatchString(words[1]) {
 			prefix += " " + words[1]
 		}
 		return c.req.Tool + "(" + prefix + " *)"
@@ -262,9 +263,11 @@ func suggest(c call, ws workspace) string {
 	return suggestPath(c.req.Tool, ws, c.paths)
 }
 
+// programWord and subcommandWord match the words a suggested rule keeps;
+// compiled on first use, at the first command that asks.
 var (
-	programWord    = regexp.MustCompile(`^[A-Za-z0-9._/+-]+$`)
-	subcommandWord = regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`)
+	programWord    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._/+-]+$`) })
+	subcommandWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`) })
 )
 
 // suggestPath proposes tool(<folder>/**) for the folder holding the paths:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -141,7 +142,9 @@ func readCapped(path string, limit int) (string, int64, error) {
 
 // importRe finds Claude Code's "@path" imports: an @ at the start of a
 // line or after a space, then a path.
-var importRe = regexp.MustCompile(`(?m)(?:^|[ \t(])@((?:~/|\.{1,2}/|/)?[A-Za-z0-9_][A-Za-z0-9_./-]*)`)
+var importRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)(?:^|[ \t(])@((?:~/|\.{1,2}/|/)?[A-Za-z0-9_][A-Za-z0-9_./-]*)`)
+})
 
 // imports lists the @paths of text outside code spans and fenced blocks.
 func imports(text string) []string {
@@ -155,15 +158,16 @@ func imports(text string) []string {
 		if fenced {
 			continue
 		}
-		line = codeSpan.ReplaceAllString(line, "")
-		for _, m := range importRe.FindAllStringSubmatch(line, -1) {
+		line = codeSpan().ReplaceAllString(line, "")
+		for _, m := range importRe().FindAllStringSubmatch(line, -1) {
 			out = append(out, strings.TrimRight(m[1], ".,;:)"))
 		}
 	}
 	return out
 }
 
-var codeSpan = regexp.MustCompile("`[^`]*`")
+// codeSpan matches an inline code span, whose @ is no import.
+var codeSpan = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`[^`]*`") })
 
 // repoRoot is the nearest folder at or above dir holding .git; dir
 // itself when there is none (no folder above a repository is read).

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -40,7 +41,9 @@ const (
 	maxSkillDescription = 1024
 )
 
-var skillName = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+// skillName matches a skill's name; compiled on first use, as a session
+// without skills never needs it.
+var skillName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`) })
 
 // ErrSkill marks a SKILL.md that could not be used.
 var ErrSkill = errors.New("malformed SKILL.md")
@@ -128,7 +131,7 @@ func readSkill(path string) (Skill, error) {
 	switch {
 	case fm.Name == "":
 		return Skill{}, bad("the front matter has no name")
-	case len(fm.Name) > maxSkillName || !skillName.MatchString(fm.Name):
+	case len(fm.Name) > maxSkillName || !skillName().MatchString(fm.Name):
 		return Skill{}, bad("name %q: use at most %d lower-case letters, digits and single hyphens", fm.Name, maxSkillName)
 	case fm.Description == "":
 		return Skill{}, bad("the front matter has no description")

@@ -49,8 +49,9 @@ type Options struct {
 	// empty means the SDK's production default. ANTHROPIC_BASE_URL is
 	// resolved by the caller, not here.
 	BaseURL string
-	// HTTPClient sends the requests; default a client without a timeout
-	// (streams are bounded by ctx and the stall watchdog of llm.WithRetry).
+	// HTTPClient sends the requests; default llm.NewHTTPClient(), without a
+	// timeout (streams are bounded by ctx and the stall watchdog of
+	// llm.WithRetry).
 	HTTPClient *http.Client
 	// MaxTokens caps the output of requests that set none; default
 	// DefaultMaxTokens.
@@ -79,7 +80,7 @@ func New(o Options) *Provider {
 		o.MaxTokens = DefaultMaxTokens
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
+		o.HTTPClient = llm.NewHTTPClient()
 	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),

@@ -134,7 +134,24 @@ func (c *headCache) sizes() *llm.BodySize {
 
 // encodeHead encodes the start of a body.
 func encodeHead(req *llm.Request, maxTokens, defaultMax int64) (*head, error) {
+	b, err := headOf(req, maxTokens, defaultMax)
+	if err != nil {
+		return nil, err
+	}
 	h := &head{model: req.Model, maxTokens: maxTokens, budget: req.ThinkingBudget, system: req.System}
+	h.tools = make([]llm.ToolSpec, 0, len(req.Tools))
+	for _, spec := range req.Tools {
+		spec.InputSchema = bytes.Clone(spec.InputSchema)
+		h.tools = append(h.tools, spec)
+	}
+	if h.start, err = b.encode(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// headOf is the body of req without its messages.
+func headOf(req *llm.Request, maxTokens, defaultMax int64) (body, error) {
 	b := body{Stream: true, Model: req.Model, MaxTokens: maxTokens}
 	if req.ThinkingBudget > 0 {
 		// The API requires the budget to be below max_tokens and counts
@@ -148,15 +165,12 @@ func encodeHead(req *llm.Request, maxTokens, defaultMax int64) (*head, error) {
 		b.System = []textBlock{{Type: "text", Text: req.System}}
 	}
 	b.Tools = make([]toolDef, 0, len(req.Tools))
-	h.tools = make([]llm.ToolSpec, 0, len(req.Tools))
 	for _, spec := range req.Tools {
 		t, err := toolFor(spec)
 		if err != nil {
-			return nil, err
+			return body{}, err
 		}
 		b.Tools = append(b.Tools, t)
-		spec.InputSchema = bytes.Clone(spec.InputSchema)
-		h.tools = append(h.tools, spec)
 	}
 	// The stable prefix gets a breakpoint: the system prompt's end, or
 	// the tools' when there is no system prompt.
@@ -166,14 +180,54 @@ func encodeHead(req *llm.Request, maxTokens, defaultMax int64) (*head, error) {
 	case len(b.Tools) > 0:
 		b.Tools[len(b.Tools)-1].CacheControl = ephemeral
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	return b, nil
+}
+
+// encode writes the body b as JSON without its closing brace, so that its
+// messages can follow.
+func (b body) encode() ([]byte, error) {
+	// The head is encoded a part at a time into one buffer made for it:
+	// encoding/json's own buffer then grows to the largest part, not to
+	// the whole head, whose doublings left about 65 KB behind on a
+	// session's first call, all of it resident until the process first
+	// collects. The bytes are those of the whole body encoded at once
+	// (TestHeadIsTheBodyEncodedAtOnce); Tools is body's last field.
+	buf := bytes.NewBuffer(make([]byte, 0, b.room()))
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
+	tools := b.Tools
+	b.Tools = nil
 	if err := enc.Encode(&b); err != nil {
 		return nil, err
 	}
-	h.start = bytes.TrimSuffix(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("}"))
-	return h, nil
+	buf.Truncate(buf.Len() - len("}\n"))
+	if len(tools) > 0 {
+		buf.WriteString(`,"tools":[`)
+		for i := range tools {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := enc.Encode(&tools[i]); err != nil {
+				return nil, err
+			}
+			buf.Truncate(buf.Len() - len("\n"))
+		}
+		buf.WriteByte(']')
+	}
+	return buf.Bytes(), nil
+}
+
+// room is the buffer to make for b's encoding: its text and the JSON
+// around it, with an eighth more for what escaping adds.
+func (b body) room() int {
+	n := 256 + len(b.Model)
+	for _, t := range b.System {
+		n += len(t.Text)
+	}
+	for _, t := range b.Tools {
+		n += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	return n + n/8
 }
 
 // body is the start of the request; its messages follow (requestBody).

@@ -210,3 +210,45 @@ func TestNextTurnsBodyFitsItsBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadIsTheBodyEncodedAtOnce: the start of a body, encoded a part at
+// a time, is byte for byte the body without messages encoded whole (what
+// the cache keeps and every call sends), for tools with and without a
+// system prompt, thinking, and text that JSON escapes; and each fits the
+// buffer made for it.
+func TestHeadIsTheBodyEncodedAtOnce(t *testing.T) {
+	escapes := llm.ToolSpec{Name: "t<&>", Description: "say \"this\" <is> & \\ why\n\t\u2028 ünïcode \x01",
+		InputSchema: json.RawMessage("{ \"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": \"string\"}} }")}
+	cases := map[string]*llm.Request{
+		"Session":            sessionRequest(0),
+		"ToolsWithoutSystem": {Model: "m", Tools: []llm.ToolSpec{{Name: "bare"}, escapes}},
+		"Thinking":           {Model: "m", MaxTokens: 10, ThinkingBudget: 4000, System: "s <&>", Tools: []llm.ToolSpec{escapes}},
+		"NoTools":            {Model: "m", System: "only a system prompt"},
+		"Nothing":            {Model: "m"},
+	}
+	for name, req := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := headOf(req, 64000, DefaultMaxTokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var whole bytes.Buffer
+			enc := json.NewEncoder(&whole)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(&b); err != nil {
+				t.Fatal(err)
+			}
+			want := bytes.TrimSuffix(whole.Bytes(), []byte("}\n"))
+			if !bytes.Equal(got, want) {
+				t.Fatalf("the head differs from the body encoded whole\n got: %s\nwant: %s", got, want)
+			}
+			if len(got) > b.room() {
+				t.Errorf("the head outgrew its buffer: %d bytes in %d", len(got), b.room())
+			}
+		})
+	}
+}

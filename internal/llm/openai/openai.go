@@ -57,8 +57,9 @@ type Options struct {
 	// document it ("http://127.0.0.1:11434/v1"); "/v1" is appended when the
 	// URL has no path at all. Empty means api.openai.com.
 	BaseURL string
-	// HTTPClient sends the requests; default a client without a timeout
-	// (streams are bounded by ctx and the stall watchdog of llm.WithRetry).
+	// HTTPClient sends the requests; default llm.NewHTTPClient(), without a
+	// timeout (streams are bounded by ctx and the stall watchdog of
+	// llm.WithRetry).
 	HTTPClient *http.Client
 	// MaxTokens caps the output of requests that set none; default
 	// DefaultMaxTokens.
@@ -90,7 +91,7 @@ func New(o Options) *Provider {
 		o.MaxTokens = DefaultMaxTokens
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
+		o.HTTPClient = llm.NewHTTPClient()
 	}
 	base := resolveBaseURL(o.BaseURL)
 	client := sdk.NewClient(
