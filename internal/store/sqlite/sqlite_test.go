@@ -240,8 +240,8 @@ func TestFailedMigrationRollsBack(t *testing.T) {
 	ms, err := loadMigrations(migrationFiles)
 	must(t, err)
 	bad := append(ms, migration{
-		version: len(ms) + 1, name: "bad.sql",
-		sql: "CREATE TABLE half_done (x INTEGER); CREATE TABLE broken (;",
+		version: len(ms) + 1, name: "bad.sql", path: "bad.sql",
+		fsys: fstest.MapFS{"bad.sql": {Data: []byte("CREATE TABLE half_done (x INTEGER); CREATE TABLE broken (;")}},
 	})
 	// The store's writer holds its write connection: migrate through a
 	// connection of its own, as Open does before the writer starts.
