@@ -211,11 +211,11 @@ func TestNextTurnsBodyFitsItsBuffer(t *testing.T) {
 	}
 }
 
-// TestHeadIsTheBodyEncodedAtOnce: the start of a body, encoded a part at
-// a time, is byte for byte the body without messages encoded whole (what
-// the cache keeps and every call sends), for tools with and without a
-// system prompt, thinking, and text that JSON escapes; and each fits the
-// buffer made for it.
+// TestHeadIsTheBodyEncodedAtOnce: the start of a body, written by hand,
+// is byte for byte the body without messages as encoding/json encodes it
+// (what the cache keeps and every call sends), for tools with and without
+// a system prompt, thinking, schemas with spaces, and text that JSON
+// escapes; and each fits the buffer made for it.
 func TestHeadIsTheBodyEncodedAtOnce(t *testing.T) {
 	escapes := llm.ToolSpec{Name: "t<&>", Description: "say \"this\" <is> & \\ why\n\t\u2028 ünïcode \x01",
 		InputSchema: json.RawMessage("{ \"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": \"string\"}} }")}
@@ -251,4 +251,24 @@ func TestHeadIsTheBodyEncodedAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAppendString: appendString writes any string, valid UTF-8 or not,
+// as encoding/json does with HTML left unescaped.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", `say "this" \ that`, "<a href='x'>&amp;</a>", "\b\f\n\r\t\x00\x01\x1f\x7f",
+		"ünïcode, 日本語, 🌳", "\u2028 and \u2029", "\xff", "\xe2\x80", "a\xc3", "\xed\xa0\x80 (a surrogate)", "\uFFFD"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString([]byte("x"), s); !bytes.Equal(got[1:], bytes.TrimSuffix(want.Bytes(), []byte("\n"))) || got[0] != 'x' {
+			t.Fatalf("appendString(%q) = %s, encoding/json: %s", s, got[1:], want.Bytes())
+		}
+	})
 }
