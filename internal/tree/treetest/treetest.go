@@ -19,7 +19,7 @@ import (
 // that already holds i assistant messages.
 type Script map[int64][]llmtest.Turn
 
-var nodeLine = regexp.MustCompile(`You are (?:the root )?node #(\d+)`)
+var nodeLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`You are (?:the root )?node #(\d+)`) })
 
 // NodeOf returns the node a request belongs to, or 0 for a request that is
 // no node's turn (a context_query distillation, a compaction summary).
@@ -27,7 +27,7 @@ func NodeOf(req llmtest.Request) int64 {
 	if len(req.Messages) == 0 {
 		return 0
 	}
-	m := nodeLine.FindStringSubmatch(req.Messages[0].Text())
+	m := nodeLine().FindStringSubmatch(req.Messages[0].Text())
 	if m == nil {
 		return 0
 	}
@@ -46,7 +46,7 @@ func Turns(req llmtest.Request) int {
 	return n
 }
 
-var goalLine = regexp.MustCompile(`(?m)^Your goal: (.*)$`)
+var goalLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^Your goal: (.*)$`) })
 
 // GoalOf returns the goal of the node a request belongs to: the root's
 // whole goal, a child's goal line; "" when the request is no node's turn.
@@ -58,7 +58,7 @@ func GoalOf(req llmtest.Request) string {
 	if g, ok := strings.CutPrefix(first, "You are the root node #1. Your goal:\n\n"); ok {
 		return g
 	}
-	if m := goalLine.FindStringSubmatch(first); m != nil {
+	if m := goalLine().FindStringSubmatch(first); m != nil {
 		return m[1]
 	}
 	return ""
