@@ -31,8 +31,8 @@ type migration struct {
 	path    string // in fsys
 }
 
-// sql reads the migration's statements.
-func (m migration) sql() (string, error) {
+// statements reads the migration's statements.
+func (m migration) statements() (string, error) {
 	b, err := fs.ReadFile(m.fsys, m.path)
 	if err != nil {
 		return "", fmt.Errorf("read migration %s: %w", m.name, err)
@@ -147,7 +147,7 @@ func migrateWith(ctx context.Context, db *sql.DB, ms []migration, fresh string) 
 				return applyFresh(ctx, tx, ms, fresh)
 			}
 			m := ms[v]
-			stmts, err := m.sql()
+			stmts, err := m.statements()
 			if err != nil {
 				return err
 			}
