@@ -189,11 +189,21 @@ func TestClusterSurvivesAKilledWorker(t *testing.T) {
 		}
 		return -1
 	}
+	// wrote is whether the file name holds a pid: the shell has run past
+	// its echo. The file exists from the redirection's open on, and a
+	// kill between the open and the write would leave it empty for good.
+	wrote := func(name string) func() bool {
+		return func() bool {
+			b, err := os.ReadFile(mark(name))
+			_, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+			return err == nil && perr == nil
+		}
+	}
 	// The root's turn has ended (its model call in flight would be sent
 	// again after the kill: a dead worker loses at most one step) and
 	// both tools run.
 	waitLogged(t, time.Minute, "the root to wait and both tools to run", func() bool {
-		return strings.Contains(run.stderr.String(), "#1 active → waiting") && exists("slow.started")() && exists("stop1.pid")()
+		return strings.Contains(run.stderr.String(), "#1 active → waiting") && exists("slow.started")() && wrote("stop1.pid")()
 	}, logs)
 	first := driver(-1)
 	if first < 0 {
