@@ -66,7 +66,7 @@ type Provider struct {
 	// holding the whole sdk.Client made the linker keep every method of
 	// every service of the SDK (40 MB of binary).
 	post  func(ctx context.Context, path string, params, res any, opts ...option.RequestOption) error
-	heads headCache // the start of the last body (body.go)
+	heads headCache // the start of the last body (head.go)
 }
 
 var _ llm.Provider = (*Provider)(nil)

@@ -33,7 +33,7 @@ var errEmptyToolName = errors.New("tool name is empty")
 // nil, keeps the start of the last body, which the next call of a session
 // repeats.
 func requestBody(req *llm.Request, defaultMax int64, heads *headCache) ([]byte, error) {
-	start, err := heads.get(req, defaultMax)
+	start, err := headStart(heads, req, defaultMax)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func requestBody(req *llm.Request, defaultMax int64, heads *headCache) ([]byte, 
 		return append(start, '}'), nil
 	}
 	setLastBreakpoint(msgs)
-	buf := bytes.NewBuffer(make([]byte, 0, len(start)+heads.sizes().Hint()))
+	buf := bytes.NewBuffer(make([]byte, 0, len(start)+heads.Sizes().Hint()))
 	buf.Write(start)
 	buf.WriteString(`,"messages":`)
 	enc := json.NewEncoder(buf)
@@ -61,7 +61,7 @@ func requestBody(req *llm.Request, defaultMax int64, heads *headCache) ([]byte, 
 	}
 	b := buf.Bytes()
 	b[len(b)-1] = '}' // Encode's newline
-	heads.sizes().Saw(len(b) - len(start))
+	heads.Sizes().Saw(len(b) - len(start))
 	return b, nil
 }
 

@@ -196,11 +196,11 @@ func TestNextTurnsBodyFitsItsBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 		next := sessionRequest(turns + 1)
-		start, err := heads.get(next, DefaultMaxTokens)
+		start, err := headStart(heads, next, DefaultMaxTokens)
 		if err != nil {
 			t.Fatal(err)
 		}
-		made := len(start) + heads.sizes().Hint()
+		made := len(start) + heads.Sizes().Hint()
 		body, err := requestBody(next, DefaultMaxTokens, heads)
 		if err != nil {
 			t.Fatal(err)

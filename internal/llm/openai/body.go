@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/openai/openai-go/v3/shared"
 
@@ -47,14 +45,15 @@ func requestBody(req *llm.Request, defaultMax int64, official bool, heads *headC
 	if tokens <= 0 {
 		tokens = defaultMax
 	}
-	start, err := heads.get(req, outputCap{tokens: tokens, completion: official})
+	limit := outputCap{tokens: tokens, completion: official}
+	start, err := heads.Get(headKey{model: req.Model, limit: limit}, req.Tools, func() ([]byte, error) { return encodeHead(req, limit) })
 	if err != nil {
 		return nil, err
 	}
 	if len(msgs) == 0 { // as the SDK: no messages, no field
 		return append(start, '}'), nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, len(start)+heads.sizes().Hint()))
+	buf := bytes.NewBuffer(make([]byte, 0, len(start)+heads.Sizes().Hint()))
 	buf.Write(start)
 	buf.WriteString(`,"messages":`)
 	enc := json.NewEncoder(buf)
@@ -64,7 +63,7 @@ func requestBody(req *llm.Request, defaultMax int64, official bool, heads *headC
 	}
 	b := buf.Bytes()
 	b[len(b)-1] = '}' // Encode's newline
-	heads.sizes().Saw(len(b) - len(start))
+	heads.Sizes().Saw(len(b) - len(start))
 	return b, nil
 }
 
@@ -75,72 +74,20 @@ type outputCap struct {
 	completion bool
 }
 
-// headCache keeps the start of the last body encoded (everything before
-// its messages: model, output cap, stream options and tools), with what it
-// was encoded from. The system prompt is a message in this API, so it is
-// not part of the start. The tools of a session are the same on every
-// call, and their schemas are most of a short session's body; decoding
-// them to check them as the SDK did, and encoding them, is skipped while
-// the next request repeats them. A request that differs is encoded and
-// kept instead. A nil *headCache keeps nothing.
-type headCache struct {
-	mu   sync.Mutex // guards last; a head is never changed once kept
-	last *head
-	size llm.BodySize // the messages' size in the last body, to size the next
-}
-
-type head struct {
+// headKey is what the start of a body is encoded from, besides its tools.
+type headKey struct {
 	model string
 	limit outputCap
-	tools []llm.ToolSpec // copies: the caller may reuse its slices
-	start []byte         // `{"stream":true,…` without the closing brace
 }
 
-func (h *head) matches(req *llm.Request, limit outputCap) bool {
-	if h.model != req.Model || h.limit != limit || len(h.tools) != len(req.Tools) {
-		return false
-	}
-	for i, t := range req.Tools {
-		if c := h.tools[i]; c.Name != t.Name || c.Description != t.Description || !bytes.Equal(c.InputSchema, t.InputSchema) {
-			return false
-		}
-	}
-	return true
-}
-
-// get returns the start of req's body, in a slice of its own.
-func (c *headCache) get(req *llm.Request, limit outputCap) ([]byte, error) {
-	if c != nil {
-		c.mu.Lock()
-		h := c.last
-		c.mu.Unlock()
-		if h != nil && h.matches(req, limit) {
-			return slices.Clip(h.start), nil // appends copy, never write into the cache
-		}
-	}
-	h, err := encodeHead(req, limit)
-	if err != nil {
-		return nil, err
-	}
-	if c != nil {
-		c.mu.Lock()
-		c.last = h
-		c.mu.Unlock()
-	}
-	return slices.Clip(h.start), nil
-}
-
-// sizes is the *llm.BodySize of c, nil for a nil c (which keeps nothing).
-func (c *headCache) sizes() *llm.BodySize {
-	if c == nil {
-		return nil
-	}
-	return &c.size
-}
+// headCache keeps the start of the last body encoded (model, output cap,
+// stream options and tools). The system prompt is a message in this API,
+// so it is not part of the start. While the next request repeats the
+// tools, decoding them to check them as the SDK did is skipped too.
+type headCache = llm.HeadCache[headKey]
 
 // encodeHead encodes the start of a body.
-func encodeHead(req *llm.Request, limit outputCap) (*head, error) {
-	h := &head{model: req.Model, limit: limit, tools: make([]llm.ToolSpec, 0, len(req.Tools))}
+func encodeHead(req *llm.Request, limit outputCap) ([]byte, error) {
 	b := bodyStart{Stream: true, Model: req.Model, StreamOptions: streamOptions{IncludeUsage: true}}
 	if limit.completion {
 		b.MaxCompletionTokens = &limit.tokens
@@ -154,8 +101,6 @@ func encodeHead(req *llm.Request, limit outputCap) (*head, error) {
 			return nil, err
 		}
 		b.Tools = append(b.Tools, t)
-		spec.InputSchema = bytes.Clone(spec.InputSchema)
-		h.tools = append(h.tools, spec)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -163,8 +108,7 @@ func encodeHead(req *llm.Request, limit outputCap) (*head, error) {
 	if err := enc.Encode(&b); err != nil {
 		return nil, err
 	}
-	h.start = bytes.TrimSuffix(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("}"))
-	return h, nil
+	return bytes.TrimSuffix(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("}")), nil
 }
 
 // bodyStart is the start of the request; its messages follow

@@ -274,12 +274,12 @@ func TestNextTurnsBodyFitsItsBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 		next := sessionRequest(turns + 1)
-		made := heads.sizes().Hint()
+		made := heads.Sizes().Hint()
 		body, err := requestBody(next, DefaultMaxTokens, true, heads)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if start := len(body) - heads.size.Last(); cap(body) > start+made {
+		if start := len(body) - heads.Sizes().Last(); cap(body) > start+made {
 			t.Errorf("after %d turns: the buffer grew from %d to %d bytes for a body of %d", turns, start+made, cap(body), len(body))
 		}
 	}
