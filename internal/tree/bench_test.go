@@ -51,6 +51,7 @@ func benchmarkFanOut(b *testing.B, children int, parallels ...int) {
 			runs := 0
 			env.store.writes.Store(0)
 			tx0, w0 := env.sqlite.WriteStats()
+			s0 := env.sqlite.Statements()
 			cpu0 := cpuTime(b)
 			for b.Loop() {
 				if err := env.drive(env.create(b, parallel), "final", children+1); err != nil {
@@ -68,6 +69,8 @@ func benchmarkFanOut(b *testing.B, children int, parallels ...int) {
 			// Group commit: how many of those writes one transaction held.
 			tx, w := env.sqlite.WriteStats()
 			b.ReportMetric(float64(w-w0)/float64(tx-tx0), "writes/tx")
+			// SQLite statements per node, BEGIN and COMMIT included.
+			b.ReportMetric(float64(env.sqlite.Statements()-s0)/nodes, "stmts/node")
 		})
 	}
 }

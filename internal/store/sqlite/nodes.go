@@ -51,7 +51,7 @@ var (
 func (s *Store) Commit(ctx context.Context, run *store.Run, nodes ...store.Node) error {
 	what, fn, err := s.commitTx(ctx, run, nodes)
 	if err == nil && fn != nil {
-		err = s.inTx(ctx, fn)
+		err = s.w.doTagged(ctx, fn, writeTag{nodesOnly: true})
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -80,7 +80,7 @@ func (s *Store) CommitAsync(ctx context.Context, run *store.Run, nodes ...store.
 	if fn == nil {
 		return func() error { return nil }
 	}
-	done := s.w.enqueue(fn)
+	done := s.w.enqueueTagged(fn, writeTag{nodesOnly: true})
 	return func() error {
 		if err := done(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)

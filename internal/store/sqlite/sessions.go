@@ -67,7 +67,7 @@ func insertSession(ctx context.Context, tx *wtx, args []any) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`, args...)
 	if err == nil {
-		tx.w.seqs.put(args[0].(string), 0) // a new session has no messages (a hint: see stepWrite)
+		tx.w.seqs.put(args[0].(string), 0) // a new session has no messages (a hint: see stepWrite.write)
 	}
 	return err
 }

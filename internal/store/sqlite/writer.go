@@ -54,6 +54,7 @@ type writer struct {
 	stmts   map[string]driver.Stmt
 	args    []driver.NamedValue  // reused for every statement's arguments
 	live    []*writeReq          // the running batch's requests, reused
+	heads   []*writeReq          // coalesceSteps' latest step per session, reused
 	commits int                  // transactions committed, for ckpt
 	nodes   nodeRows             // the node rows this writer last committed (nodes.go)
 	seqs    known[string, int64] // sessions' last_seq as this writer last committed it
@@ -67,6 +68,8 @@ type writer struct {
 	txs     atomic.Int64 // transactions begun
 	writes  atomic.Int64 // writes run in them (a write run again counts again)
 	batches atomic.Int64 // batches of two or more writes
+	ran     atomic.Int64 // statements run, BEGIN and COMMIT included
+	merged  atomic.Int64 // steps written merged into an earlier one (steps.go)
 
 	// enqueued, when set (tests only), is signalled after every enqueue.
 	enqueued chan<- struct{}
@@ -83,7 +86,12 @@ const (
 )
 
 type writeReq struct {
-	fn    func(*wtx) error
+	fn func(*wtx) error
+	writeTag
+	// into is the request whose step this one's was merged into for the
+	// running transaction (coalesceSteps): fn is not run, the outcome is
+	// into's.
+	into  *writeReq
 	state atomic.Int32
 	// waiting is set (under writer.mu) once the caller waits for the
 	// request: only a waiting caller can be handed the lead. A queued
@@ -113,10 +121,23 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 // write that ctx ends while it is still queued is not run (ctx.Err());
 // once it runs it runs to the end, and its statements do not watch ctx.
 func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
+	return w.doTagged(ctx, fn, writeTag{})
+}
+
+// writeTag says what a write touches, for coalesceSteps: a step's
+// write, or one that writes runs and nodes only. A write with neither
+// may touch anything.
+type writeTag struct {
+	step      *stepWrite
+	nodesOnly bool
+}
+
+// doTagged is do for a write that tag describes.
+func (w *writer) doTagged(ctx context.Context, fn func(*wtx) error, tag writeTag) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{fn: fn, wake: make(chan struct{}, 1), waiting: true}
+	r := &writeReq{fn: fn, writeTag: tag, wake: make(chan struct{}, 1), waiting: true}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -140,7 +161,12 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
 // several goroutines at once: each call returns the same outcome (a write
 // is released once, so a second wait for the release would never end).
 func (w *writer) enqueue(fn func(*wtx) error) (wait func() error) {
-	r := &writeReq{fn: fn, wake: make(chan struct{}, 1)}
+	return w.enqueueTagged(fn, writeTag{})
+}
+
+// enqueueTagged is enqueue for a write that tag describes.
+func (w *writer) enqueueTagged(fn func(*wtx) error, tag writeTag) (wait func() error) {
+	r := &writeReq{fn: fn, writeTag: tag, wake: make(chan struct{}, 1)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -283,6 +309,11 @@ func (w *writer) close() {
 	w.dropConn()
 	w.host.close()
 }
+
+// Statements reports how many statements the store's writer ran (BEGIN
+// and COMMIT included), for benchmarks and tests to count what a write
+// costs.
+func (s *Store) Statements() int64 { return s.w.ran.Load() }
 
 // WriteStats reports how many write transactions the store began and how
 // many writes (calls of its write methods) ran in them, so benchmarks can

@@ -124,6 +124,7 @@ func driverValue(a any) (driver.Value, error) {
 
 // execArgs runs query with args.
 func (w *writer) execArgs(query string, args []any) (driver.Result, error) {
+	w.ran.Add(1)
 	st, err := w.stmt(query)
 	if err != nil {
 		return nil, err
@@ -144,6 +145,7 @@ func (w *writer) execArgs(query string, args []any) (driver.Result, error) {
 
 // queryRow runs query with args and returns its first row.
 func (w *writer) queryRow(query string, args []any) *row {
+	w.ran.Add(1)
 	st, err := w.stmt(query)
 	if err != nil {
 		return &row{err: err}

@@ -98,14 +98,24 @@ func (w *writer) runTogether(live []*writeReq) bool {
 	if !w.begin(live) {
 		return true
 	}
+	merged := w.coalesceSteps(live)
 	for _, r := range live {
+		if r.into != nil {
+			continue
+		}
 		if w.call(r) {
 			w.rollback()
+			if merged {
+				uncoalesce(live)
+			}
 			for _, r := range live {
 				r.err, r.panic, r.onCommit = nil, nil, nil
 			}
 			return w.runSavepoints(live)
 		}
+	}
+	if merged { // written: should the COMMIT fail, each runs again alone
+		uncoalesce(live)
 	}
 	return w.commitTogether(live)
 }
