@@ -107,13 +107,13 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 		}
 	}
 	now := time.Now()
-	args := make([][]any, len(nodes))
+	vals := make([]*nodeVals, len(nodes))
 	for i, n := range nodes {
-		a, err := nodeArgs(n, now)
+		v, err := newNodeVals(n, now)
 		if err != nil {
 			return what, nil, fmt.Errorf("node %d (#%d of the commit): %w", n.ID, i+1, err)
 		}
-		args[i] = a
+		vals[i] = v
 	}
 	return what, func(tx *wtx) error {
 		known := map[string]bool{}
@@ -123,9 +123,9 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 			}
 			known[run.ID] = true
 		}
-		for _, a := range args { // not nodes: CommitAsync's caller may reuse them
-			k := nodeKeyOf(a)
-			if ok, err := updateChanged(ctx, tx, a); err != nil {
+		for _, v := range vals { // not nodes: CommitAsync's caller may reuse them
+			k := v.key()
+			if ok, err := updateChanged(ctx, tx, v); err != nil {
 				return fmt.Errorf("node %d: %w", k.id, err)
 			} else if ok {
 				continue // its row exists, so its run does
@@ -136,7 +136,7 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 				}
 				known[k.run] = true
 			}
-			if err := upsertWhole(ctx, tx, a); err != nil {
+			if err := upsertWhole(ctx, tx, v); err != nil {
 				return fmt.Errorf("node %d: %w", k.id, err)
 			}
 		}
@@ -163,43 +163,38 @@ type nodeKey struct {
 }
 
 type nodeRow struct {
-	args    []any // nodeArgs' values as written
-	updated int64 // the row's updated_at after that write
+	vals    *nodeVals // the values written
+	updated int64     // the row's updated_at after that write
 }
 
 // maxNodeRows bounds nodeRows (a node it dropped gets a whole upsert).
 // Only nodes that have not ended are kept (remember), so the bound is on
 // the nodes live at once: a fan-out of 10,000 children has that many
 // pending, and a bound below it sent every activation of those the bound
-// dropped through the whole upsert and a read back. A row kept is its 32
-// values, about 0.6 KiB.
+// dropped through the whole upsert and a read back. A row kept is its
+// nodeVals, about 0.5 KiB, whose strings are the engine's own.
 const maxNodeRows = 1 << 15
-
-// stateArg is the index of the state column in nodeArgs' values.
-const stateArg = 3 + 11
 
 // remember records, once the write of the node of args is committed, what
 // it wrote and the updated_at its row got. A node that ended is
 // forgotten: the engine never changes it again, and a write of it anyway
 // (a repair) gets the whole upsert.
-func (c *nodeRows) remember(tx *wtx, k nodeKey, args []any, updated int64) {
-	if st, _ := args[stateArg].(string); store.NodeState(st).Terminal() {
+func (c *nodeRows) remember(tx *wtx, v *nodeVals, updated int64) {
+	k := v.key()
+	if v.n.State.Terminal() {
 		tx.afterCommit(func() { c.rows.forget(k) })
 		return
 	}
-	tx.afterCommit(func() { c.rows.put(k, nodeRow{args: args, updated: updated}) })
+	tx.afterCommit(func() { c.rows.put(k, nodeRow{vals: v, updated: updated}) })
 }
 
-// nodeKeyOf returns the key of nodeArgs' values.
-func nodeKeyOf(args []any) nodeKey { return nodeKey{run: args[0].(string), id: args[1].(int64)} }
-
-// updateChanged writes the node of args (nodeArgs' values) as an UPDATE of
-// the columns that changed since this writer last wrote it, and reports
-// whether it did: false when the writer does not know the row or the row
-// changed since, and then nothing was written.
-func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
+// updateChanged writes the node of v as an UPDATE of the columns that
+// changed since this writer last wrote it, and reports whether it did:
+// false when the writer does not know the row or the row changed since,
+// and then nothing was written.
+func updateChanged(ctx context.Context, tx *wtx, v *nodeVals) (bool, error) {
 	c := &tx.w.nodes
-	k := nodeKeyOf(args)
+	k := v.key()
 	prev, ok := c.rows.get(k)
 	if !ok {
 		return false, nil
@@ -207,9 +202,9 @@ func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
 	var mask uint32
 	vals := make([]any, 0, 8)
 	for i := range nodeFields {
-		if v := args[3+i]; v != prev.args[3+i] {
+		if !v.same(prev.vals, i) {
 			mask |= 1 << i
-			vals = append(vals, v)
+			vals = append(vals, v.field(i))
 		}
 	}
 	q, ok := c.updates[mask]
@@ -229,7 +224,7 @@ func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
 		}
 		c.updates[mask] = q
 	}
-	now := args[len(args)-1].(int64)
+	now := v.updated
 	res, err := tx.ExecContext(ctx, q, append(vals, now, now, k.run, k.id, prev.updated)...)
 	if err != nil {
 		return false, err
@@ -241,15 +236,16 @@ func updateChanged(ctx context.Context, tx *wtx, args []any) (bool, error) {
 	if prev.updated >= now {
 		updated = prev.updated + 1
 	}
-	c.remember(tx, k, args, updated)
+	c.remember(tx, v, updated)
 	return true, nil
 }
 
-// upsertWhole writes every column of the node of args and remembers the
-// row for updateChanged. A new node (every spawn) is one insert; a row
-// that exists already is replaced and its updated_at read back.
-func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
-	k, c := nodeKeyOf(args), &tx.w.nodes
+// upsertWhole writes every column of the node of v and remembers the row
+// for updateChanged. A new node (every spawn) is one insert; a row that
+// exists already is replaced and its updated_at read back.
+func upsertWhole(ctx context.Context, tx *wtx, v *nodeVals) error {
+	k, c := v.key(), &tx.w.nodes
+	args := v.args()
 	q, vals := c.insertStatement(args)
 	res, err := tx.ExecContext(ctx, q, vals...)
 	if err != nil {
@@ -258,7 +254,7 @@ func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return err
 	} else if n == 1 {
-		c.remember(tx, k, args, args[len(args)-1].(int64))
+		c.remember(tx, v, v.updated)
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, upsertNode, args...); err != nil {
@@ -268,12 +264,12 @@ func upsertWhole(ctx context.Context, tx *wtx, args []any) error {
 	if err := tx.QueryRowContext(ctx, `SELECT updated_at FROM nodes WHERE run_id = ? AND id = ?`, k.run, k.id).Scan(&updated); err != nil {
 		return err
 	}
-	c.remember(tx, k, args, updated)
+	c.remember(tx, v, updated)
 	return nil
 }
 
 // insertStatement returns the statement that inserts the node of args
-// (nodeArgs' values) when its row does not exist yet, and does nothing
+// (nodeVals.args) when its row does not exist yet, and does nothing
 // when it does (its row's updated_at is then the one bound), with the
 // values it binds: the empty strings and NULLs of args are written into
 // the statement as literals. A new node has a dozen empty columns, and
@@ -315,46 +311,6 @@ func (c *nodeRows) insertStatement(args []any) (string, []any) {
 		c.inserts[mask] = q
 	}
 	return q, vals
-}
-
-// nodeArgs validates n and returns the values of nodeColumns for it, each
-// of a type the driver takes as it is (string, int64, nil): the writer
-// binds them without database/sql's reflection, and updateChanged
-// compares them with ==.
-func nodeArgs(n store.Node, now time.Time) ([]any, error) {
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	created, err := nanos(n.CreatedAt, now)
-	if err != nil {
-		return nil, fmt.Errorf("created_at: %w", err)
-	}
-	started, err := nullableNanos(n.StartedAt)
-	if err != nil {
-		return nil, fmt.Errorf("started_at: %w", err)
-	}
-	ended, err := nullableNanos(n.EndedAt)
-	if err != nil {
-		return nil, fmt.Errorf("ended_at: %w", err)
-	}
-	// nil and empty slices encode as null and [] and decode back as they
-	// were, so both round-trip exactly.
-	blockedBy := encodeIDs(n.BlockedBy)
-	options := "null"
-	if n.Options != nil {
-		if options, err = encodeJSON(n.Options); err != nil {
-			return nil, fmt.Errorf("encode options: %w", err)
-		}
-	}
-	return []any{
-		n.RunID, n.ID, created,
-		n.ParentID, string(n.Kind), n.Spawn, n.Goal, n.Prompt, blockedBy, n.Returns,
-		n.ContextQuery, n.Question, options, n.Default, string(n.State), n.Result,
-		n.Error, n.Draft, boolInt(n.HasDraft), n.Context, n.SessionID, int64(n.Attempts),
-		int64(n.Synthesized), n.Notice, n.CallID, nullInt(started), nullInt(ended), n.BudgetUSD, n.MaxTokens,
-		n.Model, n.Runner,
-		now.UnixNano(),
-	}, nil
 }
 
 // encodeIDs is encodeJSON(ids), written without the reflection of

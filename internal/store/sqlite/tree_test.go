@@ -278,8 +278,9 @@ func TestNodeInsertWritesEmptyColumnsAsLiterals(t *testing.T) {
 		Attempts: 2, Synthesized: 1, Notice: "n", CallID: "call", StartedAt: &started, BudgetUSD: 1.5, MaxTokens: 9,
 		Model: "m", Runner: "w"}
 	for _, n := range []store.Node{sparse, full} {
-		args, err := nodeArgs(n, time.Now())
+		v, err := newNodeVals(n, time.Now())
 		must(t, err)
+		args := v.args()
 		q, vals := b.st.w.nodes.insertStatement(args)
 		if got := strings.Count(q, "?"); got != len(vals) {
 			t.Fatalf("node %d: %d placeholders for %d values: %s", n.ID, got, len(vals), q)
