@@ -14,7 +14,7 @@ import (
 )
 
 // nodeFields are the node columns an upsert replaces, in the order
-// nodeArgs binds them; run_id, id and created_at precede them and are kept
+// nodeVals.field numbers them; run_id, id and created_at precede them and are kept
 // by an update. updated_at follows them and strictly increases.
 var nodeFields = []string{
 	"parent_id", "kind", "spawn", "goal", "prompt", "blocked_by", "returns",
