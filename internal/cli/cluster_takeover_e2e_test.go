@@ -86,7 +86,7 @@ func TestDeadDriversTurnsAreTakenOverAtOnce(t *testing.T) {
 	// The only worker drives the run and runs both leaves' turns; the
 	// root's turn has ended (a model call in flight at the kill would be
 	// sent again).
-	waitUntil(t, time.Minute, "the root to wait", func() bool { return strings.Contains(run.stderr.String(), "#1 active → waiting") })
+	waitUntil(t, time.Minute, "the root to wait", func() bool { return rootWaits(run.stderr.String()) })
 	for _, leaf := range []string{"a", "b"} {
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 			if _, err := os.Stat(mark(leaf + ".pid")); err == nil {
