@@ -57,6 +57,45 @@ func ValidateMessage(m llm.Message) error {
 	return nil
 }
 
+// Resolved checks st as every dialect writes it and returns it with its
+// ids filled in: SessionID from Create when empty, and Usage a copy with
+// the step's SessionID when its own is empty. ErrInvalid for an unknown
+// status, a Create or Usage of another session, invalid usage or an
+// invalid message. The session to create is the dialect's to check, as
+// it encodes it.
+func (st Step) Resolved() (Step, error) {
+	if st.Status != "" && !st.Status.Valid() {
+		return st, fmt.Errorf("%w: unknown session status %q", ErrInvalid, st.Status)
+	}
+	if st.Create != nil {
+		if st.SessionID == "" {
+			st.SessionID = st.Create.ID
+		}
+		if st.Create.ID != st.SessionID {
+			return st, fmt.Errorf("%w: creating session %s in a step of session %s", ErrInvalid, st.Create.ID, st.SessionID)
+		}
+	}
+	if st.Usage != nil {
+		u := *st.Usage
+		if u.SessionID == "" {
+			u.SessionID = st.SessionID
+		}
+		if u.SessionID != st.SessionID {
+			return st, fmt.Errorf("%w: usage of session %s in a step of session %s", ErrInvalid, u.SessionID, st.SessionID)
+		}
+		if err := u.Validate(); err != nil {
+			return st, err
+		}
+		st.Usage = &u
+	}
+	for i, m := range st.Messages {
+		if err := ValidateMessage(m); err != nil {
+			return st, fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	return st, nil
+}
+
 // Validate reports whether in can be started. Status, Result, IsError,
 // EndedAt and PGID are ignored: a dialect always records a new intent as started.
 func (in Intent) Validate() error {

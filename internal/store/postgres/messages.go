@@ -106,18 +106,12 @@ type step struct {
 // stepWrite validates and encodes st and returns its write; nil when st
 // writes nothing.
 func stepWrite(st store.Step) (*step, error) {
-	if st.Status != "" && !st.Status.Valid() {
-		return nil, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
+	st, err := st.Resolved()
+	if err != nil {
+		return nil, err
 	}
 	var create []any
 	if st.Create != nil {
-		if st.SessionID == "" {
-			st.SessionID = st.Create.ID
-		}
-		if st.Create.ID != st.SessionID {
-			return nil, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
-		}
-		var err error
 		if create, err = sessionArgs(*st.Create); err != nil {
 			return nil, fmt.Errorf("create session: %w", err)
 		}
@@ -129,25 +123,12 @@ func stepWrite(st store.Step) (*step, error) {
 	)
 	if st.Usage != nil {
 		u = *st.Usage
-		if u.SessionID == "" {
-			u.SessionID = st.SessionID
-		}
-		if u.SessionID != st.SessionID {
-			return nil, fmt.Errorf("%w: usage of session %s in a step of session %s", store.ErrInvalid, u.SessionID, st.SessionID)
-		}
-		if err := u.Validate(); err != nil {
-			return nil, err
-		}
-		var err error
 		if usageAt, err = nanos(u.At, now); err != nil {
 			return nil, fmt.Errorf("usage at: %w", err)
 		}
 	}
 	bodies := make([]string, len(st.Messages))
 	for i, m := range st.Messages {
-		if err := store.ValidateMessage(m); err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
 		b, err := encodeJSON(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode message %d: %w", i, err)

@@ -130,47 +130,25 @@ type stepWrite struct {
 
 // newStepWrite validates and encodes st; nil when st writes nothing.
 func newStepWrite(ctx context.Context, st store.Step) (*stepWrite, error) {
-	if st.Status != "" && !st.Status.Valid() {
-		return nil, fmt.Errorf("%w: unknown session status %q", store.ErrInvalid, st.Status)
+	st, err := st.Resolved()
+	if err != nil {
+		return nil, err
 	}
-	sw := &stepWrite{ctx: ctx, status: string(st.Status)}
+	sw := &stepWrite{ctx: ctx, session: st.SessionID, status: string(st.Status), usage: st.Usage}
 	if st.Create != nil {
-		if st.SessionID == "" {
-			st.SessionID = st.Create.ID
-		}
-		if st.Create.ID != st.SessionID {
-			return nil, fmt.Errorf("%w: creating session %s in a step of session %s", store.ErrInvalid, st.Create.ID, st.SessionID)
-		}
-		var err error
 		if sw.create, err = sessionArgs(*st.Create); err != nil {
 			return nil, fmt.Errorf("create session: %w", err)
 		}
 	}
-	sw.session = st.SessionID
 	now := time.Now()
 	if st.Usage != nil {
-		u := *st.Usage
-		if u.SessionID == "" {
-			u.SessionID = st.SessionID
-		}
-		if u.SessionID != st.SessionID {
-			return nil, fmt.Errorf("%w: usage of session %s in a step of session %s", store.ErrInvalid, u.SessionID, st.SessionID)
-		}
-		if err := u.Validate(); err != nil {
-			return nil, err
-		}
-		var err error
-		if sw.usageAt, err = nanos(u.At, now); err != nil {
+		if sw.usageAt, err = nanos(st.Usage.At, now); err != nil {
 			return nil, fmt.Errorf("usage at: %w", err)
 		}
-		sw.usage = &u
 	}
 	sw.roles = make([]llm.Role, len(st.Messages))
 	sw.bodies = make([]string, len(st.Messages))
 	for i, m := range st.Messages {
-		if err := store.ValidateMessage(m); err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
 		b, err := encodeJSON(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode message %d: %w", i, err)
