@@ -337,7 +337,7 @@ func (w *writer) coalesceSteps(live []*writeReq) bool {
 			}
 			if i < len(heads) && heads[i].step.absorbs(r.step) {
 				heads[i].step.more = append(heads[i].step.more, r.step)
-				r.into, merged = heads[i], true
+				r.absorbed, merged = true, true
 				w.merged.Add(1)
 				continue
 			}
@@ -362,6 +362,6 @@ func uncoalesce(live []*writeReq) {
 		if r.step != nil {
 			r.step.more = nil
 		}
-		r.into = nil
+		r.absorbed = false
 	}
 }

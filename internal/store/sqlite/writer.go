@@ -88,11 +88,11 @@ const (
 type writeReq struct {
 	fn func(*wtx) error
 	writeTag
-	// into is the request whose step this one's was merged into for the
-	// running transaction (coalesceSteps): fn is not run, the outcome is
-	// into's.
-	into  *writeReq
-	state atomic.Int32
+	// absorbed is set while this request's step is merged into an
+	// earlier one of the running transaction (coalesceSteps): fn is not
+	// run, and the request commits, or runs again apart, with the rest.
+	absorbed bool
+	state    atomic.Int32
 	// waiting is set (under writer.mu) once the caller waits for the
 	// request: only a waiting caller can be handed the lead. A queued
 	// write (queue) waits later, or never.

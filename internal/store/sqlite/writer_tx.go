@@ -100,7 +100,7 @@ func (w *writer) runTogether(live []*writeReq) bool {
 	}
 	merged := w.coalesceSteps(live)
 	for _, r := range live {
-		if r.into != nil {
+		if r.absorbed {
 			continue
 		}
 		if w.call(r) {
