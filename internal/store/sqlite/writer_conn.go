@@ -60,33 +60,32 @@ func (w *writer) runWithout(err error, f func()) {
 }
 
 // stmt returns query prepared on the driver connection, preparing it the
-// first time (SQLite prepares inside an open transaction as well).
-func (w *writer) stmt(query string) (driver.Stmt, error) {
+// first time (SQLite prepares inside an open transaction as well). Past
+// maxStmts a statement is prepared for one use (once): its caller closes
+// it, or each run would leave one behind.
+func (w *writer) stmt(query string) (st driver.Stmt, once bool, err error) {
 	if w.dc == nil { // a statement is only run inside withConn's Raw
 		if w.connErr != nil {
-			return nil, w.connErr
+			return nil, false, w.connErr
 		}
-		return nil, sql.ErrConnDone
+		return nil, false, sql.ErrConnDone
 	}
 	if st, ok := w.stmts[query]; ok {
-		return st, nil
+		return st, false, nil
 	}
-	var (
-		st  driver.Stmt
-		err error
-	)
 	if pc, ok := w.dc.(driver.ConnPrepareContext); ok {
 		st, err = pc.PrepareContext(context.Background(), query)
 	} else {
 		st, err = w.dc.Prepare(query)
 	}
 	if err != nil {
-		return nil, w.check(err)
+		return nil, false, w.check(err)
 	}
-	if len(w.stmts) < maxStmts {
-		w.stmts[query] = st
+	if len(w.stmts) >= maxStmts {
+		return st, true, nil
 	}
-	return st, nil
+	w.stmts[query] = st
+	return st, false, nil
 }
 
 // bind converts args as database/sql would and returns them as the
@@ -125,9 +124,12 @@ func driverValue(a any) (driver.Value, error) {
 // execArgs runs query with args.
 func (w *writer) execArgs(query string, args []any) (driver.Result, error) {
 	w.ran.Add(1)
-	st, err := w.stmt(query)
+	st, once, err := w.stmt(query)
 	if err != nil {
 		return nil, err
+	}
+	if once {
+		defer st.Close()
 	}
 	nv, err := w.bind(args)
 	if err != nil {
@@ -146,9 +148,12 @@ func (w *writer) execArgs(query string, args []any) (driver.Result, error) {
 // queryRow runs query with args and returns its first row.
 func (w *writer) queryRow(query string, args []any) *row {
 	w.ran.Add(1)
-	st, err := w.stmt(query)
+	st, once, err := w.stmt(query)
 	if err != nil {
 		return &row{err: err}
+	}
+	if once {
+		defer st.Close()
 	}
 	nv, err := w.bind(args)
 	if err != nil {
