@@ -26,6 +26,7 @@ func BenchmarkAppendMessage(b *testing.B)    { storetest.BenchmarkAppendMessage(
 func BenchmarkMessagesLoad(b *testing.B)     { storetest.BenchmarkMessagesLoad(b, openBench) }
 func BenchmarkCommitTransition(b *testing.B) { storetest.BenchmarkCommitTransition(b, openBench) }
 func BenchmarkParallelSteps(b *testing.B)    { storetest.BenchmarkParallelSteps(b, openBench) }
+func BenchmarkCommitSpawns(b *testing.B)     { storetest.BenchmarkCommitSpawns(b, openBench) }
 
 // BenchmarkOpenNew opens and closes a store on a new file: what the first
 // run on a machine costs, and every store a test opens.

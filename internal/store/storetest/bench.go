@@ -118,6 +118,36 @@ func BenchmarkCommitTransition(b *testing.B, open BenchOpener) {
 	}
 }
 
+// BenchmarkCommitSpawns commits a step that spawned 1,000 children: one
+// commit of 1,000 new nodes, as a fan-out's root makes (and nothing else
+// runs beside it). ns/node is the commit's time per node.
+func BenchmarkCommitSpawns(b *testing.B, open BenchOpener) {
+	st := open(b)
+	ctx := b.Context()
+	const children = 1000
+	runs := 0
+	for b.Loop() {
+		runs++
+		run := store.Run{ID: fmt.Sprintf("bench-run-%d", runs), Goal: "Fan out", Status: store.RunRunning,
+			Model: "anthropic/claude-sonnet-4-5", MaxParallel: 8}
+		if err := st.CreateRun(ctx, run); err != nil {
+			b.Fatal(err)
+		}
+		nodes := make([]store.Node, 0, children+1)
+		nodes = append(nodes, store.Node{RunID: run.ID, ID: 1, Kind: "goal", Goal: run.Goal, State: "waiting"})
+		for id := int64(2); id <= children+1; id++ {
+			nodes = append(nodes, store.Node{
+				RunID: run.ID, ID: id, ParentID: 1, Kind: "task", Spawn: "spawn", Goal: fmt.Sprintf("leaf %d", id),
+				Prompt: "Answer at once.", Returns: "text", State: "pending", CallID: fmt.Sprintf("call_%d", id),
+			})
+		}
+		if err := st.Commit(ctx, &run, nodes...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs*children), "ns/node")
+}
+
 // BenchmarkParallelSteps has eight writers at once store steps of their
 // own sessions (an assistant message with a tool call and its usage, one
 // transaction each), as eight agents of a tree do: the figure is the
