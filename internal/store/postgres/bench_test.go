@@ -27,3 +27,4 @@ func BenchmarkAppendMessage(b *testing.B)    { storetest.BenchmarkAppendMessage(
 func BenchmarkMessagesLoad(b *testing.B)     { storetest.BenchmarkMessagesLoad(b, openBench) }
 func BenchmarkCommitTransition(b *testing.B) { storetest.BenchmarkCommitTransition(b, openBench) }
 func BenchmarkParallelSteps(b *testing.B)    { storetest.BenchmarkParallelSteps(b, openBench) }
+func BenchmarkCommitSpawns(b *testing.B)     { storetest.BenchmarkCommitSpawns(b, openBench) }
