@@ -224,13 +224,20 @@ func observe(t *testing.T, target string) (string, <-chan struct{}) {
 	ended := make(chan struct{}, 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Deferred: a proxy whose client went away mid-body aborts the
-		// handler with a panic (http.ErrAbortHandler).
+		// handler with a panic (http.ErrAbortHandler). That panic also
+		// says the request ended early: a write to the client can fail
+		// before the server's read of the connection has seen it close
+		// and cancelled the request's context.
 		defer func() {
-			if r.Context().Err() != nil {
+			v := recover()
+			if r.Context().Err() != nil || v == http.ErrAbortHandler {
 				select {
 				case ended <- struct{}{}:
 				default:
 				}
+			}
+			if v != nil {
+				panic(v)
 			}
 		}()
 		rp.ServeHTTP(w, r)
