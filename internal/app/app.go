@@ -64,9 +64,12 @@ type App struct {
 	overrides config.Overrides
 	env       map[string]string // values set with SetEnv; guarded by mu
 
-	mu      sync.Mutex // guards closers, models, mcp, mcpObservers, mcpSDK, overrides
+	mu      sync.Mutex // guards closers, views, models, mcp, mcpObservers, mcpSDK, overrides
 	closers []func()
-	models  map[string]Model // by resolved ref
+	// views are the views In made of this App and not closed yet (an
+	// opened App's only): its Close closes them.
+	views  map[*App]struct{}
+	models map[string]Model // by resolved ref
 	// mcp runs the MCP servers, from the first session on (see MCP).
 	mcp          *mcpclient.Manager
 	mcpObservers []func()
@@ -192,10 +195,12 @@ func (a *App) setTimeouts(cfg *config.Config) {
 }
 
 // In returns a view of a that works in dir (a worktree the session moves
-// to): the same store, bus, broker and environment, with dir's project
-// configuration and permission rules, and a's session-scope rules carried
-// over. Closing a closes the view's resources too; the view's Close does
-// nothing.
+// to, a run's workspace): the same store, bus, broker and environment,
+// with dir's project configuration and permission rules, and a's
+// session-scope rules carried over. What the view acquires (its sandbox
+// and the sandbox's temporary directory, a scripted model's server) is
+// its own: the view's Close releases it, and closing the App it was made
+// of closes every view of it still open.
 func (a *App) In(dir string) (*App, error) {
 	ws, err := filepath.Abs(dir)
 	if err != nil {
@@ -215,6 +220,12 @@ func (a *App) In(dir string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	root.mu.Lock()
+	if root.views == nil {
+		root.views = map[*App]struct{}{}
+	}
+	root.views[v] = struct{}{}
+	root.mu.Unlock()
 	v.config.Store(cfg)
 	v.project, _ = loadProject(ws, cfg, root.projectSources, v.Sandbox) // its problems are the workspace's, said at start
 	v.Permissions, err = permission.New(permission.Options{
@@ -223,11 +234,13 @@ func (a *App) In(dir string) (*App, error) {
 		Extra: v.project.projectRules(),
 	})
 	if err != nil {
+		v.Close()
 		return nil, err
 	}
 	for _, r := range a.Permissions.Rules() {
 		if r.Scope == permission.ScopeSession {
 			if err := v.Permissions.AddRule(r); err != nil {
+				v.Close()
 				return nil, fmt.Errorf("carry session rule %s: %w", r, err)
 			}
 		}
@@ -235,23 +248,29 @@ func (a *App) In(dir string) (*App, error) {
 	return v, nil
 }
 
+// onClose has fn run by a's Close.
 func (a *App) onClose(fn func()) {
-	if a.root != nil {
-		a.root.onClose(fn)
-		return
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closers = append(a.closers, fn)
 }
 
-// Close releases everything Open and later calls acquired, in reverse
-// order. It is safe to call twice.
+// Close releases everything Open (or In) and later calls acquired, in
+// reverse order, after closing the views In made of it that are still
+// open. It is safe to call twice.
 func (a *App) Close() {
 	a.mu.Lock()
-	cs := a.closers
-	a.closers = nil
+	cs, views := a.closers, a.views
+	a.closers, a.views = nil, nil
 	a.mu.Unlock()
+	for v := range views {
+		v.Close()
+	}
+	if a.root != nil {
+		a.root.mu.Lock()
+		delete(a.root.views, a)
+		a.root.mu.Unlock()
+	}
 	for i := len(cs) - 1; i >= 0; i-- {
 		cs[i]()
 	}

@@ -39,6 +39,7 @@ func (w *Worker) Take(ctx context.Context, id string) error {
 	}
 	e, stopEndpoint, err := w.engine(ra, r)
 	if err != nil {
+		ra.Close()
 		return fmt.Errorf("run %s: %w", id, err)
 	}
 	opened := make(chan struct{})
@@ -46,6 +47,7 @@ func (w *Worker) Take(ctx context.Context, id string) error {
 	started = true
 	w.wg.Go(func() {
 		defer func() { <-w.slots }()
+		defer ra.Close() // the run's view: its sandbox and that sandbox's temporary directory
 		defer stopEndpoint()
 		fin, err := e.DriveWith(w.ctx, id, tree.DriveOptions{
 			Addr:    ra.AnswerSocket(id),

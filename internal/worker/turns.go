@@ -31,10 +31,11 @@ func (w *Worker) RunUnit(ctx context.Context, cl cluster.Claim) error {
 	if a.Turn == "" || a.Endpoint == "" {
 		return nil // not a handed-out turn: nothing here drives it
 	}
-	rv, err := w.appFor(ctx, a.Run)
+	rv, release, err := w.appFor(ctx, a.Run)
 	if err != nil {
 		return err
 	}
+	defer release()
 	r, ra := rv.run, rv.app
 	pool := &owner.Pool{}
 	defer pool.Close()
@@ -126,44 +127,70 @@ func (w *Worker) drives(id string) bool {
 }
 
 // appFor is the run and the App of run id's turns (open), made on the
-// run's first turn here and kept while its turns come (an hour since the
-// last).
-func (w *Worker) appFor(ctx context.Context, id string) (*runApp, error) {
+// run's first turn here and kept while its turns come: an App no turn
+// has used for appIdle is closed (its sandbox and that sandbox's
+// temporary directory go with it). The caller calls release when its
+// turn is done with the App.
+func (w *Worker) appFor(ctx context.Context, id string) (v *runApp, release func(), err error) {
 	now := time.Now()
+	var idle []*app.App
 	w.mu.Lock()
 	for k, v := range w.apps {
-		if now.Sub(v.used) > time.Hour {
+		if v.turns == 0 && now.Sub(v.used) > appIdle {
 			delete(w.apps, k)
+			idle = append(idle, v.app)
 		}
 	}
-	v := w.apps[id]
+	v = w.apps[id]
 	if v != nil {
 		v.used = now
+		v.turns++
 	}
 	w.mu.Unlock()
+	for _, a := range idle {
+		a.Close()
+	}
 	if v != nil {
-		return v, nil
+		return v, w.releaser(v), nil
 	}
 	r, ra, err := w.open(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if prev := w.apps[id]; prev != nil {
-		return prev, nil
+	if prev := w.apps[id]; prev != nil { // another turn of the run made one meanwhile
+		prev.turns++
+		w.mu.Unlock()
+		ra.Close()
+		return prev, w.releaser(prev), nil
 	}
-	v = &runApp{run: r, app: ra, used: now}
+	v = &runApp{run: r, app: ra, used: now, turns: 1}
 	w.apps[id] = v
-	return v, nil
+	w.mu.Unlock()
+	return v, w.releaser(v), nil
+}
+
+// appIdle is how long appFor keeps a run's App that no turn uses.
+const appIdle = time.Hour
+
+// releaser returns the release of one turn's use of v.
+func (w *Worker) releaser(v *runApp) func() {
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		v.turns--
+		v.used = time.Now()
+	}
 }
 
 // runApp is a run as its turns need it (its workspace, mode and model
-// do not change), the App of its turns, and when it was last used.
+// do not change), the App of its turns, when it was last used and how
+// many turns use it now (guarded by Worker.mu).
 type runApp struct {
-	run  store.Run
-	app  *app.App
-	used time.Time
+	run   store.Run
+	app   *app.App
+	used  time.Time
+	turns int
 }
 
 // pingDriver pings the turn's driver every pingEvery until ctx ends; a

@@ -87,6 +87,9 @@ func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
 		err = roleRules(view, s.wire.get().role) // the checkout's own project rules of the role
 	}
 	if err != nil {
+		if view != nil {
+			view.Close()
+		}
 		s.commandError("", fmt.Errorf("/worktree: %w", err))
 		return
 	}
@@ -95,6 +98,11 @@ func (s *server) switchWorktree(ctx context.Context, name string, off bool) {
 		if err := s.rebind(ctx, cur, old); err != nil { // back where it was
 			fmt.Fprintf(s.diag, "arbor: envelope: /worktree: reopening the session in %s: %v\n", cur.Workspace, err)
 		}
+		view.Close()
+		return
+	}
+	if cur != s.app { // the view of the worktree it leaves: its sandbox goes with it
+		cur.Close()
 	}
 }
 
