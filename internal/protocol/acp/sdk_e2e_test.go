@@ -65,6 +65,9 @@ type driveConfig struct {
 	WaitPlanDone bool              `json:"waitPlanDone,omitempty"`
 	MCPServers   []mcpServer       `json:"mcpServers,omitempty"`
 	Terminal     bool              `json:"terminal,omitempty"`
+	// Close ends the cancel scenario's prompt with session/close instead
+	// of session/cancel.
+	Close bool `json:"close,omitempty"`
 }
 
 // mcpServer is a stdio server of session/new's mcpServers.

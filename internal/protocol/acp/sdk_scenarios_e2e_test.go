@@ -146,6 +146,31 @@ func TestSDK(t *testing.T) {
 		}
 	})
 
+	t.Run("a closed session ends its prompt, kills its command and is freed", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_sleep", Name: "shell", Input: map[string]any{"command": "echo $$ > sleeper.pid; exec sleep 300"}}}},
+			llmtest.Turn{Text: "never asked"},
+		)
+		t.Cleanup(srv.Close)
+		home := t.TempDir()
+		r := h.drive(t, "cancel", driveConfig{Cwd: workspace(t, home), Env: env(home, srv, "ARBOR_SANDBOX=off"), Args: []string{"--mode", "trust"},
+			Prompts: []string{"Sleep"}, Close: true})
+		r.requireDone(t)
+		if got := r.stops(); !slices.Equal(got, []string{"cancelled"}) {
+			r.fatalf(t, "stop reasons = %q; want [cancelled]", got)
+		}
+		if closed := r.all("closed"); len(closed) != 2 {
+			r.fatalf(t, "session/close answered %d times; want 2 (the second, Resource not found, taken as closed by the SDK)", len(closed))
+		}
+		if errs := r.all("rpc_error"); len(errs) != 1 || errs[0].Code == nil || *errs[0].Code != -32002 {
+			r.fatalf(t, "a prompt to the closed session: %+v; want Resource not found (-32002)", errs)
+		}
+		if alive := r.all("alive"); len(alive) != 1 || alive[0].Pid <= 0 || alive[0].Alive {
+			r.fatalf(t, "the command's process after the close = %+v; want gone", alive)
+		}
+	})
+
 	t.Run("a cancelled prompt kills its command in the editor's terminal", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(

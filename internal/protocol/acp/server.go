@@ -173,6 +173,8 @@ func (s *Server) request(m message) {
 		s.setMode(m)
 	case "session/set_config_option":
 		s.setConfigOption(m)
+	case "session/close":
+		s.goRequest(m, s.closeSession)
 	default:
 		s.send(s.conn.fail(m.ID, codeMethodNotFound, fmt.Sprintf("method %q is not one arbor implements", m.Method)))
 	}
@@ -231,8 +233,9 @@ func (s *Server) initialize(m message) {
 	s.send(s.conn.respond(m.ID, initializeResponse{
 		ProtocolVersion: protocolVersion,
 		AgentCapabilities: agentCapabilities{LoadSession: true,
-			PromptCapabilities: promptCapabilities{EmbeddedContext: true},
-			MCPCapabilities:    mcpCapabilities{HTTP: true, SSE: true}},
+			PromptCapabilities:  promptCapabilities{EmbeddedContext: true},
+			MCPCapabilities:     mcpCapabilities{HTTP: true, SSE: true},
+			SessionCapabilities: sessionCapabilities{Close: &struct{}{}}},
 		AuthMethods: []authMethod{{ID: "environment", Name: "API key in the environment",
 			Description: "arbor reads its model keys (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) from the environment and its config file; set them where the editor starts arbor"}},
 		AgentInfo: implementation{Name: "arbor", Title: "arbor", Version: s.opts.Version},

@@ -96,6 +96,12 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 	if err != nil {
 		return nil, &rpcError{Code: codeInternalError, Message: fmt.Sprintf("workspace %s: %v", cwd, err)}
 	}
+	opened := false
+	defer func() {
+		if !opened {
+			work.Close()
+		}
+	}()
 	ss := &session{srv: s, work: work, runner: app.NewRunner(0), nodes: map[int64]tree.NodeView{}}
 	if id != "" {
 		st, err := s.app.Store.GetSession(s.ctx, id)
@@ -133,6 +139,7 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 	}
 	s.sessions[id] = ss
 	s.mu.Unlock()
+	opened = true
 	return ss, nil
 }
 
@@ -187,11 +194,35 @@ sees them as the plan. Delegate only work that is independent or large; do small
 // close cancels the running prompt, lets the queued ones answer
 // cancelled, and releases the tree: its running children are left
 // interrupted, as a hosted run is, so a later session/load continues
-// them. It returns when all have ended.
+// them. Then it closes the session's view of the App (its sandbox and
+// that sandbox's temporary directory). It returns when all have ended.
 func (ss *session) close() {
 	ss.cancelPrompts()
 	ss.runner.Close()
-	ss.host.Close()
+	if ss.host != nil { // nil when start failed
+		ss.host.Close()
+	}
+	ss.work.Close()
+}
+
+// closeSession answers session/close: the session is closed as if
+// cancelled (close), and its resources are released; a later session/load
+// opens it again. An id that is not open is Resource not found (-32002),
+// which the ACP SDK's client takes as closed already.
+func (s *Server) closeSession(m message) (any, *rpcError) {
+	var p sessionRef
+	if e := params(m, &p); e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	ss := s.sessions[p.SessionID]
+	delete(s.sessions, p.SessionID)
+	s.mu.Unlock()
+	if ss == nil {
+		return nil, unknownSession(m.Method, p.SessionID)
+	}
+	ss.close()
+	return struct{}{}, nil
 }
 
 // cancel ends the running prompt, every queued one and the running

@@ -93,9 +93,16 @@ type initializeResponse struct {
 }
 
 type agentCapabilities struct {
-	LoadSession        bool               `json:"loadSession"`
-	PromptCapabilities promptCapabilities `json:"promptCapabilities"`
-	MCPCapabilities    mcpCapabilities    `json:"mcpCapabilities"`
+	LoadSession         bool                `json:"loadSession"`
+	PromptCapabilities  promptCapabilities  `json:"promptCapabilities"`
+	MCPCapabilities     mcpCapabilities     `json:"mcpCapabilities"`
+	SessionCapabilities sessionCapabilities `json:"sessionCapabilities"`
+}
+
+// sessionCapabilities are the session methods beyond the baseline; {}
+// says a method is supported.
+type sessionCapabilities struct {
+	Close *struct{} `json:"close,omitempty"` // session/close
 }
 
 type promptCapabilities struct {

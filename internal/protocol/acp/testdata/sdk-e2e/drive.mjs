@@ -8,6 +8,7 @@
 //   {driver: "read"|"write", path, ...}   fs/read_text_file, fs/write_text_file
 //   {driver: "terminal"|"release", ...}   terminal/create, terminal/release
 //   {driver: "session", sessionId}        session/new's answer
+//   {driver: "closed", result}            a session/close's answer (cfg.close)
 //   {driver: "stop", stopReason}          a prompt's answer
 //   {driver: "rpc_error", what, code, message}
 //   {driver: "alive", pid, alive}         after a cancelled prompt
@@ -135,9 +136,21 @@ async function run(ctx) {
     await waitUpdate((u) => u.sessionUpdate === "tool_call" && u.kind === "execute");
     // The command writes its pid and then sleeps.
     for (let i = 0; i < 3000 && !(fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").trim()); i++) await sleep(10);
-    await ctx.notify(methods.agent.session.cancel, { sessionId });
+    let closed;
+    if (cfg.close) {
+      // session/close ends the prompt as a cancel would, then frees the session.
+      closed = ctx.request(methods.agent.session.close, { sessionId });
+    } else {
+      await ctx.notify(methods.agent.session.cancel, { sessionId });
+    }
     const r = await prompt;
     rec({ driver: "stop", stopReason: r.stopReason });
+    if (cfg.close) {
+      rec({ driver: "closed", result: await closed });
+      // Idempotent: the SDK takes the second close's Resource not found as closed.
+      rec({ driver: "closed", result: await ctx.request(methods.agent.session.close, { sessionId }) });
+      await rpcError("prompt closed", ctx.request(methods.agent.session.prompt, { sessionId, prompt: text("hello?") }));
+    }
     const pid = Number(fs.readFileSync(pidFile, "utf8").trim());
     let alive = true;
     try {
