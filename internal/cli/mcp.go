@@ -25,6 +25,7 @@ import (
 type mcpFlags struct {
 	http  string
 	token string
+	idle  time.Duration
 	run   string
 	node  string
 	goal  string
@@ -72,6 +73,7 @@ or ` + mcpserver.TokenEnv + `); requests without it get 401.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
 	fl.StringVar(&f.token, "token", "", "bearer token HTTP clients must send (env "+mcpserver.TokenEnv+"); required for a non-loopback --http")
+	fl.DurationVar(&f.idle, "idle-session", mcpserver.DefaultIdleSession, "with --http: close a client's session after this long without a request (0 = never)")
 	fl.StringVar(&f.run, "run", "", "attach to this run instead of creating one on the first spawn")
 	fl.StringVar(&f.node, "node", "", "with --run: act as this node (#N) of a run another process drives")
 	fl.StringVar(&f.goal, "goal", "", "the goal (title) of the run the first spawn creates")
@@ -88,6 +90,9 @@ or ` + mcpserver.TokenEnv + `); requests without it get 401.`,
 func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	if f.token == "" {
 		f.token = os.Getenv(mcpserver.TokenEnv)
+	}
+	if f.idle < 0 {
+		return usageError{fmt.Errorf("--idle-session %s: a negative time", f.idle)}
 	}
 	var node int64
 	if f.node != "" {
@@ -181,7 +186,7 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	srv := mcpserver.New(o)
 	defer srv.Close()
 	if f.http != "" {
-		if err := mcpserver.ServeHTTP(ctx, srv.MCP(), f.http, f.token, s.Err); err != nil {
+		if err := mcpserver.ServeHTTP(ctx, srv.MCP(), f.http, f.token, f.idle, s.Err); err != nil {
 			return &exitError{code: ExitFailure, err: err}
 		}
 		return nil

@@ -135,6 +135,9 @@ func TestMCPHTTPToken(t *testing.T) {
 	if out := e.run("mcp", "-m", model, "--http", "0.0.0.0:0"); out.code != 2 || !strings.Contains(out.stderr, "--token") {
 		t.Fatalf("non-loopback bind without a token: exit %d, %s", out.code, out.stderr)
 	}
+	if out := e.run("mcp", "-m", model, "--http", "127.0.0.1:0", "--idle-session", "-1s"); out.code != 2 || !strings.Contains(out.stderr, "--idle-session") {
+		t.Fatalf("a negative --idle-session: exit %d, %s", out.code, out.stderr)
+	}
 	p := e.start("mcp", "-m", model, "--http", "127.0.0.1:0", "--token", "s3cret")
 	addr := regexp.MustCompile(`MCP server on (http://\S+)`)
 	var url string

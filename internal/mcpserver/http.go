@@ -35,15 +35,24 @@ func CheckBind(addr, token string) error {
 	return fmt.Errorf("--http %s is not a loopback address: set a bearer token with --token or %s, or bind to 127.0.0.1", addr, TokenEnv)
 }
 
+// DefaultIdleSession is how long an HTTP client's MCP session lasts
+// without a request (arbor mcp --idle-session).
+const DefaultIdleSession = time.Hour
+
 // ServeHTTP serves srv over streamable HTTP on addr until ctx ends,
 // refusing requests without "Authorization: Bearer token" when token is
-// set; it says on diag where it listens.
-func ServeHTTP(ctx context.Context, srv *mcp.Server, addr, token string, diag io.Writer) error {
+// set; it says on diag where it listens. A client's session that gets no
+// request for idle is closed (0: never): a client that went away without
+// ending its session (a crash, a restart) leaves nothing behind for
+// longer, and one that comes back gets 404 for the old session and starts
+// a new one, as the transport's specification asks of it.
+func ServeHTTP(ctx context.Context, srv *mcp.Server, addr, token string, idle time.Duration, diag io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{SessionTimeout: idle})
 	if token != "" {
 		h = bearer(token, h)
 	}
