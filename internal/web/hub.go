@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"sync"
 
@@ -87,7 +86,7 @@ type hub struct {
 	sub   *agent.Subscription
 	steer Steerer // nil: every run is followed on the bus only
 
-	sessions map[string]route // session id → run and node; touched only by the subscription goroutine
+	routes *routes // session id → run and node; touched only by the subscription goroutine
 
 	mu       sync.Mutex // guards clients, watchers, closed
 	clients  map[*client]struct{}
@@ -118,7 +117,7 @@ type client struct {
 }
 
 func newHub(bus *agent.Bus, st store.Store, qlen int, steer Steerer) *hub {
-	h := &hub{bus: bus, st: st, qlen: qlen, steer: steer, sessions: map[string]route{}, clients: map[*client]struct{}{},
+	h := &hub{bus: bus, st: st, qlen: qlen, steer: steer, routes: newRoutes(st), clients: map[*client]struct{}{},
 		watchers: map[string]*watcher{}, done: make(chan struct{})}
 	h.sub = bus.Subscribe(h.handle)
 	return h
@@ -190,21 +189,22 @@ func (h *hub) handle(ev agent.Event) {
 	switch e := ev.(type) {
 	case *tree.NodeChanged:
 		if e.Node.SessionID != "" {
-			h.sessions[e.Node.SessionID] = route{e.RunID, e.Node.ID}
+			h.routes.learn(e.Node.SessionID, route{e.RunID, e.Node.ID})
 		}
 		rt = route{e.RunID, e.Node.ID}
 	case *tree.AgentStarted:
-		h.sessions[e.Node.SessionID] = route{e.RunID, e.Node.ID}
+		h.routes.learn(e.Node.SessionID, route{e.RunID, e.Node.ID})
 		return
 	case *tree.RunFinished:
 		rt = route{run: e.RunID}
+		defer h.routes.forget(e.RunID)
 	}
 	if n == 0 {
 		return
 	}
 	m := agent.MetaOf(ev)
 	if rt.run == "" {
-		rt = h.route(m.SessionID)
+		rt = h.routes.lookup(m.SessionID)
 	}
 	h.translate(m.Seq, ev, rt)
 }
@@ -238,24 +238,6 @@ func (h *hub) translate(seq uint64, ev agent.Event, rt route) {
 		u := e.Total
 		h.emitActivity(seq, "usage", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, Usage: &u, CostUSD: e.TotalCost})
 	}
-}
-
-// route finds the run and node of a session: from the events seen, else
-// from the store (a session of a node that started before this server).
-// An ask's question carries the run's id as its session.
-func (h *hub) route(session string) route {
-	if rt, ok := h.sessions[session]; ok {
-		return rt
-	}
-	rt := route{}
-	ctx := context.Background()
-	if s, err := h.st.GetSession(ctx, session); err == nil {
-		rt = route{s.RunID, s.NodeID}
-	} else if _, err := h.st.GetRun(ctx, session); err == nil {
-		rt = route{run: session}
-	}
-	h.sessions[session] = rt
-	return rt
 }
 
 // emit encodes v once as an SSE message and sends it. A frame that
