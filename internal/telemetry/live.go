@@ -37,8 +37,9 @@ type Store interface {
 //
 // The sessions map and everything in it belong to the subscription's
 // goroutine (handle); Flush and Close only wait for it. A node's session
-// is forgotten when its run ends, another driver's node session when its
-// turn does; a conversation's is kept (its next turn links to the last).
+// is forgotten when its node or its run ends, another driver's node
+// session when its turn does; a conversation's is kept (its next turn
+// links to the last).
 type Tracer struct {
 	e   *Exporter
 	st  Store
@@ -101,7 +102,11 @@ func (t *Tracer) handle(ev agent.Event) {
 	switch v := ev.(type) {
 	case *tree.NodeChanged:
 		t.e.m.nodes.Add(ctx, 1, metric.WithAttributes(keyNodeState.String(string(v.Node.State)), keyNodeKind.String(string(v.Node.Kind))))
-		if v.Node.SessionID != "" {
+		switch {
+		case v.Node.SessionID == "":
+		case v.Node.State.Terminal():
+			t.forget(v.Node.SessionID, v.RunID)
+		default:
 			t.bind(v.Node.SessionID, v.RunID, v.Node.ID)
 		}
 	case *tree.AgentStarted:
@@ -184,6 +189,16 @@ func (t *Tracer) bind(id, run string, node int64) {
 		t.sessions[id] = s
 	}
 	s.run, s.parent = run, SpanContext(t.traceOf(run), run, node)
+}
+
+// forget drops node session id of run, whose node ended, unless a span of
+// it is still open (a late event of its turn ends it; the run's end
+// drops it then). A hosted run (a conversation's sub-agents) never ends,
+// so its nodes' sessions were kept for the life of the process.
+func (t *Tracer) forget(id, run string) {
+	if s := t.sessions[id]; s != nil && s.run == run && s.chat == nil && len(s.tools) == 0 {
+		delete(t.sessions, id)
+	}
 }
 
 // traceOf is run's trace id, from its row the first time.

@@ -17,6 +17,7 @@ import (
 	"github.com/arbor-run/arbor/internal/telemetry"
 	"github.com/arbor-run/arbor/internal/telemetry/oteltest"
 	"github.com/arbor-run/arbor/internal/tool"
+	"github.com/arbor-run/arbor/internal/tree"
 )
 
 type bundle struct {
@@ -215,6 +216,39 @@ func TestNodeSessionsOfOtherDrivers(t *testing.T) {
 	for _, s := range spans {
 		if s.Attrs["gen_ai.conversation.id"] != "conv" {
 			t.Fatalf("a span of another session: %q %v", s.Name, s.Attrs)
+		}
+	}
+}
+
+// TestEndedNodeSessionsAreForgotten: a node's session is forgotten when
+// its node ends, unless a span of it is open, so a hosted run (a
+// conversation's sub-agents, which never finishes) does not keep every
+// node session it ever had; its node span is still the parent of its
+// calls.
+func TestEndedNodeSessionsAreForgotten(t *testing.T) {
+	t.Parallel()
+	b := setup(t, telemetry.Settings{}, nil)
+	node := func(id int64, state tree.NodeState) {
+		b.bus.Publish(&tree.NodeChanged{RunID: "hosted", Node: tree.NodeView{ID: id, SessionID: fmt.Sprint("hosted.", id), State: state}})
+	}
+	for id := int64(2); id <= 11; id++ {
+		node(id, tree.StateActive)
+		b.turn(fmt.Sprint("hosted.", id))
+		node(id, tree.StateComplete)
+	}
+	node(12, tree.StateActive) // a turn whose model call is open when the node is stopped
+	b.bus.Publish(&agent.StepStarted{Meta: meta("hosted.12"), Step: 1, Model: "anthropic/claude-test"})
+	node(12, tree.StateCancelled)
+	if err := b.tr.Flush(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := telemetry.SessionsOf(b.tr); got != 1 {
+		t.Fatalf("%d sessions kept after 10 nodes ended and one ended with a call open; want that one", got)
+	}
+	spans := b.col.WaitSpans(t, time.Minute, "ten nodes' calls", func(s []oteltest.Span) bool { return len(named(s, "execute_tool shell")) >= 10 })
+	for _, s := range named(spans, "execute_tool shell") {
+		if s.ParentSpanID == "" || s.TraceID != telemetry.TraceID("hosted").String() {
+			t.Fatalf("a node's tool call is not in its run's trace under a parent: %+v", s)
 		}
 	}
 }
