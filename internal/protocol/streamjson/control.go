@@ -311,6 +311,24 @@ func (s *Server) request(in agent.Interaction) {
 	}
 }
 
+// withdraw tells the client that arbor's request for interaction iid
+// needs no answer any more (control_cancel_request, as Claude Code sends
+// one): it was resolved another way, by an interrupt, a timeout or an
+// answer from elsewhere. The client's SDK aborts the callback it runs
+// for the request, and the request's entry goes (it stayed until input
+// ended). Nothing is sent for a request the client answered: answer
+// took its entry first.
+func (s *Server) withdraw(iid string) {
+	rid := "arbor-" + iid
+	s.mu.Lock()
+	_, ok := s.asks[rid]
+	delete(s.asks, rid)
+	s.mu.Unlock()
+	if ok {
+		s.write(controlCancelOut{Type: "control_cancel_request", RequestID: rid})
+	}
+}
+
 // answer takes the client's control_response to one of arbor's requests.
 func (s *Server) answer(resp controlResponseIn) {
 	r := resp.Response

@@ -334,6 +334,13 @@ type permissionDenial struct {
 }
 
 // controlRequestOut is a request arbor sends the client.
+// controlCancelOut withdraws a control_request of arbor's that needs no
+// answer any more.
+type controlCancelOut struct {
+	Type      string `json:"type"` // "control_cancel_request"
+	RequestID string `json:"request_id"`
+}
+
 type controlRequestOut struct {
 	Type      string     `json:"type"` // "control_request"
 	RequestID string     `json:"request_id"`

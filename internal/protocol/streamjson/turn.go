@@ -274,6 +274,10 @@ func (s *Server) translate(e agent.Event) {
 		s.request(r.Interaction)
 		return
 	}
+	if r, ok := e.(*agent.InteractionResolved); ok {
+		s.withdraw(r.ID)
+		return
+	}
 	if agent.MetaOf(e).SessionID != sess.ID {
 		return
 	}
