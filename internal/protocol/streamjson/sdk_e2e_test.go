@@ -139,6 +139,34 @@ func TestSDK(t *testing.T) {
 		}
 	})
 
+	// An interrupt while the client's canUseTool callback still runs: arbor
+	// withdraws the request (control_cancel_request), and the SDK aborts
+	// the callback's signal, as it does for Claude Code's own.
+	t.Run("interrupt-asking", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_ask_1", Name: "Write", Input: map[string]any{"file_path": "a.txt", "content": "a"}}}},
+			llmtest.Turn{Text: "must not be asked"},
+		)
+		r := h.drive(t, "interrupt-asking", srv, nil)
+		if asked := r.driverEvents("can_use_tool"); len(asked) != 1 || asked[0].ToolUseID != "toolu_ask_1" {
+			r.fatalf(t, "canUseTool calls = %+v; want one, for toolu_ask_1", asked)
+		}
+		if aborted := r.driverEvents("aborted"); len(aborted) != 1 || aborted[0].ToolUseID != "toolu_ask_1" || aborted[0].Message != "while open" {
+			r.fatalf(t, "aborted callbacks = %+v; want toolu_ask_1's while the session was open (arbor withdrew the request)", aborted)
+		}
+		res := r.result(t)
+		if !res.IsError || !strings.Contains(strings.Join(res.Errors, " "), "interrupted") {
+			r.fatalf(t, "result = {subtype:%q is_error:%v errors:%q}; want the turn interrupted", res.Subtype, res.IsError, res.Errors)
+		}
+		if n := len(srv.Requests()); n != 1 {
+			r.fatalf(t, "model requests = %d, want 1 (nothing after the interrupt)", n)
+		}
+		if _, err := os.Stat(filepath.Join(r.workspace, "a.txt")); err == nil {
+			r.fatalf(t, "a.txt was written; the call was never allowed")
+		}
+	})
+
 	// An interrupt right behind the prompt ends that turn as interrupted
 	// (as Claude Code does), whether it came before the turn started (no
 	// model call) or just after (the call is cancelled).
@@ -541,7 +569,7 @@ func (m sdkMessage) hasBlock(pred func(sdkBlock) bool) bool {
 
 // driverEvent is one of the driver's own records.
 type driverEvent struct {
-	Driver    string          `json:"driver"` // can_use_tool, interrupted, done or error
+	Driver    string          `json:"driver"` // can_use_tool, aborted, interrupted, done or error
 	Message   string          `json:"message"`
 	ToolName  string          `json:"tool_name"`
 	Input     json.RawMessage `json:"input"`

@@ -31,6 +31,12 @@
 //              c.recordHooks (event names; "*" for every event of the
 //              SDK's HOOK_EVENTS) adds for each a hook that records its
 //              call and answers {}.
+//   interrupt-asking  streaming input, permissionMode "default": a canUseTool
+//              callback that records the call and never answers, but
+//              records {"driver":"aborted","message":"while open"|"at the
+//              end"} when its signal aborts (arbor's control_cancel_request);
+//              q.interrupt() once it was called, then up to 10 s for the
+//              abort with the input still open, then the input ends.
 //   interrupt-early  streaming input: q.interrupt() right after the SDK
 //              wrote the prompt, then the input ends.
 //   image      streaming input: one user message of an image block (a 1×1
@@ -159,6 +165,49 @@ async function options(c) {
   await collect(query({ prompt: c.prompt ?? 'Say hello', options: opts }));
 }
 
+async function interruptAsking(c) {
+  let endInput, asked, aborted;
+  let open = true; // the input, so arbor's session, is still open
+  const inputEnded = new Promise((resolve) => { endInput = () => { open = false; resolve(); }; });
+  const askedOnce = new Promise((resolve) => { asked = resolve; });
+  const abortedOnce = new Promise((resolve) => { aborted = resolve; });
+  async function* input() {
+    yield { type: 'user', message: { role: 'user', content: 'Write a.txt.' }, parent_tool_use_id: null, session_id: '' };
+    await inputEnded;
+  }
+  const opts = {
+    ...baseOptions(c),
+    permissionMode: 'default',
+    canUseTool: (toolName, input, o) => new Promise((resolve, reject) => {
+      emit({ driver: 'can_use_tool', tool_name: toolName, input, tool_use_id: o.toolUseID });
+      o.signal.addEventListener('abort', () => {
+        emit({ driver: 'aborted', tool_use_id: o.toolUseID, message: open ? 'while open' : 'at the end' });
+        aborted();
+        reject(new Error('withdrawn'));
+      });
+      asked();
+    }),
+  };
+  const q = query({ prompt: input(), options: opts });
+  const iterating = collect(q);
+  iterating.catch(() => {});
+  const first = await Promise.race([askedOnce.then(() => 'asked'), iterating.then(() => 'ended', () => 'ended')]);
+  if (first !== 'asked') {
+    endInput();
+    await iterating;
+    throw new Error('the turn ended without asking');
+  }
+  try {
+    emit({ driver: 'interrupted', reply: (await q.interrupt()) ?? null });
+    // The session stays open a while: a withdrawn request aborts the
+    // callback now, not when the query ends.
+    await Promise.race([abortedOnce, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
+  } finally {
+    endInput();
+  }
+  await iterating;
+}
+
 // interruptEarly: streaming input; q.interrupt() right after the SDK wrote
 // the prompt (it asks the input for its next message then), before the
 // turn could start.
@@ -200,7 +249,7 @@ async function image(c) {
   await collect(query({ prompt: input(), options: baseOptions(c) }));
 }
 
-const scenarios = { plain, tool, interrupt, options, 'interrupt-early': interruptEarly, image };
+const scenarios = { plain, tool, interrupt, options, 'interrupt-asking': interruptAsking, 'interrupt-early': interruptEarly, image };
 
 async function main() {
   const name = process.argv[2];
