@@ -1,8 +1,11 @@
 package protocol
 
 import (
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,7 +65,25 @@ func TestQuietCloseWaitsForARunningTrim(t *testing.T) {
 
 var sink [][]byte
 
+// freshProcess is set in the environment of the process
+// TestFreeGarbageCollectsOnlyWhenItIsWorth runs its checks in.
+const freshProcess = "ARBOR_TEST_FREE_GARBAGE"
+
+// TestFreeGarbageCollectsOnlyWhenItIsWorth checks FreeGarbage against the
+// heap of a fresh process (the test binary run again for this test
+// alone): in one where other tests ran, and ran again with -count, their
+// garbage and the free pages the heap keeps decide for it (the check of
+// "no garbage" failed in 5 of 12 runs of -count 4).
 func TestFreeGarbageCollectsOnlyWhenItIsWorth(t *testing.T) {
+	if os.Getenv(freshProcess) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFreeGarbageCollectsOnlyWhenItIsWorth$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), freshProcess+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestFreeGarbageCollectsOnlyWhenItIsWorth") {
+			t.Fatalf("in a fresh process: %v\n%s", err, out)
+		}
+		return
+	}
 	debug.FreeOSMemory() // a collection, and every free page returned
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
