@@ -30,6 +30,10 @@ type Client struct {
 	Token   string
 	// Pool, when set, reuses connections from one request to the next.
 	Pool *Pool
+	// AcceptTimeout bounds the wait for an owner to accept a
+	// subscription (Subscribe); 0 is WriteTimeout. An owner that is
+	// stopped (SIGSTOP) or hung accepts connections and never answers.
+	AcceptTimeout time.Duration
 }
 
 // call sends req and reads the reply. It fails with ErrUnreachable when
@@ -208,6 +212,11 @@ func (c Client) Subscribe(ctx context.Context, ready func(seq uint64), fn func(E
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	accept := c.AcceptTimeout
+	if accept <= 0 {
+		accept = WriteTimeout
+	}
+	_ = conn.SetDeadline(time.Now().Add(accept))
 	if err := json.NewEncoder(conn).Encode(Request{V: Version, Kind: KindSubscribe, Token: c.Token}); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
@@ -216,6 +225,7 @@ func (c Client) Subscribe(ctx context.Context, ready func(seq uint64), fn func(E
 	if !sc.Scan() {
 		return fmt.Errorf("%w: no reply to subscribe: %v", ErrUnreachable, sc.Err())
 	}
+	_ = conn.SetDeadline(time.Time{}) // accepted: the events come when they come
 	var rep Reply
 	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
 		return fmt.Errorf("subscribe: reply: %w", err)

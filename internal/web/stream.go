@@ -57,7 +57,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.hub.leave(c)
 	if run != "" {
-		defer s.hub.watch(c)()
+		defer s.hub.watch(r.Context(), c)()
 	}
 	rc := http.NewResponseController(w)
 	h := w.Header()

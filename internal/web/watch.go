@@ -58,7 +58,7 @@ type watcher struct {
 // process's, so hello cannot tell). It returns once the watcher follows
 // the run, so a client that reads the run after its stream opened misses
 // no change.
-func (h *hub) watch(c *client) (unwatch func()) {
+func (h *hub) watch(ctx context.Context, c *client) (unwatch func()) {
 	run := c.run
 	h.mu.Lock()
 	if h.closed {
@@ -80,6 +80,7 @@ func (h *hub) watch(c *client) (unwatch func()) {
 	case <-w.ready:
 	case <-w.stop:
 	case <-h.done:
+	case <-ctx.Done(): // the client went away while the run's owner kept it waiting
 	}
 	return func() {
 		h.mu.Lock()
