@@ -37,9 +37,15 @@ func (s *Server) interaction(ss *session, in agent.Interaction) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
+	if s.closing { // Serve waits for its work already: nobody can answer
+		s.mu.Unlock()
+		cancel()
+		_ = s.app.Broker.Resolve(in.ID, agent.Response{Approval: &tool.Approval{Message: "the client disconnected"}})
+		return
+	}
 	s.asks[in.ID] = cancel
+	s.work.Add(1) // under mu: before Serve sets closing, so before its Wait
 	s.mu.Unlock()
-	s.work.Add(1)
 	go func() {
 		defer s.work.Done()
 		defer func() {
