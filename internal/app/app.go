@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -302,15 +304,59 @@ func WithNewID[T any](create func(id string) (T, error)) (T, error) {
 	return create(NewID())
 }
 
-// secrets returns every API key the configuration can reach, so the agent
-// can keep them out of transcripts and events.
+// secrets returns every credential the configuration can reach, so the
+// agent can keep them out of transcripts and events: the providers' keys,
+// arbor's own tokens and store connection string (and its password), the
+// OpenTelemetry exporter's headers, and the headers and environment values
+// of the MCP servers (after their ${VAR}s are filled in) and the variables
+// they name.
 func (a *App) secrets() []string {
+	cfg := a.Config()
+	var vals []string
+	for _, p := range cfg.Providers {
+		vals = append(vals, p.APIKey, a.lookupEnv(p.APIKeyEnv))
+	}
+	for _, name := range []string{"ARBOR_MCP_TOKEN", "ARBOR_SERVE_TOKEN", "ARBOR_STORE", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		vals = append(vals, a.lookupEnv(name))
+	}
+	for _, dsn := range []string{a.lookupEnv("ARBOR_STORE"), cfg.Store} {
+		if u, err := url.Parse(dsn); err == nil {
+			pw, _ := u.User.Password()
+			if q := u.Query().Get("password"); pw != "" || q != "" {
+				vals = append(vals, dsn, pw, q)
+			}
+		}
+	}
+	for _, v := range cfg.Telemetry.Headers {
+		vals = append(vals, v)
+	}
+	for _, s := range cfg.MCPServers {
+		_, _ = s.Expand(func(name string) string { // the variables it names: a token alone, as a command prints it
+			v := a.lookupEnv(name)
+			vals = append(vals, v)
+			return v
+		})
+		if e, err := s.Expand(a.lookupEnv); err == nil {
+			vals = append(vals, slices.Collect(maps.Values(e.Headers))...)
+			vals = append(vals, slices.Collect(maps.Values(e.Env))...)
+		}
+	}
+	var out []string
+	for _, v := range vals {
+		if len(v) >= 8 && !slices.Contains(out, v) { // shorter values are not keys and would redact noise
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// keyEnv names the variables that hold the configured providers' keys,
+// which an agent's shell commands do without (tool.BuiltinOptions.WithheldEnv).
+func (a *App) keyEnv() []string {
 	var out []string
 	for _, p := range a.Config().Providers {
-		for _, v := range []string{p.APIKey, a.lookupEnv(p.APIKeyEnv)} {
-			if len(v) >= 8 { // shorter values are not keys and would redact noise
-				out = append(out, v)
-			}
+		if p.APIKeyEnv != "" && !slices.Contains(out, p.APIKeyEnv) {
+			out = append(out, p.APIKeyEnv)
 		}
 	}
 	return out

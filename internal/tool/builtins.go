@@ -37,6 +37,10 @@ type BuiltinOptions struct {
 	// write text files: a client that owns them (an editor's buffers, over
 	// ACP).
 	Files Files
+	// WithheldEnv names variables shell commands do without, besides
+	// arbor's own credentials (agentEnv): the key variables of configured
+	// providers.
+	WithheldEnv []string
 }
 
 // Builtins returns the built-in tools: read_file, view_image (unless

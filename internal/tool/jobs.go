@@ -79,7 +79,7 @@ func NewJobs(onDone func(Job)) *Jobs {
 // Start runs command with bash -c in dir in the background, confined by
 // sb when it is not nil, and returns its id ("job_1", "job_2", …). A
 // timeout <= 0 means none.
-func (j *Jobs) Start(sb *sandbox.Sandbox, dir, command string, timeout, waitDelay time.Duration) (string, error) {
+func (j *Jobs) Start(sb *sandbox.Sandbox, dir, command string, env []string, timeout, waitDelay time.Duration) (string, error) {
 	if timeout <= 0 {
 		timeout = backgroundNoTimeout
 	}
@@ -97,7 +97,7 @@ func (j *Jobs) Start(sb *sandbox.Sandbox, dir, command string, timeout, waitDela
 	j.logs[id] = log
 	j.wg.Go(func() {
 		defer cancel()
-		r := runCommand(ctx, sb, dir, command, timeout, shellMaxOutputBytes, waitDelay, log)
+		r := runCommand(ctx, sb, dir, command, env, timeout, shellMaxOutputBytes, waitDelay, log)
 		job := Job{ID: id, Command: command, Output: r.Output, ExitCode: r.ExitCode,
 			Killed: r.TimedOut || r.Cancelled || r.ExitCode < 0}
 		if r.Err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ type shellTool struct {
 	// asks keeps confined commands asking; only refuses leaving the
 	// sandbox (BuiltinOptions.SandboxAsks, SandboxOnly).
 	asks, only bool
+	// withheld are variables the commands do without besides arbor's
+	// credentials (BuiltinOptions.WithheldEnv, agentEnv).
+	withheld []string
 }
 
 func newShell(root workRoot, o BuiltinOptions) Tool {
@@ -94,7 +98,7 @@ func newShell(root workRoot, o BuiltinOptions) Tool {
 func newBackgroundShell(root workRoot, o BuiltinOptions, jobs *Jobs) Tool {
 	timeout, maxTimeout := o.ShellTimeout, o.ShellMaxTimeout
 	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs, sandbox: o.Sandbox,
-		asks: o.SandboxAsks, only: o.SandboxOnly}
+		asks: o.SandboxAsks, only: o.SandboxOnly, withheld: o.WithheldEnv}
 	if s.maxTimeout <= 0 {
 		s.maxTimeout = DefaultShellMaxTimeout
 	}
@@ -147,7 +151,7 @@ func (s *shellTool) run(ctx context.Context, a shellArgs, sb *sandbox.Sandbox) R
 	if a.RunInBackground {
 		return s.background(a, sb)
 	}
-	r := RunCommand(ctx, sb, s.dir, a.Command, timeout, shellMaxOutputBytes, s.waitDelay)
+	r := runCommand(ctx, sb, s.dir, a.Command, agentEnv(s.withheld), timeout, shellMaxOutputBytes, s.waitDelay, nil)
 	var status string
 	isError := true
 	switch {
@@ -193,7 +197,7 @@ func (s *shellTool) background(a shellArgs, sb *sandbox.Sandbox) Result {
 			timeout = time.Duration(a.Timeout) * time.Second
 		}
 	}
-	id, err := s.jobs.Start(sb, s.dir, a.Command, timeout, s.waitDelay)
+	id, err := s.jobs.Start(sb, s.dir, a.Command, agentEnv(s.withheld), timeout, s.waitDelay)
 	if err != nil {
 		return Errorf("cannot start background job: %v", err)
 	}
@@ -233,15 +237,17 @@ type CommandResult struct {
 // that a timeout or ctx's cancellation kills everything it started, and so
 // that it dies with arbor (see runInGroup); the group is reported to ctx's
 // group reporter (WithGroupReporter). With sb it runs confined by the
-// sandbox. It is shared by the shell tool, background jobs and the
-// headless protocols' local shell.
+// sandbox. It runs with arbor's whole environment: it is for a person's
+// own commands (the headless protocols' local shell, arbor sandbox run);
+// an agent's commands (the shell tool, background jobs) run without
+// arbor's credentials (agentEnv).
 func RunCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration) CommandResult {
-	return runCommand(ctx, sb, dir, command, timeout, maxOutput, waitDelay, nil)
+	return runCommand(ctx, sb, dir, command, os.Environ(), timeout, maxOutput, waitDelay, nil)
 }
 
 // runCommand is RunCommand whose output also goes to tee as it comes (a
 // background job's live log) when tee is not nil.
-func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, timeout time.Duration, maxOutput int, waitDelay time.Duration, tee io.Writer) CommandResult {
+func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, env []string, timeout time.Duration, maxOutput int, waitDelay time.Duration, tee io.Writer) CommandResult {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := newHeadTail(maxOutput)
@@ -264,7 +270,7 @@ func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 	}
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(slices.Clip(env), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
 	cmd.Env = append(cmd.Env, envFrom(ctx)...)
 	var started func()
 	if call != nil {
