@@ -84,11 +84,19 @@ func (c *claudeRunner) RunTurn(ctx context.Context, t tree.ExternalTurn) agent.R
 		_, _ = a.Store.AppendMessages(context.WithoutCancel(ctx), spec.SessionID, m)
 	}
 	broker := a.Broker.For(spec.SessionID)
+	// The node's arbor mcp opens this store: a SQLite file by --store, a
+	// database URL (with its password) through the environment, never on
+	// a command line.
+	mcpArgs := []string{"mcp", "-C", a.Workspace, "--run", spec.RunID, "--node", strconv.FormatInt(spec.NodeID, 10)}
+	var mcpEnv map[string]string
+	if u := a.Config().StoreURL(); u != "" {
+		mcpEnv = map[string]string{"ARBOR_STORE": u}
+	} else {
+		mcpArgs = append(mcpArgs, "--store", a.StoreArg())
+	}
 	o := claudecode.Options{
 		Path: path, Dir: a.Workspace, Env: os.Environ(),
-		MCPCommand: exe,
-		MCPArgs: []string{"mcp", "--store", a.StoreArg(), "-C", a.Workspace,
-			"--run", spec.RunID, "--node", strconv.FormatInt(spec.NodeID, 10)},
+		MCPCommand: exe, MCPArgs: mcpArgs, MCPEnv: mcpEnv,
 		Model: c.model(spec),
 		Permit: func(ctx context.Context, name, id string, input json.RawMessage) (bool, string) {
 			g := tool.Guard(&claudeTool{name: name}, a.Permissions, broker)

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -51,7 +52,9 @@ type Options struct {
 	// (arbor mcp --run RUN --node N).
 	MCPCommand string
 	MCPArgs    []string
-	MCPEnv     map[string]string
+	// MCPEnv is the server's environment on top of the CLI's: what must
+	// not be on a command line (a store URL with its password).
+	MCPEnv map[string]string
 	// Model is passed as --model when set.
 	Model string
 	// Permit decides a can_use_tool request: allow, or deny with a
@@ -97,7 +100,8 @@ func SessionUUID(key string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-// Args returns the CLI's arguments for turn t with MCP config cfg.
+// Args returns the CLI's arguments for turn t with MCP config cfg (a file,
+// or the JSON itself).
 func Args(o Options, t Turn, cfg string) []string {
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--permission-prompt-tool", "stdio", "--mcp-config", cfg, "--strict-mcp-config"}
@@ -224,13 +228,12 @@ type canUseTool struct {
 // CLI could not run or ended without one; when ctx ended the turn the
 // error wraps context.Cause(ctx).
 func Run(ctx context.Context, o Options, t Turn) (Result, error) {
-	cfg, err := json.Marshal(mcpConfig{MCPServers: map[string]mcpServer{
-		"arbor": {Command: o.MCPCommand, Args: o.MCPArgs, Env: o.MCPEnv},
-	}})
+	cfg, err := mcpConfigFile(o)
 	if err != nil {
 		return Result{}, err
 	}
-	cmd := exec.Command(o.Path, Args(o, t, string(cfg))...)
+	defer os.Remove(cfg)
+	cmd := exec.Command(o.Path, Args(o, t, cfg)...)
 	cmd.Dir, cmd.Env = o.Dir, o.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr tailBuffer
@@ -417,4 +420,31 @@ func (t *tailBuffer) Bytes() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]byte(nil), t.b...)
+}
+
+// mcpConfigFile writes the CLI's MCP configuration (arbor's server) to a
+// file only the user reads, for --mcp-config: given as a string, it would
+// be on the CLI's command line, which every user of the machine can read,
+// with the server's environment in it. The caller removes the file.
+func mcpConfigFile(o Options) (string, error) {
+	cfg, err := json.Marshal(mcpConfig{MCPServers: map[string]mcpServer{
+		"arbor": {Command: o.MCPCommand, Args: o.MCPArgs, Env: o.MCPEnv},
+	}})
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "arbor-mcp-*.json") // mode 0600
+	if err != nil {
+		return "", fmt.Errorf("claude-code: MCP config: %w", err)
+	}
+	if _, err := f.Write(cfg); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", fmt.Errorf("claude-code: MCP config: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("claude-code: MCP config: %w", err)
+	}
+	return f.Name(), nil
 }

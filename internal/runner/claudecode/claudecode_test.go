@@ -1,8 +1,11 @@
 package claudecode
 
 import (
+	"context"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -80,5 +83,44 @@ func TestResultSpend(t *testing.T) {
 				t.Fatalf("spend %+v $%v, want %+v $%v", u, cost, c.want, c.cost)
 			}
 		})
+	}
+}
+
+// TestMCPConfigIsAPrivateFile: the MCP configuration the CLI gets, whose
+// server environment may hold a store URL with its password, is a file
+// only the user reads, named on the command line, and gone after the
+// turn; the command line never holds the configuration itself.
+func TestMCPConfigIsAPrivateFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "seen")
+	// A stand-in CLI that records its arguments and the config it was named.
+	fake := filepath.Join(dir, "claude")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + record + "\n" +
+		"while [ $# -gt 0 ]; do if [ \"$1\" = --mcp-config ]; then ls -l \"$2\" >> " + record + "; cat \"$2\" >> " + record + "; fi; shift; done\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "postgres://arbor:FAKE-PASSWORD@db/arbor"
+	_, err := Run(context.Background(), Options{Path: fake, Dir: dir, MCPCommand: "arbor", MCPArgs: []string{"mcp"},
+		MCPEnv: map[string]string{"ARBOR_STORE": secret}}, Turn{SessionKey: "run.2", Message: "hi"})
+	if err == nil {
+		t.Fatal("a CLI that wrote no result gave no error")
+	}
+	b, rerr := os.ReadFile(record)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	seen := string(b)
+	args, config, _ := strings.Cut(seen, "-rw-------")
+	if !strings.Contains(seen, "-rw-------") || !strings.Contains(config, secret) {
+		t.Fatalf("the config was not a file only the user reads, holding the server's environment:\n%s", seen)
+	}
+	if strings.Contains(args, secret) || strings.Contains(args, "mcpServers") {
+		t.Fatalf("the command line holds the configuration:\n%s", args)
+	}
+	name := regexp.MustCompile(`\S*arbor-mcp-\S+\.json`).FindString(config)
+	if _, err := os.Stat(name); name == "" || !os.IsNotExist(err) {
+		t.Fatalf("the config file %q was left behind (%v)", name, err)
 	}
 }
