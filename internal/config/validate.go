@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -130,6 +131,10 @@ func (c *Config) validateStore() error {
 	case isURL(c.Store):
 		u, err := url.Parse(c.Store)
 		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // without the URL itself: it holds the password
+			}
 			return c.invalid("store", err, "not a valid URL: %v", err)
 		}
 		if u.Scheme != "postgres" && u.Scheme != "postgresql" {

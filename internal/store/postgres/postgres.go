@@ -82,12 +82,20 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
-// redact returns dsn without its password, for error messages.
+// redact returns dsn without its passwords (the user's, and the password
+// and sslpassword parameters), for error messages.
 func redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme == "" {
 		return "(connection string)"
 	}
+	q := u.Query()
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
 	return u.Redacted()
 }
 
