@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +51,12 @@ type server struct {
 	settleOnce  sync.Once
 	listChanged chan struct{} // buffered 1: a list_changed arrived
 
+	// secrets are what the server's configuration filled in from the
+	// environment (tokens in its URL, headers, arguments or environment):
+	// an error that quotes one (an HTTP client's quotes the URL) is kept
+	// and shown without it. Set by run before it connects.
+	secrets []string // guarded by mu
+
 	mu       sync.Mutex // guards the fields below
 	state    State
 	err      string
@@ -77,11 +85,23 @@ func (s *server) run(ctx context.Context) {
 	if s.spec.Disabled {
 		return
 	}
-	spec, err := s.spec.Expand(s.m.opts.Getenv)
+	var filled []string
+	spec, err := s.spec.Expand(func(name string) string {
+		v := s.m.opts.Getenv(name)
+		filled = append(filled, v)
+		return v
+	})
 	if err != nil {
 		s.fail(err)
 		return
 	}
+	s.mu.Lock()
+	for _, v := range filled {
+		if len(v) >= 4 {
+			s.secrets = append(s.secrets, v)
+		}
+	}
+	s.mu.Unlock()
 	for attempt := 0; ; {
 		conn, err := s.connect(ctx, spec)
 		switch {
@@ -298,7 +318,7 @@ func sameTools(a, b []tool.Tool) bool {
 // their calls fail until it is back.
 func (s *server) setDown(err error) {
 	s.mu.Lock()
-	s.session, s.state, s.err = nil, StatePending, err.Error()
+	s.session, s.state, s.err = nil, StatePending, s.scrubLocked(err.Error())
 	s.mu.Unlock()
 	s.m.notify()
 }
@@ -307,7 +327,7 @@ func (s *server) setDown(err error) {
 func (s *server) fail(err error) {
 	s.mu.Lock()
 	hadTools := len(s.tools) > 0
-	s.session, s.state, s.err, s.tools, s.infos = nil, StateFailed, err.Error(), nil, nil
+	s.session, s.state, s.err, s.tools, s.infos = nil, StateFailed, s.scrubLocked(err.Error()), nil, nil
 	s.mu.Unlock()
 	if hadTools {
 		s.m.changed()
@@ -315,6 +335,24 @@ func (s *server) fail(err error) {
 		s.m.notify()
 	}
 	s.settle()
+}
+
+// scrub is msg with the server's secrets replaced by [REDACTED].
+func (s *server) scrub(msg string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scrubLocked(msg)
+}
+
+// scrubLocked is scrub with s.mu held.
+func (s *server) scrubLocked(msg string) string {
+	for _, v := range s.secrets {
+		msg = strings.ReplaceAll(msg, v, "[REDACTED]")
+		if q := url.QueryEscape(v); q != v {
+			msg = strings.ReplaceAll(msg, q, "[REDACTED]")
+		}
+	}
+	return msg
 }
 
 func (s *server) currentTools() []tool.Tool {

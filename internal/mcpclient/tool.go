@@ -78,7 +78,7 @@ func (t *mcpTool) Run(ctx context.Context, call tool.Call) tool.Result {
 		if ctx.Err() != nil {
 			return tool.Errorf("cancelled")
 		}
-		return tool.Errorf("MCP server %s: calling %s failed: %v", t.srv.name, t.remote, err)
+		return tool.Errorf("MCP server %s: calling %s failed: %s", t.srv.name, t.remote, t.srv.scrub(err.Error()))
 	}
 	return convertResult(res)
 }
