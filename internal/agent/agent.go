@@ -277,7 +277,7 @@ func (a *Agent) stopHooks(ctx context.Context, res Result) Result {
 			return Result{Outcome: OutcomeFailed, Text: res.Text, Steps: res.Steps,
 				Err: fmt.Errorf("the Stop hooks sent the turn back %d times; stopped", maxStopFeedback)}
 		}
-		if err := a.add(ctx, llm.UserText("Stop hook feedback: "+fb)); err != nil {
+		if err := a.add(ctx, llm.UserText("Stop hook feedback: "+a.redact(fb))); err != nil {
 			return Result{Outcome: OutcomeFailed, Text: res.Text, Steps: res.Steps, Err: err}
 		}
 		steps := res.Steps

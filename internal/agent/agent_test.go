@@ -306,6 +306,36 @@ func TestSecretsRedactedFromToolOutput(t *testing.T) {
 	}
 }
 
+// stopOnce is a Stop hook that sends a turn back once with feedback.
+type stopOnce struct{ feedback string }
+
+func (h *stopOnce) Stopping(_ context.Context, active, _ bool) string {
+	if active {
+		return ""
+	}
+	return h.feedback
+}
+
+func (*stopOnce) Compacting(context.Context, string) {}
+
+// TestSecretsRedactedFromStopHookFeedback: a Stop hook's feedback (a
+// project's script, which may print anything) reaches the model and the
+// transcript with the secrets redacted, as tool output does.
+func TestSecretsRedactedFromStopHookFeedback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, text("done"), text("done again"))
+	b.cfg.Secrets = []string{"sk-live-123456789"}
+	b.cfg.Hooks = &stopOnce{feedback: "the tests need ANTHROPIC_API_KEY=sk-live-123456789"}
+	a := agent.New(b.cfg)
+	if res := a.Send(b.ctx, llm.UserText("go")); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("result %+v", res)
+	}
+	msgs := b.messages(t)
+	if len(msgs) < 3 || msgs[2].Text() != "Stop hook feedback: the tests need ANTHROPIC_API_KEY=[REDACTED]" {
+		t.Fatalf("messages %+v", msgs)
+	}
+}
+
 func TestCancelDuringTool(t *testing.T) {
 	t.Parallel()
 	b := setup(t, calls(call("c1", "wait", `{"text":""}`), call("c2", "echo", `{"text":"x"}`)))
