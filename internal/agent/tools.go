@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -192,12 +191,6 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 	return res, out.EndTurn && !res.IsError, nil
 }
 
-// redact replaces every configured secret in s.
-func (a *Agent) redact(s string) string {
-	for _, v := range a.cfg.Secrets {
-		if v != "" && strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, "[REDACTED]")
-		}
-	}
-	return s
-}
+// redact replaces every configured secret in s, and the pieces of one a
+// cut of long output left (tool.Redact).
+func (a *Agent) redact(s string) string { return tool.Redact(s, a.cfg.Secrets) }
