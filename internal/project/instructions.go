@@ -78,12 +78,12 @@ func (r *instructionReader) readFile(path, dir, importedBy string, depth int) {
 		r.overCap(path, -1)
 		return
 	}
-	text, size, err := readCapped(real, r.left)
+	text, size, cut, err := readCapped(real, r.left)
 	if err != nil {
 		r.report(fmt.Errorf("%s: %w; skipped", path, err))
 		return
 	}
-	if int64(len(text)) < size {
+	if cut {
 		r.overCap(path, size)
 		text += fmt.Sprintf("\n[arbor: the rest of %s (%d bytes in all) is left out: instruction files are capped at %d bytes together; see docs/project-files.md]", path, size, DefaultMaxInstructions)
 	}
@@ -115,29 +115,37 @@ func (r *instructionReader) overCap(path string, size int64) {
 	r.report(fmt.Errorf("%s: left out: the instruction files before it filled the cap of %d bytes", path, DefaultMaxInstructions))
 }
 
-// readCapped reads at most limit bytes of path and returns them, with
-// the file's size; a text cut mid-rune is cut before it.
-func readCapped(path string, limit int) (string, int64, error) {
+// readCapped reads at most limit bytes of path and returns them as text,
+// with the file's size and whether the cap cut it. A text cut mid-rune is
+// cut before that rune; bytes that are not UTF-8 elsewhere become U+FFFD
+// (they are not a cut).
+func readCapped(path string, limit int) (text string, size int64, cut bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", 0, err
+		return "", 0, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", 0, err
+		return "", 0, false, err
 	}
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)))
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
-		return "", 0, err
+		return "", 0, false, err
+	}
+	if cut = len(b) > limit; cut {
+		b = b[:limit]
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
+			if r, n := utf8.DecodeLastRune(b); r != utf8.RuneError || n != 1 {
+				break
+			}
+			b = b[:len(b)-1] // a rune cut at the cap
+		}
 	}
 	if bytes.IndexByte(b, 0) >= 0 {
-		return "", 0, fmt.Errorf("holds NUL bytes: not a text file")
+		return "", 0, false, fmt.Errorf("holds NUL bytes: not a text file")
 	}
-	for i := 0; i < 3 && len(b) > 0 && !utf8.Valid(b); i++ {
-		b = b[:len(b)-1] // a rune cut at the cap
-	}
-	return string(b), fi.Size(), nil
+	return strings.ToValidUTF8(string(b), "\uFFFD"), fi.Size(), cut, nil
 }
 
 // importRe finds Claude Code's "@path" imports: an @ at the start of a
