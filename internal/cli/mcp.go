@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/arbor-run/arbor/internal/app"
@@ -191,13 +190,9 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 		}
 		return nil
 	}
-	err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(s.In), Writer: nopWriteCloser{s.Out}})
+	err = mcpserver.ServeStdio(ctx, srv.MCP(), s.In, s.Out, s.Err)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return &exitError{code: ExitFailure, err: fmt.Errorf("mcp: %w", err)}
 	}
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
