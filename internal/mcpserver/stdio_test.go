@@ -26,7 +26,10 @@ func TestStdioSkipsBadLines(t *testing.T) {
 	outR, outW := io.Pipe()
 	diag := &syncBuffer{}
 	served := make(chan error, 1)
-	go func() { served <- mcpserver.ServeStdio(context.Background(), s.MCP(), inR, outW, diag); _ = outW.Close() }()
+	go func() {
+		served <- mcpserver.ServeStdio(context.Background(), s.MCP(), inR, outW, diag)
+		_ = outW.Close()
+	}()
 	replies := make(chan map[string]any, 16)
 	go func() {
 		sc := bufio.NewScanner(outR)
