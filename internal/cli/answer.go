@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,17 +19,29 @@ import (
 )
 
 func newAnswerCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   `answer RUN '#N' "text"`,
+	var decline bool
+	cmd := &cobra.Command{
+		Use:   `answer RUN '#N' "text" | answer RUN '#N' --decline`,
 		Short: "Answer the question of an ask node",
 		Long: `Answer ask node #N of a run. If a process is driving the run, the answer goes
 to it at once (through the answer socket its lease names) and the nodes
 waiting on the answer start; otherwise it is stored and used when the run is
 resumed. The answer to a cluster run (arbor run --cluster) goes to the
 worker driving it on any machine, through the database. An owner that
-cannot be reached (another machine, not a cluster run) is named, exit 1.`,
-		Args: cobra.ExactArgs(3),
+cannot be reached (another machine, not a cluster run) is named, exit 1.
+An empty answer is refused (an unset variable is not an answer); --decline
+declines the question, which the node then answers without (its default,
+when it has one).`,
+		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case decline && len(args) == 3:
+				return usageError{errors.New("--decline takes no answer text")}
+			case !decline && (len(args) < 3 || strings.TrimSpace(args[2]) == ""):
+				return usageError{errors.New("the answer is empty: give its text, or --decline to decline the question")}
+			case decline:
+				args = append(args, "") // the engine's decline
+			}
 			id, err := tree.ParseID(args[1])
 			if err != nil {
 				return usageError{err}
@@ -69,10 +82,16 @@ cannot be reached (another machine, not a cluster run) is named, exit 1.`,
 			if sent {
 				how = "delivered to the running process"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "answered #%d of %s (%s)\n", id, args[0], how)
+			verb := "answered"
+			if decline {
+				verb = "declined"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s #%d of %s (%s)\n", verb, id, args[0], how)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&decline, "decline", false, "decline the question instead of answering it")
+	return cmd
 }
 
 // ownerSocket is the socket of the process driving run id: the one its

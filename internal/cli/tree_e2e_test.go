@@ -135,4 +135,14 @@ func treeRunWithAnswer(t *testing.T, e *env) {
 	if o := e.run("answer", run, "#3", "again"); o.code != 1 || !strings.Contains(o.stderr, "already complete") {
 		t.Fatalf("answering twice: %d %s", o.code, o.stderr)
 	}
+	// An empty answer (an unset variable) is refused, not taken as a
+	// decline; --decline says so and takes no text.
+	for _, args := range [][]string{{"answer", run, "#3", ""}, {"answer", run, "#3", "  "}, {"answer", run, "#3"}, {"answer", run, "#3", "x", "--decline"}} {
+		if o := e.run(args...); o.code != 2 || !strings.Contains(o.stderr, "--decline") {
+			t.Fatalf("%q: exit %d, %s; want a usage error naming --decline", args, o.code, o.stderr)
+		}
+	}
+	if o := e.run("answer", run, "#3", "--decline"); o.code != 1 || !strings.Contains(o.stderr, "already complete") {
+		t.Fatalf("declining an answered question: %d %s", o.code, o.stderr)
+	}
 }
