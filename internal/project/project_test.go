@@ -226,7 +226,7 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("hooks %+v", k.Hooks)
 	}
 	pr := problemsText(k)
-	for _, w := range []string{`permissions.deny rule "WebSearch": no arbor equivalent: arbor has no WebSearch tool`, filepath.Join(ws, ".arbor/settings.json") + ": invalid character"} {
+	for _, w := range []string{`permissions.deny rule "WebSearch": no arbor equivalent: arbor has no WebSearch tool`, filepath.Join(ws, ".arbor/settings.json") + ": line 1, column 2: invalid character"} {
 		if !strings.Contains(pr, w) {
 			t.Errorf("problems lack %q:\n%s", w, pr)
 		}

@@ -35,8 +35,11 @@ type settingsPlace struct {
 }
 
 // readSettings reads the settings files: their rules (mapped to arbor's)
-// and their hooks. A file that does not parse is reported and skipped
-// whole; a rule that cannot be mapped is reported and left out.
+// and their hooks. A file that is not JSON is reported (with the line and
+// column) and skipped whole; a part of the right file of the wrong shape
+// (permissions.allow, ask, deny, hooks) is reported and left out, the
+// others used, so a mistake in one list does not lose the deny rules; a
+// rule that cannot be mapped is reported and left out.
 func readSettings(places []settingsPlace, ws string, report func(error)) ([]permission.Rule, []hook.Declared) {
 	var rules []permission.Rule
 	var hooks []hook.Declared
@@ -50,7 +53,9 @@ func readSettings(places []settingsPlace, ws string, report func(error)) ([]perm
 		}
 		var f settingsFile
 		if err == nil {
-			err = json.Unmarshal(b, &f)
+			f, err = decodeSettings(b, func(part string, err error) {
+				report(fmt.Errorf("%s: %s: %w; left out (the rest of the file is used)", p.path, part, err))
+			})
 		}
 		if err != nil {
 			report(fmt.Errorf("%s: %w; its rules and hooks are not used", p.path, err))
@@ -82,6 +87,57 @@ func readSettings(places []settingsPlace, ws string, report func(error)) ([]perm
 		}
 	}
 	return rules, hooks
+}
+
+// decodeSettings decodes a settings file part by part: a part of the wrong
+// shape is passed to bad and left out. Only a file that is no JSON object
+// fails, its error naming the line and column.
+func decodeSettings(b []byte, bad func(part string, err error)) (settingsFile, error) {
+	var f settingsFile
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := lineCol(b, se.Offset)
+			return f, fmt.Errorf("line %d, column %d: %w", line, col, err)
+		}
+		return f, err
+	}
+	if raw, ok := top["permissions"]; ok {
+		var perms map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &perms); err != nil {
+			bad("permissions", err)
+		}
+		for name, list := range map[string]*[]string{"deny": &f.Permissions.Deny, "ask": &f.Permissions.Ask, "allow": &f.Permissions.Allow} {
+			if raw, ok := perms[name]; ok {
+				if err := json.Unmarshal(raw, list); err != nil {
+					*list = nil
+					bad("permissions."+name, err)
+				}
+			}
+		}
+	}
+	if raw, ok := top["hooks"]; ok {
+		if err := json.Unmarshal(raw, &f.Hooks); err != nil {
+			f.Hooks = nil
+			bad("hooks", err)
+		}
+	}
+	return f, nil
+}
+
+// lineCol is the 1-based line and column of byte offset off in b (a
+// json.SyntaxError's Offset is just past the byte it stopped at).
+func lineCol(b []byte, off int64) (line, col int) {
+	line, col = 1, 1
+	for i := 0; i < int(off)-1 && i < len(b); i++ {
+		if b[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
 }
 
 // ErrUnmappable marks a Claude Code rule arbor has no equivalent of.
