@@ -3,6 +3,7 @@ package tool
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // redacted replaces a secret in output.
@@ -13,7 +14,9 @@ const redacted = "[REDACTED]"
 const minFragment = 6
 
 // cutNote matches the note headTail puts where it dropped bytes.
-var cutNote = regexp.MustCompile(`\n\[… \d+ bytes truncated …\]\n`)
+var cutNote = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\n\[… \d+ bytes truncated …\]\n`)
+})
 
 // Redact returns s with every secret replaced by [REDACTED]. Where output
 // was cut (headTail's note), a secret the cut went through left its start
@@ -24,7 +27,10 @@ func Redact(s string, secrets []string) string {
 			s = strings.ReplaceAll(s, v, redacted)
 		}
 	}
-	loc := cutNote.FindStringIndex(s)
+	if !strings.Contains(s, " bytes truncated …]") {
+		return s
+	}
+	loc := cutNote().FindStringIndex(s)
 	if loc == nil {
 		return s
 	}
