@@ -362,6 +362,16 @@ func (a *App) keyEnv() []string {
 	return out
 }
 
+// OwnerSocket is the socket of the process driving run id: the one its
+// lease names, else where this configuration's owner would listen
+// (AnswerSocket).
+func (a *App) OwnerSocket(ctx context.Context, id string) string {
+	if l, err := a.Store.GetLease(ctx, store.RunLeaseKey(id)); err == nil && l.Addr != "" {
+		return l.Addr
+	}
+	return a.AnswerSocket(id)
+}
+
 // AnswerSocket is the unix socket on which the process driving run id
 // takes answers from 'arbor answer'. It lives beside the database, or in
 // the temporary directory when that path would be too long for a socket.

@@ -29,19 +29,14 @@ waiting on the answer start; otherwise it is stored and used when the run is
 resumed. The answer to a cluster run (arbor run --cluster) goes to the
 worker driving it on any machine, through the database. An owner that
 cannot be reached (another machine, not a cluster run) is named, exit 1.
-An empty answer is refused (an unset variable is not an answer); --decline
-declines the question, which the node then answers without (its default,
-when it has one).`,
+An empty answer is refused; --decline declines the question.`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case decline && len(args) == 3:
-				return usageError{errors.New("--decline takes no answer text")}
-			case !decline && (len(args) < 3 || strings.TrimSpace(args[2]) == ""):
-				return usageError{errors.New("the answer is empty: give its text, or --decline to decline the question")}
-			case decline:
-				args = append(args, "") // the engine's decline
+			if decline != (len(args) == 2) || !decline && strings.TrimSpace(args[2]) == "" { // an unset variable is no answer
+				return usageError{errors.New("give the answer's text, or --decline (and no text) to decline the question")}
 			}
+			args = append(args, "")[:3] // with --decline, the engine's decline
+
 			id, err := tree.ParseID(args[1])
 			if err != nil {
 				return usageError{err}
@@ -62,7 +57,7 @@ when it has one).`,
 				}
 				return nil
 			}
-			socket := ownerSocket(cmd.Context(), a, args[0])
+			socket := a.OwnerSocket(cmd.Context(), args[0])
 			err = owner.Client{Socket: socket}.Answer(cmd.Context(), id, args[2])
 			sent := !errors.Is(err, owner.ErrUnreachable)
 			if !sent {
@@ -82,25 +77,12 @@ when it has one).`,
 			if sent {
 				how = "delivered to the running process"
 			}
-			verb := "answered"
-			if decline {
-				verb = "declined"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s #%d of %s (%s)\n", verb, id, args[0], how)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s #%d of %s (%s)\n", map[bool]string{false: "answered", true: "declined"}[decline], id, args[0], how)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&decline, "decline", false, "decline the question instead of answering it")
 	return cmd
-}
-
-// ownerSocket is the socket of the process driving run id: the one its
-// lease names, else where this configuration's owner would listen.
-func ownerSocket(ctx context.Context, a *app.App, id string) string {
-	if l, err := a.Store.GetLease(ctx, store.RunLeaseKey(id)); err == nil && l.Addr != "" {
-		return l.Addr
-	}
-	return a.AnswerSocket(id)
 }
 
 // serveAnswers serves run runID's owner socket (see owner.Serve) until

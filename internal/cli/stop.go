@@ -52,7 +52,7 @@ drives is refused, exit 1.`,
 				}
 				return nil
 			}
-			state, err := owner.Client{Socket: ownerSocket(cmd.Context(), a, args[0])}.Control(cmd.Context(), id, tree.OpStop)
+			state, err := owner.Client{Socket: a.OwnerSocket(cmd.Context(), args[0])}.Control(cmd.Context(), id, tree.OpStop)
 			if errors.Is(err, owner.ErrUnreachable) {
 				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s is not being driven by a process on this machine (%w)", args[0], err)}
 			}
