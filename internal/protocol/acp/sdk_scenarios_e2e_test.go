@@ -123,24 +123,7 @@ func TestSDK(t *testing.T) {
 
 	t.Run("a cancelled prompt stops its tool processes", func(t *testing.T) {
 		t.Parallel()
-		srv := llmtest.NewServer(
-			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_sleep", Name: "shell", Input: map[string]any{"command": "echo $$ > sleeper.pid; exec sleep 300"}}}},
-			llmtest.Turn{Text: "never asked"},
-		)
-		t.Cleanup(srv.Close)
-		home := t.TempDir()
-		// The sandbox off: the pid the command writes is then arbor's
-		// namespace's, which the driver can look for.
-		r := h.drive(t, "cancel", driveConfig{Cwd: workspace(t, home), Env: env(home, srv, "ARBOR_SANDBOX=off"), Args: []string{"--mode", "trust"},
-			Prompts: []string{"Sleep"}})
-		r.requireDone(t)
-		if got := r.stops(); !slices.Equal(got, []string{"cancelled"}) {
-			r.fatalf(t, "stop reasons = %q; want [cancelled]", got)
-		}
-		alive := r.all("alive")
-		if len(alive) != 1 || alive[0].Pid <= 0 || alive[0].Alive {
-			r.fatalf(t, "the command's process after the cancelled prompt = %+v; want gone", alive)
-		}
+		r, srv := h.sleeper(t, driveConfig{})
 		if n := len(srv.Requests()); n != 1 {
 			r.fatalf(t, "model requests = %d; want 1 (nothing after the cancel)", n)
 		}
@@ -148,48 +131,20 @@ func TestSDK(t *testing.T) {
 
 	t.Run("a closed session ends its prompt, kills its command and is freed", func(t *testing.T) {
 		t.Parallel()
-		srv := llmtest.NewServer(
-			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_sleep", Name: "shell", Input: map[string]any{"command": "echo $$ > sleeper.pid; exec sleep 300"}}}},
-			llmtest.Turn{Text: "never asked"},
-		)
-		t.Cleanup(srv.Close)
-		home := t.TempDir()
-		r := h.drive(t, "cancel", driveConfig{Cwd: workspace(t, home), Env: env(home, srv, "ARBOR_SANDBOX=off"), Args: []string{"--mode", "trust"},
-			Prompts: []string{"Sleep"}, Close: true})
-		r.requireDone(t)
-		if got := r.stops(); !slices.Equal(got, []string{"cancelled"}) {
-			r.fatalf(t, "stop reasons = %q; want [cancelled]", got)
-		}
+		r, _ := h.sleeper(t, driveConfig{Close: true})
 		if closed := r.all("closed"); len(closed) != 2 {
 			r.fatalf(t, "session/close answered %d times; want 2 (the second, Resource not found, taken as closed by the SDK)", len(closed))
 		}
 		if errs := r.all("rpc_error"); len(errs) != 1 || errs[0].Code == nil || *errs[0].Code != -32002 {
 			r.fatalf(t, "a prompt to the closed session: %+v; want Resource not found (-32002)", errs)
 		}
-		if alive := r.all("alive"); len(alive) != 1 || alive[0].Pid <= 0 || alive[0].Alive {
-			r.fatalf(t, "the command's process after the close = %+v; want gone", alive)
-		}
 	})
 
 	t.Run("a cancelled prompt kills its command in the editor's terminal", func(t *testing.T) {
 		t.Parallel()
-		srv := llmtest.NewServer(
-			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_sleep", Name: "shell", Input: map[string]any{"command": "echo $$ > sleeper.pid; exec sleep 300"}}}},
-			llmtest.Turn{Text: "never asked"},
-		)
-		t.Cleanup(srv.Close)
-		home := t.TempDir()
-		r := h.drive(t, "cancel", driveConfig{Cwd: workspace(t, home), Env: env(home, srv, "ARBOR_SANDBOX=off"), Args: []string{"--mode", "trust"},
-			Prompts: []string{"Sleep"}, Terminal: true})
-		r.requireDone(t)
-		if got := r.stops(); !slices.Equal(got, []string{"cancelled"}) {
-			r.fatalf(t, "stop reasons = %q; want [cancelled]", got)
-		}
+		r, _ := h.sleeper(t, driveConfig{Terminal: true})
 		if len(r.all("terminal")) != 1 || len(r.all("release")) != 1 {
 			r.fatalf(t, "terminals created %d, released %d; want the command's terminal, released", len(r.all("terminal")), len(r.all("release")))
-		}
-		if alive := r.all("alive"); len(alive) != 1 || alive[0].Pid <= 0 || alive[0].Alive {
-			r.fatalf(t, "the command's process after the cancelled prompt = %+v; want gone", alive)
 		}
 	})
 
@@ -389,4 +344,29 @@ func TestSDK(t *testing.T) {
 			r.fatalf(t, "model requests = %d; want at most 2", n)
 		}
 	})
+}
+
+// sleeper drives the cancel scenario (with c's Close or Terminal) against
+// a model whose one call runs a command that writes its pid and sleeps,
+// with the sandbox off (the pid is then the one the driver can look
+// for): the prompt must answer cancelled and the command's process be
+// gone.
+func (h *harness) sleeper(t *testing.T, c driveConfig) (*sdkRun, *llmtest.Server) {
+	t.Helper()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_sleep", Name: "shell", Input: map[string]any{"command": "echo $$ > sleeper.pid; exec sleep 300"}}}},
+		llmtest.Turn{Text: "never asked"},
+	)
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	c.Cwd, c.Env, c.Args, c.Prompts = workspace(t, home), env(home, srv, "ARBOR_SANDBOX=off"), []string{"--mode", "trust"}, []string{"Sleep"}
+	r := h.drive(t, "cancel", c)
+	r.requireDone(t)
+	if got := r.stops(); !slices.Equal(got, []string{"cancelled"}) {
+		r.fatalf(t, "stop reasons = %q; want [cancelled]", got)
+	}
+	if alive := r.all("alive"); len(alive) != 1 || alive[0].Pid <= 0 || alive[0].Alive {
+		r.fatalf(t, "the command's process after the prompt ended = %+v; want gone", alive)
+	}
+	return r, srv
 }
