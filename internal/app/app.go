@@ -29,6 +29,7 @@ import (
 	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/sqlite"
+	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tool/sandbox"
 )
 
@@ -316,7 +317,7 @@ func (a *App) secrets() []string {
 	for _, p := range cfg.Providers {
 		vals = append(vals, p.APIKey, a.lookupEnv(p.APIKeyEnv))
 	}
-	for _, name := range []string{"ARBOR_MCP_TOKEN", "ARBOR_SERVE_TOKEN", "ARBOR_STORE", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+	for _, name := range tool.CredentialEnv {
 		vals = append(vals, a.lookupEnv(name))
 	}
 	for _, dsn := range []string{a.lookupEnv("ARBOR_STORE"), cfg.Store} {

@@ -15,7 +15,7 @@ import (
 // into the transcript (redaction covered only the providers' keys, and a
 // model can encode a key past it). (Not parallel: it sets variables.)
 func TestAgentCommandsDoWithoutArborsCredentials(t *testing.T) {
-	withheld := append([]string{"MY_PROVIDER_KEY"}, credentialEnv...)
+	withheld := append([]string{"MY_PROVIDER_KEY"}, CredentialEnv...)
 	for _, name := range append(withheld, "KEEP_THIS") {
 		t.Setenv(name, "value-of-"+name)
 	}
