@@ -61,7 +61,7 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 			if f.approvalMode != "" {
 				g.mode = f.approvalMode
 			}
-			eo := envelope.Options{Resume: f.resume, NoLocalShell: f.noLocalShell}
+			eo := envelope.Options{Resume: f.resume, Model: g.model, NoLocalShell: f.noLocalShell}
 			if cmd.Flags().Changed("worktree") {
 				dir := g.workspace
 				if dir == "" {

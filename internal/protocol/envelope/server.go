@@ -61,6 +61,9 @@ import (
 type Options struct {
 	// Resume, when set, resumes that stored session instead of creating one.
 	Resume string
+	// Model, when set, is the session's model (--model), a resumed one's
+	// too; "" is the configured default, or a resumed session's own.
+	Model string
 	// Worktree, when set, is the git worktree arbor works in (-w); the app's
 	// workspace is its path.
 	Worktree *app.Worktree
@@ -230,7 +233,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	defer w.out.CloseAfter(ctx)
 	s := &server{app: a, opts: o, diag: diag, wire: w, agents: newSubAgents(),
 		ix: &interactions{closing: map[string]string{}}, cmp: &compaction{},
-		ctl:   &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree},
+		ctl:   &control{runner: app.NewRunner(a.Config().Headless.QueueLimit), work: a, worktree: o.Worktree, model: o.Model},
 		quiet: o.Quiet}
 	if s.quiet == nil {
 		s.quiet = protocol.NewQuiet(protocol.QuietAfter, nil)
