@@ -136,6 +136,14 @@ func TestKilledWorkersNodeIsReapedAndClaimedOnceByAnother(t *testing.T) {
 	if cl.Lease.ID == l.ID {
 		t.Fatalf("the new claim holds the dead worker's lease %s", l.ID)
 	}
+	// The pass that reaped the node sweeps the dead worker's job after it
+	// (SweepDeadJobs); the new claim may finish first, so wait for the
+	// sweep before stopping (a stop cuts the pass short).
+	for deadline := time.Now().Add(time.Minute); jobsOf(t, b.st, run, 2)[0].State == "running"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the dead worker's job is still running a minute after its node was reaped")
+		}
+	}
 	must(t, c.Stop(b.ctx))
 
 	mu.Lock()
