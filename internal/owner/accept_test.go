@@ -3,12 +3,11 @@ package owner_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/owner"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // TestSubscribeToASilentOwnerGivesUp: an owner that accepts the
@@ -18,28 +17,7 @@ import (
 // reading the store instead of waiting for good.
 func TestSubscribeToASilentOwnerGivesUp(t *testing.T) {
 	t.Parallel()
-	sock := filepath.Join(t.TempDir(), "owner.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan net.Conn, 4) // never answered
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}
-	}()
-	defer func() {
-		ln.Close()
-		for c := range accepted {
-			c.Close()
-		}
-	}()
+	sock := testutil.SilentListener(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- owner.Client{Socket: sock, AcceptTimeout: 200 * time.Millisecond}.Subscribe(context.Background(),

@@ -2,14 +2,13 @@ package web_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // TestStreamOfAStalledOwnersRunEndsWithItsClient: a run whose owner
@@ -21,28 +20,7 @@ import (
 func TestStreamOfAStalledOwnersRunEndsWithItsClient(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	sock := filepath.Join(t.TempDir(), "owner.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan net.Conn, 16) // never answered
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}
-	}()
-	defer func() {
-		ln.Close()
-		for c := range accepted {
-			c.Close()
-		}
-	}()
+	sock := testutil.SilentListener(t)
 	st := b.app.Store
 	if err := st.CreateRun(b.ctx, store.Run{ID: "stalled", Goal: "g", Status: store.RunRunning, Model: "m"}); err != nil {
 		t.Fatal(err)
