@@ -332,12 +332,12 @@ func (a *App) secrets() []string {
 		vals = append(vals, v)
 	}
 	for _, s := range cfg.MCPServers {
-		_, _ = s.Expand(func(name string) string { // the variables it names: a token alone, as a command prints it
+		e, err := s.Expand(func(name string) string { // the variables it names: a token alone, as a command prints it
 			v := a.lookupEnv(name)
 			vals = append(vals, v)
 			return v
 		})
-		if e, err := s.Expand(a.lookupEnv); err == nil {
+		if err == nil {
 			vals = append(vals, slices.Collect(maps.Values(e.Headers))...)
 			vals = append(vals, slices.Collect(maps.Values(e.Env))...)
 		}
