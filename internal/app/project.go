@@ -187,15 +187,32 @@ func (h turnHooks) Compacting(ctx context.Context, trigger string) {
 	}
 }
 
-// PromptHooks runs the project's hooks for a prompt of session id: its
+// PromptHooks runs the project's hooks for a prompt of session id
+// (PromptContext) and returns the prompt with their context before it.
+func (a *App) PromptHooks(ctx context.Context, id, source, prompt string) (string, error) {
+	extra, err := a.PromptContext(ctx, id, source, prompt)
+	if err != nil {
+		return "", err
+	}
+	if extra == "" {
+		return prompt, nil
+	}
+	if prompt == "" {
+		return extra, nil
+	}
+	return extra + "\n\n" + prompt, nil
+}
+
+// PromptContext runs the project's hooks for a prompt of session id: its
 // SessionStart hooks first when source ("startup", "resume") is given,
 // then its UserPromptSubmit hooks. A block refuses the prompt (an error
-// with the hook's reason); the hooks' context and their own reports go
-// before the prompt.
-func (a *App) PromptHooks(ctx context.Context, id, source, prompt string) (string, error) {
+// with the hook's reason). It returns what the hooks add for the model,
+// their context and their own reports, "" when they add nothing; the
+// prompt itself stays as the person wrote it.
+func (a *App) PromptContext(ctx context.Context, id, source, prompt string) (string, error) {
 	r := a.sessionHooks(id)
 	if r == nil {
-		return prompt, nil
+		return "", nil
 	}
 	var parts []string
 	if source != "" && r.Has(hook.SessionStart) {
@@ -216,7 +233,7 @@ func (a *App) PromptHooks(ctx context.Context, id, source, prompt string) (strin
 		parts = append(parts, v.Context, reports(v.Notes))
 	}
 	var out []string
-	for _, p := range append(parts, prompt) {
+	for _, p := range parts {
 		if p != "" {
 			out = append(out, p)
 		}

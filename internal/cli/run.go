@@ -211,11 +211,13 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 		return err
 	}
 	if runID == "" {
-		if goal, err = a.PromptHooks(ctx, "", "startup", a.ExpandGoal(goal)); err != nil { // "/review main.go", then the project's hooks
+		goal = a.ExpandGoal(goal) // "/review main.go"
+		hooked, err := a.PromptContext(ctx, "", "startup", goal)
+		if err != nil {
 			return err
 		}
 		r, err = e.Create(ctx, tree.RunOptions{
-			ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
+			ID: app.NewID(), Goal: goal, Context: hooked, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
 			BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,
 			TraceParent: a.TraceParent(),
 		})

@@ -268,8 +268,12 @@ func New(o Options) *Engine {
 
 // RunOptions describe a new run.
 type RunOptions struct {
-	ID          string
-	Goal        string
+	ID   string
+	Goal string
+	// Context is what the root is told besides its goal, such as what the
+	// project's hooks add to a prompt; it is the root node's Prompt, so
+	// the run's goal stays as the person wrote it.
+	Context     string
 	Model       string
 	Workspace   string
 	Mode        string
@@ -307,7 +311,7 @@ func (e *Engine) NewRun(o RunOptions) (store.Run, store.Node) {
 		Mode: o.Mode, BudgetUSD: o.BudgetUSD, MaxTokens: o.MaxTokens, MaxParallel: o.MaxParallel,
 		NodeTimeout: o.NodeTimeout.Milliseconds(), Queue: o.Queue, TraceParent: o.TraceParent, CreatedAt: now, UpdatedAt: now,
 	}
-	root := store.Node{RunID: r.ID, ID: 1, Kind: KindGoal, Goal: o.Goal, State: StatePending, Returns: "text", CreatedAt: now, UpdatedAt: now}
+	root := store.Node{RunID: r.ID, ID: 1, Kind: KindGoal, Goal: o.Goal, Prompt: o.Context, State: StatePending, Returns: "text", CreatedAt: now, UpdatedAt: now}
 	return r, root
 }
 

@@ -59,6 +59,9 @@ func (r *run) initialPrompt(n store.Node) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n.ID == 1 {
+		if n.Prompt != "" {
+			return fmt.Sprintf("You are the root node #1. Your goal:\n\n%s\n\nContext:\n%s", n.Goal, n.Prompt)
+		}
 		return fmt.Sprintf("You are the root node #1. Your goal:\n\n%s", n.Goal)
 	}
 	var chain []string
