@@ -20,6 +20,7 @@ import (
 // ends the session at the first such line, and the run the client hosts
 // with it.
 func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out, diag io.Writer) error {
+	signalled := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -37,10 +38,19 @@ func ServeStdio(ctx context.Context, srv *mcp.Server, in io.Reader, out, diag io
 		})
 		_ = pw.CloseWithError(err) // nil: the input ended
 	})
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{out}})
+	// The replies go through an outbox, so a client that stops reading
+	// blocks no handler: the SDK waits for its handlers before Run
+	// returns, and a signalled process must still end (within
+	// protocol.ShutdownGrace). A client that is gone ends the session.
+	ob := protocol.NewOutbox(out, func(err error) {
+		fmt.Fprintf(diag, "arbor: mcp: %v; the session ends\n", err)
+		cancel()
+	})
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{ob}})
 	cancel()
 	_ = pr.Close() // a line waiting to be read is dropped
 	wg.Wait()
+	ob.CloseAfter(signalled)
 	return err
 }
 

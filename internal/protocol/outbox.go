@@ -57,6 +57,23 @@ func (o *Outbox) Put(v any) error {
 	return nil
 }
 
+// Write queues p, which is one or more whole lines, as it is, and never
+// blocks: an Outbox is the io.Writer for code that encodes its own lines
+// (the MCP SDK's stdio transport). After Close it drops p.
+func (o *Outbox) Write(p []byte) (int, error) {
+	line := bytes.Clone(p)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
+		o.lines = append(o.lines, line)
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
 // batchBytes bounds one write of lines queued together.
 const batchBytes = 64 << 10
 

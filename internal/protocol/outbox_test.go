@@ -73,6 +73,29 @@ func TestOutbox(t *testing.T) {
 		}
 	})
 
+	t.Run("written lines go out as they are, after the ones put before", func(t *testing.T) {
+		t.Parallel()
+		w := &gatedWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+		o := protocol.NewOutbox(w, func(err error) { t.Error(err) })
+		if err := o.Put(0); err != nil {
+			t.Fatal(err)
+		}
+		<-w.entered // the writer blocks: Write must return anyway
+		line := []byte(`{"id":1}` + "\n")
+		if n, err := o.Write(line); n != len(line) || err != nil {
+			t.Fatalf("Write: %d, %v", n, err)
+		}
+		copy(line, "xxxxxxxx") // the caller's buffer is its own again
+		close(w.release)
+		o.Close()
+		if n, err := o.Write([]byte("late\n")); n != 5 || err != nil {
+			t.Fatalf("Write after Close: %d, %v", n, err)
+		}
+		if want := []string{"0\n", `{"id":1}` + "\n"}; len(w.writes) != 2 || w.writes[0] != want[0] || w.writes[1] != want[1] {
+			t.Fatalf("writes %q, want %q", w.writes, want)
+		}
+	})
+
 	t.Run("an unencodable value is an error and queues nothing", func(t *testing.T) {
 		t.Parallel()
 		o := protocol.NewOutbox(io.Discard, nil)
