@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,12 +13,21 @@ import (
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
-// decode reads a JSON body of at most 1 MiB into v, refusing unknown
-// fields so that a misspelt one is an error, not ignored.
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+// maxBody is the largest request body the API reads.
+const maxBody = 1 << 20
+
+// decode reads a JSON body of at most maxBody bytes into v, refusing
+// unknown fields so that a misspelt one is an error, not ignored. A
+// longer body is errTooLarge (413), not the JSON error its cut would
+// cause.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return fmt.Errorf("%w: the API takes at most %d MiB", errTooLarge, maxBody>>20)
+		}
 		return fmt.Errorf("%w: body: %v", errBadRequest, err)
 	}
 	return nil
@@ -101,7 +109,7 @@ type Started struct {
 
 func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 	var req NewRun
-	if err := decode(r, &req); err != nil {
+	if err := decode(w, r, &req); err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}
@@ -144,7 +152,7 @@ func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request) {
 	id, err := nodeID(r)
 	var req AnswerRequest
 	if err == nil {
-		err = decode(r, &req)
+		err = decode(w, r, &req)
 	}
 	if err == nil && strings.TrimSpace(req.Answer) == "" {
 		err = fmt.Errorf("%w: answer is empty", errBadRequest)
@@ -190,7 +198,7 @@ type Resolution struct {
 
 func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 	var req Resolution
-	if err := decode(r, &req); err != nil {
+	if err := decode(w, r, &req); err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}

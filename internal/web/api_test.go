@@ -206,3 +206,28 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestOversizedBodyIsRefusedAs413: a body over the API's 1 MiB is 413
+// with an error saying so, on every endpoint that reads one, and starts
+// nothing.
+func TestOversizedBodyIsRefusedAs413(t *testing.T) {
+	t.Parallel()
+	b := setup(t, treetest.Script{1: {complete("never run")}})
+	big := strings.Repeat("a", 1<<20)
+	for path, body := range map[string]any{
+		"/api/runs":                       web.NewRun{Goal: big},
+		"/api/runs/nope/nodes/1/answer":   web.AnswerRequest{Answer: big},
+		"/api/runs/nope/interactions/i-1": web.Resolution{Answer: big},
+		"/api/interactions/i-1":           web.Resolution{Answer: big},
+	} {
+		var e struct{ Error string }
+		if code := b.do("POST", path, body, &e); code != http.StatusRequestEntityTooLarge || !strings.Contains(e.Error, "at most 1 MiB") {
+			t.Errorf("POST %s: %d %q; want 413 and an error naming the limit", path, code, e.Error)
+		}
+	}
+	var runs []web.RunSummary
+	b.mustDo("GET", "/api/runs", nil, &runs)
+	if len(runs) != 0 {
+		t.Fatalf("an oversized start started runs: %+v", runs)
+	}
+}

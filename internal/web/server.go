@@ -198,8 +198,13 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, agent.ErrWrongResponse), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
+	case errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
 }
 
-var errBadRequest = errors.New("bad request")
+var (
+	errBadRequest = errors.New("bad request")
+	errTooLarge   = errors.New("request body too large")
+)
