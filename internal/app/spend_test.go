@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,20 @@ import (
 func TestGoalText(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	plan := filepath.Join(dir, "plan.md")
-	if err := os.WriteFile(plan, []byte("the plan\n"), 0o600); err != nil {
-		t.Fatal(err)
+	write := func(name string, b []byte) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+	plan := write("plan.md", []byte("the plan\n"))
+	mib := bytes.Repeat([]byte("x"), 1<<20)
+	full := write("full.md", mib)
+	huge := write("huge.md", append(mib, '\n'))
+	nul := write("nul.md", []byte("the plan\x00\n"))
+	latin1 := write("latin1.md", []byte("caf\xe9\n"))
 	for _, c := range []struct {
 		args      []string
 		want, err string
@@ -26,6 +37,9 @@ func TestGoalText(t *testing.T) {
 		{args: []string{dir}, err: "is a directory"},
 		{args: []string{filepath.Join(dir, "missing.md")}, err: "add words to it"},
 		{args: []string{"fix the readme.md"}, want: "fix the readme.md"},
+		{args: []string{huge}, err: "huge.md is larger than 1 MiB"},
+		{args: []string{nul}, err: "nul.md is not text: it holds a NUL byte (at byte 8)"},
+		{args: []string{latin1}, err: "latin1.md is not text: it is not valid UTF-8 (from byte 3)"},
 	} {
 		got, err := app.GoalText(c.args)
 		if c.err != "" {
@@ -37,6 +51,9 @@ func TestGoalText(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("GoalText(%q) = %q, %v; want %q", c.args, got, err, c.want)
 		}
+	}
+	if got, err := app.GoalText([]string{full}); err != nil || got != string(mib) {
+		t.Errorf("GoalText of a plan of exactly 1 MiB: %d bytes, %v; want it whole", len(got), err)
 	}
 }
 

@@ -62,7 +62,8 @@ func newRunCmd(g *globals, s Streams) *cobra.Command {
 into child tasks (spawn, fork, ask) with dependencies; children run in
 parallel and hand their results up for synthesis. If the only argument ends
 in .md or names an existing path, it is a plan file whose text is the goal: it
-must be a readable file (a missing file or a directory is an error, exit 2).
+must be a readable UTF-8 text file of at most 1 MiB (a missing, binary or
+larger file, or a directory, is an error, exit 2).
 --budget is in dollars and needs the model's price; --max-tokens works on
 any model.
 

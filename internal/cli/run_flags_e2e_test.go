@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,14 +9,23 @@ import (
 )
 
 // TestRunRefusesBadFlagsAndPlans: flag values that make no sense, a plan
-// file that is missing or a directory, and a dollar budget on a model
-// without a price are refused before anything runs, with exit 2.
+// file that is missing, a directory, not text or over 1 MiB, and a dollar
+// budget on a model without a price are refused before anything runs,
+// with exit 2.
 func TestRunRefusesBadFlagsAndPlans(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	model := e.useProvider("anthropic", "http://127.0.0.1:1") // never called
 	if err := os.Mkdir(filepath.Join(e.workspace, "plans"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"huge.md":   bytes.Repeat([]byte("a plan\n"), 1<<20/7+1), // just over 1 MiB
+		"binary.md": {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0},
+	} {
+		if err := os.WriteFile(filepath.Join(e.workspace, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, c := range []struct {
 		args []string
@@ -28,6 +38,8 @@ func TestRunRefusesBadFlagsAndPlans(t *testing.T) {
 		{[]string{"run", "--node-timeout", "-1s", "hi"}, "--node-timeout must not be negative"},
 		{[]string{"run", "plan.md"}, "plan file plan.md"},
 		{[]string{"run", "plans"}, "plan file plans is a directory"},
+		{[]string{"run", "huge.md"}, "plan file huge.md is larger than 1 MiB"},
+		{[]string{"run", "binary.md"}, "plan file binary.md is not text"},
 		{[]string{"run", "--budget", "0.0001", "hi"}, "price of model anthropic/claude-test is unknown"},
 		{[]string{"resume", "--budget", "-2", "some-run"}, "--budget must not be negative"},
 		{[]string{"run", "--node-models", "nope", "hi"}, `"nope" is not in the config's node_models`},
