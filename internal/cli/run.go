@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -147,6 +148,8 @@ and follows it.`,
 // (exit 2).
 func (f *runFlags) validate(create bool) error {
 	switch {
+	case math.IsNaN(f.budget) || math.IsInf(f.budget, 0):
+		return usageError{fmt.Errorf("--budget must be a finite number of dollars (0 = no limit), not %g", f.budget)}
 	case f.budget < 0:
 		return usageError{fmt.Errorf("--budget must not be negative (0 = no limit), not %g", f.budget)}
 	case f.maxTokens < 0:
