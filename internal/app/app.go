@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -119,6 +120,9 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	ws, err := filepath.Abs(ws)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if err := checkWorkspace(ws); err != nil {
+		return nil, err
 	}
 	cfg, err := config.Load(config.LoadOptions{Workspace: ws, Overrides: o.Overrides, Getenv: getenv, SandboxDefault: o.SandboxDefault})
 	if err != nil {
@@ -282,6 +286,21 @@ func (a *App) Close() {
 // ErrUsage marks errors the user fixes by changing flags or configuration
 // (exit code 2).
 var ErrUsage = errors.New("usage error")
+
+// checkWorkspace refuses a workspace (-C) that is missing or not a
+// directory as ErrUsage, before Open reads or creates anything for it.
+func checkWorkspace(ws string) error {
+	fi, err := os.Stat(ws)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: workspace %s does not exist", ErrUsage, ws)
+	case err != nil:
+		return fmt.Errorf("%w: workspace: %w", ErrUsage, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: workspace %s is not a directory", ErrUsage, ws)
+	}
+	return nil
+}
 
 // NewID returns a new time-ordered id such as "20261129-213005-3f9a1c".
 func NewID() string {

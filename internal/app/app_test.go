@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -131,4 +133,28 @@ func TestReloadWhileReading(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestOpenRefusesAWorkspaceThatIsNoDirectory: a missing workspace or a
+// file is ErrUsage, and no store is created for it.
+func TestOpenRefusesAWorkspaceThatIsNoDirectory(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	file := filepath.Join(home, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	for ws, want := range map[string]string{
+		file:                          "workspace " + file + " is not a directory",
+		filepath.Join(home, "absent"): "workspace " + filepath.Join(home, "absent") + " does not exist",
+	} {
+		_, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }})
+		if !errors.Is(err, app.ErrUsage) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%s) = %v; want ErrUsage saying %q", ws, err, want)
+		}
+	}
+	if _, err := os.Stat(env["XDG_STATE_HOME"]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the state directory was created (%v)", err)
+	}
 }

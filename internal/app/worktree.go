@@ -42,6 +42,9 @@ func PrepareWorktree(ctx context.Context, dir, name string) (Worktree, error) {
 	if !worktreeName().MatchString(name) {
 		return Worktree{}, fmt.Errorf("worktree name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
 	}
+	if err := checkWorkspace(dir); err != nil {
+		return Worktree{}, err
+	}
 	root, err := git(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return Worktree{}, fmt.Errorf("worktree %s: %w (%v)", name, ErrNotARepo, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/app"
@@ -51,5 +52,12 @@ func TestPrepareWorktree(t *testing.T) {
 	}
 	if _, err := app.PrepareWorktree(ctx, t.TempDir(), "x"); !errors.Is(err, app.ErrNotARepo) {
 		t.Fatalf("outside a repository: %v", err)
+	}
+	file := filepath.Join(repo, "README")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.PrepareWorktree(ctx, file, "x"); !errors.Is(err, app.ErrUsage) || !strings.Contains(err.Error(), file+" is not a directory") {
+		t.Fatalf("in a file (-C FILE -w): %v", err)
 	}
 }
