@@ -29,12 +29,7 @@ type mcpFlags struct {
 	node  string
 	goal  string
 	yes   bool
-
-	budget      float64
-	maxTokens   int64
-	maxParallel int
-	nodeTimeout time.Duration
-	maxTurns    int
+	app.Limits
 }
 
 func newMCPCmd(g *globals, s Streams) *cobra.Command {
@@ -77,11 +72,11 @@ or ` + mcpserver.TokenEnv + `); requests without it get 401.`,
 	fl.StringVar(&f.node, "node", "", "with --run: act as this node (#N) of a run another process drives")
 	fl.StringVar(&f.goal, "goal", "", "the goal (title) of the run the first spawn creates")
 	fl.BoolVarP(&f.yes, "yes", "y", false, "grant approvals the children's tool calls need (deny rules and workspace limits still apply)")
-	fl.Float64Var(&f.budget, "budget", 0, "for a new run: stop it when it has cost this many US dollars (0 = no limit)")
-	fl.Int64Var(&f.maxTokens, "max-tokens", 0, "for a new run: stop it when it has used this many tokens (0 = no limit)")
-	fl.IntVar(&f.maxParallel, "max-parallel", 8, "for a new run: agents running at once")
-	fl.DurationVar(&f.nodeTimeout, "node-timeout", 0, "for a new run: fail a node whose agent runs longer than this (0 = no limit)")
-	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
+	fl.Float64Var(&f.BudgetUSD, "budget", 0, "for a new run: stop it when it has cost this many US dollars (0 = no limit)")
+	fl.Int64Var(&f.MaxTokens, "max-tokens", 0, "for a new run: stop it when it has used this many tokens (0 = no limit)")
+	fl.IntVar(&f.MaxParallel, "max-parallel", 8, "for a new run: agents running at once")
+	fl.DurationVar(&f.NodeTimeout, "node-timeout", 0, "for a new run: fail a node whose agent runs longer than this (0 = no limit)")
+	fl.IntVar(&f.MaxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
 	cmd.AddCommand(newMCPListCmd(g))
 	return cmd
 }
@@ -92,6 +87,9 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 	}
 	if f.idle < 0 {
 		return usageError{fmt.Errorf("--idle-session %s: a negative time", f.idle)}
+	}
+	if err := f.Check(f.run == ""); err != nil {
+		return classify(err)
 	}
 	var node int64
 	if f.node != "" {
@@ -114,9 +112,14 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 		return err
 	}
 	defer a.Close()
-	e, m, err := a.Engine("", f.maxTurns)
+	e, m, err := a.Engine("", f.MaxTurns)
 	if err != nil {
 		return classify(err)
+	}
+	if f.run == "" {
+		if err := classify(app.CheckPrice(m, f.BudgetUSD)); err != nil {
+			return err
+		}
 	}
 	o := mcpserver.Options{Version: Version, Engine: e, Store: a.Store, Bus: a.Bus}
 	// hosted is the run this process hosts and what serves it; a handler
@@ -141,7 +144,7 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 		hosted.Lock()
 		defer hosted.Unlock()
 		h, err := e.Host(ctx, tree.HostOptions{ID: id, Title: f.goal, Model: m.Ref.Ref, Workspace: a.Workspace,
-			MaxParallel: f.maxParallel, BudgetUSD: f.budget, MaxTokens: f.maxTokens, NodeTimeout: f.nodeTimeout})
+			MaxParallel: f.MaxParallel, BudgetUSD: f.BudgetUSD, MaxTokens: f.MaxTokens, NodeTimeout: f.NodeTimeout})
 		if err != nil {
 			return nil, err
 		}

@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,33 +19,29 @@ import (
 )
 
 type runFlags struct {
-	yes         bool
-	maxTurns    int
-	quiet       bool
-	plain       bool
-	budget      float64
-	maxTokens   int64
-	maxParallel int
-	nodeTimeout time.Duration
-	wait        bool
-	nodeModels  []string
-	cluster     bool
-	queue       string
-	detach      bool
+	app.Limits
+	yes        bool
+	quiet      bool
+	plain      bool
+	wait       bool
+	nodeModels []string
+	cluster    bool
+	queue      string
+	detach     bool
 }
 
 func (f *runFlags) bind(cmd *cobra.Command, create bool) {
 	fl := cmd.Flags()
 	fl.BoolVarP(&f.yes, "yes", "y", false, "approve every call that would ask (deny rules and workspace limits still apply)")
-	fl.IntVar(&f.maxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
+	fl.IntVar(&f.MaxTurns, "max-turns", 0, "maximum model calls per node turn (default from config, 50)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final result")
 	fl.BoolVar(&f.plain, "plain", false, "print one line per transition even on a terminal")
 	fl.StringSliceVar(&f.nodeModels, "node-models", nil, "the config's node_models children may choose (names, comma-separated; default all; \"\" = none)")
 	if create {
-		fl.Float64Var(&f.budget, "budget", 0, "stop the run when it has cost this many US dollars (0 = no limit)")
-		fl.Int64Var(&f.maxTokens, "max-tokens", 0, "stop the run when it has used this many tokens (0 = no limit)")
-		fl.IntVar(&f.maxParallel, "max-parallel", 8, "agents running at once")
-		fl.DurationVar(&f.nodeTimeout, "node-timeout", 0, "fail a node whose agent runs longer than this (0 = no limit)")
+		fl.Float64Var(&f.BudgetUSD, "budget", 0, "stop the run when it has cost this many US dollars (0 = no limit)")
+		fl.Int64Var(&f.MaxTokens, "max-tokens", 0, "stop the run when it has used this many tokens (0 = no limit)")
+		fl.IntVar(&f.MaxParallel, "max-parallel", 8, "agents running at once")
+		fl.DurationVar(&f.NodeTimeout, "node-timeout", 0, "fail a node whose agent runs longer than this (0 = no limit)")
 		fl.BoolVar(&f.cluster, "cluster", false, "hand the run to arbor worker processes on the PostgreSQL store instead of driving it here")
 		fl.StringVar(&f.queue, "queue", "default", "with --cluster: the worker queue the run goes to")
 		fl.BoolVar(&f.detach, "detach", false, "with --cluster: print the run id and return at once")
@@ -138,8 +132,8 @@ and follows it.`,
 		},
 	}
 	f.bind(cmd, false)
-	cmd.Flags().Float64Var(&f.budget, "budget", 0, "raise the run's budget to this many US dollars")
-	cmd.Flags().Int64Var(&f.maxTokens, "max-tokens", 0, "raise the run's token limit")
+	cmd.Flags().Float64Var(&f.BudgetUSD, "budget", 0, "raise the run's budget to this many US dollars")
+	cmd.Flags().Int64Var(&f.MaxTokens, "max-tokens", 0, "raise the run's token limit")
 	cmd.Flags().BoolVar(&f.wait, "wait", false, "wait for the process driving the run to end instead of exiting 1")
 	return cmd
 }
@@ -147,35 +141,16 @@ and follows it.`,
 // validate refuses flag values that make no sense, before anything runs
 // (exit 2).
 func (f *runFlags) validate(create bool) error {
+	if err := f.Check(create); err != nil {
+		return classify(err)
+	}
 	switch {
-	case math.IsNaN(f.budget) || math.IsInf(f.budget, 0):
-		return usageError{fmt.Errorf("--budget must be a finite number of dollars (0 = no limit), not %g", f.budget)}
-	case f.budget < 0:
-		return usageError{fmt.Errorf("--budget must not be negative (0 = no limit), not %g", f.budget)}
-	case f.maxTokens < 0:
-		return usageError{fmt.Errorf("--max-tokens must not be negative (0 = no limit), not %d", f.maxTokens)}
-	case f.maxTurns < 0:
-		return usageError{fmt.Errorf("--max-turns must not be negative (0 = from config), not %d", f.maxTurns)}
-	case create && f.maxParallel < 1:
-		return usageError{fmt.Errorf("--max-parallel must be at least 1, not %d", f.maxParallel)}
-	case create && f.nodeTimeout < 0:
-		return usageError{fmt.Errorf("--node-timeout must not be negative (0 = no limit), not %s", f.nodeTimeout)}
 	case f.detach && !f.cluster:
 		return usageError{errors.New("--detach needs --cluster: a run driven here ends with this process")}
 	case f.cluster && f.queue == "":
 		return usageError{errors.New("--queue must not be empty")}
 	case f.cluster && f.yes:
 		return usageError{errors.New("--yes does not reach the workers of a --cluster run: give it to arbor worker, or choose --mode")}
-	}
-	return nil
-}
-
-// checkPrice refuses a budget in dollars on a model whose price is not
-// known: it could not be enforced.
-func checkPrice(m app.Model, budget float64) error {
-	if budget > 0 && m.Ref.Price == nil {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("--budget is in dollars, and the price of model %s is unknown, so it cannot be enforced: set providers.%s.models.%s.price in the config, or bound the run with --max-tokens instead",
-			m.Ref.Ref, m.Ref.Provider, m.Ref.Name)}
 	}
 	return nil
 }
@@ -203,15 +178,15 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 			ref = g.model
 		}
 	}
-	e, m, err := a.EngineWith(app.EngineOptions{Model: ref, MaxTurns: f.maxTurns, NodeModels: f.nodeModels})
+	e, m, err := a.EngineWith(app.EngineOptions{Model: ref, MaxTurns: f.MaxTurns, NodeModels: f.nodeModels})
 	if err != nil {
 		return classify(err)
 	}
-	budget := f.budget
+	budget := f.BudgetUSD
 	if budget == 0 {
 		budget = r.BudgetUSD // a resumed run keeps its budget
 	}
-	if err := checkPrice(m, budget); err != nil {
+	if err := classify(app.CheckPrice(m, budget)); err != nil {
 		return err
 	}
 	if runID == "" {
@@ -222,7 +197,7 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 		}
 		r, err = e.Create(ctx, tree.RunOptions{
 			ID: app.NewID(), Goal: goal, Context: hooked, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
-			BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,
+			BudgetUSD: f.BudgetUSD, MaxTokens: f.MaxTokens, MaxParallel: f.MaxParallel, NodeTimeout: f.NodeTimeout,
 			TraceParent: a.TraceParent(),
 		})
 		if err != nil {
@@ -233,8 +208,8 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	drive := func() (store.Run, error) {
-		if runID != "" && (f.budget > 0 || f.maxTokens > 0) {
-			if err := e.Raise(ctx, r.ID, f.budget, f.maxTokens); err != nil {
+		if runID != "" && (f.BudgetUSD > 0 || f.MaxTokens > 0) {
+			if err := e.Raise(ctx, r.ID, f.BudgetUSD, f.MaxTokens); err != nil {
 				return store.Run{}, err
 			}
 		}

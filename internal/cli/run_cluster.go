@@ -29,16 +29,16 @@ func submitRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal str
 	if !ok {
 		return &exitError{code: ExitUsage, err: errors.New("--cluster needs a PostgreSQL store: --store postgres://… (or ARBOR_STORE), served by arbor worker")}
 	}
-	e, m, err := a.EngineWith(app.EngineOptions{Model: "", MaxTurns: f.maxTurns, NodeModels: f.nodeModels})
+	e, m, err := a.EngineWith(app.EngineOptions{Model: "", MaxTurns: f.MaxTurns, NodeModels: f.nodeModels})
 	if err != nil {
 		return classify(err)
 	}
-	if err := checkPrice(m, f.budget); err != nil {
+	if err := classify(app.CheckPrice(m, f.BudgetUSD)); err != nil {
 		return err
 	}
 	r, root := e.NewRun(tree.RunOptions{
 		ID: app.NewID(), Goal: goal, Model: m.Ref.Ref, Workspace: a.Workspace, Mode: string(a.Permissions.Mode()),
-		BudgetUSD: f.budget, MaxTokens: f.maxTokens, MaxParallel: f.maxParallel, NodeTimeout: f.nodeTimeout,
+		BudgetUSD: f.BudgetUSD, MaxTokens: f.MaxTokens, MaxParallel: f.MaxParallel, NodeTimeout: f.NodeTimeout,
 		Queue: f.queue, TraceParent: a.TraceParent(),
 	})
 	c, err := cluster.Open(ctx, st, cluster.Options{Queue: f.queue})
@@ -68,9 +68,9 @@ func submitRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal str
 func resumeCluster(ctx context.Context, a *app.App, st *postgres.Store, f *runFlags, s Streams, r store.Run) error {
 	id := r.ID
 	if r.Status != store.RunRunning {
-		if f.budget > 0 || f.maxTokens > 0 {
+		if f.BudgetUSD > 0 || f.MaxTokens > 0 {
 			e := tree.New(tree.Options{Store: st, Bus: a.Bus, Broker: a.Broker})
-			err := e.Raise(ctx, id, f.budget, f.maxTokens)
+			err := e.Raise(ctx, id, f.BudgetUSD, f.MaxTokens)
 			var held *store.LeaseHeldError
 			if errors.As(err, &held) {
 				return ownedError("run "+id, held, "")
