@@ -106,6 +106,11 @@ func TestClusterRunOnAWorker(t *testing.T) {
 	if o := e.run("worker"); o.code != 2 || !strings.Contains(o.stderr, "needs a PostgreSQL store") {
 		t.Fatalf("worker on SQLite: exit %d\n%s", o.code, o.stderr)
 	}
+	// -C names a directory the worker serves, as --workspace does (it was
+	// an unknown flag there: the worker's --workspace hid the global one).
+	if o := e.run("-C", e.workspace, "worker"); o.code != 2 || !strings.Contains(o.stderr, "needs a PostgreSQL store") {
+		t.Fatalf("worker -C on SQLite: exit %d\n%s", o.code, o.stderr)
+	}
 
 	// SIGTERM: the worker stops and exits 0.
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)

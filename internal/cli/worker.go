@@ -78,7 +78,8 @@ same values (docs/configuration.md).`,
 	fl := cmd.Flags()
 	fl.StringVar(&queue, "queue", "default", "the queue of cluster runs to serve (arbor run --cluster --queue)")
 	fl.IntVar(&concurrency, "concurrency", 4, "runs this worker drives at once")
-	fl.StringSliceVar(&workspaces, "workspace", nil, "serve only runs whose workspace is one of these directories (default: any that exists here)")
+	// -C as everywhere else: here it names a directory the worker serves.
+	fl.StringSliceVarP(&workspaces, "workspace", "C", nil, "serve only runs whose workspace is one of these directories (default: any that exists here)")
 	fl.BoolVarP(&yes, "yes", "y", false, "approve every call that would ask, of the runs driven here and the turns run here (deny rules and workspace limits still apply)")
 	fl.DurationVar(&stopGrace, "stop-timeout", 10*time.Second, "how long a stopping worker waits for its runs to let go")
 	fl.IntVar(&turns, "turns", 16, "node turns this worker runs at once of the runs it drives, and as many of others' runs on the queue; 0: only drive runs")

@@ -61,6 +61,10 @@ func New(a *app.App, o Options) (*Worker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: --workspace %s: %w", app.ErrUsage, d, err)
 		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			// A directory that is not here would serve nothing, for good.
+			return nil, fmt.Errorf("%w: --workspace %s is no directory on this machine", app.ErrUsage, abs)
+		}
 		dirs = append(dirs, abs)
 	}
 	advertise := o.Advertise

@@ -74,13 +74,25 @@ func TestNewRefuses(t *testing.T) {
 	}
 	pg := openApp(t, pgtest.DSN(t), "x")
 	for name, o := range map[string]worker.Options{
-		"no-concurrency": {Concurrency: 0},
-		"negative-turns": {Concurrency: 1, Turns: -1},
+		"no-concurrency":     {Concurrency: 0},
+		"negative-turns":     {Concurrency: 1, Turns: -1},
+		"missing-workspace":  {Concurrency: 1, Workspaces: []string{filepath.Join(t.TempDir(), "absent")}},
+		"workspace-is-afile": {Concurrency: 1, Workspaces: []string{aFile(t)}},
 	} {
 		if _, err := worker.New(pg, o); !errors.Is(err, app.ErrUsage) {
 			t.Errorf("%s: New: %v; want app.ErrUsage", name, err)
 		}
 	}
+}
+
+// aFile is a regular file's path.
+func aFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestWorkerDrivesASubmittedRun starts a Worker as arbor worker does,
