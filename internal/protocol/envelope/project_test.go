@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -37,5 +38,85 @@ func TestProjectSlash(t *testing.T) {
 	}
 	if !strings.Contains(reqs[0].System, "ENVELOPE-RULE: keep answers short.") || !strings.Contains(reqs[0].System, "- deploy: Deploy the service.") {
 		t.Fatalf("the system prompt lacks AGENTS.md or the skill:\n%s", reqs[0].System)
+	}
+}
+
+// TestBlockedPromptIsAnError: a prompt the project's UserPromptSubmit hook
+// refuses is reported as Chord reports a request its hook blocked: an
+// error push naming the hook's reason, then idle with last_outcome
+// "error"; the model is not called, and the session takes the next
+// prompt.
+func TestBlockedPromptIsAnError(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "fixed"})
+	defer srv.Close()
+	b, _ := setupFiles(t, srv, map[string]string{
+		".claude/settings.json": `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "sh hooks/prompt.sh"}]}]}}`,
+		"hooks/prompt.sh":       "in=$(cat)\ncase $in in\n*deploy*) echo 'no deploys on Friday' >&2; exit 2;;\n*freeze*) echo '{\"continue\": false, \"stopReason\": \"code freeze\"}';;\nesac\n",
+	})
+	for _, tc := range []struct{ prompt, reason string }{
+		{"deploy now", "no deploys on Friday"},
+		{"freeze the branch", "code freeze"},
+	} {
+		from := len(b.All)
+		b.Send(sendText(tc.prompt))
+		if idle := b.Next(typ("idle")); idle.P.LastOutcome != "error" {
+			t.Fatalf("%q: %s", tc.prompt, idle.raw)
+		}
+		var errs []out
+		for _, o := range b.All[from:] {
+			if o.Type == "error" {
+				errs = append(errs, o)
+			}
+		}
+		if len(errs) != 1 || !strings.Contains(errs[0].P.Message, "UserPromptSubmit hook blocked the prompt: "+tc.reason) || errs[0].P.Code != "" || errs[0].Seq == 0 {
+			t.Fatalf("%q: want one error push naming the reason before idle, got %d", tc.prompt, len(errs))
+		}
+		b.Send(cmd(map[string]string{"type": "status"}))
+		if st := b.Next(typ("status_response")); !strings.Contains(st.raw, tc.reason) {
+			t.Fatalf("%q: last_error: %s", tc.prompt, st.raw)
+		}
+	}
+	b.Send(sendText("fix the tests"))
+	if idle := b.Next(typ("idle")); idle.P.LastOutcome != "completed" {
+		t.Fatalf("the next prompt: %s", idle.raw)
+	}
+	b.Close()
+	if reqs := srv.Requests(); len(reqs) != 1 || len(reqs[0].Messages) != 1 || reqs[0].LastUserText() != "fix the tests" {
+		t.Fatalf("the model saw %d requests; want one holding only the prompt the hook let through", len(reqs))
+	}
+}
+
+// TestPromptHookCutShortByTheEnd: input ending while the prompt's hook
+// runs kills the hook, and the turn ends cancelled, as a model call cut
+// short does: the hook's killing is no failure to push as an error.
+func TestPromptHookCutShortByTheEnd(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setupFiles(t, srv, map[string]string{
+		".claude/settings.json": `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo running > started; read l < gate"}]}]}}`,
+	})
+	started := b.mkfifo("started")
+	b.mkfifo("gate") // never written: the hook waits until it is killed
+	b.Send(sendText("fix the tests"))
+	if got, err := os.ReadFile(started); err != nil || string(got) != "running\n" {
+		t.Fatalf("the hook did not start: %q, %v", got, err)
+	}
+	b.Close()
+	var idles []out
+	for _, o := range b.All {
+		switch o.Type {
+		case "error":
+			t.Fatalf("the killed hook was pushed as an error: %s", o.raw)
+		case "idle":
+			idles = append(idles, o)
+		}
+	}
+	if len(idles) != 1 || idles[0].P.LastOutcome != "cancelled" {
+		t.Fatalf("want one idle saying cancelled, got %d", len(idles))
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("the model saw %d requests", n)
 	}
 }

@@ -104,7 +104,15 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 		}
 		text, err := s.app.PromptHooks(ctx, sess.ID, s.sessionSource(sess.ID), content)
 		if err != nil {
+			if ctx.Err() != nil {
+				return // a cancel or the end of input killed the hook
+			}
+			// A prompt the hooks refused (or could not judge) never
+			// reaches the agent, whose Error event reports every other
+			// failed turn: it is pushed here, as Chord pushes a request
+			// its hook blocked.
 			res = agent.Result{Outcome: agent.OutcomeFailed, Err: err}
+			s.pushError(err.Error())
 			return
 		}
 		res = sess.Agent.Send(ctx, llm.UserText(text))
@@ -203,13 +211,19 @@ func (s *server) translate(e agent.Event) {
 	case *agent.CompactionStarted, *agent.CompactionFinished, *agent.ContextPressure:
 		s.compactionEvent(e)
 	case *agent.Error:
-		s.ctl.mu.Lock()
-		// A cancelled job's failure is the cancel's doing (finishWork
-		// reports it cancelled): its internal text reaches no client.
-		if !s.ctl.jobCancelled {
-			s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: e.Message}, func(st *state) { st.lastError = e.Message })
-		}
-		s.ctl.mu.Unlock()
+		s.pushError(e.Message)
+	}
+}
+
+// pushError reports a failure of the main agent's turn: an error push,
+// and last_error.
+func (s *server) pushError(msg string) {
+	s.ctl.mu.Lock()
+	defer s.ctl.mu.Unlock()
+	// A cancelled job's failure is the cancel's doing (finishWork reports
+	// it cancelled): its internal text reaches no client.
+	if !s.ctl.jobCancelled {
+		s.wire.push(evError, errorPayload{AgentID: mainAgent, Message: msg}, func(st *state) { st.lastError = msg })
 	}
 }
 
