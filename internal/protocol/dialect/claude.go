@@ -100,10 +100,10 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 	fs.StringVar(&allowed, "allowedTools", "", "")
 	fs.StringVar(&disallowed, "disallowedTools", "", "")
 	fs.StringVar(&l.AppendSystemPrompt, "append-system-prompt", "", "")
-	fs.StringVar(&l.Resume, "resume", "", "")
+	fs.StringVarP(&l.Resume, "resume", "r", "", "") // -r and -c are Claude Code's too
 	fs.BoolVar(&l.PartialMessages, "include-partial-messages", false, "")
 	fs.StringVar(&tools, "tools", "", "")
-	fs.BoolVar(&l.Continue, "continue", false, "")
+	fs.BoolVarP(&l.Continue, "continue", "c", false, "")
 	fs.BoolVar(&l.ForkSession, "fork-session", false, "")
 	fs.StringVar(&l.SessionID, "session-id", "", "")
 	fs.Float64Var(&l.MaxBudgetUSD, "max-budget-usd", 0, "")
