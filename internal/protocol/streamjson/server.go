@@ -227,6 +227,9 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	// After the subscription: its last lines are written too. Once
 	// signalled, a client that stopped reading gets a grace period only.
 	defer s.out.CloseAfter(ctx)
+	if err := s.checkResume(ctx); err != nil {
+		return err
+	}
 	s.events = a.Bus.Subscribe(s.translate)
 	defer s.events.Close()
 

@@ -2,17 +2,50 @@ package streamjson
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // The session of a server: created or resumed on the first turn, with
 // the tools the client asked for.
+
+// ErrNoConversation is Serve's error when Options.Resume names no stored
+// session.
+var ErrNoConversation = errors.New("no conversation found with session ID")
+
+// checkResume fails the server at its start, before any input is read,
+// when Options.Resume names no stored session, as Claude Code does: an
+// error result in Claude Code's words, then ErrNoConversation (the CLI
+// exits with status 1). The session itself is made by the first turn,
+// which would otherwise be the first to notice, and an input without one
+// would end in silence.
+func (s *Server) checkResume(ctx context.Context) error {
+	id := s.opts.Resume
+	if id == "" {
+		return nil
+	}
+	_, err := s.app.Store.GetSession(ctx, id)
+	if err == nil {
+		return nil
+	}
+	msg := "No conversation found with session ID: " + id // Claude Code's words
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("%w: %s", ErrNoConversation, id)
+	} else {
+		err = fmt.Errorf("resume session %s: %w", id, err)
+		msg = err.Error()
+	}
+	s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true, Errors: []string{msg},
+		SessionID: id, PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
+	return err
+}
 
 // current returns the session, nil before one exists.
 func (s *Server) current() *app.Session {
