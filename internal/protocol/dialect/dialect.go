@@ -56,11 +56,16 @@ func Parse(d Dialect, args []string, in io.Reader) (Launch, io.Reader, error) {
 }
 
 // Recognize reports which client's CLI args are: for an invocation with
-// no subcommand and stream-json in and out, Qwen when it carries
-// --channel (the Qwen Code SDK always passes --channel=SDK; Claude Code
-// has no such flag), else ClaudeCode (the Claude Agent SDK); Spec for
-// anything else.
+// no subcommand (or headless) and stream-json in and out, Qwen when it
+// carries --channel (the Qwen Code SDK always passes --channel=SDK;
+// Claude Code has no such flag), else ClaudeCode (the Claude Agent SDK);
+// Spec for anything else. The clients pass flags first, so args that
+// start with another word are arbor's own command line (arbor run with
+// Claude Code's flags is refused by arbor run, not taken for a client).
 func Recognize(args []string) Dialect {
+	if ownCommand(args) {
+		return Spec
+	}
 	in, out, channel := false, false, false
 	for i, a := range args {
 		next := ""
@@ -83,4 +88,10 @@ func Recognize(args []string) Dialect {
 		return ClaudeCode
 	}
 	return Spec
+}
+
+// ownCommand reports whether args start with a subcommand of arbor's other
+// than headless.
+func ownCommand(args []string) bool {
+	return len(args) > 0 && args[0] != "headless" && !strings.HasPrefix(args[0], "-")
 }

@@ -108,8 +108,9 @@ func FuzzClaudeArgv(f *testing.F) {
 func checkRecognize(t *testing.T, args []string) {
 	t.Helper()
 	both := append(append([]string(nil), args...), "--input-format", "stream-json", "--output-format=stream-json")
-	if dialect.Recognize(both) != dialect.ClaudeCode {
-		t.Fatalf("Recognize(%q) is not Claude Code", both)
+	own := len(args) > 0 && args[0] != "headless" && !strings.HasPrefix(args[0], "-") // a subcommand of arbor's
+	if got := dialect.Recognize(both); own && got != dialect.Spec || !own && got != dialect.ClaudeCode {
+		t.Fatalf("Recognize(%q) = %s; a subcommand of arbor's %v", both, got, own)
 	}
 	if dialect.Recognize(args) == dialect.ClaudeCode {
 		joined := "\n" + strings.Join(args, "\n") + "\n"

@@ -24,6 +24,9 @@ func TestRecognize(t *testing.T) {
 		{append(slices.Clone(qwenSDKArgs), "--session-id", "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"), dialect.Qwen},
 		{[]string{"--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}, dialect.ClaudeCode},
 		{[]string{"headless", "--protocol", "stream-json"}, dialect.Spec},
+		{[]string{"headless", "--input-format", "stream-json", "--output-format", "stream-json"}, dialect.ClaudeCode},
+		{[]string{"run", "--input-format", "stream-json", "--output-format", "stream-json", "a goal"}, dialect.Spec},
+		{[]string{"mcp", "--input-format", "stream-json", "--output-format", "stream-json", "--channel=SDK"}, dialect.Spec},
 		{[]string{"--channel", "SDK"}, dialect.Spec},
 	} {
 		if got := dialect.Recognize(tt.args); got != tt.want {
