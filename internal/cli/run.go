@@ -296,7 +296,7 @@ func report(ctx context.Context, a *app.App, r store.Run, s Streams, quiet bool)
 	case store.RunInterrupted:
 		return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; continue with: arbor resume %s", r.ID)}
 	case store.RunBudget:
-		return &exitError{code: ExitFailure, err: fmt.Errorf("%s; continue with a larger budget: arbor resume %s --budget N", r.Error, r.ID)}
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s; continue with a larger limit: arbor resume %s %s N", r.Error, r.ID, tree.RaiseFlag(r.Error))}
 	default:
 		return &exitError{code: ExitFailure, err: fmt.Errorf("run %s %s: %s", r.ID, r.Status, r.Error)}
 	}

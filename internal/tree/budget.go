@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/store"
@@ -145,6 +146,16 @@ func (r *run) gateFor(id int64) func(context.Context, llm.Usage, float64) error 
 			r.usageMu.Lock()
 		}
 	}
+}
+
+// RaiseFlag is the flag of arbor resume that raises the limit a run
+// ended by its budget (store.RunBudget) reached, from the run's error as
+// roomLocked words it: --max-tokens for its tokens, else --budget.
+func RaiseFlag(runErr string) string {
+	if strings.HasSuffix(runErr, " tokens") {
+		return "--max-tokens"
+	}
+	return "--budget"
 }
 
 // roomLocked checks the run's budget, then the budgets of node id and its

@@ -205,18 +205,36 @@ func TestFailurePropagates(t *testing.T) {
 	}
 }
 
+// TestBudgetExhausted: a run whose token or dollar budget is spent ends
+// budget_exhausted after the call that spent it, and its error names the
+// flag of arbor resume that raises that limit.
 func TestBudgetExhausted(t *testing.T) {
 	t.Parallel()
-	b := setup(t, script{
-		1: {calls(call("spawn", map[string]any{"goal": "a", "prompt": "p"})), complete("draft"), complete("done")},
-		2: {complete("child result")},
-	}, setupOpts{goal: "g", budgetTokens: 1})
-	r := b.drive(t)
-	if r.Status != store.RunBudget || !strings.Contains(r.Error, "budget exhausted") {
-		t.Fatalf("run %+v", r)
-	}
-	if n := len(b.srv.Requests()); n != 1 {
-		t.Fatalf("%d model calls after the budget was spent, want 1", n)
+	for name, c := range map[string]struct {
+		opts setupOpts
+		flag string
+	}{
+		"tokens": {setupOpts{goal: "g", budgetTokens: 1}, "--max-tokens"},
+		"dollars": {setupOpts{goal: "g", budgetUSD: 0.000001,
+			config: "providers:\n  anthropic:\n    models:\n      claude-test:\n        price: {input: 3, output: 15}\n"}, "--budget"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, script{
+				1: {calls(call("spawn", map[string]any{"goal": "a", "prompt": "p"})), complete("draft"), complete("done")},
+				2: {complete("child result")},
+			}, c.opts)
+			r := b.drive(t)
+			if r.Status != store.RunBudget || !strings.Contains(r.Error, "budget exhausted") {
+				t.Fatalf("run %+v", r)
+			}
+			if n := len(b.srv.Requests()); n != 1 {
+				t.Fatalf("%d model calls after the budget was spent, want 1", n)
+			}
+			if got := tree.RaiseFlag(r.Error); got != c.flag {
+				t.Fatalf("RaiseFlag(%q) = %s, want %s", r.Error, got, c.flag)
+			}
+		})
 	}
 }
 
