@@ -289,6 +289,24 @@ func TestUsageErrors(t *testing.T) {
 	if o := e.run("--bogus"); o.code != 2 {
 		t.Fatalf("unknown flag: exit %d", o.code)
 	}
+	if o := e.run("bogus"); o.code != 2 || !strings.Contains(o.stderr, `unknown command "bogus"`) {
+		t.Fatalf("unknown command: exit %d %q; want 2", o.code, o.stderr)
+	}
+	// A broken permission rule file is a configuration error, as a broken
+	// config.yaml is.
+	rules := filepath.Join(e.workspace, ".arbor", "permissions.yaml")
+	if err := os.MkdirAll(filepath.Dir(rules), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rules, []byte("rules:\n  - rule: shell(git *\n    action: allow\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := e.run("run", "--model", "anthropic/x", "hi"); o.code != 2 || !strings.Contains(o.stderr, "permission rule file") {
+		t.Fatalf("broken permissions.yaml: exit %d %q; want 2", o.code, o.stderr)
+	}
+	if err := os.Remove(rules); err != nil {
+		t.Fatal(err)
+	}
 	if o := e.run("version"); o.code != 0 || !strings.HasPrefix(o.stdout, "arbor ") || !strings.Contains(o.stdout, "\nSQLite 3.") {
 		t.Fatalf("version: %d %q", o.code, o.stdout)
 	}

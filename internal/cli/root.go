@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/arbor-run/arbor/internal/permission"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -101,7 +104,7 @@ func classify(err error) error {
 		return err
 	}
 	if errors.Is(err, config.ErrNoModel) || errors.Is(err, config.ErrMissingKey) ||
-		errors.Is(err, config.ErrInvalid) || errors.Is(err, app.ErrUsage) {
+		errors.Is(err, config.ErrInvalid) || errors.Is(err, app.ErrUsage) || errors.Is(err, permission.ErrRuleFile) {
 		return &exitError{code: ExitUsage, err: err}
 	}
 	return err
@@ -129,7 +132,8 @@ func Run(ctx context.Context, args []string, s Streams) int {
 		return ee.code
 	}
 	fmt.Fprintln(s.Err, "arbor:", err)
-	if isUsage(err) {
+	// cobra's error for a word that is no command has no type of its own.
+	if isUsage(err) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return ExitUsage
 	}
 	return ExitFailure
