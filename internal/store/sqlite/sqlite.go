@@ -83,6 +83,11 @@ func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, 
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: create directory: %w", abs, err)
 	}
+	// The file holds transcripts: a new one is the user's alone (SQLite
+	// would create it 0644, and its -wal and -shm files take its mode).
+	if f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600); err == nil {
+		_ = f.Close()
+	}
 	ms, err := loadMigrations(migrationFiles)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", abs, err)

@@ -103,6 +103,25 @@ func TestOpenCreatesPrivateDirectory(t *testing.T) {
 	}
 }
 
+// TestNewFilesAreTheUsers: a new database and its WAL and shared-memory
+// files are readable by the user alone (they hold transcripts), however
+// permissive the umask and wherever --store puts them; SQLite alone would
+// make them 0644 under the usual umask.
+func TestNewFilesAreTheUsers(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "shared", "x.db")
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	st := openAt(t, path)
+	must(t, st.CreateRun(context.Background(), store.Run{ID: "r", Goal: "g", Status: store.RunRunning, Model: "m"})) // the WAL has frames
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		must(t, err)
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s: mode %o; want no access for group or others", filepath.Base(name), perm)
+		}
+	}
+}
+
 func TestPragmas(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
