@@ -203,6 +203,10 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 	if code := b.do("POST", "/api/runs/"+started.ID+"/resume", map[string]any{}, nil); code != http.StatusConflict {
 		t.Fatalf("resume of a finished run: %d", code)
 	}
+	// A run that does not exist is 404, not "resume it here first".
+	if code := b.do("POST", "/api/runs/nope/nodes/1/stop", map[string]any{}, nil); code != http.StatusNotFound {
+		t.Fatalf("control of no run: %d, want 404", code)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

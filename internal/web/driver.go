@@ -209,6 +209,9 @@ func (d *Driver) Control(ctx context.Context, runID string, id int64, op tree.Op
 	}
 	c, l, ok := d.owner(ctx, runID)
 	if !ok {
+		if _, err := d.o.App.Store.GetRun(ctx, runID); errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("run %s: %w", runID, err) // 404, not "resume it"
+		}
 		return "", fmt.Errorf("%w: resume run %s here first", tree.ErrNotDriven, runID)
 	}
 	st, err := c.Control(ctx, id, op)
