@@ -130,7 +130,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	}
 	mode, err := permission.ParseMode(cfg.Mode)
 	if err != nil {
-		return nil, &config.ValidationError{Field: "mode", Reason: err.Error(), Err: err}
+		return nil, cfg.Invalid("mode", err)
 	}
 	var a *App // the hooks ask for its sandbox when they run
 	pf, problems := loadProject(ws, cfg, o.ProjectSources, func() *sandbox.Sandbox { return a.Sandbox() })
@@ -416,7 +416,7 @@ func (a *App) Reload() error {
 	}
 	mode, err := permission.ParseMode(cfg.Mode)
 	if err != nil {
-		return &config.ValidationError{Field: "mode", Reason: err.Error(), Err: err}
+		return cfg.Invalid("mode", err)
 	}
 	a.mu.Lock()
 	a.config.Store(cfg)

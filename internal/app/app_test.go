@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/permission"
 )
 
 type bundle struct {
@@ -156,5 +157,28 @@ func TestOpenRefusesAWorkspaceThatIsNoDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(env["XDG_STATE_HOME"]); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the state directory was created (%v)", err)
+	}
+}
+
+// TestBadModeNamesItsLayer: a permission mode arbor does not know is a
+// configuration error naming the layer that set it, as every other field's
+// is (the mode's named none).
+func TestBadModeNamesItsLayer(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for source, env := range map[string]map[string]string{
+		"environment (ARBOR_MODE)": {"ARBOR_MODE": "sideways"},
+		"flag --mode":              {},
+	} {
+		env["XDG_CONFIG_HOME"], env["XDG_STATE_HOME"], env["HOME"] = filepath.Join(home, "config"), filepath.Join(home, "state"), home
+		o := app.Options{Workspace: home, Getenv: func(k string) string { return env[k] }}
+		if env["ARBOR_MODE"] == "" {
+			o.Overrides.Mode = "sideways"
+		}
+		_, err := app.Open(context.Background(), o)
+		var ve *config.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "mode" || ve.Source != source || !errors.Is(err, permission.ErrInvalidMode) {
+			t.Errorf("mode from %s: %v; want a ValidationError of mode from it", source, err)
+		}
 	}
 }

@@ -197,6 +197,13 @@ func redact(s string) string {
 	return s[:4] + "…"
 }
 
+// Invalid is the ValidationError of field, naming the layer that set it,
+// for a check made outside this package (the permission mode's, whose
+// parser is the permission package's): err's text is the reason.
+func (c *Config) Invalid(field string, err error) *ValidationError {
+	return c.invalid(field, err, "%v", err)
+}
+
 func (c *Config) invalid(field string, err error, format string, args ...any) *ValidationError {
 	return &ValidationError{Field: field, Source: c.sourceOf(field), Reason: fmt.Sprintf(format, args...), Err: err}
 }
