@@ -81,8 +81,5 @@ func (a *App) provider(mr config.ModelRef) (llm.Provider, error) {
 				Attempt: attempt, Delay: delay, Error: err.Error()})
 		},
 	}
-	if mr.Type == "script" {
-		pol.MaxAttempts = 1
-	}
 	return llm.WithRetry(p, pol), nil
 }

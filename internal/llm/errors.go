@@ -34,7 +34,10 @@ type APIError struct {
 	StatusCode int
 	// RetryAfter is the server's Retry-After, zero when absent.
 	RetryAfter time.Duration
-	Message    string
+	// NoRetry is the server's "x-should-retry: false", which the official
+	// SDKs honour: the error is not retried whatever its status.
+	NoRetry bool
+	Message string
 }
 
 func (e *APIError) Error() string {
@@ -56,7 +59,11 @@ func (e *APIError) Unwrap() error {
 
 // Retryable reports whether err is worth another attempt: rate limits,
 // server errors, connection failures, stalls and garbled streams.
+// A server that says not to retry (APIError.NoRetry) is not retried.
 func Retryable(err error) bool {
+	if ae, ok := errors.AsType[*APIError](err); ok && ae.NoRetry {
+		return false
+	}
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrServer) ||
 		errors.Is(err, ErrConnection) || errors.Is(err, ErrStalled) ||
 		errors.Is(err, ErrBadResponse)

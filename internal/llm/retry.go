@@ -233,3 +233,6 @@ func scaled(n float64, unit time.Duration) time.Duration {
 	}
 	return time.Duration(n * float64(unit))
 }
+
+// NoRetry reports a server's "x-should-retry: false" (APIError.NoRetry).
+func NoRetry(h http.Header) bool { return h.Get("x-should-retry") == "false" }

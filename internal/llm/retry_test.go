@@ -417,3 +417,28 @@ func TestParseRetryAfter(t *testing.T) {
 func fmtConnErr() error {
 	return errors.Join(llm.ErrConnection, errors.New("read: connection reset by peer"))
 }
+
+// TestNoRetry: "x-should-retry: false" makes any error final, a 5xx or a
+// rate limit included; without it those are retried.
+func TestNoRetry(t *testing.T) {
+	t.Parallel()
+	h := http.Header{}
+	if llm.NoRetry(h) {
+		t.Fatal("no header: NoRetry")
+	}
+	h.Set("X-Should-Retry", "false")
+	if !llm.NoRetry(h) {
+		t.Fatal("x-should-retry: false: not NoRetry")
+	}
+	for _, status := range []int{429, 500, 529} {
+		err := fmtWrap(&llm.APIError{Provider: "p", StatusCode: status})
+		if !llm.Retryable(err) {
+			t.Errorf("%d: not retryable", status)
+		}
+		if llm.Retryable(fmtWrap(&llm.APIError{Provider: "p", StatusCode: status, NoRetry: true})) {
+			t.Errorf("%d with x-should-retry: false: retryable", status)
+		}
+	}
+}
+
+func fmtWrap(err error) error { return errors.Join(errors.New("call"), err) }

@@ -48,10 +48,12 @@ func (p *Provider) apiError(e *sdk.Error) *llm.APIError {
 		msg = http.StatusText(status)
 	}
 	var retryAfter time.Duration
+	noRetry := false
 	if e.Response != nil {
 		retryAfter = llm.ParseRetryAfter(e.Response.Header, time.Now())
+		noRetry = llm.NoRetry(e.Response.Header)
 	}
-	return &llm.APIError{Provider: p.name, StatusCode: status, RetryAfter: retryAfter, Message: msg}
+	return &llm.APIError{Provider: p.name, StatusCode: status, RetryAfter: retryAfter, NoRetry: noRetry, Message: msg}
 }
 
 // statusOfType is the HTTP status the API uses for an error type.

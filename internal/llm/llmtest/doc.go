@@ -38,7 +38,8 @@
 //     order; a faulted turn is consumed by the one request it answers, so
 //     [{fault: rate_limit}, {text: hi}] is "429, then success".
 //   - When the script is exhausted the server answers HTTP 500 with
-//     "llmtest: script exhausted after N requests".
+//     "llmtest: script exhausted after N requests" and
+//     "x-should-retry: false": a client that honours it does not retry.
 //   - Text and thinking are streamed in several deltas (one per word), tool
 //     inputs in at least two JSON fragments; concatenated, they are exactly
 //     the scripted values.

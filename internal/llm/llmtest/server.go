@@ -219,10 +219,14 @@ func (s *Server) handleModel(f wireFormat) http.HandlerFunc {
 		}
 		turn, n, ok := s.take(req)
 		if !ok {
+			// A script's mistakes are not worth a retry: "x-should-retry:
+			// false", which the official SDKs and arbor honour.
+			w.Header().Set("x-should-retry", "false")
 			s.fail(w, f, n, http.StatusInternalServerError, fmt.Sprintf("llmtest: script exhausted after %d requests", n-1), 0)
 			return
 		}
 		if err := turn.Validate(); err != nil {
+			w.Header().Set("x-should-retry", "false")
 			s.fail(w, f, n, http.StatusInternalServerError, fmt.Sprintf("llmtest: request %d: %v", n, err), 0)
 			return
 		}

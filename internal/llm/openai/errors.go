@@ -61,10 +61,12 @@ func (p *Provider) apiError(status int, resp *http.Response, msg string) *llm.AP
 		msg = http.StatusText(status)
 	}
 	var retryAfter time.Duration
+	noRetry := false
 	if resp != nil {
 		retryAfter = llm.ParseRetryAfter(resp.Header, time.Now())
+		noRetry = llm.NoRetry(resp.Header)
 	}
-	return &llm.APIError{Provider: p.name, StatusCode: status, RetryAfter: retryAfter, Message: msg}
+	return &llm.APIError{Provider: p.name, StatusCode: status, RetryAfter: retryAfter, NoRetry: noRetry, Message: msg}
 }
 
 // inBandError converts an error object sent inside a 200 stream. Servers

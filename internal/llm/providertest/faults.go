@@ -163,6 +163,23 @@ func (s *suite) testRetry(t *testing.T) {
 	})
 }
 
+// testNoRetry: an answer with "x-should-retry: false" (the scripted
+// server's, once its script is spent) is not retried, whatever its status.
+func (s *suite) testNoRetry(t *testing.T) {
+	t.Parallel()
+	b := s.setup(t, llmtest.Turn{Text: "only one"})
+	p := llm.WithRetry(b.p, llm.RetryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	mustSucceed(t, p.Stream(context.Background(), request("hi")))
+	err := mustFail(t, p.Stream(context.Background(), request("again"))).err
+	var apiErr *llm.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 500 || !apiErr.NoRetry || llm.Retryable(err) {
+		t.Fatalf("err = %v; want a 500 the server said not to retry", err)
+	}
+	if n := len(b.srv.Requests()); n != 2 {
+		t.Fatalf("server saw %d requests, want 2 (no retry)", n)
+	}
+}
+
 // testCancel cancels a call after its first delta, while the server is
 // still streaming, and checks that the stream ends at once with
 // context.Canceled and that the server saw its request end.

@@ -35,6 +35,7 @@ func Run(t *testing.T, newProvider NewProvider) {
 	t.Run("Tools", s.testTools)
 	t.Run("Faults", s.testFaults)
 	t.Run("Retry", s.testRetry)
+	t.Run("NoRetry", s.testNoRetry)
 	t.Run("Cancel", s.testCancel)
 }
 
