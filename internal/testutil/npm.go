@@ -24,7 +24,7 @@ func NPMPackage(t *testing.T, src string, npmArgs ...string) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found in PATH: this test needs Node.js 18+ with npm; run `bash scripts/test.sh`, which installs them (or apt-get install nodejs npm)", tool)
+			t.Fatalf("%s not found in PATH: this test needs Node.js 20 or later with npm; run `bash scripts/test.sh`, which installs them (or apt-get install nodejs npm where the distribution's nodejs is 20 or later)", tool)
 		}
 	}
 	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
