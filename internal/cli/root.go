@@ -164,7 +164,7 @@ can be listed, inspected and continued.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.model, "model", "m", "", "model as provider/name (anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3) or script:FILE")
-	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit or trust")
+	pf.StringVar(&g.mode, "mode", "", "permission mode: default, auto-edit, trust, plan (read-only) or dont-ask (deny what would ask)")
 	pf.StringVar(&g.store, "store", "", "database: a SQLite file (default $XDG_STATE_HOME/arbor/arbor.db) or a postgres:// URL; env ARBOR_STORE")
 	pf.StringVarP(&g.workspace, "workspace", "C", "", "workspace directory (default: the current directory)")
 	pf.StringVar(&g.sandbox, "sandbox", "", "confine the shell commands of agents: off, auto (the default of commands that run agents) or required; env ARBOR_SANDBOX (docs/sandbox.md)")
