@@ -53,5 +53,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
+# Playwright, which drives the browser test, needs Node.js 20 or later;
+# Debian 12's own nodejs is 18.
+if ! node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; then
+  echo "scripts/test.sh: Node.js $(node --version) is too old: the tests need 20 or later (nodesource.com has packages)" >&2
+  exit 1
+fi
 
 go test "$@" ./...
