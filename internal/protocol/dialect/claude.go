@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -109,7 +110,8 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 	fs.Float64Var(&l.MaxBudgetUSD, "max-budget-usd", 0, "")
 	fs.StringVar(&settingSources, "setting-sources", "", "")
 	fs.StringVar(&settings, "settings", "", "")
-	fs.BoolVar(&debug, "debug", false, "")
+	fs.BoolVarP(&debug, "debug", "d", false, "")
+	fs.BoolP("print", "p", false, "") // stream-json is print mode already
 	fs.StringVar(&debugFile, "debug-file", "", "")
 	fs.Bool("allow-dangerously-skip-permissions", false, "")
 	fs.StringArrayVar(&mcpConfigs, "mcp-config", nil, "")
@@ -214,16 +216,40 @@ func ParseClaudeCode(args []string, in io.Reader) (Launch, io.Reader, error) {
 // unsupportedFlags lists the flags of args that fs does not define.
 func unsupportedFlags(fs *pflag.FlagSet, args []string) []string {
 	var bad []string
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if fs.Lookup(name) == nil {
-			bad = append(bad, "--"+name)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return bad
+		case strings.HasPrefix(a, "--"):
+			name, _, inline := strings.Cut(a[2:], "=")
+			f := fs.Lookup(name)
+			switch {
+			case f == nil:
+				bad = append(bad, "--"+name)
+			case !inline && f.NoOptDefVal == "":
+				i++ // its value
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			// A cluster of short flags (-pc), the last of which may take
+			// the next argument, or the rest of this one, as its value.
+			for j := 1; j < len(a); j++ {
+				if a[j] >= utf8.RuneSelf { // shorthands are ASCII
+					bad = append(bad, a)
+					break
+				}
+				f := fs.ShorthandLookup(a[j : j+1])
+				if f == nil {
+					bad = append(bad, "-"+a[j:j+1])
+					break
+				}
+				if f.NoOptDefVal == "" {
+					if j == len(a)-1 {
+						i++
+					}
+					break
+				}
+			}
 		}
 	}
 	return bad
