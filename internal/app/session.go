@@ -128,7 +128,7 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 	st, err := a.Store.GetSession(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("session %s: %w", id, err)
+			return nil, fmt.Errorf("session %s %w", id, store.ErrNotFound) // "session X not found", as Chord says
 		}
 		return nil, err
 	}

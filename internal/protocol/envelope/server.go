@@ -244,7 +244,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	}
 	opened, err := s.open(ctx, o.Resume, s.sessionOptions())
 	if err != nil {
-		return fmt.Errorf("envelope: session: %w", err)
+		return fmt.Errorf("envelope: %w", err)
 	}
 	s.ctl.sess, s.ctl.sessJobs = opened.sess, opened.jobs
 	s.ctl.model = opened.sess.Model.Ref.Ref

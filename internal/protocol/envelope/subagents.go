@@ -2,12 +2,14 @@ package envelope
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 )
@@ -210,7 +212,10 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 	if id != "" {
 		s.hostClosers.Wait() // the session's tree may still be closing
 		st, err := s.app.Store.GetSession(ctx, id)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return opened{}, fmt.Errorf("session %s %w", id, store.ErrNotFound) // as Chord says it
+		case err != nil:
 			return opened{}, fmt.Errorf("session %s: %w", id, err)
 		}
 		if st.OwnedByNode() {
