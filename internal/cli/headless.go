@@ -104,7 +104,7 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 	fl.StringVar(&f.protocol, "protocol", "envelope", "wire protocol: envelope (spec 000) or stream-json (spec 001/003)")
 	fl.StringVarP(&f.sessionDir, "session-dir", "d", "", "work in DIR")
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent session")
-	fl.StringVarP(&f.worktree, "worktree", "w", "", "work in a git worktree arbor creates and manages (.arbor/worktrees/NAME, branch arbor/NAME); NAME is optional")
+	fl.StringVarP(&f.worktree, "worktree", "w", "", "work in a git worktree arbor creates and manages (.arbor/worktrees/NAME, branch arbor/NAME); `NAME` is optional")
 	fl.Lookup("worktree").NoOptDefVal = autoWorktree
 	fl.StringVar(&f.approvalMode, "approval-mode", "", "permission mode: default, auto-edit, trust (also the Claude names acceptEdits, bypassPermissions)")
 	fl.StringVarP(&f.resume, "resume", "r", "", "continue stored session ID")
@@ -116,8 +116,9 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 	return cmd
 }
 
-// autoWorktree stands for -w given without a name.
-const autoWorktree = "\x00auto"
+// autoWorktree stands for -w given without a name; no worktree name can
+// be it (app.PrepareWorktree takes letters, digits, '.', '_' and '-').
+const autoWorktree = "(generated)"
 
 func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Options) error {
 	a, err := g.open(ctx)
