@@ -112,7 +112,9 @@ func newResumeCmd(g *globals, s Streams) *cobra.Command {
 		Long: `Continue a run after Ctrl-C, a crash or a spent budget. Completed results are
 kept; nodes that were running continue from their stored transcripts at the
 last step boundary; a tool that was running when the process died is
-reported to its agent as interrupted, never run twice.
+reported to its agent as interrupted, never run twice. The run goes on in its
+own workspace and permission mode, from whatever directory it is resumed
+(--mode chooses another mode).
 
 One process drives a run at a time. While another live process drives it,
 resume exits 1 naming the owner (pid, host, since when); --wait waits until
@@ -173,6 +175,15 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 		if st, ok := a.Store.(*postgres.Store); ok && r.Queue != "" {
 			return resumeCluster(ctx, a, st, f, s, r)
 		}
+		ra, release, err := a.ForRun(r, g.mode != "") // its workspace and mode, from wherever it is resumed
+		if err != nil {
+			return classify(err)
+		}
+		defer release()
+		if ra.Workspace != a.Workspace {
+			fmt.Fprintf(s.Err, "arbor: run %s works in %s\n", r.ID, ra.Workspace)
+		}
+		a = ra
 		ref = r.Model
 		if g.model != "" {
 			ref = g.model

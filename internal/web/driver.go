@@ -93,7 +93,7 @@ func (d *Driver) Start(ctx context.Context, nr NewRun) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := d.drive(ctx, e, r.ID); err != nil {
+	if err := d.drive(ctx, e, r.ID, func() {}); err != nil {
 		return "", err
 	}
 	return r.ID, nil
@@ -112,18 +112,25 @@ func (d *Driver) Resume(ctx context.Context, runID string) error {
 	if d.engine(runID) != nil {
 		return fmt.Errorf("resume %s: %w", runID, tree.ErrRunActive)
 	}
-	e, _, err := d.o.App.EngineWith(app.EngineOptions{Model: r.Model})
+	ra, release, err := d.o.App.ForRun(r, false) // its workspace and mode, not the server's
 	if err != nil {
 		return err
 	}
-	return d.drive(ctx, e, runID)
+	e, _, err := ra.EngineWith(app.EngineOptions{Model: r.Model})
+	if err != nil {
+		release()
+		return err
+	}
+	return d.drive(ctx, e, runID, release)
 }
 
 // drive drives run id on a goroutine of its own and returns once the run
-// is live (its lease held) or failed to start.
-func (d *Driver) drive(ctx context.Context, e *tree.Engine, id string) error {
+// is live (its lease held) or failed to start; release is called when the
+// drive ends (or does not start).
+func (d *Driver) drive(ctx context.Context, e *tree.Engine, id string, release func()) error {
 	started := make(chan error, 1)
 	err := d.launch(id, e, func() {
+		defer release()
 		defer func() {
 			d.mu.Lock()
 			if d.engines[id] == e {
@@ -150,6 +157,7 @@ func (d *Driver) drive(ctx context.Context, e *tree.Engine, id string) error {
 		}
 	})
 	if err != nil {
+		release()
 		return err
 	}
 	select {

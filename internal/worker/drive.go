@@ -250,6 +250,8 @@ func (w *Worker) open(ctx context.Context, id string) (store.Run, *app.App, erro
 	if err != nil {
 		return store.Run{}, nil, fmt.Errorf("run %s: %w", id, err)
 	}
+	// A view of its own even in the worker's own directory: the worker
+	// closes it when the drive ends, and sets the run's mode on it.
 	if m, err := permission.ParseMode(r.Mode); err == nil && r.Mode != "" {
 		ra.Permissions.SetMode(m)
 	}

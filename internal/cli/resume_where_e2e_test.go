@@ -1,0 +1,65 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm/llmtest"
+)
+
+// TestResumeWorksWhereTheRunStarted: a run started in one directory in
+// auto-edit mode, interrupted, and resumed from another directory without
+// --mode, goes on in its own workspace and mode: its write lands there
+// and needs no approval. Before, it worked in the directory it was
+// resumed from, in the default mode, where the write was denied (no
+// terminal to ask).
+func TestResumeWorksWhereTheRunStarted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServer(
+		llmtest.Turn{Text: "never finished", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}},
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "write_file", Input: map[string]any{"path": "where.txt", "content": "here\n"}}}},
+		llmtest.Turn{Text: "wrote it"},
+	)
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c := e.cmd(context.Background(), "run", "--mode", "auto-edit", "--model", model, "write where.txt")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srv.WaitRequests(1) // the stream is open and stalled
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	if c.ProcessState.ExitCode() != 130 {
+		t.Fatalf("exit %d, want 130\n%s", c.ProcessState.ExitCode(), errb.String())
+	}
+	id := runID(t, errb.String())
+
+	started := e.workspace
+	e.workspace = filepath.Join(e.home, "elsewhere")
+	if err := os.MkdirAll(e.workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := e.run("resume", id)
+	if o.code != 0 || strings.TrimSpace(o.stdout) != "wrote it" {
+		t.Fatalf("resume: %d %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(started, "where.txt")); err != nil || string(b) != "here\n" {
+		t.Fatalf("where.txt in the run's workspace: %q, %v\n%s", b, err, o.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "where.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the resumed run wrote where it was resumed from (%v)", err)
+	}
+	if !strings.Contains(o.stderr, "works in "+started) {
+		t.Fatalf("stderr should say where the run works:\n%s", o.stderr)
+	}
+}
