@@ -63,3 +63,27 @@ func TestResumeWorksWhereTheRunStarted(t *testing.T) {
 		t.Fatalf("stderr should say where the run works:\n%s", o.stderr)
 	}
 }
+
+// TestResumeOfAFailedRunSaysItIsOver: resuming a run that failed says it
+// failed earlier and is over, and asks the model nothing; before, it
+// printed the stored error as if the resume had just failed with it.
+func TestResumeOfAFailedRunSaysItIsOver(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServer(llmtest.Turn{Fault: &llmtest.Fault{Kind: llmtest.FaultServer, Status: 401}})
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	o := e.run("run", "--model", model, "hello")
+	if o.code != 1 {
+		t.Fatalf("run against a 401: exit %d\n%s", o.code, o.stderr)
+	}
+	id := runID(t, o.stderr)
+	asked := len(srv.Requests())
+	o = e.run("resume", id)
+	if o.code != 1 || !strings.Contains(o.stderr, "failed earlier") || !strings.Contains(o.stderr, "nothing was run again") {
+		t.Fatalf("resume of a failed run: exit %d\n%s", o.code, o.stderr)
+	}
+	if n := len(srv.Requests()); n != asked {
+		t.Fatalf("the resume asked the model %d more times", n-asked)
+	}
+}

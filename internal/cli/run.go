@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,6 +172,10 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 	if runID != "" {
 		if r, err = a.Store.GetRun(ctx, runID); err != nil {
 			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", runID, err)}
+		}
+		if r.Status == store.RunFailed || r.Status == store.RunCancelled {
+			// Its error is the old one: say so, rather than print it as news.
+			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s %s earlier (%s) and is over: nothing was run again; start a new one with arbor run", r.ID, r.Status, cmp.Or(r.Error, "no error recorded"))}
 		}
 		if st, ok := a.Store.(*postgres.Store); ok && r.Queue != "" {
 			return resumeCluster(ctx, a, st, f, s, r)
