@@ -162,7 +162,7 @@ func runMCP(ctx context.Context, g *globals, s Streams, f mcpFlags) error {
 			return &exitError{code: ExitFailure, err: fmt.Errorf("run %s: %w", f.run, err)}
 		}
 		o.Node = node
-		o.NodeTools = func(ctx context.Context) ([]tool.Tool, error) { return remoteTools(ctx, a, e, f.run, node) }
+		o.NodeTools = func(context.Context) ([]tool.Tool, error) { return a.RemoteNodeTools(e, f.run, node), nil }
 	case f.run != "":
 		r, err := a.Store.GetRun(ctx, f.run)
 		if err != nil {

@@ -1,18 +1,17 @@
-package cli
+package app
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 
-	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/owner"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tool"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
-// Node mode of arbor mcp.
+// Node mode of arbor mcp (RemoteNodeTools).
 //
 // `arbor mcp --run RUN --node N` never drives RUN: the process that owns
 // the run (its lease) runs every tool call as node N's own agent would,
@@ -20,21 +19,21 @@ import (
 // (named in the lease). A run nobody drives has no node to act as: the
 // tools say how to start it.
 
-// remoteTools returns node's tree tools, which forward each call to the
-// owner of run id.
-func remoteTools(ctx context.Context, a *app.App, e *tree.Engine, id string, node int64) ([]tool.Tool, error) {
+// RemoteNodeTools returns node's tree tools of run id, which forward each
+// call to the process that drives the run.
+func (a *App) RemoteNodeTools(e *tree.Engine, id string, node int64) []tool.Tool {
 	infos := e.ToolInfos(node)
 	out := make([]tool.Tool, len(infos))
 	for i, info := range infos {
 		out[i] = &forwarded{info: info, a: a, run: id, node: node}
 	}
-	return out, nil
+	return out
 }
 
 // forwarded is a tree tool run by the owner of the run.
 type forwarded struct {
 	info tool.Info
-	a    *app.App
+	a    *App
 	run  string
 	node int64
 }
