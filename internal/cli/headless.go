@@ -133,7 +133,7 @@ func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Option
 	if errors.As(err, &held) {
 		return ownedError("session "+o.Resume, held, "")
 	}
-	return err
+	return classify(err) // no model, a bad config: exit 2, as arbor run
 }
 
 // latestSession is the most recently used stored session (the last one

@@ -232,6 +232,14 @@ func (s *server) tryOpen(ctx context.Context, id string, so app.SessionOptions) 
 // the host (not so.Jobs).
 func (s *server) openWith(ctx context.Context, engine *tree.Engine, id string, so app.SessionOptions, resume bool) (opened, error) {
 	work := s.ws()
+	if !resume {
+		// A session that cannot start (no model, no key) stores no run.
+		m, err := work.Model(so.Model)
+		if err != nil {
+			return opened{}, err
+		}
+		so.Model = m.Ref.Ref
+	}
 	host, err := engine.Host(ctx, tree.HostOptions{ID: id, SessionID: id, Model: so.Model, Workspace: work.Workspace, New: !resume})
 	if err != nil {
 		return opened{}, err
