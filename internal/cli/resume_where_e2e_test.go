@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -85,5 +86,58 @@ func TestResumeOfAFailedRunSaysItIsOver(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != asked {
 		t.Fatalf("the resume asked the model %d more times", n-asked)
+	}
+}
+
+// TestResumedRunShowsItsRunningNodes: the plain lines of a resumed run
+// show the tool calls of a node that was already running when the run
+// was interrupted; before, the view knew only nodes whose state changed
+// after the resume, so those calls went unshown.
+func TestResumedRunShowsItsRunningNodes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var mu sync.Mutex
+	calls := map[string]int{} // a node's model calls so far, by its first message
+	stalled := make(chan struct{})
+	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		first := r.Messages[0].Text()
+		mu.Lock()
+		defer mu.Unlock()
+		n := calls[first]
+		calls[first]++
+		switch {
+		case strings.Contains(first, "root node #1") && n == 0:
+			return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "spawn", Input: map[string]any{"goal": "say hi", "prompt": "run echo hi"}}}}
+		case strings.Contains(first, "root node #1"):
+			return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "complete", Input: map[string]any{"result": "all done"}}}}
+		case n == 0: // #2's first call: stalled until the interrupt
+			close(stalled)
+			return llmtest.Turn{Text: "never finished", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}}
+		case n == 1:
+			return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", Input: map[string]any{"command": "echo hi-from-two"}}}}
+		default:
+			return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "complete", Input: map[string]any{"result": "hi"}}}}
+		}
+	})
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	c := e.cmd(context.Background(), "run", "--plain", "--yes", "--model", model, "greet")
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-stalled
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	id := runID(t, errb.String())
+	o := e.run("resume", "--plain", "--yes", id)
+	if o.code != 0 {
+		t.Fatalf("resume: %d\n%s", o.code, o.stderr)
+	}
+	if !strings.Contains(o.stderr, "#2 → shell echo hi-from-two") {
+		t.Fatalf("the resumed view does not show #2's call:\n%s", o.stderr)
 	}
 }

@@ -198,6 +198,7 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 	if err != nil {
 		return classify(err)
 	}
+	r.Model = m.Ref.Ref // shown: the model this process runs, --model's on a resume
 	budget := f.BudgetUSD
 	if budget == 0 {
 		budget = r.BudgetUSD // a resumed run keeps its budget
@@ -266,8 +267,10 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 // terminals, else plain lines on stderr with approvals answered by the
 // terminal rules.
 func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r store.Run, cancel func()) (stop func()) {
+	nodes, _ := a.Store.Nodes(ctx, r.ID) // as they stand when a resumed run is shown
 	if !f.plain && !f.quiet && isTerminal(s.In) && isTerminal(s.Err) {
 		live := tui.NewLive(tui.LiveOptions{RunID: r.ID, In: s.In, Out: s.Err, Resolver: a.Broker, Title: tui.Title(r.Goal), OnInterrupt: cancel})
+		tui.Resumed(r.ID, nodes, live.Handle)
 		sub := a.Bus.Subscribe(live.Handle)
 		stopMCP := showMCPFailures(a, live)
 		done := make(chan struct{})
@@ -284,7 +287,9 @@ func startFrontEnd(ctx context.Context, a *app.App, f *runFlags, s Streams, r st
 	fmt.Fprintf(s.Err, "arbor: run %s, model %s\n", r.ID, r.Model)
 	var plain *agent.Subscription
 	if !f.quiet {
-		plain = a.Bus.Subscribe(tui.NewPlain(s.Err, r.ID).Handle)
+		p := tui.NewPlain(s.Err, r.ID)
+		tui.Resumed(r.ID, nodes, p.Handle)
+		plain = a.Bus.Subscribe(p.Handle)
 	}
 	term := &tui.Prompter{In: s.In, Out: s.Err, Yes: f.yes, Interactive: isTerminal(s.In), RunID: r.ID}
 	stopTerm := term.Serve(ctx, a.Bus, a.Broker)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
 )
 
@@ -208,4 +209,16 @@ func (t *tracker) ordered() (list []*nodeState, depth []int) {
 		walk(r, 0)
 	}
 	return list, depth
+}
+
+// Resumed hands handle the stored nodes of run runID as they stand, as
+// changes within their states: a view of a resumed run then shows the
+// nodes that were already running (they change state only later) and
+// their tool calls. Call it before subscribing handle to the bus, so that
+// no newer change is overwritten.
+func Resumed(runID string, nodes []store.Node, handle func(agent.Event)) {
+	for _, n := range nodes {
+		v := tree.View(n)
+		handle(&tree.NodeChanged{RunID: runID, From: v.State, Node: v})
+	}
 }
