@@ -58,6 +58,9 @@ func serve(ctx context.Context, g *globals, s Streams, addr, token string) error
 	if err != nil {
 		return &exitError{code: ExitFailure, err: fmt.Errorf("listen: %w", err)}
 	}
+	if _, err := a.Model(""); err != nil {
+		fmt.Fprintf(s.Err, "arbor: %v\narbor: runs can be watched here, but not started or resumed until a model is configured\n", err)
+	}
 	d := web.NewDriver(web.DriverOptions{App: a, Serve: true, Diag: s.Err})
 	srv := web.New(web.Options{Store: a.Store, Bus: a.Bus, Interactions: a.Broker, Steer: d, Token: token})
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/arbor-run/arbor/internal/config"
+
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -194,7 +196,10 @@ func statusOf(err error) int {
 	case errors.As(err, &held), errors.Is(err, tree.ErrNotDriven), errors.Is(err, tree.ErrBadState),
 		errors.Is(err, tree.ErrRunActive), errors.Is(err, tree.ErrHosted), errors.Is(err, agent.ErrUnknownInteraction), errors.Is(err, store.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, ErrStopping):
+	case errors.Is(err, ErrStopping),
+		// The server's own configuration cannot run models: no request can
+		// fix that (arbor serve says so at start).
+		errors.Is(err, config.ErrNoModel), errors.Is(err, config.ErrMissingKey):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, errBadRequest), errors.Is(err, agent.ErrWrongResponse), errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest
