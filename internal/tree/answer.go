@@ -46,10 +46,10 @@ func (e *Engine) Answer(ctx context.Context, runID string, id int64, text string
 
 func answerable(n store.Node) error {
 	if n.Kind != KindAsk {
-		return fmt.Errorf("#%d is a %s node, not an ask: %w", n.ID, n.Kind, ErrBadState)
+		return badState("#%d is a %s node, not an ask", n.ID, n.Kind)
 	}
 	if n.State != StatePending && n.State != StateActive {
-		return fmt.Errorf("#%d is already %s: %w", n.ID, n.State, ErrBadState)
+		return badState("#%d is already %s", n.ID, n.State)
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func (r *run) cascadeLocked(id int64, to store.NodeState, reason string, cause e
 
 func (r *run) stopLocked(id int64) error {
 	if r.nodes[id].State.Terminal() {
-		return fmt.Errorf("already %s: %w", r.nodes[id].State, ErrBadState)
+		return badState("already %s", r.nodes[id].State)
 	}
 	r.cascadeLocked(id, StateCancelled, "stopped", errStopped,
 		func(n *store.Node) bool { return !n.State.Terminal() },
@@ -104,9 +104,9 @@ func (r *run) stopLocked(id int64) error {
 func (r *run) pauseLocked(id int64) error {
 	switch s := r.nodes[id].State; {
 	case s.Terminal():
-		return fmt.Errorf("already %s: %w", s, ErrBadState)
+		return badState("already %s", s)
 	case s == StatePaused:
-		return fmt.Errorf("already paused: %w", ErrBadState)
+		return badState("already paused")
 	}
 	r.cascadeLocked(id, StatePaused, "paused", errPaused,
 		func(n *store.Node) bool { return !n.State.Terminal() && n.State != StatePaused }, nil)
@@ -117,7 +117,7 @@ func (r *run) pauseLocked(id int64) error {
 // running get a notice so their agent knows what happened.
 func (r *run) resumeLocked(id int64) error {
 	if r.nodes[id].State != StatePaused {
-		return fmt.Errorf("is %s, not paused: %w", r.nodes[id].State, ErrBadState)
+		return badState("is %s, not paused", r.nodes[id].State)
 	}
 	r.cascadeLocked(id, StatePending, "resumed", nil,
 		func(n *store.Node) bool { return n.State == StatePaused },
@@ -132,7 +132,7 @@ func (r *run) resumeLocked(id int64) error {
 func (r *run) modifyLocked(id int64, goal, prompt string) error {
 	n := r.nodes[id]
 	if n.State != StatePending && n.State != StatePaused {
-		return fmt.Errorf("is %s; only pending or paused nodes can be modified: %w", n.State, ErrBadState)
+		return badState("is %s; only pending or paused nodes can be modified", n.State)
 	}
 	if goal == "" && prompt == "" {
 		return errors.New("give a new goal, a new prompt, or both")

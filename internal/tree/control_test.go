@@ -272,7 +272,9 @@ func TestAskAnsweredOffline(t *testing.T) {
 	if r := <-done; r.Status != store.RunInterrupted {
 		t.Fatalf("run %+v", r)
 	}
-	if err := b.engine.Answer(b.ctx, b.run.ID, 3, "x"); !errors.Is(err, tree.ErrBadState) {
+	// The refusal says why in its own words, without ErrBadState's
+	// generic text after it.
+	if err := b.engine.Answer(b.ctx, b.run.ID, 3, "x"); !errors.Is(err, tree.ErrBadState) || err.Error() != "#3 is a task node, not an ask" {
 		t.Fatalf("answering a task node: %v", err)
 	}
 	if err := b.engine.Answer(b.ctx, b.run.ID, 2, "eu-west"); err != nil {

@@ -44,7 +44,7 @@ func (e *Engine) ToolInfos(caller int64) []tool.Info {
 func (e *Engine) NodeTools(runID string, id int64) ([]tool.Tool, error) {
 	v, ok := e.live.Load(runID)
 	if !ok {
-		return nil, fmt.Errorf("tools of #%d: run %s is not driven by this process: %w", id, runID, ErrBadState)
+		return nil, badState("tools of #%d: run %s is not driven by this process", id, runID)
 	}
 	r := v.(*run)
 	r.mu.Lock()
@@ -54,7 +54,7 @@ func (e *Engine) NodeTools(runID string, id int64) ([]tool.Tool, error) {
 		return nil, fmt.Errorf("tools of #%d of run %s: %w", id, runID, ErrUnknownNode)
 	}
 	if n.Kind == KindHost {
-		return nil, fmt.Errorf("tools of #%d: it is the run's host: %w", id, ErrBadState)
+		return nil, badState("tools of #%d: it is the run's host", id)
 	}
 	return r.tools(id), nil
 }
@@ -72,7 +72,7 @@ func (h *Host) Complete(result string) error {
 	r.mu.Lock()
 	defer r.unlock()
 	if r.finished {
-		return fmt.Errorf("the run has ended: %w", ErrBadState)
+		return badState("the run has ended")
 	}
 	var open []int64
 	for _, c := range r.children[1] {
@@ -81,7 +81,7 @@ func (h *Host) Complete(result string) error {
 		}
 	}
 	if len(open) > 0 {
-		return fmt.Errorf("%s not ended yet; wait for them or stop them first: %w", ids(open), ErrBadState)
+		return badState("%s not ended yet; wait for them or stop them first", ids(open))
 	}
 	r.setLocked(1, "completed by its host", func(m *store.Node) { m.State, m.Result = StateComplete, result })
 	r.scheduleLocked()

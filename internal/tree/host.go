@@ -101,7 +101,7 @@ func (e *Engine) Host(ctx context.Context, o HostOptions) (*Host, error) {
 	}
 	if r.nodes[1].Kind != KindHost {
 		l.release()
-		return nil, fmt.Errorf("host run %s: it is an arbor run, not a headless session's: %w", o.ID, ErrBadState)
+		return nil, badState("host run %s: it is an arbor run, not a headless session's", o.ID)
 	}
 	// The host agent may call tools before Start: they need r.ctx. It is
 	// set before the run is published in e.live, where Answer reads it.

@@ -63,7 +63,7 @@ func (e *Engine) Control(runID string, id int64, op Op) (NodeState, error) {
 	case OpResume:
 		err = r.resumeLocked(id)
 	default:
-		return "", fmt.Errorf("unknown operation %q: want stop, pause or resume: %w", op, ErrBadState)
+		return "", badState("unknown operation %q: want stop, pause or resume", op)
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s #%d: %w", op, id, err)
