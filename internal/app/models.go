@@ -60,7 +60,7 @@ func (a *App) provider(mr config.ModelRef) (llm.Provider, error) {
 	case "script":
 		script, err := llmtest.LoadScript(mr.ScriptPath)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: --model %s: %w", ErrUsage, mr.Ref, err) // the user's file: exit 2
 		}
 		srv, err := llmtest.Serve(context.Background(), "127.0.0.1:0", script)
 		if err != nil {

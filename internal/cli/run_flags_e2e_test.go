@@ -42,6 +42,7 @@ func TestRunRefusesBadFlagsAndPlans(t *testing.T) {
 		{[]string{"run", "binary.md"}, "plan file binary.md is not text"},
 		{[]string{"run", "--budget", "0.0001", "hi"}, "price of model anthropic/claude-test is unknown"},
 		{[]string{"resume", "--budget", "-2", "some-run"}, "--budget must not be negative"},
+		{[]string{"run", "--model", "script:no-such.yaml", "hi"}, "--model script:no-such.yaml"},
 		{[]string{"mcp", "--budget", "NaN"}, "--budget must be a finite number"},
 		{[]string{"mcp", "--budget", "-1"}, "--budget must not be negative"},
 		{[]string{"mcp", "--max-parallel", "0"}, "--max-parallel must be at least 1"},
