@@ -137,10 +137,13 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	perms, err := permission.New(permission.Options{
 		Mode: mode, Workspace: ws, Roots: cfg.AddDirs,
 		ProjectFile: cfg.ProjectPermissionsFile(), UserFile: cfg.UserPermissionsFile(),
-		Extra: pf.projectRules(),
+		Extra: pf.projectRules(), Tools: RuleTools(),
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range perms.Problems() {
+		problems = append(problems, "permission rules: "+p.Error())
 	}
 	// Finding the sandbox's mechanism may run bubblewrap once (tens of
 	// milliseconds, mostly in the child and the kernel): it runs while the

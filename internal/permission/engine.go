@@ -33,6 +33,10 @@ type Options struct {
 	// package project): they follow the scope's file rules, are never
 	// written, and survive reloads.
 	Extra []Rule
+	// Tools are the names a call's tool can have. A rule of a rule file
+	// naming none of them (nor an MCP tool, mcp__…) is kept and reported
+	// by Problems. nil takes every name.
+	Tools []string
 }
 
 // Engine decides tool calls. It is safe for concurrent use.
@@ -42,8 +46,10 @@ type Engine struct {
 	// roleFiles are the current role's rule files (guarded by fileMu for
 	// writers; reload reads them under fileMu or before New returns).
 	roleFiles map[Scope]string
-	// extra are Options.Extra by scope; never changed after New.
+	// extra are Options.Extra by scope, tools Options.Tools; never
+	// changed after New.
 	extra map[Scope][]Rule
+	tools []string
 
 	// fileMu serializes AddRule and RemoveRule, file writes included, so
 	// Decide never waits for the disk.
@@ -54,6 +60,9 @@ type Engine struct {
 	// rules per scope in scopeOrder; slices are replaced, never modified
 	// in place, so Decide may use a snapshot without the lock.
 	rules [len(scopeOrder)][]*matcher
+	// unknown are the rules of each scope's files that name no tool of
+	// tools (ErrUnknownTool), as of the scope's last reload.
+	unknown [len(scopeOrder)][]error
 }
 
 // New builds an Engine and loads the rule files.
@@ -86,7 +95,7 @@ func New(o Options) (*Engine, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a directory", ws.abs)
 	}
-	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}, extra: map[Scope][]Rule{}}
+	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}, extra: map[Scope][]Rule{}, tools: o.Tools}
 	for _, r := range o.Extra {
 		if r.Scope != ScopeProject && r.Scope != ScopeUser {
 			return nil, fmt.Errorf("%w %s: extra rules belong to the project or user scope, not %q", ErrInvalidRule, r, r.Scope)
@@ -138,6 +147,19 @@ func (e *Engine) SetRoleFiles(project, user string) error {
 		}
 	}
 	return nil
+}
+
+// Problems are what is wrong with the rule files without stopping
+// arbor: each rule that names no tool of Options.Tools (ErrUnknownTool),
+// naming its file and entry, project scope first.
+func (e *Engine) Problems() []error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []error
+	for _, u := range e.unknown {
+		out = append(out, u...)
+	}
+	return out
 }
 
 // Workspace is the absolute workspace directory as configured (symlinks
@@ -288,10 +310,16 @@ func (e *Engine) file(s Scope) (string, error) {
 // scope's file, then the role's.
 func (e *Engine) reload(s Scope) error {
 	var rules []Rule
+	var unknown []error
 	if path, ok := e.files[s]; ok {
 		rs, err := loadRules(path, s)
 		if err != nil {
 			return err
+		}
+		for i, r := range rs {
+			if !knows(r, e.tools) {
+				unknown = append(unknown, unknownTool(fmt.Sprintf("%s: rule %d", path, i+1), r, e.tools))
+			}
 		}
 		rules = rs
 	}
@@ -299,6 +327,11 @@ func (e *Engine) reload(s Scope) error {
 		rs, err := loadRoleRules(path, s)
 		if err != nil {
 			return err
+		}
+		for _, r := range rs {
+			if !knows(r, e.tools) {
+				unknown = append(unknown, unknownTool(fmt.Sprintf("%s: permission.%s", path, r.Tool), r, e.tools))
+			}
 		}
 		rules = append(rules, rs...)
 	}
@@ -313,6 +346,7 @@ func (e *Engine) reload(s Scope) error {
 	}
 	e.mu.Lock()
 	e.rules[scopeIndex(s)] = ms
+	e.unknown[scopeIndex(s)] = unknown
 	e.mu.Unlock()
 	return nil
 }

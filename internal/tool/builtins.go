@@ -78,3 +78,15 @@ func Builtins(o BuiltinOptions) []Tool {
 	}
 	return tools
 }
+
+// BuiltinNames are the names of the tools this package makes: the
+// built-ins (view_image included) and the job tools (Jobs.Tools).
+func BuiltinNames() []string {
+	var names []string
+	for _, t := range append(Builtins(BuiltinOptions{}), NewJobs(nil).Tools(BuiltinOptions{})...) {
+		if n := Name(t); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}

@@ -3,6 +3,8 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -56,6 +58,10 @@ func RuleFromClaudeCode(rule string) string {
 	}
 	return arbor + rest
 }
+
+// ClaudeCodeTools are the Claude Code tool names FromClaudeCode maps,
+// sorted.
+func ClaudeCodeTools() []string { return slices.Sorted(maps.Keys(claudeCodeNames)) }
 
 // ClaudeCodeName returns Claude Code's name for an arbor tool, "" when it
 // has none.

@@ -34,6 +34,20 @@ func (e *Engine) ToolInfos(caller int64) []tool.Info {
 	return out
 }
 
+// ToolNames are the names of every tree tool a node or an external host
+// may be given (a node's, notify, the host's wait), for what checks
+// names before any run exists (permission rules).
+func ToolNames() []string {
+	e := &Engine{}
+	var names []string
+	for _, in := range append(e.ToolInfos(2), e.ExternalToolInfos()...) {
+		if !slices.Contains(names, in.Name) {
+			names = append(names, in.Name)
+		}
+	}
+	return names
+}
+
 // NodeTools returns the tree tools of node id of run runID, which this
 // engine drives or hosts, scoped to the node's authority exactly as its
 // own agent's are: it may create children only under itself, control only
