@@ -302,3 +302,31 @@ func TestSources(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsMisspeltKeys: a key of permissions arbor does not read
+// ("dney") and a top-level key that looks like a misspelt "permissions"
+// are reported, naming the file and the key, and their rules are not
+// used; Claude Code's own keys are not reported. Before, both were
+// ignored without a word, and their deny rules were lost.
+func TestSettingsMisspeltKeys(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	tree(t, ws, map[string]string{
+		".claude/settings.json": `{"permissions": {"dney": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"], "defaultMode": "acceptEdits",
+			"additionalDirectories": ["../x"]}, "model": "opus", "env": {}}`,
+		".claude/settings.local.json": `{"permission": {"deny": ["Bash(touch:*)"]}, "Hooks": {}}`,
+	})
+	k := project.Load(project.Options{Workspace: ws, UserDir: t.TempDir()})
+	if len(k.Rules) != 1 || k.Rules[0].String() != "shell(rm *)" {
+		t.Fatalf("rules %v; want the deny list's only", k.Rules)
+	}
+	settings, local := filepath.Join(ws, ".claude/settings.json"), filepath.Join(ws, ".claude/settings.local.json")
+	want := []string{
+		local + ": Hooks: not a settings key arbor reads (did you mean hooks?); left out (the rest of the file is used)",
+		local + ": permission: not a settings key arbor reads (did you mean permissions?); left out (the rest of the file is used)",
+		settings + ": permissions.dney: not a key of permissions: arbor reads allow, ask, deny (did you mean deny?); left out (the rest of the file is used)",
+	}
+	if got := problemsText(k); got != strings.Join(want, "\n") {
+		t.Fatalf("problems\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/hook"
@@ -39,7 +41,9 @@ type settingsPlace struct {
 // column) and skipped whole; a part of the right file of the wrong shape
 // (permissions.allow, ask, deny, hooks) is reported and left out, the
 // others used, so a mistake in one list does not lose the deny rules; a
-// rule that cannot be mapped is reported and left out.
+// key of permissions arbor does not know ("dney") and a top-level key
+// that looks like a misspelt one ("permission") are reported; a rule
+// that cannot be mapped is reported and left out.
 func readSettings(places []settingsPlace, ws string, report func(error)) ([]permission.Rule, []hook.Declared) {
 	var rules []permission.Rule
 	var hooks []hook.Declared
@@ -103,10 +107,24 @@ func decodeSettings(b []byte, bad func(part string, err error)) (settingsFile, e
 		}
 		return f, err
 	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if near := permission.Nearest(k, []string{"permissions", "hooks"}); near != "" && k != near {
+			bad(k, fmt.Errorf("%w (did you mean %s?)", errNotSettingsKey, near))
+		}
+	}
 	if raw, ok := top["permissions"]; ok {
 		var perms map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &perms); err != nil {
 			bad("permissions", err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(perms)) {
+			if !slices.Contains(permissionsKeys, k) && !slices.Contains(ignoredPermissionsKeys, k) {
+				err := fmt.Errorf("%w: arbor reads %s", errNotPermissionsKey, strings.Join(permissionsKeys, ", "))
+				if near := permission.Nearest(k, slices.Concat(permissionsKeys, ignoredPermissionsKeys)); near != "" {
+					err = fmt.Errorf("%w (did you mean %s?)", err, near)
+				}
+				bad("permissions."+k, err)
+			}
 		}
 		for name, list := range map[string]*[]string{"deny": &f.Permissions.Deny, "ask": &f.Permissions.Ask, "allow": &f.Permissions.Allow} {
 			if raw, ok := perms[name]; ok {
@@ -125,6 +143,22 @@ func decodeSettings(b []byte, bad func(part string, err error)) (settingsFile, e
 	}
 	return f, nil
 }
+
+// permissionsKeys are the keys of a settings file's permissions that
+// arbor reads; ignoredPermissionsKeys Claude Code's others, which it
+// leaves to Claude Code (see docs/project-files.md). Any other key there
+// is reported, as is a top-level key that looks like a misspelt
+// "permissions" or "hooks" (the other top-level keys are Claude Code's
+// many settings arbor ignores).
+var (
+	permissionsKeys        = []string{"allow", "ask", "deny"}
+	ignoredPermissionsKeys = []string{"additionalDirectories", "defaultMode", "disableBypassPermissionsMode"}
+)
+
+var (
+	errNotSettingsKey    = errors.New("not a settings key arbor reads")
+	errNotPermissionsKey = errors.New("not a key of permissions")
+)
 
 // lineCol is the 1-based line and column of byte offset off in b (a
 // json.SyntaxError's Offset is just past the byte it stopped at).
