@@ -171,3 +171,18 @@ func TestBuiltins(t *testing.T) {
 		reqContains(t, reqOK(t, res), wd)
 	})
 }
+
+// TestKindNames: every built-in's kind has a name, web_fetch's is
+// network (it was "unknown", which the web API showed as the kind of a
+// web_fetch approval).
+func TestKindNames(t *testing.T) {
+	t.Parallel()
+	for _, tl := range Builtins(BuiltinOptions{Workspace: t.TempDir()}) {
+		if k := tl.Info().Kind.String(); k == "unknown" {
+			t.Errorf("%s: kind %d has no name", Name(tl), tl.Info().Kind)
+		}
+	}
+	if got := KindNetwork.String(); got != "network" {
+		t.Fatalf("KindNetwork is %q", got)
+	}
+}

@@ -44,6 +44,8 @@ func (k Kind) String() string {
 		return "execute"
 	case KindInteract:
 		return "interact"
+	case KindNetwork:
+		return "network"
 	}
 	return "unknown"
 }
