@@ -1,10 +1,13 @@
 package web_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,6 +141,7 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 	s := b.stream(started.ID)
 
 	seen := map[string]bool{}
+	frames := map[string]string{} // the interaction frames read, by interaction id
 	// approval returns the next approval node #2 waits for: pending
 	// already, or announced on the stream.
 	approval := func() string {
@@ -154,9 +158,49 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 			if err := json.Unmarshal([]byte(f.Data), &in); err != nil || in.Node != 2 || in.Interaction.Approval.Tool != "write_file" {
 				t.Fatalf("interaction frame %s: %v", f.Data, err)
 			}
+			frames[in.ID] = f.Data
 		}
 	}
 	iid := approval()
+	// The approval's JSON, in the run and in its frame, is snake_case
+	// with the tool's kind by name (it had Go's field names and the kind
+	// as a number: {"CallID": …, "Kind": 1, "Target": {"Paths": …}}).
+	if _, ok := frames[iid]; !ok {
+		f := s.until(t, "the approval's frame", func(f sseFrame) bool {
+			return f.Event == "interaction" && strings.Contains(f.Data, `"id":"`+iid+`"`)
+		})
+		frames[iid] = f.Data
+	}
+	var raw struct {
+		Pending []struct {
+			Approval map[string]json.RawMessage `json:"approval"`
+		} `json:"pending"`
+	}
+	b.mustDo("GET", "/api/runs/"+started.ID, nil, &raw)
+	var frame struct {
+		Interaction struct {
+			Approval map[string]json.RawMessage `json:"approval"`
+		} `json:"interaction"`
+	}
+	if err := json.Unmarshal([]byte(frames[iid]), &frame); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]json.RawMessage{"frame": frame.Interaction.Approval}
+	for _, in := range raw.Pending {
+		if in.Approval != nil {
+			got["GET"] = in.Approval
+		}
+	}
+	for _, where := range []string{"GET", "frame"} {
+		ap := got[where]
+		keys := slices.Sorted(maps.Keys(ap))
+		var target bytes.Buffer
+		_ = json.Compact(&target, ap["target"])
+		if strings.Join(keys, " ") != "call_id input kind reason suggested_rule target tool" ||
+			string(ap["kind"]) != `"write"` || string(ap["tool"]) != `"write_file"` || target.String() != `{"paths":["a.txt"]}` {
+			t.Fatalf("%s: approval %s", where, ap)
+		}
+	}
 	if code := b.do("POST", "/api/interactions/"+iid, map[string]any{}, nil); code != http.StatusBadRequest {
 		t.Fatalf("empty resolution: %d", code)
 	}

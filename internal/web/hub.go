@@ -32,11 +32,11 @@ type RunFrame struct {
 // InteractionFrame (event "interaction"): a node waits for an approval
 // or an answer; (event "resolved"): it no longer does.
 type InteractionFrame struct {
-	RunID       string             `json:"run_id"`
-	Node        int64              `json:"node,omitempty"`
-	Interaction *agent.Interaction `json:"interaction,omitempty"`
-	ID          string             `json:"id"`
-	Resolution  string             `json:"resolution,omitempty"`
+	RunID       string       `json:"run_id"`
+	Node        int64        `json:"node,omitempty"`
+	Interaction *Interaction `json:"interaction,omitempty"`
+	ID          string       `json:"id"`
+	Resolution  string       `json:"resolution,omitempty"`
 }
 
 // ActivityFrame (events "tool", "tool_done", "message", "usage"): what a
@@ -219,7 +219,7 @@ func (h *hub) translate(seq uint64, ev agent.Event, rt route) {
 	case *tree.RunFinished:
 		h.emit(seq, "run", e.RunID, RunFrame{RunID: e.RunID, Outcome: e.Outcome, Result: e.Result, Error: e.Error})
 	case *agent.InteractionRequested:
-		in := e.Interaction
+		in := interaction(e.Interaction)
 		h.emit(seq, "interaction", rt.run, InteractionFrame{RunID: rt.run, Node: rt.node, Interaction: &in, ID: in.ID})
 	case *agent.InteractionResolved:
 		h.emit(seq, "resolved", rt.run, InteractionFrame{RunID: rt.run, Node: rt.node, ID: e.ID, Resolution: e.Resolution})

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/store"
 )
 
@@ -52,7 +51,7 @@ type page struct {
 	Elapsed  string
 	Graph    graph
 	Asks     []NodeInfo
-	Pending  []agent.Interaction
+	Pending  []Interaction
 	Sessions map[string]int64 // node session id → node id
 	Node     *NodeDetail
 	Icon     string
@@ -128,7 +127,7 @@ func (s *Server) runPage(r *http.Request) (page, error) {
 
 // fill sets the asks still open and the interactions to show (of node
 // only, when node is not 0); an ask's own question is shown as the ask.
-func (p *page) fill(nodes []NodeInfo, pending []agent.Interaction, runID string, node int64) {
+func (p *page) fill(nodes []NodeInfo, pending []Interaction, runID string, node int64) {
 	p.Sessions = map[string]int64{}
 	for _, n := range nodes {
 		if n.SessionID != "" {

@@ -56,15 +56,15 @@ type NodeInfo struct {
 // RunDetail is a run with its tree and what waits on a person.
 type RunDetail struct {
 	RunSummary
-	Result    string              `json:"result,omitempty"`
-	Error     string              `json:"error,omitempty"`
-	MaxTokens int64               `json:"max_tokens,omitempty"`
-	CostUSD   float64             `json:"cost_usd"`
-	CostKnown bool                `json:"cost_known"`
-	Tokens    int64               `json:"tokens"`
-	Elapsed   float64             `json:"elapsed_s"`
-	Nodes     []NodeInfo          `json:"nodes"`
-	Pending   []agent.Interaction `json:"pending"`
+	Result    string        `json:"result,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	MaxTokens int64         `json:"max_tokens,omitempty"`
+	CostUSD   float64       `json:"cost_usd"`
+	CostKnown bool          `json:"cost_known"`
+	Tokens    int64         `json:"tokens"`
+	Elapsed   float64       `json:"elapsed_s"`
+	Nodes     []NodeInfo    `json:"nodes"`
+	Pending   []Interaction `json:"pending"`
 }
 
 // NodeDetail is a node with its transcript.
@@ -75,8 +75,8 @@ type NodeDetail struct {
 	Transcript []store.MessageRecord `json:"transcript"`
 	// Intents are the node's tool calls with their results as recorded
 	// before and after each ran.
-	Intents []store.Intent      `json:"intents"`
-	Pending []agent.Interaction `json:"pending"`
+	Intents []store.Intent `json:"intents"`
+	Pending []Interaction  `json:"pending"`
 }
 
 // summary reads r's owner and shows a run left "running" by a dead
@@ -145,7 +145,7 @@ func (s *Server) runDetail(ctx context.Context, id string) (RunDetail, error) {
 	}
 	now := time.Now()
 	d := RunDetail{RunSummary: s.summary(ctx, r), Result: r.Result, Error: r.Error, MaxTokens: r.MaxTokens,
-		CostKnown: true, Nodes: make([]NodeInfo, len(nodes)), Pending: []agent.Interaction{}}
+		CostKnown: true, Nodes: make([]NodeInfo, len(nodes)), Pending: []Interaction{}}
 	end := now
 	if d.Status != store.RunRunning {
 		end = r.UpdatedAt
@@ -167,7 +167,7 @@ func (s *Server) runDetail(ctx context.Context, id string) (RunDetail, error) {
 	}
 	for _, in := range pending {
 		if in.SessionID == id || sessions[in.SessionID] {
-			d.Pending = append(d.Pending, in)
+			d.Pending = append(d.Pending, interaction(in))
 		}
 	}
 	return d, nil
@@ -179,7 +179,7 @@ func (s *Server) nodeDetail(ctx context.Context, runID string, id int64) (NodeDe
 		return NodeDetail{}, err
 	}
 	d := NodeDetail{NodeInfo: s.nodeInfo(ctx, n, time.Now()), Prompt: n.Prompt, Context: n.Context,
-		Transcript: []store.MessageRecord{}, Intents: []store.Intent{}, Pending: []agent.Interaction{}}
+		Transcript: []store.MessageRecord{}, Intents: []store.Intent{}, Pending: []Interaction{}}
 	if n.SessionID != "" {
 		if d.Transcript, err = s.o.Store.Messages(ctx, n.SessionID, 0); err != nil {
 			return NodeDetail{}, err
@@ -194,7 +194,7 @@ func (s *Server) nodeDetail(ctx context.Context, runID string, id int64) (NodeDe
 	}
 	for _, in := range pending {
 		if n.SessionID != "" && in.SessionID == n.SessionID {
-			d.Pending = append(d.Pending, in)
+			d.Pending = append(d.Pending, interaction(in))
 		}
 	}
 	return d, nil
