@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,14 +13,17 @@ import (
 func newSandboxCmd(g *globals, s Streams) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "sandbox [flags] -- COMMAND [ARG...]",
+		Use:   "sandbox [flags] -- 'COMMAND LINE' | PROGRAM ARG...",
 		Short: "Run a command confined, as an agent's shell command runs",
-		Long: `Run a command line with bash -c in the workspace, confined as an agent's shell
-command is (docs/sandbox.md). Its output (stdout and stderr merged, as the
-model sees it) goes to stdout, what the sandbox blocked to stderr, and arbor
-exits with the command's code; 2 where bubblewrap does not work.`,
+		Long: `Run a command in the workspace, confined as an agent's shell command is
+(docs/sandbox.md). One argument is a shell command line, run with bash -c as
+an agent's is ('ls | wc -l'); several are a program and its arguments, each
+passed on as it is (bash -c 'exit 7'). Its output (stdout and stderr merged,
+as the model sees it) goes to stdout, what the sandbox blocked to stderr, and
+arbor exits with the command's code; 2 where bubblewrap does not work.`,
 		Example: `  arbor sandbox -- cat ~/.ssh/id_rsa
-  arbor sandbox -- 'curl -sS https://proxy.golang.org/'`,
+  arbor sandbox -- grep -c "two words" notes.txt
+  arbor sandbox -- 'curl -sS https://proxy.golang.org/ | head'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.sandbox == "off" {
@@ -40,7 +42,7 @@ exits with the command's code; 2 where bubblewrap does not work.`,
 			if sb == nil {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("the sandbox is %s", a.SandboxStatus())}
 			}
-			r := tool.RunCommand(cmd.Context(), sb, a.Workspace, strings.Join(args, " "), timeout, 1<<20, 2*time.Second)
+			r := tool.RunCommand(cmd.Context(), sb, a.Workspace, tool.CommandLine(args), timeout, 1<<20, 2*time.Second)
 			fmt.Fprint(s.Out, r.Output)
 			for _, n := range r.Notes {
 				fmt.Fprintf(s.Err, "arbor: %s\n", n)

@@ -221,3 +221,32 @@ func TestSandboxCommand(t *testing.T) {
 		t.Fatalf("--sandbox off: exit %d, want 2\n%s", o.code, o.stderr)
 	}
 }
+
+// TestSandboxCommandArgv: after --, several arguments are a program and
+// its arguments, each passed on as it is, and one is a shell command line.
+// Before, the arguments were joined with spaces into one command line, so
+// bash -c 'exit 7' exited 0, bash -c 'echo x > f' wrote an empty line and
+// grep looked for "two" instead of "two words".
+func TestSandboxCommandArgv(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.workspace, "t.txt"), []byte("two words\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{[]string{"bash", "-c", "exit 7"}, 7, ""},
+		{[]string{"bash", "-c", "echo x > f && cat f"}, 0, "x\n"},
+		{[]string{"grep", "-c", "two words", "t.txt"}, 0, "1\n"},
+		{[]string{"printf", "%s|", "it's", "$HOME", "a b", ""}, 0, "it's|$HOME|a b||"},
+		{[]string{"cat t.txt | wc -l"}, 0, "2\n"},
+	} {
+		o := e.run(append([]string{"sandbox", "--"}, c.args...)...)
+		if o.code != c.code || o.stdout != c.stdout {
+			t.Fatalf("arbor sandbox -- %q: exit %d, stdout %q; want %d, %q\nstderr:\n%s", c.args, o.code, o.stdout, c.code, c.stdout, o.stderr)
+		}
+	}
+}

@@ -245,6 +245,22 @@ func RunCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, t
 	return runCommand(ctx, sb, dir, command, os.Environ(), timeout, maxOutput, waitDelay, nil)
 }
 
+// CommandLine is the command line RunCommand runs for a person's args
+// (arbor sandbox -- ARGS): one argument is a shell command line, run as
+// written, as the shell tool runs the model's ("ls | wc -l"); several are
+// a program and its arguments, each quoted so that bash hands it over
+// unchanged (bash -c 'exit 7' exits 7; "two words" stays one argument).
+func CommandLine(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
 // runCommand is RunCommand whose output also goes to tee as it comes (a
 // background job's live log) when tee is not nil.
 func runCommand(ctx context.Context, sb *sandbox.Sandbox, dir, command string, env []string, timeout time.Duration, maxOutput int, waitDelay time.Duration, tee io.Writer) CommandResult {
