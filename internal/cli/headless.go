@@ -103,7 +103,7 @@ it runs that one turn and exits. Diagnostics go to stderr.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.protocol, "protocol", "envelope", "wire protocol: envelope (spec 000) or stream-json (spec 001/003)")
 	fl.StringVarP(&f.sessionDir, "session-dir", "d", "", "work in DIR")
-	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent session")
+	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent conversation of this workspace")
 	fl.StringVarP(&f.worktree, "worktree", "w", "", "work in a git worktree arbor creates and manages (.arbor/worktrees/NAME, branch arbor/NAME); `NAME` is optional")
 	fl.Lookup("worktree").NoOptDefVal = autoWorktree
 	fl.StringVar(&f.approvalMode, "approval-mode", "", "permission mode: default, auto-edit, trust (also the Claude names acceptEdits, bypassPermissions)")
@@ -136,18 +136,19 @@ func serveEnvelope(ctx context.Context, g *globals, s Streams, o envelope.Option
 	return classify(err) // no model, a bad config: exit 2, as arbor run
 }
 
-// latestSession is the most recently used stored session (the last one
-// written to, not the last one created), for --continue.
+// latestSession is the most recently used stored conversation of the
+// workspace (the last one written to, not the last one created), for
+// --continue.
 func latestSession(ctx context.Context, g *globals) (string, error) {
 	a, err := g.open(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer a.Close()
-	s, err := store.LatestConversation(ctx, a.Store)
+	s, err := store.LatestConversation(ctx, a.Store, a.Workspace)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return "", usageError{errNoSession}
+		return "", usageError{fmt.Errorf("%w in %s", errNoSession, a.Workspace)}
 	case err != nil:
 		return "", err
 	}
@@ -155,7 +156,7 @@ func latestSession(ctx context.Context, g *globals) (string, error) {
 }
 
 // errNoSession: --continue found no conversation to continue.
-var errNoSession = errors.New("--continue: there is no stored session yet")
+var errNoSession = errors.New("--continue: there is no stored conversation")
 
 func serveStreamJSON(ctx context.Context, g *globals, s Streams, o streamjson.Options) error {
 	a, err := g.open(ctx)

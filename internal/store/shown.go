@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -61,20 +62,23 @@ func DescribeDriver(ctx context.Context, st LeaseStore, r Run) string {
 
 // LatestConversation is the most recently used session that is a
 // conversation (the last one written to, not the last one created; a
-// tree node's session is not one), for --continue; ErrNotFound when there
-// is none among the newest thousand.
-func LatestConversation(ctx context.Context, st Store) (Session, error) {
+// tree node's session is not one) held in workspace, for --continue, which
+// like Claude Code's continues the current directory's conversation, not
+// another project's; ErrNotFound when there is none among the newest
+// thousand.
+func LatestConversation(ctx context.Context, st Store, workspace string) (Session, error) {
 	ss, err := st.ListSessions(ctx, 1000)
 	if err != nil {
 		return Session{}, err
 	}
 	slices.SortStableFunc(ss, func(a, b Session) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	workspace = filepath.Clean(workspace)
 	for _, s := range ss {
-		if !s.OwnedByNode() {
+		if !s.OwnedByNode() && s.Workspace != "" && filepath.Clean(s.Workspace) == workspace {
 			return s, nil
 		}
 	}
-	return Session{}, fmt.Errorf("no conversation to continue: %w", ErrNotFound)
+	return Session{}, fmt.Errorf("no conversation in %s to continue: %w", workspace, ErrNotFound)
 }
 
 // ErrStoppedWaiting is WaitForLease's end when its context ended.
