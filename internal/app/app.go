@@ -51,6 +51,12 @@ type Options struct {
 	// Diag, when set, is told what goes wrong out of any turn's sight
 	// (a project hook that failed at a turn's end), a line each.
 	Diag io.Writer
+	// ExistingStore is set by the commands that work on what is stored
+	// (arbor runs, tree, sessions, answer, stop, trace, resume): a SQLite
+	// file that --store, ARBOR_STORE or the config names and that does not
+	// exist is a misspelling to report (ErrUsage), not a store to create
+	// empty, which would show no runs as if they were lost.
+	ExistingStore bool
 }
 
 // App holds what every front end shares: config, store, event bus,
@@ -128,6 +134,11 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ExistingStore {
+		if err := checkStore(cfg); err != nil {
+			return nil, err
+		}
+	}
 	mode, err := permission.ParseMode(cfg.Mode)
 	if err != nil {
 		return nil, cfg.Invalid("mode", err)
@@ -183,6 +194,20 @@ func openStore(ctx context.Context, cfg *config.Config) (store.Store, error) {
 		return openPostgres(ctx, u)
 	}
 	return sqlite.Open(ctx, cfg.DBPath())
+}
+
+// checkStore refuses, as ErrUsage, a SQLite file cfg names that does not
+// exist (Options.ExistingStore). The default file is not checked: that it
+// is missing only means nothing was stored yet.
+func checkStore(cfg *config.Config) error {
+	if cfg.Store == "" || cfg.StoreURL() != "" {
+		return nil
+	}
+	path := cfg.DBPath()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: store %s does not exist (named by --store, ARBOR_STORE or the config's store): check the path; only the commands that start work create one", ErrUsage, path)
+	}
+	return nil
 }
 
 // StoreArg is the --store value that opens this App's store in another

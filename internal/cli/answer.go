@@ -41,7 +41,7 @@ An empty answer is refused; --decline declines the question.`,
 			if err != nil {
 				return usageError{err}
 			}
-			a, err := g.open(cmd.Context())
+			a, err := g.openStored(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -81,12 +81,19 @@ type globals struct {
 // default (sandbox.mode auto).
 func (g *globals) runsAgents() { g.sandboxDefault = "auto" }
 
-func (g *globals) open(ctx context.Context) (*app.App, error) {
+func (g *globals) open(ctx context.Context) (*app.App, error) { return g.openApp(ctx, false) }
+
+// openStored is open for a command that works on what is already stored:
+// a SQLite store that is named but missing is refused, not created
+// (app.Options.ExistingStore).
+func (g *globals) openStored(ctx context.Context) (*app.App, error) { return g.openApp(ctx, true) }
+
+func (g *globals) openApp(ctx context.Context, existingStore bool) (*app.App, error) {
 	a, err := app.Open(ctx, app.Options{
 		Workspace: g.workspace,
 		Overrides: config.Overrides{Model: g.model, Store: g.store, Mode: g.mode, Sandbox: g.sandbox, SandboxSettings: g.sandboxSettings,
 			MCPServers: g.mcp, StrictMCP: g.strictMCP, AddDirs: g.addDirs, Cluster: g.cluster},
-		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr,
+		SandboxDefault: g.sandboxDefault, ProjectSources: g.settingSources, Diag: g.stderr, ExistingStore: existingStore,
 	})
 	if err != nil {
 		return nil, classify(err)

@@ -161,7 +161,7 @@ func (f *runFlags) validate(create bool) error {
 // driveRun creates (goal != "") or resumes (runID != "") a run and drives it
 // to its end with a live view or plain lines.
 func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, runID string) error {
-	a, err := g.open(ctx)
+	a, err := g.openApp(ctx, runID != "") // resume needs the store the run is in
 	if err != nil {
 		return err
 	}

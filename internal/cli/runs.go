@@ -39,7 +39,7 @@ func newListCmd[T any](g *globals, use, noun string, list func(store.Store, cont
 		Short: "List " + noun + ", newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := g.open(cmd.Context())
+			a, err := g.openStored(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ func newTreeCmd(g *globals) *cobra.Command {
 		Short: "Print a run's tree",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open(cmd.Context())
+			a, err := g.openStored(cmd.Context())
 			if err != nil {
 				return err
 			}

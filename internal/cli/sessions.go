@@ -28,7 +28,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "Print a session's transcript",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open(cmd.Context())
+			a, err := g.openStored(cmd.Context())
 			if err != nil {
 				return err
 			}

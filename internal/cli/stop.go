@@ -36,7 +36,7 @@ drives is refused, exit 1.`,
 				}
 				id = n
 			}
-			a, err := g.open(cmd.Context())
+			a, err := g.openStored(cmd.Context())
 			if err != nil {
 				return err
 			}

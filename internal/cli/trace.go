@@ -13,7 +13,7 @@ func newTraceCmd(g *globals) *cobra.Command {
 		Long:  "Export a finished (or old) run's trace, made from its stored timings, to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT or telemetry.endpoint names (docs/observability.md).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.open(cmd.Context())
+			a, err := g.openStored(cmd.Context())
 			if err != nil {
 				return err
 			}

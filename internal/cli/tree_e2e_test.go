@@ -36,8 +36,11 @@ func TestTreeRunWithAnswerOnPostgres(t *testing.T) {
 	e := newEnv(t)
 	e.vars = append(e.vars, "ARBOR_STORE="+pgtest.DSN(t))
 	treeRunWithAnswer(t, e)
-	if o := e.run("runs", "--store", filepath.Join(e.home, "other.db")); o.code != 0 || strings.Contains(o.stdout, "complete") {
-		t.Fatalf("runs on a SQLite file: %d\n%s", o.code, o.stdout)
+	// --store wins over ARBOR_STORE: a SQLite file that does not exist is
+	// refused by name, not the database read.
+	other := filepath.Join(e.home, "other.db")
+	if o := e.run("runs", "--store", other); o.code != 2 || !strings.Contains(o.stderr, other) || strings.Contains(o.stdout, "complete") {
+		t.Fatalf("runs on a SQLite file: %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
 }
 
