@@ -24,6 +24,11 @@ func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
 	if o.code != 2 || !strings.Contains(o.stderr, "non-loopback address needs a token") {
 		t.Fatalf("serve without token: %d %q", o.code, o.stderr)
 	}
+	// A bare port says what to write (it said "missing port in address").
+	o = e.run("serve", "--addr", "8340")
+	if o.code != 2 || !strings.Contains(o.stderr, "write 127.0.0.1:8340 (this machine only) or :8340 (every interface, with a token)") {
+		t.Fatalf("serve --addr 8340: %d %q", o.code, o.stderr)
+	}
 }
 
 // TestServeWithToken starts arbor serve with a token from the

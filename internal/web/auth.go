@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,6 +19,9 @@ var ErrNeedToken = errors.New("a non-loopback address needs a token")
 // empty host or an unspecified one (0.0.0.0, ::) listens everywhere.
 func CheckAddr(addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
+	if _, perr := strconv.ParseUint(addr, 10, 16); err != nil && perr == nil {
+		return fmt.Errorf("address %q is a port without a host: write 127.0.0.1:%s (this machine only) or :%s (every interface, with a token)", addr, addr, addr)
+	}
 	if err != nil {
 		return fmt.Errorf("address %q: %w", addr, err)
 	}

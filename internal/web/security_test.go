@@ -33,6 +33,10 @@ func TestCheckAddr(t *testing.T) {
 	if err := web.CheckAddr("no-port", ""); err == nil {
 		t.Error("an address without a port is accepted")
 	}
+	// A bare port (it said "address 8340: missing port in address").
+	if err := web.CheckAddr("8340", ""); err == nil || !strings.Contains(err.Error(), "write 127.0.0.1:8340 (this machine only) or :8340") {
+		t.Errorf("CheckAddr(\"8340\") = %v, want the addresses to write instead", err)
+	}
 }
 
 // TestTokenRequired: with a token, every page and API call without it is
