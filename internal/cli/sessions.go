@@ -34,7 +34,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			}
 			defer a.Close()
 			ctx := cmd.Context()
-			s, err := a.Store.GetSession(ctx, args[0])
+			s, err := store.LookupSession(ctx, a.Store, args[0])
 			if err != nil {
 				return &exitError{code: ExitFailure, err: err}
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/tree/treetest"
 )
 
 // TestReadingCommandsNeedTheStore: the commands that work on what is
@@ -54,5 +55,33 @@ func TestReadingCommandsNeedTheStore(t *testing.T) {
 	}
 	if o := e.run("runs"); o.code != 0 {
 		t.Fatalf("runs on the default store, not written yet: exit %d\n%s", o.code, o.stderr)
+	}
+}
+
+// TestSessionsShowOfARunID: arbor sessions show given a run's id says that
+// it names a run and what the run's sessions are called, with the run's
+// own; before, it said "get session RUNID: not found". An id naming
+// nothing is still not found.
+func TestSessionsShowOfARunID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := llmtest.NewServerFunc(treetest.Responder(treetest.Script{1: {treetest.Complete("done")}}))
+	defer srv.Close()
+	model := e.useProvider("anthropic", srv.URL)
+	o := e.run("run", "--model", model, "Say done")
+	if o.code != 0 {
+		t.Fatalf("run: exit %d\n%s", o.code, o.stderr)
+	}
+	run := runID(t, o.stderr)
+	o = e.run("sessions", "show", run)
+	want := run + " is a run, not a session: the sessions of a run's nodes are named " + run + ".N (" + run + ".1 for its root); this run's are " + run + ".1"
+	if o.code != 1 || !strings.Contains(o.stderr, want) {
+		t.Fatalf("sessions show %s: exit %d\n%s\nwant the line to say %q", run, o.code, o.stderr, want)
+	}
+	if o := e.run("sessions", "show", run+".1"); o.code != 0 || !strings.Contains(o.stdout, "session "+run+".1") {
+		t.Fatalf("sessions show %s.1: exit %d\n%s", run, o.code, o.stderr)
+	}
+	if o := e.run("sessions", "show", "nothing-"+run); o.code != 1 || !strings.Contains(o.stderr, "not found") || strings.Contains(o.stderr, "is a run") {
+		t.Fatalf("sessions show of an unknown id: exit %d\n%s", o.code, o.stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -79,6 +80,54 @@ func LatestConversation(ctx context.Context, st Store, workspace string) (Sessio
 		}
 	}
 	return Session{}, fmt.Errorf("no conversation in %s to continue: %w", workspace, ErrNotFound)
+}
+
+// RunIDError is LookupSession's error for an id that names a run, not a
+// session (arbor sessions show RUNID): it says what the run's sessions
+// are. It unwraps to ErrNotFound.
+type RunIDError struct {
+	Run string
+	// Sessions are those of the run's nodes, by node id; empty when no
+	// node has started.
+	Sessions []string
+}
+
+func (e *RunIDError) Error() string {
+	msg := fmt.Sprintf("%s is a run, not a session: the sessions of a run's nodes are named %s.N (%s.1 for its root)", e.Run, e.Run, e.Run)
+	if len(e.Sessions) > 0 {
+		shown := e.Sessions[:min(len(e.Sessions), 5)]
+		msg += "; this run's are " + strings.Join(shown, ", ")
+		if len(shown) < len(e.Sessions) {
+			msg += fmt.Sprintf(" and %d more", len(e.Sessions)-len(shown))
+		}
+	}
+	return msg + " (arbor tree " + e.Run + " shows its nodes)"
+}
+
+func (e *RunIDError) Unwrap() error { return ErrNotFound }
+
+// LookupSession is st.GetSession for a reader who typed id: when no
+// session has it but a run does, the error is a *RunIDError naming the
+// run's sessions.
+func LookupSession(ctx context.Context, st Store, id string) (Session, error) {
+	s, err := st.GetSession(ctx, id)
+	if !errors.Is(err, ErrNotFound) {
+		return s, err
+	}
+	if _, rerr := st.GetRun(ctx, id); rerr != nil {
+		return s, err
+	}
+	nodes, nerr := st.Nodes(ctx, id)
+	if nerr != nil {
+		return s, err
+	}
+	re := &RunIDError{Run: id}
+	for _, n := range nodes {
+		if n.SessionID != "" {
+			re.Sessions = append(re.Sessions, n.SessionID)
+		}
+	}
+	return Session{}, re
 }
 
 // ErrStoppedWaiting is WaitForLease's end when its context ended.
