@@ -356,12 +356,30 @@ func TestLoadFileErrors(t *testing.T) {
 		}
 	})
 
+	// A duration without a unit says what to write, with the key and the
+	// line (it said "cannot unmarshal !!int `60` into time.Duration").
 	t.Run("DurationWithoutUnit", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t)
-		writeFile(t, b.projectFile(), "retry:\n  stall_timeout: 60\n")
-		if _, err := b.load(Overrides{}); !errors.Is(err, ErrInvalid) {
-			t.Fatalf("err = %v, want ErrInvalid", err)
+		for _, tc := range []struct{ file, want string }{
+			{"retry:\n  stall_timeout: 60\n", `:2: retry.stall_timeout: "60" is not a duration: write one with its unit, such as 60s`},
+			{"retry: {max_attempts: 2, stall_timeout: \"90\"}\n", `:1: retry.stall_timeout: "90" is not a duration: write one with its unit, such as 90s`},
+			{"question_timeout: soon\n", `:1: question_timeout: "soon" is not a duration: write one with its unit, such as 60s, 2m or 1h30m`},
+			{"mcp_servers:\n  fs:\n    command: x\n    start_timeout: 1.5\n", `:4: mcp_servers.fs.start_timeout: "1.5" is not a duration: write one with its unit, such as 1.5s`},
+		} {
+			b := setup(t)
+			path := writeFile(t, b.projectFile(), tc.file)
+			_, err := b.load(Overrides{})
+			var fe *FileError
+			if !errors.Is(err, ErrInvalid) || !errors.As(err, &fe) || fe.Path != path || !strings.HasSuffix(err.Error(), path+tc.want) {
+				t.Fatalf("%q: err = %v, want *FileError ending %q", tc.file, err, path+tc.want)
+			}
+		}
+		for _, ok := range []string{"retry: {stall_timeout: 60s}\n", "question_timeout: 1h30m\n", "question_timeout:\n"} {
+			b := setup(t)
+			writeFile(t, b.projectFile(), ok)
+			if _, err := b.load(Overrides{}); err != nil {
+				t.Fatalf("%q: %v", ok, err)
+			}
 		}
 	})
 

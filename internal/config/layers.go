@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,13 +125,17 @@ func readFile(path string) (*fileConfig, fs.FileInfo, error) {
 }
 
 // checkKeys walks a YAML node against the Go type it will decode into and
-// reports the first mapping key that type does not have.
+// reports the first mapping key that type does not have, or the first
+// duration that is not one (checkDuration).
 func checkKeys(n *yaml.Node, t reflect.Type, path string) *FileError {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if n.Kind == yaml.AliasNode {
 		return checkKeys(n.Alias, t, path)
+	}
+	if t == durationType {
+		return checkDuration(n, path)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -174,6 +179,25 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) *FileError {
 		}
 	}
 	return nil
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// checkDuration refuses what the decoder would refuse for a duration with
+// its own words ("cannot unmarshal !!int `60` into time.Duration"), saying
+// what to write: a string time.ParseDuration reads, with its unit.
+func checkDuration(n *yaml.Node, path string) *FileError {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		return nil // not a scalar: the decoder reports it with its line
+	}
+	if _, err := time.ParseDuration(n.Value); err == nil && n.ShortTag() == "!!str" {
+		return nil
+	}
+	example := "60s, 2m or 1h30m"
+	if _, err := strconv.ParseFloat(n.Value, 64); err == nil {
+		example = n.Value + "s"
+	}
+	return &FileError{Line: n.Line, Err: fmt.Errorf("%s: %q is not a duration: write one with its unit, such as %s", path, n.Value, example)}
 }
 
 func checkMerge(v *yaml.Node, t reflect.Type, path string) *FileError {
