@@ -5,9 +5,10 @@ package streamjson_test
 
 import (
 	"encoding/json"
-	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"regexp"
 	"sort"
+
+	"github.com/arbor-run/arbor/internal/protocol/golden"
 )
 
 // normalizer maps varying values to stable placeholders and back.

@@ -29,12 +29,12 @@ package streamjson_test
 import (
 	"encoding/json"
 	"flag"
-	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/golden"
 	"github.com/arbor-run/arbor/internal/protocol/streamjson"
 )
 
