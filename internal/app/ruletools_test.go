@@ -8,6 +8,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/permission"
 )
 
 // TestRuleMistakesAreReported: a deny rule of .arbor/permissions.yaml
@@ -57,5 +58,48 @@ func TestRuleMistakesAreReported(t *testing.T) {
 	}
 	if len(warnings) != 3 {
 		t.Errorf("%d warnings, want the three mistakes only:\n%s", len(warnings), all)
+	}
+}
+
+// TestClaudeCodeNamesInArborsRuleFiles: a rule of arbor's own rule file
+// written with Claude Code's tool names ("Bash(rm *)", "Bash(git:*)",
+// "Edit") governs the arbor tool they name, as the same rule in
+// .claude/settings.json does; before, it named no tool and a denied rm
+// ran under --mode trust.
+func TestClaudeCodeNamesInArborsRuleFiles(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	writeFiles(t, ws, map[string]string{
+		".arbor/permissions.yaml": `rules:
+  - {rule: "Bash(rm *)", action: deny}
+  - {rule: "Bash(git:*)", action: ask}
+  - {rule: "Edit", action: deny}
+`,
+	})
+	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Mode: "trust"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, c := range []struct {
+		req  permission.Request
+		want permission.Action
+	}{
+		{permission.Request{Tool: "shell", Class: permission.ClassExecute, Command: "rm -rf build"}, permission.Deny},
+		{permission.Request{Tool: "shell", Class: permission.ClassExecute, Command: "git push"}, permission.Ask},
+		{permission.Request{Tool: "edit", Class: permission.ClassWrite, Paths: []string{"a.go"}}, permission.Deny},
+		{permission.Request{Tool: "shell", Class: permission.ClassExecute, Command: "ls"}, permission.Allow},
+		// A Claude Code node's call carries Claude Code's name.
+		{permission.Request{Tool: "Bash", Class: permission.ClassExecute, Command: "rm -rf build"}, permission.Deny},
+	} {
+		if d := a.Permissions.Decide(c.req); d.Action != c.want {
+			t.Errorf("%s %q: %s (%s), want %s", c.req.Tool, c.req.Command, d.Action, d.Reason, c.want)
+		}
+	}
+	if w := a.Warnings(); len(w) != 0 {
+		t.Errorf("Claude Code's names are no mistakes: %q", w)
 	}
 }

@@ -22,6 +22,9 @@ func (e *Engine) Decide(r Request) Decision {
 	mode, rules := e.mode, e.rules
 	e.mu.RUnlock()
 
+	// A call named by an alias (a Claude Code node's Bash) is judged as
+	// the tool it names, by the rules written for that tool.
+	r.Tool = e.rename(r.Tool)
 	c := call{req: r, tool: normalize(r.Tool)}
 	for _, p := range r.Paths {
 		rp, err := e.ws.resolve(p)

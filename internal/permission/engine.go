@@ -37,6 +37,12 @@ type Options struct {
 	// naming none of them (nor an MCP tool, mcp__…) is kept and reported
 	// by Problems. nil takes every name.
 	Tools []string
+	// Rename, when set, rewrites each rule of a rule file before it is
+	// parsed, and the tool name of each call before it is judged: the
+	// caller's aliases, such as Claude Code's tool names ("Bash(rm *)" is
+	// a rule of arbor's shell, and a Claude Code node's Bash call is
+	// judged as a shell call).
+	Rename func(rule string) string
 }
 
 // Engine decides tool calls. It is safe for concurrent use.
@@ -49,7 +55,9 @@ type Engine struct {
 	// extra are Options.Extra by scope, tools Options.Tools; never
 	// changed after New.
 	extra map[Scope][]Rule
-	tools []string
+	// rename is Options.Rename (never nil); never changed after New.
+	rename func(string) string
+	tools  []string
 
 	// fileMu serializes AddRule and RemoveRule, file writes included, so
 	// Decide never waits for the disk.
@@ -95,7 +103,10 @@ func New(o Options) (*Engine, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a directory", ws.abs)
 	}
-	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}, extra: map[Scope][]Rule{}, tools: o.Tools}
+	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}, extra: map[Scope][]Rule{}, tools: o.Tools, rename: o.Rename}
+	if e.rename == nil {
+		e.rename = func(r string) string { return r }
+	}
 	for _, r := range o.Extra {
 		if r.Scope != ScopeProject && r.Scope != ScopeUser {
 			return nil, fmt.Errorf("%w %s: extra rules belong to the project or user scope, not %q", ErrInvalidRule, r, r.Scope)
@@ -312,7 +323,7 @@ func (e *Engine) reload(s Scope) error {
 	var rules []Rule
 	var unknown []error
 	if path, ok := e.files[s]; ok {
-		rs, err := loadRules(path, s)
+		rs, err := loadRules(path, s, e.rename)
 		if err != nil {
 			return err
 		}
@@ -324,7 +335,7 @@ func (e *Engine) reload(s Scope) error {
 		rules = rs
 	}
 	if path, ok := e.roleFiles[s]; ok {
-		rs, err := loadRoleRules(path, s)
+		rs, err := loadRoleRules(path, s, e.rename)
 		if err != nil {
 			return err
 		}

@@ -9,8 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/arbor-run/arbor/internal/atomicfile"
 	"gopkg.in/yaml.v3"
+
+	"github.com/arbor-run/arbor/internal/atomicfile"
 )
 
 // DefaultProjectFile is where a workspace's project rules live.
@@ -37,8 +38,9 @@ var fileModes = map[Scope][2]fs.FileMode{
 
 const fileHeader = "arbor permission rules: {rule: \"tool\" or \"tool(pattern)\", action: allow | ask | deny}; see docs/permissions.md"
 
-// loadRules reads a rule file; a missing file holds no rules.
-func loadRules(path string, scope Scope) ([]Rule, error) {
+// loadRules reads a rule file, each rule through rename; a missing file
+// holds no rules.
+func loadRules(path string, scope Scope, rename func(string) string) ([]Rule, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -58,7 +60,7 @@ func loadRules(path string, scope Scope) ([]Rule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: rule %d (%q): %w", ErrRuleFile, path, i+1, fr.Rule, err)
 		}
-		r, err := ParseRule(fr.Rule, a, scope)
+		r, err := ParseRule(rename(fr.Rule), a, scope)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: rule %d: %w", ErrRuleFile, path, i+1, err)
 		}

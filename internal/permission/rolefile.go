@@ -27,7 +27,7 @@ import (
 
 // loadRoleRules reads a role rule file; a missing file holds no rules.
 // Rules come in the file's tool order, then pattern order.
-func loadRoleRules(path string, scope Scope) ([]Rule, error) {
+func loadRoleRules(path string, scope Scope, rename func(string) string) ([]Rule, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -53,7 +53,7 @@ func loadRoleRules(path string, scope Scope) ([]Rule, error) {
 		if pattern != "" && pattern != "*" {
 			spec = tool + "(" + pattern + ")"
 		}
-		r, err := ParseRule(spec, a, scope)
+		r, err := ParseRule(rename(spec), a, scope)
 		if err != nil {
 			return fmt.Errorf("%w %s: %w", ErrRuleFile, path, err)
 		}
