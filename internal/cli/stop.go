@@ -22,8 +22,9 @@ The node and its unfinished descendants are cancelled, their agents stop and
 their tool processes end. The request goes to the process driving the run
 (arbor run, arbor serve or an arbor worker) through the answer socket its
 lease names, or for a cluster run (arbor run --cluster) to the worker
-driving it on any machine, through the database; a run that no process
-drives is refused, exit 1.`,
+driving it on any machine, through the database. A run that no process
+drives (interrupted) is cancelled in the store when no node is named, so it
+is no longer resumable; a node of it is refused, exit 1.`,
 		Example: `  arbor stop 01JD8X… '#3'
   arbor stop 01JD8X…`,
 		Args: cobra.RangeArgs(1, 2),
@@ -53,8 +54,17 @@ drives is refused, exit 1.`,
 				return nil
 			}
 			state, err := owner.Client{Socket: a.OwnerSocket(cmd.Context(), args[0])}.Control(cmd.Context(), id, tree.OpStop)
+			if errors.Is(err, owner.ErrUnreachable) && id == 1 {
+				// Nobody drives it: the whole run is cancelled in the store.
+				r, err := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker}).Cancel(cmd.Context(), args[0])
+				if err != nil {
+					return &exitError{code: ExitFailure, err: err}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cancelled %s: no process drove it\n", r.ID)
+				return nil
+			}
 			if errors.Is(err, owner.ErrUnreachable) {
-				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s is not being driven by a process on this machine (%w)", args[0], err)}
+				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s is not being driven by a process on this machine (%w); stop the whole run, or resume it to stop #%d", args[0], err, id)}
 			}
 			if err != nil {
 				return &exitError{code: ExitFailure, err: err}
