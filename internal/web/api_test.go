@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/tree"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 	"github.com/arbor-run/arbor/internal/web"
 )
@@ -277,5 +279,35 @@ func TestOversizedBodyIsRefusedAs413(t *testing.T) {
 	b.mustDo("GET", "/api/runs", nil, &runs)
 	if len(runs) != 0 {
 		t.Fatalf("an oversized start started runs: %+v", runs)
+	}
+}
+
+// TestStopOfARunNobodyDrives: stopping the whole of a run no process
+// drives cancels it in the store, as arbor stop does; a node of it is
+// still refused until the run is resumed.
+func TestStopOfARunNobodyDrives(t *testing.T) {
+	t.Parallel()
+	b := setup(t, treetest.Script{1: {complete("never run")}})
+	other := b.otherProcess()
+	e, _, err := other.Engine("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Create(b.ctx, tree.RunOptions{ID: "run-idle", Goal: "g", Model: "anthropic/claude-test", Workspace: b.ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/2/stop", map[string]any{}, nil); code != http.StatusConflict {
+		t.Fatalf("stop of a node of a run nobody drives: %d, want 409", code)
+	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/1/stop", map[string]any{}, nil); code != http.StatusOK {
+		t.Fatalf("stop of a run nobody drives: %d, want 200", code)
+	}
+	got, err := b.app.Store.GetRun(b.ctx, r.ID)
+	if err != nil || got.Status != store.RunCancelled {
+		t.Fatalf("run after the stop: %+v %v", got, err)
+	}
+	if n := len(b.llm.Requests()); n != 0 {
+		t.Fatalf("the model was asked %d times", n)
 	}
 }

@@ -220,6 +220,14 @@ func (d *Driver) Control(ctx context.Context, runID string, id int64, op tree.Op
 		if _, err := d.o.App.Store.GetRun(ctx, runID); errors.Is(err, store.ErrNotFound) {
 			return "", fmt.Errorf("run %s: %w", runID, err) // 404, not "resume it"
 		}
+		if id == 1 && op == tree.OpStop {
+			// Stopping a run nobody drives cancels it, as arbor stop does.
+			a := d.o.App
+			if _, err := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker}).Cancel(ctx, runID); err != nil {
+				return "", err
+			}
+			return tree.StateCancelled, nil
+		}
 		return "", fmt.Errorf("%w: resume run %s here first", tree.ErrNotDriven, runID)
 	}
 	st, err := c.Control(ctx, id, op)
