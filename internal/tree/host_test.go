@@ -173,6 +173,10 @@ func TestHostResumesChildrenAfterClose(t *testing.T) {
 	if n := b.nodeIn(t, "sess-2", 2); n.State != tree.StateActive {
 		t.Fatalf("#2 after Close is %s, want active (interrupted)", n.State)
 	}
+	// Its hint is the conversation's, not arbor resume's (which refuses).
+	if r, err := b.app.Store.GetRun(b.ctx, "sess-2"); err != nil || r.Status != store.RunInterrupted || !strings.Contains(r.Error, "arbor headless -r sess-2") {
+		t.Fatalf("hosted run after Close: %+v %v", r, err)
+	}
 	h2, err := b.engine.Host(b.ctx, tree.HostOptions{ID: "sess-2", SessionID: "sess-2"})
 	if err != nil {
 		t.Fatal(err)

@@ -198,6 +198,10 @@ func (r *run) drive(ctx context.Context) (store.Run, error) {
 	default:
 		r.meta.Status = store.RunInterrupted
 		r.meta.Error = "interrupted; resume with: arbor resume " + r.id
+		if r.isHostedLocked() {
+			// A conversation's tree: the conversation goes on, not the run.
+			r.meta.Error = "its conversation ended; continue it with: arbor headless -r " + r.id + " (or arbor mcp --run " + r.id + ")"
+		}
 		r.commitLocked(nil)
 	}
 	meta := r.meta
