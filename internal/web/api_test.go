@@ -297,6 +297,20 @@ func TestStopOfARunNobodyDrives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, html := b.get("/runs/" + r.ID); !strings.Contains(html, "Resume run") || !strings.Contains(html, "Cancel run") {
+		t.Fatalf("the page of a run nobody drives offers no resume or cancel:\n%s", html)
+	}
+	// A headless session's run is continued by its conversation: its page
+	// offers neither.
+	h, err := e.Host(b.ctx, tree.HostOptions{ID: "sess-idle", SessionID: "sess-idle", Workspace: b.ws, New: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Start()
+	h.Close()
+	if _, html := b.get("/runs/sess-idle"); strings.Contains(html, "Resume run") || strings.Contains(html, "Cancel run") || !strings.Contains(html, "arbor headless -r sess-idle") {
+		t.Fatalf("the page of a headless session's run:\n%s", html)
+	}
 	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/2/stop", map[string]any{}, nil); code != http.StatusConflict {
 		t.Fatalf("stop of a node of a run nobody drives: %d, want 409", code)
 	}
