@@ -336,14 +336,16 @@ func TestSDKOptions(t *testing.T) {
 	t.Run("sessions", func(t *testing.T) {
 		t.Parallel()
 		srv1, srv2, srv3 := llmtest.NewServer(llmtest.Turn{Text: "first"}), llmtest.NewServer(llmtest.Turn{Text: "forked"}), llmtest.NewServer(llmtest.Turn{Text: "continued"})
-		state := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+		// One workspace: --continue continues the latest conversation of
+		// the workspace it runs in, as Claude Code's does.
+		home, state := t.TempDir(), map[string]string{"XDG_STATE_HOME": t.TempDir()}
 		const id = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
-		r1 := h.run(t, "options", srv1, nil, state, driverOptions{Prompt: "one", Options: map[string]any{"sessionId": id}})
+		r1 := h.runIn(t, home, "options", srv1, nil, state, driverOptions{Prompt: "one", Options: map[string]any{"sessionId": id}})
 		r1.requireDone(t)
 		if res := r1.result(t); res.SessionID != id {
 			r1.fatalf(t, "session_id %q, want the sessionId option %q", res.SessionID, id)
 		}
-		r2 := h.run(t, "options", srv2, nil, state, driverOptions{Prompt: "two", Options: map[string]any{"resume": id, "forkSession": true}})
+		r2 := h.runIn(t, home, "options", srv2, nil, state, driverOptions{Prompt: "two", Options: map[string]any{"resume": id, "forkSession": true}})
 		r2.requireDone(t)
 		forked := r2.result(t).SessionID
 		if forked == id || !isUUID(forked) {
@@ -352,7 +354,7 @@ func TestSDKOptions(t *testing.T) {
 		if got := len(srv2.Requests()[0].Messages); got != 3 {
 			r2.fatalf(t, "the forked turn sent %d messages, want 3 (the first exchange and the new prompt)", got)
 		}
-		r3 := h.run(t, "options", srv3, nil, state, driverOptions{Prompt: "three", Options: map[string]any{"continue": true}})
+		r3 := h.runIn(t, home, "options", srv3, nil, state, driverOptions{Prompt: "three", Options: map[string]any{"continue": true}})
 		r3.requireDone(t)
 		if got := r3.result(t).SessionID; got != forked {
 			r3.fatalf(t, "continue used session %q, want the latest, %q", got, forked)
