@@ -164,8 +164,18 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 		}
 	}
 	iid := approval()
+	if code := b.do("POST", "/api/interactions/"+iid, map[string]any{}, nil); code != http.StatusBadRequest {
+		t.Fatalf("empty resolution: %d", code)
+	}
+	b.mustDo("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true)}, nil)
+	if code := b.do("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true)}, nil); code != http.StatusConflict {
+		t.Fatalf("resolving twice: %d", code)
+	}
+	iid = approval()
 	// The approval's JSON, in the run and in its frame, is snake_case
-	// with the tool's kind by name (it had Go's field names and the kind
+	// with the tool's kind by name. (The second approval's: the stream
+	// surely was open when it was raised, so its frame comes; the first
+	// can precede the stream, which then starts with a snapshot.) (it had Go's field names and the kind
 	// as a number: {"CallID": …, "Kind": 1, "Target": {"Paths": …}}).
 	if _, ok := frames[iid]; !ok {
 		f := s.until(t, "the approval's frame", func(f sseFrame) bool {
@@ -199,18 +209,10 @@ func TestApproveStopPauseFromAPI(t *testing.T) {
 		var target bytes.Buffer
 		_ = json.Compact(&target, ap["target"])
 		if strings.Join(keys, " ") != "call_id input kind reason suggested_rule target tool" ||
-			string(ap["kind"]) != `"write"` || string(ap["tool"]) != `"write_file"` || target.String() != `{"paths":["a.txt"]}` {
+			string(ap["kind"]) != `"write"` || string(ap["tool"]) != `"write_file"` || target.String() != `{"paths":["b.txt"]}` {
 			t.Fatalf("%s: approval %s", where, ap)
 		}
 	}
-	if code := b.do("POST", "/api/interactions/"+iid, map[string]any{}, nil); code != http.StatusBadRequest {
-		t.Fatalf("empty resolution: %d", code)
-	}
-	b.mustDo("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true)}, nil)
-	if code := b.do("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true)}, nil); code != http.StatusConflict {
-		t.Fatalf("resolving twice: %d", code)
-	}
-	iid = approval()
 	b.mustDo("POST", "/api/interactions/"+iid, web.Resolution{Allow: ptr(true), Always: true}, nil)
 	// The third write is allowed by the session rule: no approval; the
 	// writer completes.
