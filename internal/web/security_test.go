@@ -128,7 +128,7 @@ func TestModelOutputEscaped(t *testing.T) {
 	var started web.Started
 	b.mustDo("POST", "/api/runs", web.NewRun{Goal: "goal " + evil}, &started)
 	s := b.stream(started.ID)
-	s.until(t, "run frame", func(f sseFrame) bool { return f.Event == "run" })
+	b.waitRunEnded(s, started.ID)
 	for _, path := range []string{"/", "/runs/" + started.ID, "/runs/" + started.ID + "/graph", "/runs/" + started.ID + "/nodes/1", "/runs/" + started.ID + "/nodes/2"} {
 		code, html := b.get(path)
 		if code != http.StatusOK {

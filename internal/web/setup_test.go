@@ -17,6 +17,7 @@ import (
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/store/postgres/pgtest"
 	"github.com/arbor-run/arbor/internal/tree/treetest"
 	"github.com/arbor-run/arbor/internal/web"
@@ -320,6 +321,17 @@ func nodeOf(d web.RunDetail, id int64) web.NodeInfo {
 
 // waitNode waits until node id of run is in state: already (read from the
 // API after the stream opened) or on the stream.
+// waitRunEnded returns once run has ended: at once when it had before
+// s opened (its frame then never comes: a stream starts with a hello),
+// else at its run frame.
+func (b *bundle) waitRunEnded(s *stream, run string) {
+	b.t.Helper()
+	if store.RunStatus(b.run(run).Status).Terminal() {
+		return
+	}
+	s.until(b.t, "run frame", func(f sseFrame) bool { return f.Event == "run" })
+}
+
 func (b *bundle) waitNode(s *stream, run string, id int64, state string) {
 	b.t.Helper()
 	if string(nodeOf(b.run(run), id).State) == state {
