@@ -230,3 +230,10 @@ func priceOf(m Model, u llm.Usage) float64 {
 	}
 	return m.Ref.Price.Cost(u)
 }
+
+// StoreEngine is an engine that drives no run and runs no agent: for what
+// is written to a stored run nobody drives, under the run's lease (an
+// answer, a raised budget, a cancel).
+func (a *App) StoreEngine() *tree.Engine {
+	return tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker})
+}

@@ -63,7 +63,7 @@ An empty answer is refused; --decline declines the question.`,
 			if !sent {
 				// No owner listens: store the answer (under the run's
 				// lease, which fails naming a live owner).
-				e := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker})
+				e := a.StoreEngine()
 				err = e.Answer(cmd.Context(), args[0], id, args[2])
 			}
 			var held *store.LeaseHeldError

@@ -56,7 +56,7 @@ is no longer resumable; a node of it is refused, exit 1.`,
 			state, err := owner.Client{Socket: a.OwnerSocket(cmd.Context(), args[0])}.Control(cmd.Context(), id, tree.OpStop)
 			if errors.Is(err, owner.ErrUnreachable) && id == 1 {
 				// Nobody drives it: the whole run is cancelled in the store.
-				r, err := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker}).Cancel(cmd.Context(), args[0])
+				r, err := a.StoreEngine().Cancel(cmd.Context(), args[0])
 				if err != nil {
 					return &exitError{code: ExitFailure, err: err}
 				}

@@ -197,9 +197,7 @@ func (d *Driver) Answer(ctx context.Context, runID string, id int64, text string
 			return err
 		}
 	}
-	a := d.o.App
-	e := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker})
-	return e.Answer(ctx, runID, id, text)
+	return d.o.App.StoreEngine().Answer(ctx, runID, id, text)
 }
 
 // Control stops, pauses or resumes a node: through this process's engine
@@ -222,8 +220,7 @@ func (d *Driver) Control(ctx context.Context, runID string, id int64, op tree.Op
 		}
 		if id == 1 && op == tree.OpStop {
 			// Stopping a run nobody drives cancels it, as arbor stop does.
-			a := d.o.App
-			if _, err := tree.New(tree.Options{Store: a.Store, Bus: a.Bus, Broker: a.Broker}).Cancel(ctx, runID); err != nil {
+			if _, err := d.o.App.StoreEngine().Cancel(ctx, runID); err != nil {
 				return "", err
 			}
 			return tree.StateCancelled, nil
