@@ -148,7 +148,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	perms, err := permission.New(permission.Options{
 		Mode: mode, Workspace: ws, Roots: cfg.AddDirs,
 		ProjectFile: cfg.ProjectPermissionsFile(), UserFile: cfg.UserPermissionsFile(),
-		Extra: pf.projectRules(), Tools: RuleTools(), Rename: tool.RuleFromClaudeCode,
+		Extra: pf.projectRules(), Tools: RuleTools, Rename: tool.RuleFromClaudeCode,
 	})
 	if err != nil {
 		return nil, err
@@ -266,7 +266,7 @@ func (a *App) In(dir string) (*App, error) {
 	v.Permissions, err = permission.New(permission.Options{
 		Mode: a.Permissions.Mode(), Workspace: ws, Roots: cfg.AddDirs,
 		ProjectFile: v.Config().ProjectPermissionsFile(), UserFile: v.Config().UserPermissionsFile(),
-		Extra: v.project.projectRules(), Tools: RuleTools(), Rename: tool.RuleFromClaudeCode,
+		Extra: v.project.projectRules(), Tools: RuleTools, Rename: tool.RuleFromClaudeCode,
 	})
 	if err != nil {
 		v.Close()

@@ -33,10 +33,11 @@ type Options struct {
 	// package project): they follow the scope's file rules, are never
 	// written, and survive reloads.
 	Extra []Rule
-	// Tools are the names a call's tool can have. A rule of a rule file
-	// naming none of them (nor an MCP tool, mcp__…) is kept and reported
-	// by Problems. nil takes every name.
-	Tools []string
+	// Tools returns the names a call's tool can have. A rule of a rule
+	// file naming none of them (nor an MCP tool, mcp__…) is kept and
+	// reported by Problems. It is called once, when a rule file first
+	// has a rule (start-up need not make the list); nil takes every name.
+	Tools func() []string
 	// Rename, when set, rewrites each rule of a rule file before it is
 	// parsed, and the tool name of each call before it is judged: the
 	// caller's aliases, such as Claude Code's tool names ("Bash(rm *)" is
@@ -57,7 +58,7 @@ type Engine struct {
 	extra map[Scope][]Rule
 	// rename is Options.Rename (never nil); never changed after New.
 	rename func(string) string
-	tools  []string
+	tools  func() []string // Options.Tools, made once; nil knows every name
 
 	// fileMu serializes AddRule and RemoveRule, file writes included, so
 	// Decide never waits for the disk.
@@ -103,7 +104,10 @@ func New(o Options) (*Engine, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a directory", ws.abs)
 	}
-	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}, extra: map[Scope][]Rule{}, tools: o.Tools, rename: o.Rename}
+	e := &Engine{ws: ws, mode: mode, files: map[Scope]string{}, roleFiles: map[Scope]string{}, extra: map[Scope][]Rule{}, tools: func() []string { return nil }, rename: o.Rename}
+	if o.Tools != nil {
+		e.tools = sync.OnceValue(o.Tools)
+	}
 	if e.rename == nil {
 		e.rename = func(r string) string { return r }
 	}
@@ -328,8 +332,8 @@ func (e *Engine) reload(s Scope) error {
 			return err
 		}
 		for i, r := range rs {
-			if !knows(r, e.tools) {
-				unknown = append(unknown, unknownTool(fmt.Sprintf("%s: rule %d", path, i+1), r, e.tools))
+			if !knows(r, e.tools()) {
+				unknown = append(unknown, unknownTool(fmt.Sprintf("%s: rule %d", path, i+1), r, e.tools()))
 			}
 		}
 		rules = rs
@@ -340,8 +344,8 @@ func (e *Engine) reload(s Scope) error {
 			return err
 		}
 		for _, r := range rs {
-			if !knows(r, e.tools) {
-				unknown = append(unknown, unknownTool(fmt.Sprintf("%s: permission.%s", path, r.Tool), r, e.tools))
+			if !knows(r, e.tools()) {
+				unknown = append(unknown, unknownTool(fmt.Sprintf("%s: permission.%s", path, r.Tool), r, e.tools()))
 			}
 		}
 		rules = append(rules, rs...)

@@ -19,7 +19,7 @@ func TestRulesNamingNoTool(t *testing.T) {
 	open := func(t *testing.T, b *bundle, tools []string) *permission.Engine {
 		t.Helper()
 		e, err := permission.New(permission.Options{Mode: permission.ModeTrust, Workspace: b.ws,
-			ProjectFile: b.projectFile, UserFile: b.userFile, Tools: tools})
+			ProjectFile: b.projectFile, UserFile: b.userFile, Tools: func() []string { return tools }})
 		if err != nil {
 			t.Fatal(err)
 		}
