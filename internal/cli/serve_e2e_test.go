@@ -104,23 +104,8 @@ func TestServeRunAnsweredFromShell(t *testing.T) {
 	}))
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
-	defer cancel()
-	c := e.cmd(ctx, "serve", "--addr", "127.0.0.1:0", "--model", model)
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb strings.Builder
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no link printed: %v %s", err, errb.String())
-	}
-	base := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "arbor: serving on "), "/")
+	web := startServe(t, e, "--model", model)
+	base := web.base
 	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"goal":"pick a region"}`))
 	if err != nil || res.StatusCode != http.StatusCreated {
 		t.Fatalf("start: %v %v", res, err)
@@ -168,10 +153,5 @@ func TestServeRunAnsweredFromShell(t *testing.T) {
 		t.Fatalf("answer: %d %q %q", o.code, o.stdout, o.stderr)
 	}
 	waitFor(`"outcome":"complete"`, "deploy to eu")
-	if err := c.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Wait(); err != nil {
-		t.Fatalf("serve after SIGINT: %v\n%s", err, errb.String())
-	}
+	web.stop() // a clean exit after SIGINT
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,14 +23,16 @@ import (
 type served struct {
 	t    *testing.T
 	base string
+	// stop ends serve with SIGINT, requires a clean exit and returns its
+	// stderr; it runs once, at the latest when the test ends.
+	stop func() string
 }
 
-// startServe starts arbor serve on a free loopback port; it is stopped
-// with SIGINT when the test ends.
-func startServe(t *testing.T, e *env) *served {
+// startServe starts arbor serve with args on a free loopback port.
+func startServe(t *testing.T, e *env, args ...string) *served {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
-	c := e.cmd(ctx, "serve", "--addr", "127.0.0.1:0")
+	c := e.cmd(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	out, err := c.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -39,18 +42,20 @@ func startServe(t *testing.T, e *env) *served {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() string {
+		defer cancel()
 		_ = c.Process.Signal(syscall.SIGINT)
 		if err := c.Wait(); err != nil {
 			t.Errorf("serve after SIGINT: %v\n%s", err, errb.String())
 		}
-		cancel()
+		return errb.String()
 	})
+	t.Cleanup(func() { stop() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("no link printed: %v %s", err, errb.String())
+		t.Fatalf("no link printed: %v %s", err, stop())
 	}
-	return &served{t: t, base: strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "arbor: serving on "), "/")}
+	return &served{t: t, base: strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "arbor: serving on "), "/"), stop: stop}
 }
 
 // post sends a JSON body and decodes the reply into out; it returns the
