@@ -374,12 +374,28 @@ func TestLoadFileErrors(t *testing.T) {
 				t.Fatalf("%q: err = %v, want *FileError ending %q", tc.file, err, path+tc.want)
 			}
 		}
-		for _, ok := range []string{"retry: {stall_timeout: 60s}\n", "question_timeout: 1h30m\n", "question_timeout:\n"} {
+		for _, ok := range []string{"retry: {stall_timeout: 60s}\n", "question_timeout: 1h30m\n", "question_timeout:\n", "question_timeout: 0\n"} {
 			b := setup(t)
 			writeFile(t, b.projectFile(), ok)
 			if _, err := b.load(Overrides{}); err != nil {
 				t.Fatalf("%q: %v", ok, err)
 			}
+		}
+	})
+
+	// A bare 0 is a duration (none), in a layer that overrides another's.
+	t.Run("BareZeroDuration", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		writeFile(t, b.userFile(), "question_timeout: 5m\napproval_timeout: 2m\n")
+		writeFile(t, b.projectFile(), "question_timeout: 0\napproval_timeout: 0\n")
+		c := b.mustLoad(t, Overrides{})
+		if c.QuestionTimeout != 0 || c.ApprovalTimeout != 0 {
+			t.Fatalf("question_timeout %v, approval_timeout %v; want 0 from the project's bare 0", c.QuestionTimeout, c.ApprovalTimeout)
+		}
+		writeFile(t, b.projectFile(), "retry: {stall_timeout: 0}\n")
+		if _, err := b.load(Overrides{}); err == nil || !strings.Contains(err.Error(), "must be a positive duration") {
+			t.Fatalf("stall_timeout: 0: err = %v, want the positive-duration check", err)
 		}
 	})
 

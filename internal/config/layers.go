@@ -1,10 +1,8 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"reflect"
@@ -113,12 +111,11 @@ func readFile(path string) (*fileConfig, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 
-	// The key check above gives the precise error; KnownFields stays on so
-	// the decoder can never silently drop a key the check missed.
+	// The checked tree is decoded, not the bytes again: the check has read
+	// every key (an unknown one never reaches here) and has made a bare 0
+	// a duration (checkDuration).
 	var fc fileConfig
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+	if err := root.Decode(&fc); err != nil {
 		return nil, nil, &FileError{Path: path, Err: err}
 	}
 	return &fc, info, nil
@@ -185,10 +182,16 @@ var durationType = reflect.TypeOf(time.Duration(0))
 
 // checkDuration refuses what the decoder would refuse for a duration with
 // its own words ("cannot unmarshal !!int `60` into time.Duration"), saying
-// what to write: a string time.ParseDuration reads, with its unit.
+// what to write: a string time.ParseDuration reads, with its unit. A bare
+// 0 needs no unit (ParseDuration reads it too) and is made a string for
+// the decoder, so question_timeout: 0 means none, as 0s does.
 func checkDuration(n *yaml.Node, path string) *FileError {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
 		return nil // not a scalar: the decoder reports it with its line
+	}
+	if n.ShortTag() == "!!int" && n.Value == "0" {
+		n.Tag = "!!str"
+		return nil
 	}
 	if _, err := time.ParseDuration(n.Value); err == nil && n.ShortTag() == "!!str" {
 		return nil
