@@ -23,8 +23,9 @@ their tool processes end. The request goes to the process driving the run
 (arbor run, arbor serve or an arbor worker) through the answer socket its
 lease names, or for a cluster run (arbor run --cluster) to the worker
 driving it on any machine, through the database. A run that no process
-drives (interrupted) is cancelled in the store when no node is named, so it
-is no longer resumable; a node of it is refused, exit 1.`,
+drives (interrupted) is stopped in the store: with no node named it is
+cancelled and no longer resumable; a node named is cancelled with what runs
+under it, and arbor resume goes on without them.`,
 		Example: `  arbor stop 01JD8X… '#3'
   arbor stop 01JD8X…`,
 		Args: cobra.RangeArgs(1, 2),
@@ -54,17 +55,18 @@ is no longer resumable; a node of it is refused, exit 1.`,
 				return nil
 			}
 			state, err := owner.Client{Socket: a.OwnerSocket(cmd.Context(), args[0])}.Control(cmd.Context(), id, tree.OpStop)
-			if errors.Is(err, owner.ErrUnreachable) && id == 1 {
-				// Nobody drives it: the whole run is cancelled in the store.
-				r, err := a.StoreEngine().Cancel(cmd.Context(), args[0])
-				if err != nil {
-					return &exitError{code: ExitFailure, err: err}
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "cancelled %s: no process drove it\n", r.ID)
-				return nil
-			}
 			if errors.Is(err, owner.ErrUnreachable) {
-				return &exitError{code: ExitFailure, err: fmt.Errorf("run %s is not being driven by a process on this machine (%w); stop the whole run, or resume it to stop #%d", args[0], err, id)}
+				// Nobody drives it: the stop is written to the store.
+				r, err := a.StoreEngine().Stop(cmd.Context(), args[0], id)
+				switch {
+				case err != nil:
+					return &exitError{code: ExitFailure, err: err}
+				case id == 1:
+					fmt.Fprintf(cmd.OutOrStdout(), "cancelled %s: no process drove it\n", r.ID)
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "stopped #%d of %s: no process drove it; arbor resume %s goes on without it\n", id, r.ID, r.ID)
+				}
+				return nil
 			}
 			if err != nil {
 				return &exitError{code: ExitFailure, err: err}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/store"
 	"github.com/arbor-run/arbor/internal/tree"
@@ -284,9 +285,10 @@ func TestOversizedBodyIsRefusedAs413(t *testing.T) {
 	}
 }
 
-// TestStopOfARunNobodyDrives: stopping the whole of a run no process
-// drives cancels it in the store, as arbor stop does; a node of it is
-// still refused until the run is resumed.
+// TestStopOfARunNobodyDrives: stopping a run no process drives is
+// written to the store, as arbor stop writes it: a node is cancelled with
+// what is under it and the run stays resumable; the whole run is
+// cancelled.
 func TestStopOfARunNobodyDrives(t *testing.T) {
 	t.Parallel()
 	b := setup(t, treetest.Script{1: {complete("never run")}})
@@ -313,8 +315,40 @@ func TestStopOfARunNobodyDrives(t *testing.T) {
 	if _, html := b.get("/runs/sess-idle"); strings.Contains(html, "Resume run") || strings.Contains(html, "Cancel run") || !strings.Contains(html, "arbor headless -r sess-idle") {
 		t.Fatalf("the page of a headless session's run:\n%s", html)
 	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/2/stop", map[string]any{}, nil); code != http.StatusNotFound {
+		t.Fatalf("stop of a node the run does not have: %d, want 404", code)
+	}
+	now := time.Now().UTC()
+	for _, n := range []store.Node{
+		{RunID: r.ID, ID: 2, ParentID: 1, Kind: tree.KindTask, Goal: "child", State: tree.StatePending, CreatedAt: now, UpdatedAt: now},
+		{RunID: r.ID, ID: 3, ParentID: 2, Kind: tree.KindTask, Goal: "grandchild", State: tree.StatePending, CreatedAt: now, UpdatedAt: now},
+		{RunID: r.ID, ID: 4, ParentID: 1, Kind: tree.KindTask, Goal: "sibling", State: tree.StatePending, CreatedAt: now, UpdatedAt: now},
+	} {
+		if err := b.app.Store.Commit(b.ctx, &r, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/2/stop", map[string]any{}, nil); code != http.StatusOK {
+		t.Fatalf("stop of a node of a run nobody drives: %d, want 200", code)
+	}
+	nodes, err := b.app.Store.Nodes(b.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		want := map[int64]store.NodeState{2: tree.StateCancelled, 3: tree.StateCancelled}[n.ID]
+		if want == "" {
+			want = tree.StatePending
+		}
+		if n.State != want {
+			t.Fatalf("#%d is %s after the stop of #2, want %s", n.ID, n.State, want)
+		}
+	}
+	if got, err := b.app.Store.GetRun(b.ctx, r.ID); err != nil || got.Status.Terminal() {
+		t.Fatalf("run after the stop of #2: %+v %v; want it resumable", got, err)
+	}
 	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/2/stop", map[string]any{}, nil); code != http.StatusConflict {
-		t.Fatalf("stop of a node of a run nobody drives: %d, want 409", code)
+		t.Fatalf("a second stop of #2: %d, want 409", code)
 	}
 	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/1/stop", map[string]any{}, nil); code != http.StatusOK {
 		t.Fatalf("stop of a run nobody drives: %d, want 200", code)

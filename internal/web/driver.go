@@ -218,9 +218,10 @@ func (d *Driver) Control(ctx context.Context, runID string, id int64, op tree.Op
 		if _, err := d.o.App.Store.GetRun(ctx, runID); errors.Is(err, store.ErrNotFound) {
 			return "", fmt.Errorf("run %s: %w", runID, err) // 404, not "resume it"
 		}
-		if id == 1 && op == tree.OpStop {
-			// Stopping a run nobody drives cancels it, as arbor stop does.
-			if _, err := d.o.App.StoreEngine().Cancel(ctx, runID); err != nil {
+		if op == tree.OpStop {
+			// A stop of a run nobody drives is written to the store, as
+			// arbor stop writes it (the root's cancels the run).
+			if _, err := d.o.App.StoreEngine().Stop(ctx, runID, id); err != nil {
 				return "", err
 			}
 			return tree.StateCancelled, nil
