@@ -315,9 +315,29 @@ func TestHeadlessResumeOfAHostedSession(t *testing.T) {
 	if o.code != 1 || !strings.Contains(o.stderr, fmt.Sprintf("session %s is being driven by pid %d", ready.Payload.SessionID, c.Process.Pid)) {
 		t.Fatalf("second headless: exit %d\n%s", o.code, o.stderr)
 	}
+	if o := e.run("runs"); !strings.Contains(o.stdout, ready.Payload.SessionID+"  running") {
+		t.Fatalf("runs while the session is hosted:\n%s", o.stdout)
+	}
 	stdin.Close()
 	_, _ = io.Copy(io.Discard, stdout)
 	if err := c.Wait(); err != nil {
 		t.Fatalf("first headless: %v", err)
+	}
+	// A session no process holds is idle, not interrupted: its
+	// conversation waits for arbor headless -r, whether its process ended
+	// or was killed.
+	if o := e.run("runs"); !strings.Contains(o.stdout, ready.Payload.SessionID+"  idle") {
+		t.Fatalf("runs after the session ended:\n%s", o.stdout)
+	}
+	c, _, stdout = e.startPiped(t, "headless", "--model", model, "-r", ready.Payload.SessionID)
+	if sc := bufio.NewScanner(stdout); !sc.Scan() {
+		t.Fatal("no ready envelope from the resumed session")
+	}
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	if o := e.run("tree", ready.Payload.SessionID); !strings.Contains(o.stdout, "[idle]") {
+		t.Fatalf("tree after the session's process was killed:\n%s", o.stdout)
 	}
 }

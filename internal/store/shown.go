@@ -14,10 +14,34 @@ import (
 // How a run looks to a reader (arbor runs, arbor tree, the web view):
 // the stored row corrected by what its lease says.
 
+// ShownStore is what ShownStatus reads: a run's lease and its root.
+type ShownStore interface {
+	LeaseStore
+	GetNode(ctx context.Context, runID string, id int64) (Node, error)
+}
+
 // ShownStatus is the status a reader shows for r: a run stored as running
 // whose lease is gone or dead was left by a killed process and is
-// interrupted (but for a cluster run, which the workers take on). The row itself is corrected by the next owner's drive.
-func ShownStatus(ctx context.Context, st LeaseStore, r Run) RunStatus {
+// interrupted (but for a cluster run, which the workers take on). The row
+// itself is corrected by the next owner's drive. A headless session's
+// run that no process holds is idle, not interrupted: its conversation
+// ended with its process, or waits for the next (Hosted).
+func ShownStatus(ctx context.Context, st ShownStore, r Run) RunStatus {
+	s := leaseStatus(ctx, st, r)
+	if s == RunInterrupted && Hosted(ctx, st, r.ID) {
+		return RunIdle
+	}
+	return s
+}
+
+// Hosted reports whether run runID is a headless session's: its root is
+// a host node, which a front end drives.
+func Hosted(ctx context.Context, st ShownStore, runID string) bool {
+	root, err := st.GetNode(ctx, runID, 1)
+	return err == nil && root.Kind == KindHost
+}
+
+func leaseStatus(ctx context.Context, st LeaseStore, r Run) RunStatus {
 	if r.Status != RunRunning || r.Queue != "" {
 		// A cluster run with no live driver is waiting for a worker,
 		// which the run reaper hands it to: it is running still.
@@ -36,7 +60,7 @@ func ShownStatus(ctx context.Context, st LeaseStore, r Run) RunStatus {
 }
 
 // WithShownStatus rewrites the status of every run to ShownStatus.
-func WithShownStatus(ctx context.Context, st LeaseStore, rs []Run) []Run {
+func WithShownStatus(ctx context.Context, st ShownStore, rs []Run) []Run {
 	for i := range rs {
 		rs[i].Status = ShownStatus(ctx, st, rs[i])
 	}

@@ -69,6 +69,10 @@ const (
 	RunCancelled   RunStatus = "cancelled"
 	RunBudget      RunStatus = "budget_exhausted"
 	RunInterrupted RunStatus = "interrupted" // stopped mid-way; arbor resume continues it
+	// RunIdle is shown, never stored (ShownStatus): a headless session's
+	// run that no process holds. It is not stopped mid-way: its
+	// conversation waits for its next prompt (arbor headless -r).
+	RunIdle RunStatus = "idle"
 )
 
 // Terminal reports whether the run ended with an outcome: every status

@@ -312,6 +312,9 @@ func TestStopOfARunNobodyDrives(t *testing.T) {
 	}
 	h.Start()
 	h.Close()
+	if d := b.run("sess-idle"); d.Status != store.RunIdle {
+		t.Fatalf("a headless session's run nobody holds is shown %s, want idle", d.Status)
+	}
 	if _, html := b.get("/runs/sess-idle"); strings.Contains(html, "Resume run") || strings.Contains(html, "Cancel run") || !strings.Contains(html, "arbor headless -r sess-idle") {
 		t.Fatalf("the page of a headless session's run:\n%s", html)
 	}

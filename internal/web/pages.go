@@ -88,7 +88,7 @@ func (s *Server) pageRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	runs = filterRuns(runs, q.Get("status"), q.Get("q"))
 	p := page{Title: "Runs", Page: "runs", Seq: seq, Status: q.Get("status"), Query: q.Get("q"),
-		Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted, store.RunComplete, store.RunFailed, store.RunCancelled, store.RunBudget}}
+		Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted, store.RunIdle, store.RunComplete, store.RunFailed, store.RunCancelled, store.RunBudget}}
 	now := time.Now()
 	for _, sum := range runs {
 		row := runRow{RunSummary: sum, Age: ago(now.Sub(sum.CreatedAt)), Cost: money{Known: true}}

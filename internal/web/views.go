@@ -80,8 +80,9 @@ type NodeDetail struct {
 }
 
 // summary reads r's owner and shows a run left "running" by a dead
-// process as interrupted, as `arbor runs` does, and an interrupted run
-// that a live owner just took up as running.
+// process as interrupted, as `arbor runs` does, an interrupted run that a
+// live owner just took up as running, and a headless session's run that
+// no process holds as idle.
 func (s *Server) summary(ctx context.Context, r store.Run) RunSummary {
 	sum := RunSummary{ID: r.ID, Goal: r.Goal, Status: r.Status, Model: r.Model, BudgetUSD: r.BudgetUSD,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Here: s.o.Steer != nil && s.o.Steer.Drives(r.ID)}
@@ -96,6 +97,9 @@ func (s *Server) summary(ctx context.Context, r store.Run) RunSummary {
 	case r.Status == store.RunInterrupted && (alive || sum.Here):
 		// Resumed a moment ago: its owner writes running as it starts.
 		sum.Status = store.RunRunning
+	}
+	if sum.Status == store.RunInterrupted && store.Hosted(ctx, s.o.Store, r.ID) {
+		sum.Status = store.RunIdle // a conversation no process holds (store.ShownStatus)
 	}
 	return sum
 }
