@@ -331,8 +331,14 @@ func TestStopOfARunNobodyDrives(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, html := b.get("/runs/" + r.ID + "/nodes/2"); !strings.Contains(html, "/nodes/2/stop") || strings.Contains(html, "/nodes/2/pause") {
+		t.Fatalf("the page of a node of a run nobody drives offers no stop, or a pause:\n%s", html)
+	}
 	if code := b.do("POST", "/api/runs/"+r.ID+"/nodes/2/stop", map[string]any{}, nil); code != http.StatusOK {
 		t.Fatalf("stop of a node of a run nobody drives: %d, want 200", code)
+	}
+	if _, html := b.get("/runs/" + r.ID + "/nodes/2"); strings.Contains(html, "/nodes/2/stop") {
+		t.Fatalf("the page of a stopped node still offers a stop:\n%s", html)
 	}
 	nodes, err := b.app.Store.Nodes(b.ctx, r.ID)
 	if err != nil {
