@@ -98,8 +98,10 @@ type Sandbox struct {
 	calls  atomic.Int64
 	watch  watcher
 
-	mu     sync.Mutex // guards closed
+	mu     sync.Mutex // guards closed, active and made
 	closed bool
+	active int      // calls wrapped and not yet done
+	made   []string // protected directories made as mount points (protect.go)
 }
 
 // New makes the sandbox of p, or fails with ErrUnavailable saying why no
@@ -177,6 +179,7 @@ type Call struct {
 	Env        []string
 	ExtraFiles []*os.File
 	done       func()
+	guard      *guard // the protected paths (protect.go)
 
 	sb      *Sandbox
 	info    *os.File // read end of bubblewrap's --info-fd
@@ -222,6 +225,13 @@ func (c *Call) Done() []string {
 		c.done()
 		c.done = nil
 	}
+	if c.guard != nil {
+		for _, p := range c.guard.check() {
+			c.blockedLine("sandbox: the command changed " + p + ", which commands may not write (a program outside the sandbox reads it); it was put back")
+		}
+		c.sb.release()
+		c.guard = nil
+	}
 	if c.watched != nil {
 		if w := <-c.watched; w != nil {
 			if why := c.sb.watch.remove(w); why != "" {
@@ -255,13 +265,8 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 	if len(s.policy.Allow) > 0 {
 		// A proxy of the call's own, so that what it refused is the call's.
 		px, err := NewProxy(ProxyOptions{Allow: s.policy.Allow, Blocked: func(host string, port int) {
-			note := "sandbox: the network access to " + net.JoinHostPort(host, strconv.Itoa(port)) +
-				" was blocked (sandbox.network.allow lists the hosts commands may reach)"
-			c.mu.Lock()
-			if !slices.Contains(c.blocked, note) {
-				c.blocked = append(c.blocked, note)
-			}
-			c.mu.Unlock()
+			c.blockedLine("sandbox: the network access to " + net.JoinHostPort(host, strconv.Itoa(port)) +
+				" was blocked (sandbox.network.allow lists the hosts commands may reach)")
 			if s.policy.Blocked != nil {
 				s.policy.Blocked(host, port)
 			}
@@ -292,16 +297,51 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 		}
 		c.Env = append(c.Env, "NO_PROXY=", "no_proxy=")
 	}
-	c.Argv = s.bwrapArgs(dir, argv, socket, 3)
+	c.guard = s.hold()
+	c.Argv = s.bwrapArgs(dir, argv, socket, 3, c.guard.args)
 	return c, nil
+}
+
+// hold makes the guard of a new call and counts the call as active.
+func (s *Sandbox) hold() *guard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active++
+	g := protect(append([]string{s.policy.Workspace}, s.policy.Writable...))
+	s.made = append(s.made, g.made...)
+	return g
+}
+
+// release ends a call's hold; the last active call removes the protected
+// directories made as mount points, those still empty.
+func (s *Sandbox) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active--; s.active > 0 {
+		return
+	}
+	for _, d := range s.made {
+		_ = os.Remove(d) // only an empty directory goes
+	}
+	s.made = nil
+}
+
+// blockedLine adds note to what the sandbox refused the call, once.
+func (c *Call) blockedLine(note string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.blocked, note) {
+		c.blocked = append(c.blocked, note)
+	}
 }
 
 // bwrapArgs is the bubblewrap command line that runs argv in dir: the
 // whole file system read-only, the writable paths bound read-write, the
 // denied ones hidden, a private /tmp, new user, PID, network, IPC and UTS
-// namespaces, and everything killed when arbor dies. With a proxy socket
+// namespaces, and everything killed when arbor dies. protected are the
+// arguments that keep the protected paths read-only (protect.go). With a proxy socket
 // the helper runs first (see Main).
-func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int) []string {
+func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int, protected []string) []string {
 	p := s.policy
 	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--info-fd", strconv.Itoa(infoFD),
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
@@ -311,6 +351,7 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int
 			a = append(a, "--bind", w, w)
 		}
 	}
+	a = append(a, protected...)
 	if len(argv) > 0 && filepath.IsAbs(argv[0]) && within(argv[0], "/tmp") && !within(argv[0], append([]string{p.Workspace}, p.Writable...)...) {
 		// A program under the host's /tmp (a test binary, go run's) runs
 		// from there: the private /tmp would hide it.

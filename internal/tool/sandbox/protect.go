@@ -1,0 +1,190 @@
+package sandbox
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// A confined command writes in the workspace, but some files there are
+// read later by programs that run unconfined: arbor itself at its next
+// start (.arbor/permissions.yaml, .claude/settings.json with its hooks,
+// .mcp.json with its servers), git when the user runs it (.git/hooks,
+// .git/config, .git/commondir), an editor opening the folder (.vscode),
+// a login shell (.bashrc in a workspace that is a home). Writing one is
+// a way out of the sandbox, so they are read-only inside, as in Claude
+// Code's sandbox runtime (its mandatory deny list) and Codex (.git).
+//
+// A protected path that exists is bound read-only over itself, which also
+// makes it a mount point the command can neither remove nor rename. A
+// .git directory is bound over itself first, so that it cannot be moved
+// aside and replaced by one of the command's own. A missing .arbor,
+// .claude or .git/hooks is made as an empty directory and bound the same
+// way, and removed again (if still empty) when the last call ends. A
+// missing file cannot be bound without creating it, and an empty
+// .mcp.json or .git/commondir would break arbor and git, so those are
+// checked when the call ends instead: one the call made is removed, and
+// named among what the sandbox blocked. A protected path that is a
+// symlink is put back to the link it was when the call ends.
+
+// protectedDirs are directories of a writable root commands may not
+// write; made when missing.
+var protectedDirs = []string{".arbor", ".claude"}
+
+// protectedIfPresent are paths of a writable root kept read-only when
+// they exist.
+var protectedIfPresent = []string{".vscode", ".idea", ".gitmodules", ".gitconfig",
+	".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".ripgreprc"}
+
+// protectedNew are files of a writable root a call may not create.
+var protectedNew = []string{".mcp.json"}
+
+// guard is what one call does to keep the protected paths: the bubblewrap
+// arguments, the directories it made, and the paths to check when it ends.
+type guard struct {
+	args    []string
+	made    []string        // directories made as mount points
+	watch   map[string]link // path → how it was before the call
+	changed []string        // set by check: the paths the call changed
+}
+
+// link is a watched path's state before the call: absent, or a symlink
+// to target.
+type link struct {
+	absent bool
+	target string
+}
+
+// protect is the guard of a call whose writable roots are roots.
+func protect(roots []string) *guard {
+	g := &guard{watch: map[string]link{}}
+	for _, r := range roots {
+		if isGitDir(r) {
+			g.gitDir(r)
+			continue
+		}
+		for _, d := range protectedDirs {
+			g.dir(filepath.Join(r, d), true)
+		}
+		for _, p := range protectedIfPresent {
+			g.dir(filepath.Join(r, p), false)
+		}
+		for _, f := range protectedNew {
+			g.file(filepath.Join(r, f))
+		}
+		dotgit := filepath.Join(r, ".git")
+		switch fi, err := os.Lstat(dotgit); {
+		case err != nil:
+		case fi.IsDir():
+			g.args = append(g.args, "--bind", dotgit, dotgit) // pinned: it cannot be moved aside
+			g.gitDir(dotgit)
+		default: // a worktree's .git file names its git dir
+			g.file(dotgit)
+		}
+	}
+	return g
+}
+
+// gitDir protects what of a git directory makes git run programs.
+func (g *guard) gitDir(dir string) {
+	g.dir(filepath.Join(dir, "hooks"), true)
+	g.file(filepath.Join(dir, "config"))
+	g.file(filepath.Join(dir, "commondir"))
+	wts, _ := filepath.Glob(filepath.Join(dir, "worktrees", "*"))
+	subs, _ := filepath.Glob(filepath.Join(dir, "modules", "*"))
+	for _, d := range append(wts, subs...) {
+		for _, f := range []string{"config", "config.worktree", "commondir"} {
+			if _, err := os.Lstat(filepath.Join(d, f)); err == nil {
+				g.file(filepath.Join(d, f))
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(d, "hooks")); err == nil {
+			g.dir(filepath.Join(d, "hooks"), false)
+		}
+	}
+}
+
+// dir protects the directory (or file) p, making it when missing and make
+// is set.
+func (g *guard) dir(p string, make bool) {
+	fi, err := os.Lstat(p)
+	switch {
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
+		g.symlink(p)
+	case err == nil:
+		g.args = append(g.args, "--ro-bind", p, p)
+	case !make:
+		g.watch[p] = link{absent: true}
+	case os.Mkdir(p, 0o755) == nil:
+		g.made = append(g.made, p)
+		g.args = append(g.args, "--ro-bind", p, p)
+	default: // its parent is missing or read-only: watch it instead
+		g.watch[p] = link{absent: true}
+	}
+}
+
+// file protects the file p: read-only when it exists, watched when not.
+func (g *guard) file(p string) {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		g.watch[p] = link{absent: true}
+	case fi.Mode()&os.ModeSymlink != 0:
+		g.symlink(p)
+	default:
+		g.args = append(g.args, "--ro-bind", p, p)
+	}
+}
+
+// symlink protects a protected path that is a symlink: what it points to
+// is bound read-only where it exists, and the link itself is put back
+// when the call ends.
+func (g *guard) symlink(p string) {
+	target, err := os.Readlink(p)
+	if err != nil {
+		return
+	}
+	g.watch[p] = link{target: target}
+	if _, err := os.Stat(p); err == nil {
+		g.args = append(g.args, "--ro-bind", p, p)
+	}
+}
+
+// check puts back every watched path the call changed and returns their
+// names.
+func (g *guard) check() []string {
+	if g.changed != nil {
+		return g.changed
+	}
+	g.changed = []string{}
+	for _, p := range slices.Sorted(maps.Keys(g.watch)) {
+		was := g.watch[p]
+		fi, err := os.Lstat(p)
+		switch {
+		case was.absent && err != nil:
+			continue
+		case !was.absent && err == nil && fi.Mode()&os.ModeSymlink != 0:
+			if t, _ := os.Readlink(p); t == was.target {
+				continue
+			}
+		}
+		_ = os.RemoveAll(p)
+		if !was.absent {
+			_ = os.Symlink(was.target, p)
+		}
+		g.changed = append(g.changed, p)
+	}
+	return g.changed
+}
+
+// isGitDir reports whether dir is a git directory itself (a main
+// repository's .git made writable for a worktree).
+func isGitDir(dir string) bool {
+	if filepath.Base(dir) == ".git" {
+		return true
+	}
+	_, errHead := os.Stat(filepath.Join(dir, "HEAD"))
+	fi, errObj := os.Stat(filepath.Join(dir, "objects"))
+	return errHead == nil && errObj == nil && fi.IsDir()
+}
