@@ -13,7 +13,10 @@ type call struct {
 	req   Request
 	tool  string     // normalized
 	paths []resolved // every path of the request
-	cmd   *command   // nil when the request has no command
+	// sensitive holds, for each path a write names, the sensitive file it
+	// is ("" for none; sensitive.go).
+	sensitive []string
+	cmd       *command // nil when the request has no command
 }
 
 // Decide judges one call; see the package doc for the precedence.
@@ -32,6 +35,11 @@ func (e *Engine) Decide(r Request) Decision {
 			return Decision{Action: Deny, Reason: fmt.Sprintf("cannot check path %q: %v", p, err)}
 		}
 		c.paths = append(c.paths, rp)
+		if r.Class == ClassWrite {
+			c.sensitive = append(c.sensitive, e.ws.sensitive(rp))
+		} else {
+			c.sensitive = append(c.sensitive, "")
+		}
 	}
 	if r.Command != "" {
 		cmd := parseCommand(r.Command)
@@ -66,6 +74,16 @@ func (e *Engine) Decide(r Request) Decision {
 		return d
 	}
 	d := byMode(mode, r)
+	if d.Action == Allow && mode == ModeAutoEdit && r.Class == ClassWrite {
+		for _, s := range c.sensitive {
+			if s != "" {
+				d = Decision{Action: Ask, Reason: fmt.Sprintf(
+					"%s needs approval: %s is read by arbor, git, an editor or a shell running with your rights, so auto-edit mode asks before writing it",
+					r.Tool, filepath.ToSlash(s))}
+				break
+			}
+		}
+	}
 	if d.Action == Ask && mode == ModeDontAsk {
 		return Decision{Action: Deny, Reason: "dont-ask mode denies what would need approval: " + d.Reason}
 	}
@@ -158,8 +176,13 @@ func byRule(rules [len(scopeOrder)][]*matcher, c call) (Decision, bool) {
 			items = append(items, func(m *matcher) bool { return m.matchSegment(seg) })
 		}
 	case len(c.paths) > 0:
-		for _, p := range c.paths {
-			items = append(items, func(m *matcher) bool { return m.matchPath(p, true) })
+		for i, p := range c.paths {
+			// A rule without a pattern does not allow writing a
+			// sensitive file (sensitive.go).
+			guarded := c.sensitive[i] != ""
+			items = append(items, func(m *matcher) bool {
+				return m.matchPath(p, true) && !(guarded && m.bare() && m.rule.Action == Allow)
+			})
 		}
 	default:
 		items = append(items, func(m *matcher) bool { return m.bare() })

@@ -47,6 +47,9 @@
 //  4. Otherwise the mode decides: trust allows everything; auto-edit allows
 //     reads and writes and asks for commands; default allows reads and asks
 //     for writes and commands. Interaction tools (ClassNone) always run.
+//     A write of a file programs running with the user's rights act on
+//     (.arbor/, .claude/, .git/, .mcp.json, …; sensitive.go) asks in
+//     auto-edit mode, and a rule without a pattern does not allow it.
 //
 // Compound shell commands (";", "&&", "||", "|", "&", newlines outside
 // quotes) are allowed by rules only when every part is covered by some allow
