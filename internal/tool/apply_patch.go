@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -83,18 +81,14 @@ func (w workRoot) applyPatch(a applyPatchArgs) Result {
 			}
 			return st, nil
 		}
-		info, err := os.Stat(p)
+		data, info, err := w.readAt(p, editMaxFileBytes, func(size int64) error {
+			return fmt.Errorf("%s is too large to patch (%d bytes; the limit is %d)", given, size, editMaxFileBytes)
+		})
 		switch {
 		case err != nil:
 			return nil, err
 		case info.IsDir():
 			return nil, fmt.Errorf("%s is a directory", given)
-		case info.Size() > editMaxFileBytes:
-			return nil, fmt.Errorf("%s is too large to patch (%d bytes; the limit is %d)", given, info.Size(), editMaxFileBytes)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
 		}
 		if looksBinary(data[:min(len(data), binarySniffBytes)]) {
 			return nil, fmt.Errorf("%s is a binary file; apply_patch only changes text", given)
@@ -112,7 +106,7 @@ func (w workRoot) applyPatch(a applyPatchArgs) Result {
 		switch op.kind {
 		case "add":
 			mode := fs.FileMode(0o644)
-			if info, err := os.Stat(p); err == nil && info.IsDir() {
+			if info, err := w.statAt(p); err == nil && info.IsDir() {
 				return Errorf("apply_patch: %s is a directory", op.path)
 			} else if err == nil {
 				mode = info.Mode().Perm()
@@ -146,7 +140,7 @@ func (w workRoot) applyPatch(a applyPatchArgs) Result {
 			summary = append(summary, "M "+op.path+" → "+op.moveTo)
 		}
 	}
-	if err := commitFiles(order, next); err != nil {
+	if err := w.commitFiles(order, next); err != nil {
 		return Errorf("apply_patch: %v\nNo file was changed.", err)
 	}
 	return Result{Content: "applied the patch:\n" + strings.Join(summary, "\n")}
@@ -161,7 +155,7 @@ func patchFileError(verb, path string, err error) Result {
 
 // commitFiles writes every file's new state, in order; when one fails it
 // puts back the ones already written and says which failed.
-func commitFiles(order []string, next map[string]*fileState) error {
+func (w workRoot) commitFiles(order []string, next map[string]*fileState) error {
 	type saved struct {
 		path    string
 		data    []byte
@@ -173,23 +167,23 @@ func commitFiles(order []string, next map[string]*fileState) error {
 		for i := len(done) - 1; i >= 0; i-- {
 			s := done[i]
 			if s.existed {
-				_ = os.WriteFile(s.path, s.data, s.mode)
+				_ = w.writeAt(s.path, s.data, s.mode)
 			} else {
-				_ = os.Remove(s.path)
+				_ = w.removeAt(s.path)
 			}
 		}
 	}
 	for _, p := range order {
 		st := next[p]
 		s := saved{path: p, mode: st.mode}
-		if data, err := os.ReadFile(p); err == nil {
+		if data, _, err := w.readAt(p, editMaxFileBytes, func(int64) error { return errTooLarge }); err == nil {
 			s.data, s.existed = data, true
 		}
 		var err error
 		if st.gone {
-			err = os.Remove(p)
-		} else if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-			err = os.WriteFile(p, []byte(st.content), st.mode)
+			err = w.removeAt(p)
+		} else {
+			err = w.writeAt(p, []byte(st.content), st.mode)
 		}
 		if err != nil {
 			undo()

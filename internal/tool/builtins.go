@@ -37,6 +37,10 @@ type BuiltinOptions struct {
 	// write text files: a client that owns them (an editor's buffers, over
 	// ACP).
 	Files Files
+	// Roots are directories besides the workspace the file tools may
+	// work in (--add-dir; the permission policy must count them inside):
+	// a path in one is confined to it as one in the workspace is.
+	Roots []string
 	// WithheldEnv names variables shell commands do without, besides
 	// arbor's own credentials (agentEnv): the key variables of configured
 	// providers.
@@ -54,7 +58,7 @@ func Builtins(o BuiltinOptions) []Tool {
 		// path as given rather than refusing to build the tools.
 		ws = filepath.Clean(o.Workspace)
 	}
-	root := workRoot(ws)
+	root := newWorkRoot(ws, o.Roots)
 	todos := o.Todos
 	if todos == nil {
 		todos = NewTodoList(nil)

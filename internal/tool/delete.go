@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 	"strings"
 )
 
@@ -40,24 +39,16 @@ func (w workRoot) delete(a deleteArgs) Result {
 			continue
 		}
 		seen[given] = true
-		p := w.abs(given)
-		info, err := os.Lstat(p)
-		switch {
+		switch err := w.remove(given); {
 		case errors.Is(err, fs.ErrNotExist):
 			absent = append(absent, given)
-			continue
+		case errors.Is(err, errIsDir):
+			failed = append(failed, given+" is a directory; delete removes files only")
 		case err != nil:
 			failed = append(failed, pathError(given, err).Content)
-			continue
-		case info.IsDir():
-			failed = append(failed, given+" is a directory; delete removes files only")
-			continue
+		default:
+			deleted = append(deleted, given)
 		}
-		if err := os.Remove(p); err != nil {
-			failed = append(failed, pathError(given, err).Content)
-			continue
-		}
-		deleted = append(deleted, given)
 	}
 	var b strings.Builder
 	line := func(label string, items []string) {
@@ -71,4 +62,24 @@ func (w workRoot) delete(a deleteArgs) Result {
 	r := Result{Content: strings.TrimSuffix(b.String(), "\n")}
 	r.IsError = len(failed) > 0
 	return r
+}
+
+// errIsDir: delete was given a directory.
+var errIsDir = errors.New("is a directory")
+
+// remove deletes the file or symlink given, inside its root (confine.go).
+func (w workRoot) remove(given string) error {
+	pl, err := w.locateLink(w.abs(given))
+	if err != nil {
+		return err
+	}
+	defer pl.Close()
+	info, err := pl.root.Lstat(pl.name)
+	switch {
+	case err != nil:
+		return err
+	case info.IsDir():
+		return errIsDir
+	}
+	return pl.root.Remove(pl.name)
 }

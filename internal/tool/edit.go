@@ -3,7 +3,6 @@ package tool
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -65,20 +64,21 @@ func (w workRoot) edit(a editArgs) Result {
 	if msg != "" {
 		return Errorf("%s", msg)
 	}
-	p := w.abs(a.Path)
-	info, err := os.Stat(p)
+	pl, err := w.locate(w.abs(a.Path))
 	if err != nil {
 		return pathError(a.Path, err)
 	}
+	defer pl.Close()
+	data, info, err := pl.readFile(editMaxFileBytes, func(size int64) error {
+		return fmt.Errorf("%s is too large to edit (%d bytes; the limit is %d)", a.Path, size, editMaxFileBytes)
+	})
 	switch {
+	case err != nil && info != nil:
+		return Errorf("%v", err)
+	case err != nil:
+		return pathError(a.Path, err)
 	case info.IsDir():
 		return Errorf("%s is a directory; edit works on files", a.Path)
-	case info.Size() > editMaxFileBytes:
-		return Errorf("%s is too large to edit (%d bytes; the limit is %d)", a.Path, info.Size(), editMaxFileBytes)
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return pathError(a.Path, err)
 	}
 	if looksBinary(data[:min(len(data), binarySniffBytes)]) {
 		return Errorf("%s is a binary file; edit only changes text", a.Path)
@@ -87,7 +87,7 @@ func (w workRoot) edit(a editArgs) Result {
 	if res.IsError {
 		return res
 	}
-	if err := os.WriteFile(p, []byte(content), info.Mode().Perm()); err != nil {
+	if err := pl.writeFile([]byte(content), info.Mode().Perm()); err != nil {
 		return pathError(a.Path, err)
 	}
 	return res

@@ -33,7 +33,7 @@ func TestAgentCommandsDoWithoutArborsCredentials(t *testing.T) {
 	root := t.TempDir()
 	jobs := NewJobs(nil)
 	defer jobs.Close()
-	sh := newBackgroundShell(workRoot(root), BuiltinOptions{Workspace: root, WithheldEnv: []string{"MY_PROVIDER_KEY"}}, jobs)
+	sh := newBackgroundShell(newWorkRoot(root, nil), BuiltinOptions{Workspace: root, WithheldEnv: []string{"MY_PROVIDER_KEY"}}, jobs)
 	ctx := context.Background()
 	res := sh.Run(ctx, shellCall("env", 0))
 	if res.IsError {

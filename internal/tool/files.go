@@ -3,7 +3,6 @@ package tool
 import (
 	"bufio"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -24,10 +23,10 @@ func (w workRoot) writeThrough(ctx context.Context, files Files, a writeFileArgs
 		return Errorf("path is empty")
 	}
 	p := w.abs(a.Path)
-	if info, err := os.Stat(p); err == nil && info.IsDir() {
+	if info, err := w.statAt(p); err == nil && info.IsDir() {
 		return Errorf("%s is a directory; give a file path", a.Path)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := w.mkdirAllAt(filepath.Dir(p)); err != nil {
 		return pathError(filepath.Dir(a.Path), err)
 	}
 	if err := files.WriteTextFile(ctx, p, a.Content); err != nil {
@@ -68,7 +67,7 @@ func (w workRoot) readThrough(ctx context.Context, files Files, a readFileArgs) 
 		return Errorf("path is empty")
 	}
 	p := w.abs(a.Path)
-	if info, err := os.Stat(p); err == nil && info.IsDir() {
+	if info, err := w.statAt(p); err == nil && info.IsDir() {
 		return Errorf("%s is a directory; use list_directory", a.Path)
 	}
 	text, err := files.ReadTextFile(ctx, p)

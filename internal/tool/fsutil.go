@@ -7,27 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"unicode/utf8"
 )
 
 // binarySniffBytes is how much of a file is inspected to decide whether it
 // is text.
 const binarySniffBytes = 8000
-
-// workRoot is the absolute workspace directory relative paths are resolved
-// against. Whether a path outside it may be touched is the permission
-// decorator's decision, not the tools'.
-type workRoot string
-
-// abs resolves a path given by the model: absolute paths as given (cleaned),
-// relative ones joined to the workspace.
-func (w workRoot) abs(p string) string {
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
-	}
-	return filepath.Join(string(w), p)
-}
 
 // pathError words a file system error about the path the model gave.
 func pathError(given string, err error) Result {

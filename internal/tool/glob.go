@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,16 +58,26 @@ func (w workRoot) glob(ctx context.Context, a globArgs) Result {
 	if err != nil {
 		return Errorf("%v", err)
 	}
-	info, err := os.Stat(searchRoot)
+	pl, err := w.locate(searchRoot)
 	if err != nil {
 		return pathError(given, err)
 	}
+	info, err := pl.root.Stat(pl.name)
+	pl.Close()
+	if err == nil {
+		// The walk may start above the search directory ("../**").
+		pl, err = w.locate(walkRoot)
+	}
+	if err != nil {
+		return pathError(given, err)
+	}
+	defer pl.Close()
 	if !info.IsDir() {
 		return Errorf("%s is not a directory", given)
 	}
 
 	var hits []globHit
-	err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+	err = pl.walk(func(p string, d fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}

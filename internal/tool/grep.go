@@ -74,14 +74,19 @@ func (w workRoot) grep(ctx context.Context, a grepArgs) Result {
 	}
 	given := cmp.Or(a.Path, ".")
 	root := w.abs(given)
-	info, err := os.Stat(root)
+	pl, err := w.locate(root)
+	if err != nil {
+		return pathError(given, err)
+	}
+	defer pl.Close()
+	info, err := pl.root.Stat(pl.name)
 	if err != nil {
 		return pathError(given, err)
 	}
 	if !info.IsDir() {
-		g.file(root, displayPath(a.Path, ""))
+		g.file(pl, displayPath(a.Path, ""))
 	} else {
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		err = pl.walk(func(p string, d fs.DirEntry, err error) error {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return ctxErr
 			}
@@ -108,7 +113,7 @@ func (w workRoot) grep(ctx context.Context, a grepArgs) Result {
 			if g.include != nil && !g.includes(rel) {
 				return nil
 			}
-			g.file(p, displayPath(a.Path, rel))
+			g.file(pl.at(p), displayPath(a.Path, rel))
 			if g.full {
 				return errGrepFull
 			}
@@ -137,10 +142,10 @@ func (g *grepRun) includes(rel string) bool {
 }
 
 // file searches one file, appending matches until a cap is hit.
-func (g *grepRun) file(p, display string) {
-	f, err := os.Open(p)
+func (g *grepRun) file(pl place, display string) {
+	f, err := pl.open(os.O_RDONLY, 0)
 	if err != nil {
-		return // unreadable files are skipped like binary ones
+		return // unreadable files (and FIFOs, devices) are skipped like binary ones
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)

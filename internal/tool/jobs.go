@@ -196,7 +196,7 @@ func (j *Jobs) Tools(o BuiltinOptions) []Tool {
 	if err != nil {
 		ws = filepath.Clean(o.Workspace)
 	}
-	return []Tool{newBackgroundShell(workRoot(ws), o, j), newJobOutput(j), newJobKill(j)}
+	return []Tool{newBackgroundShell(newWorkRoot(ws, nil), o, j), newJobOutput(j), newJobKill(j)}
 }
 
 type jobKillArgs struct {

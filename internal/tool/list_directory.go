@@ -3,6 +3,7 @@ package tool
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -33,19 +34,22 @@ func newListDirectory(root workRoot) Tool {
 
 func (w workRoot) listDirectory(a listDirectoryArgs) Result {
 	given := cmp.Or(a.Path, ".")
-	p := w.abs(given)
-	info, err := os.Stat(p)
+	pl, err := w.locate(w.abs(given))
 	if err != nil {
 		return pathError(given, err)
 	}
-	if !info.IsDir() {
-		return Errorf("%s is not a directory; use read_file", given)
+	defer pl.Close()
+	dir, err := pl.open(os.O_RDONLY, 0)
+	if errors.Is(err, ErrNotRegular) {
+		return Errorf("%s is not a directory", given)
 	}
-	dir, err := os.Open(p)
 	if err != nil {
 		return pathError(given, err)
 	}
 	defer dir.Close()
+	if info, err := dir.Stat(); err != nil || !info.IsDir() {
+		return Errorf("%s is not a directory; use read_file", given)
+	}
 	// Read everything to sort by name, but keep only names and types:
 	// a directory of a million files costs memory for names, not for stats.
 	var entries []fs.DirEntry
@@ -70,19 +74,22 @@ func (w workRoot) listDirectory(a listDirectoryArgs) Result {
 			fmt.Fprintf(&out, "[… %d more entries not shown]\n", len(entries)-listMaxEntries)
 			break
 		}
-		out.WriteString(describeEntry(p, e))
+		out.WriteString(describeEntry(pl, e))
 		out.WriteByte('\n')
 	}
 	return Result{Content: out.String()}
 }
 
-func describeEntry(dir string, e fs.DirEntry) string {
+// describeEntry is one line of a listing of the directory of pl; the
+// entry is looked at through pl's root, as the directory was opened.
+func describeEntry(pl place, e fs.DirEntry) string {
 	name := e.Name()
+	p := filepath.Join(pl.name, name)
 	switch {
 	case e.IsDir():
 		return name + "/"
 	case e.Type()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(filepath.Join(dir, name))
+		target, err := pl.root.Readlink(p)
 		if err != nil {
 			return name + " -> ?"
 		}
@@ -90,7 +97,7 @@ func describeEntry(dir string, e fs.DirEntry) string {
 	case !e.Type().IsRegular():
 		return name + " (" + e.Type().String() + ")"
 	}
-	info, err := e.Info()
+	info, err := pl.root.Lstat(p)
 	if err != nil {
 		return name
 	}

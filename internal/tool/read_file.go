@@ -47,7 +47,12 @@ func (w workRoot) readFile(a readFileArgs) Result {
 	if a.Path == "" {
 		return Errorf("path is empty")
 	}
-	f, err := os.Open(w.abs(a.Path))
+	pl, err := w.locate(w.abs(a.Path))
+	if err != nil {
+		return pathError(a.Path, err)
+	}
+	defer pl.Close()
+	f, err := pl.open(os.O_RDONLY, 0)
 	if err != nil {
 		return pathError(a.Path, err)
 	}

@@ -97,7 +97,7 @@ func newShell(root workRoot, o BuiltinOptions) Tool {
 // jobs (nil = refused).
 func newBackgroundShell(root workRoot, o BuiltinOptions, jobs *Jobs) Tool {
 	timeout, maxTimeout := o.ShellTimeout, o.ShellMaxTimeout
-	s := &shellTool{dir: string(root), timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs, sandbox: o.Sandbox,
+	s := &shellTool{dir: root.dir, timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs, sandbox: o.Sandbox,
 		asks: o.SandboxAsks, only: o.SandboxOnly, withheld: o.WithheldEnv}
 	if s.maxTimeout <= 0 {
 		s.maxTimeout = DefaultShellMaxTimeout

@@ -136,7 +136,7 @@ func TestShell(t *testing.T) {
 		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		tl := newShell(workRoot(dir), BuiltinOptions{})
+		tl := newShell(newWorkRoot(dir, nil), BuiltinOptions{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 

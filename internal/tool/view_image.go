@@ -10,7 +10,6 @@ import (
 	"image/jpeg"
 	"image/png"
 	"net/http"
-	"os"
 
 	"golang.org/x/image/draw"
 	"golang.org/x/image/webp"
@@ -51,19 +50,21 @@ func (w workRoot) viewImage(a viewImageArgs) Result {
 	if a.Path == "" {
 		return Errorf("path is empty")
 	}
-	p := w.abs(a.Path)
-	info, err := os.Stat(p)
+	pl, err := w.locate(w.abs(a.Path))
+	if err != nil {
+		return pathError(a.Path, err)
+	}
+	defer pl.Close()
+	data, info, err := pl.readFile(viewImageMaxFileBytes, func(size int64) error {
+		return fmt.Errorf("%s is too large to view (%d bytes; the limit is %d)", a.Path, size, viewImageMaxFileBytes)
+	})
 	switch {
+	case err != nil && info != nil:
+		return Errorf("%v", err)
 	case err != nil:
 		return pathError(a.Path, err)
 	case info.IsDir():
 		return Errorf("%s is a directory; give an image file", a.Path)
-	case info.Size() > viewImageMaxFileBytes:
-		return Errorf("%s is too large to view (%d bytes; the limit is %d)", a.Path, info.Size(), viewImageMaxFileBytes)
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return pathError(a.Path, err)
 	}
 	media := http.DetectContentType(data)
 	decode := map[string]func([]byte) (image.Image, error){

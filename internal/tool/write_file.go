@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 )
 
 type writeFileArgs struct {
@@ -31,10 +29,14 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 	if a.Path == "" {
 		return Errorf("path is empty")
 	}
-	p := w.abs(a.Path)
+	pl, err := w.locate(w.abs(a.Path))
+	if err != nil {
+		return pathError(a.Path, err)
+	}
+	defer pl.Close()
 	mode := fs.FileMode(0o644)
 	verb := "created"
-	info, err := os.Stat(p)
+	info, err := pl.root.Stat(pl.name)
 	switch {
 	case err == nil && info.IsDir():
 		return Errorf("%s is a directory; give a file path", a.Path)
@@ -44,10 +46,7 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 	case !errors.Is(err, fs.ErrNotExist):
 		return pathError(a.Path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return pathError(filepath.Dir(a.Path), err)
-	}
-	if err := os.WriteFile(p, []byte(a.Content), mode); err != nil {
+	if err := pl.writeFile([]byte(a.Content), mode); err != nil {
 		return pathError(a.Path, err)
 	}
 	return Result{Content: verb + " " + a.Path + " (" + plural(len(a.Content), "byte") + ")"}
