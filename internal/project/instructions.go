@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -46,7 +47,13 @@ type Nested struct {
 
 // instructionReader reads instruction files under a shared cap.
 type instructionReader struct {
-	home    string
+	home string
+	// fence is the project's folder, symlinks resolved: a project file
+	// (or one it imports) that is not in it is not read. An agent can
+	// write the project's files, so an import or a symlink there would
+	// otherwise bring into every prompt a file the agent may not read
+	// (a key under ~/.ssh). The user's own file, read first, has no fence.
+	fence   string
 	left    int
 	seen    map[string]bool // real paths read
 	out     []Instruction
@@ -54,13 +61,22 @@ type instructionReader struct {
 	capSaid bool
 }
 
-// readFile reads path and the files it imports, depth-first, each once.
-func (r *instructionReader) readFile(path, dir, importedBy string, depth int) {
+// readFile reads path and the files it imports, depth-first, each once;
+// fenced says path is the project's (or imported by a project file).
+func (r *instructionReader) readFile(path, dir, importedBy string, depth int, fenced bool) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		if !errorsIsNotExist(err) {
 			r.report(fmt.Errorf("%s: %w; skipped", path, err))
 		}
+		return
+	}
+	if fenced && !inside(r.fence, real) {
+		what := path
+		if importedBy != "" {
+			what = importedBy + " imports " + path + ", which"
+		}
+		r.report(fmt.Errorf("%s resolves to %s, outside the project %s; a project's instruction files and their imports are read only inside it (the user's own AGENTS.md may import any file); skipped", what, real, r.fence))
 		return
 	}
 	if r.seen[real] {
@@ -103,7 +119,7 @@ func (r *instructionReader) readFile(path, dir, importedBy string, depth int) {
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
 			continue // an @mention, not an import
 		}
-		r.readFile(p, dir, path, depth+1)
+		r.readFile(p, dir, path, depth+1, fenced)
 	}
 }
 
@@ -120,7 +136,8 @@ func (r *instructionReader) overCap(path string, size int64) {
 // cut before that rune; bytes that are not UTF-8 elsewhere become U+FFFD
 // (they are not a cut).
 func readCapped(path string, limit int) (text string, size int64, cut bool, err error) {
-	f, err := os.Open(path)
+	// Not blocking: a FIFO put there since the check must not hang the start.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", 0, false, err
 	}
@@ -240,4 +257,10 @@ func nested(ws string) []Nested {
 		return nil
 	})
 	return out
+}
+
+// inside reports whether the clean absolute path p is dir or below it.
+func inside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

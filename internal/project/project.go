@@ -61,9 +61,13 @@ func Load(o Options) *Knowledge {
 	k := &Knowledge{Workspace: ws, Root: repoRoot(ws)}
 	report := func(err error) { k.Problems = append(k.Problems, err) }
 
-	r := &instructionReader{home: o.Home, left: DefaultMaxInstructions, seen: map[string]bool{}, report: report}
+	fence, err := filepath.EvalSymlinks(k.Root)
+	if err != nil {
+		fence = k.Root
+	}
+	r := &instructionReader{home: o.Home, fence: fence, left: DefaultMaxInstructions, seen: map[string]bool{}, report: report}
 	if o.UserDir != "" && o.reads("user") {
-		r.readFile(filepath.Join(o.UserDir, "AGENTS.md"), ws, "", 0)
+		r.readFile(filepath.Join(o.UserDir, "AGENTS.md"), ws, "", 0, false)
 	}
 	for _, d := range chain(k.Root, ws) {
 		for _, name := range instructionNames {
@@ -72,7 +76,7 @@ func Load(o Options) *Knowledge {
 				source = "local"
 			}
 			if o.reads(source) {
-				r.readFile(filepath.Join(d, name), d, "", 0)
+				r.readFile(filepath.Join(d, name), d, "", 0, true)
 			}
 		}
 	}
