@@ -38,6 +38,9 @@ func Main() {
 	if len(os.Args) > 1 && os.Args[1] == helperArg {
 		os.Exit(runHelper(os.Args[2:], os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == seccompArg {
+		os.Exit(runSeccomp(os.Args[2:]))
+	}
 	helperRegistered = true
 }
 
@@ -57,10 +60,9 @@ func runHelper(args []string, diag io.Writer) int {
 		}
 		go forward(l, socket) // ends with the process
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if p, err := exec.LookPath(argv[0]); err == nil {
-		cmd.Path = p
-	}
+	// The command runs under the seccomp filter (seccomp.go), which this
+	// process, the relay, must not have: it makes Unix sockets.
+	cmd := exec.Command(helperPath, append([]string{seccompArg, "--"}, argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// Signals for the call (bubblewrap passes none on; a timeout kills the
 	// namespace) are not ours to take: the command gets them.

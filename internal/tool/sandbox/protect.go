@@ -178,6 +178,30 @@ func (g *guard) check() []string {
 	return g.changed
 }
 
+// hold makes the guard of a new call and counts the call as active.
+func (s *Sandbox) hold() *guard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active++
+	g := protect(append([]string{s.policy.Workspace}, s.policy.Writable...))
+	s.made = append(s.made, g.made...)
+	return g
+}
+
+// release ends a call's hold; the last active call removes the protected
+// directories made as mount points, those still empty.
+func (s *Sandbox) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active--; s.active > 0 {
+		return
+	}
+	for _, d := range s.made {
+		_ = os.Remove(d) // only an empty directory goes
+	}
+	s.made = nil
+}
+
 // isGitDir reports whether dir is a git directory itself (a main
 // repository's .git made writable for a worktree).
 func isGitDir(dir string) bool {

@@ -261,6 +261,18 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 		return nil, fmt.Errorf("sandbox: info pipe: %w", err)
 	}
 	c.info, c.ExtraFiles = r, []*os.File{w}
+	seccompFD := -1
+	if len(s.policy.Allow) == 0 { // with an allow-list the command installs it (seccomp.go)
+		f, err := filterFile()
+		if err != nil {
+			_, _ = r.Close(), w.Close()
+			return nil, err
+		}
+		if f != nil {
+			c.ExtraFiles = append(c.ExtraFiles, f)
+			seccompFD = 4
+		}
+	}
 	var socket string
 	if len(s.policy.Allow) > 0 {
 		// A proxy of the call's own, so that what it refused is the call's.
@@ -272,13 +284,13 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 			}
 		}})
 		if err != nil {
-			_, _ = r.Close(), w.Close()
+			c.closeFiles()
 			return nil, err
 		}
 		socket = filepath.Join(s.tmp, "proxy-"+strconv.FormatInt(n, 10)+".sock")
 		l, err := px.ListenUnix(socket)
 		if err != nil {
-			_, _ = r.Close(), w.Close()
+			c.closeFiles()
 			return nil, fmt.Errorf("sandbox: proxy socket: %w", err)
 		}
 		served := make(chan struct{})
@@ -298,32 +310,16 @@ func (s *Sandbox) Wrap(dir string, argv []string) (*Call, error) {
 		c.Env = append(c.Env, "NO_PROXY=", "no_proxy=")
 	}
 	c.guard = s.hold()
-	c.Argv = s.bwrapArgs(dir, argv, socket, 3, c.guard.args)
+	c.Argv = s.bwrapArgs(dir, argv, socket, 3, seccompFD, c.guard.args)
 	return c, nil
 }
 
-// hold makes the guard of a new call and counts the call as active.
-func (s *Sandbox) hold() *guard {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.active++
-	g := protect(append([]string{s.policy.Workspace}, s.policy.Writable...))
-	s.made = append(s.made, g.made...)
-	return g
-}
-
-// release ends a call's hold; the last active call removes the protected
-// directories made as mount points, those still empty.
-func (s *Sandbox) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.active--; s.active > 0 {
-		return
+// closeFiles closes the files of a call that will not start.
+func (c *Call) closeFiles() {
+	_ = c.info.Close()
+	for _, f := range c.ExtraFiles {
+		_ = f.Close()
 	}
-	for _, d := range s.made {
-		_ = os.Remove(d) // only an empty directory goes
-	}
-	s.made = nil
 }
 
 // blockedLine adds note to what the sandbox refused the call, once.
@@ -341,7 +337,7 @@ func (c *Call) blockedLine(note string) {
 // namespaces, and everything killed when arbor dies. protected are the
 // arguments that keep the protected paths read-only (protect.go). With a proxy socket
 // the helper runs first (see Main).
-func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int, protected []string) []string {
+func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD, seccompFD int, protected []string) []string {
 	p := s.policy
 	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--info-fd", strconv.Itoa(infoFD),
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
@@ -368,17 +364,24 @@ func (s *Sandbox) bwrapArgs(dir string, argv []string, socket string, infoFD int
 			a = append(a, "--ro-bind", "/dev/null", d)
 		}
 	}
+	if seccompFD >= 0 {
+		a = append(a, "--seccomp", strconv.Itoa(seccompFD))
+	}
 	if socket == "" { // only a call that may reach the network needs a relay
 		return append(append(a, "--chdir", dir, "--"), argv...)
 	}
 	inside := "/tmp/" + filepath.Base(socket)
-	if s.socat != "" {
-		a = append(a, "--chdir", dir, "--", "bash", "-c", socatScript(s.socat, inside, proxyPort), "arbor-sandbox")
-		return append(a, argv...)
-	}
 	// Bound at a path of its own: the binary may be anywhere, even in the
 	// /tmp the sandbox replaces (go run builds it there).
 	exe, _ := os.Executable()
+	if s.socat != "" {
+		if helperRegistered { // the command runs under the seccomp filter
+			a = append(a, "--ro-bind", exe, helperPath)
+			argv = append([]string{helperPath, seccompArg, "--"}, argv...)
+		}
+		a = append(a, "--chdir", dir, "--", "bash", "-c", socatScript(s.socat, inside, proxyPort), "arbor-sandbox")
+		return append(a, argv...)
+	}
 	a = append(a, "--ro-bind", exe, helperPath, "--chdir", dir, "--",
 		helperPath, helperArg, inside, strconv.Itoa(proxyPort), "--")
 	return append(a, argv...)
