@@ -257,3 +257,29 @@ func TestFileToolsFollowSymlinksThatStayInside(t *testing.T) {
 		t.Fatalf("read_file out/h.txt (a symlink out, its target allowed by a rule): %q; want it refused, naming why", r.Content)
 	}
 }
+
+// TestWalksDoNotFollowLinks: glob and grep over a workspace holding a
+// symlink loop and a symlink out end, and show nothing of the outside.
+func TestWalksDoNotFollowLinks(t *testing.T) {
+	t.Parallel()
+	b := setupSwap(t, false)
+	must(t, os.Symlink(".", filepath.Join(b.ws, "d", "loop")))
+	must(t, os.Symlink(b.outside, filepath.Join(b.ws, "d", "out")))
+	for _, c := range []struct {
+		tool string
+		args any
+	}{
+		{"glob", globArgs{Pattern: "**"}},
+		{"glob", globArgs{Pattern: "**/*.txt", Path: "d"}},
+		{"grep", grepArgs{Pattern: "TSIDE|nside"}},
+		{"grep", grepArgs{Pattern: "TSIDE|nside", Include: "*.txt", Path: "d"}},
+	} {
+		r := b.call(t, c.tool, c.args)
+		if r.IsError || !strings.Contains(r.Content, "f.txt") {
+			t.Fatalf("%s %+v: %q; want d/f.txt found", c.tool, c.args, r.Content)
+		}
+		if strings.Contains(r.Content, "OUTSIDE") || strings.Contains(r.Content, "secret") || strings.Contains(r.Content, "loop/") {
+			t.Fatalf("%s %+v followed a symlink: %q", c.tool, c.args, r.Content)
+		}
+	}
+}
