@@ -51,10 +51,14 @@ func (c Command) Expand(args string) string {
 }
 
 // findCommands reads the commands of roots; the first of a name wins.
-func findCommands(roots []string, report func(error)) []Command {
+func findCommands(roots []string, fence string, report func(error)) []Command {
 	var out []Command
 	seen := map[string]bool{}
 	for _, root := range roots {
+		f := "" // a user's folder may hold links anywhere
+		if real, err := filepath.EvalSymlinks(root); err == nil && inside(fence, real) {
+			f = fence
+		}
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {
@@ -74,6 +78,10 @@ func findCommands(roots []string, report func(error)) []Command {
 			}
 			name := strings.ReplaceAll(strings.TrimSuffix(rel, ".md"), string(filepath.Separator), ":")
 			if seen[name] {
+				return nil
+			}
+			if err := projectFile(p, f); err != nil {
+				report(fmt.Errorf("command %s: %w; skipped", p, err))
 				return nil
 			}
 			c, err := readCommand(p, name)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/project"
@@ -49,6 +50,57 @@ func TestProjectImportsStayInTheProject(t *testing.T) {
 	for _, w := range []string{"secret.md", "id_rsa.md", "link.md", "CLAUDE.md"} {
 		if !strings.Contains(probs, w) || !strings.Contains(probs, "outside the project") {
 			t.Fatalf("problems do not report the import of %s as outside the project:\n%s", w, probs)
+		}
+	}
+}
+
+// TestSkillsAndCommandsAreProjectFiles: a project's skill or command file
+// that is a FIFO is skipped rather than read (which would hang arbor's
+// start for ever), and one that is a symlink out of the project is
+// skipped rather than read with the user's rights into a prompt.
+func TestSkillsAndCommandsAreProjectFiles(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	tree(t, outside, map[string]string{"creds.md": "SECRET-CREDS\n",
+		"SKILL.md": "---\nname: leak\ndescription: leaks\n---\nSECRET-SKILL\n"})
+	tree(t, root, map[string]string{".git/HEAD": "ref: refs/heads/main\n",
+		".claude/commands/ok.md": "Fine command.\n", ".agents/skills/ok/SKILL.md": "---\nname: ok\ndescription: fine\n---\nFine skill.\n"})
+	for _, p := range []string{".agents/skills/fifo", ".agents/skills/leak"} {
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{".agents/skills/fifo/SKILL.md", ".claude/commands/fifo.md"} {
+		if err := syscall.Mkfifo(filepath.Join(root, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{".claude/commands/leak.md": "creds.md", ".agents/skills/leak/SKILL.md": "SKILL.md"} {
+		if err := os.Symlink(filepath.Join(outside, target), filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := project.Load(project.Options{Workspace: root})
+	var names []string
+	for _, c := range k.Commands {
+		names = append(names, "/"+c.Name)
+		if strings.Contains(c.Body, "SECRET") {
+			t.Fatalf("command %s read a file outside the project: %q", c.Name, c.Body)
+		}
+	}
+	for _, s := range k.Skills {
+		names = append(names, s.Name)
+		if strings.Contains(s.Body, "SECRET") {
+			t.Fatalf("skill %s read a file outside the project: %q", s.Name, s.Body)
+		}
+	}
+	if got := strings.Join(names, " "); got != "/ok ok" {
+		t.Fatalf("commands and skills %q; want only /ok and ok", got)
+	}
+	probs := problemsText(k)
+	for _, w := range []string{"fifo.md", "fifo/SKILL.md", "leak.md", "leak/SKILL.md"} {
+		if !strings.Contains(probs, w) {
+			t.Fatalf("problems do not name %s:\n%s", w, probs)
 		}
 	}
 }

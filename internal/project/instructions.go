@@ -264,3 +264,24 @@ func inside(dir, p string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
+
+// projectFile checks a file arbor reads from the project: a regular file
+// (a FIFO would hang the start for ever) and, when fence is set, inside
+// it once symlinks are resolved (see instructionReader.fence).
+func projectFile(path, fence string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	if fence != "" && !inside(fence, real) {
+		return fmt.Errorf("it resolves to %s, outside the project %s, and a project's files are read only inside it", real, fence)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	return nil
+}

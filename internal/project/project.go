@@ -110,8 +110,8 @@ func Load(o Options) *Knowledge {
 			skillRoot{dir: filepath.Join(o.Home, ".agents", "skills"), source: "user"})
 		cmdRoots = append(cmdRoots, filepath.Join(o.Home, ".claude", "commands"))
 	}
-	k.Skills = findSkills(roots, report)
-	k.Commands = findCommands(cmdRoots, report)
+	k.Skills = findSkills(roots, fence, report)
+	k.Commands = findCommands(cmdRoots, fence, report)
 
 	// Narrowest first, as Claude Code's precedence: local, project, then
 	// arbor's own project file, then the user's.

@@ -51,7 +51,7 @@ var ErrSkill = errors.New("malformed SKILL.md")
 // findSkills reads the skills of the folders roots (each searched for
 // skillDirs' subfolders, a skill being a folder holding SKILL.md). The
 // first skill of a name wins; a later one of the same name is reported.
-func findSkills(roots []skillRoot, report func(error)) []Skill {
+func findSkills(roots []skillRoot, fence string, report func(error)) []Skill {
 	var out []Skill
 	byName := map[string]string{}
 	for _, root := range roots {
@@ -68,7 +68,15 @@ func findSkills(roots []skillRoot, report func(error)) []Skill {
 				continue
 			}
 			path := filepath.Join(dir, "SKILL.md")
-			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			f := ""
+			if root.source == "project" {
+				f = fence
+			}
+			if err := projectFile(path, f); err != nil {
+				report(fmt.Errorf("skill %s: %w; skipped", path, err))
 				continue
 			}
 			s, err := readSkill(path)
