@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // A confined command writes in the workspace, but some files there are
@@ -200,6 +201,19 @@ func (s *Sandbox) release() {
 		_ = os.Remove(d) // only an empty directory goes
 	}
 	s.made = nil
+}
+
+// protectedNote explains a refused write to a protected path.
+const protectedNote = "sandbox: in the workspace, .arbor, .claude, .git/hooks, .git/config, .mcp.json and editor and shell settings are read-only for commands too (programs outside the sandbox act on them); change them with the file tools, which ask"
+
+// mentionsProtected reports whether output names a protected path.
+func mentionsProtected(output string) bool {
+	for _, p := range append(append([]string{".git/hooks", ".git/config", ".git/commondir", ".mcp.json"}, protectedDirs...), protectedIfPresent...) {
+		if strings.Contains(output, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // isGitDir reports whether dir is a git directory itself (a main

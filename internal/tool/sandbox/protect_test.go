@@ -73,6 +73,12 @@ func TestProtectedPaths(t *testing.T) {
 		})
 	}
 
+	t.Run("explained", func(t *testing.T) {
+		r := b.run(t, "echo x > .git/hooks/pre-commit")
+		if notes := strings.Join(b.sb.Explain(r.out), "\n"); !strings.Contains(notes, ".git/hooks, .git/config") {
+			t.Fatalf("notes for a refused hook: %q (output %q)", notes, r.out)
+		}
+	})
 	t.Run("commit", func(t *testing.T) {
 		r := b.run(t, "echo hi > a.txt && git add a.txt && git -c user.name=a -c user.email=a@b commit -qm a && git log --oneline")
 		if r.code != 0 || !strings.Contains(r.out, " a") {

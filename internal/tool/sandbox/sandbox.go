@@ -415,6 +415,9 @@ func (s *Sandbox) Explain(output string) []string {
 	if strings.Contains(output, "Read-only file system") || strings.Contains(output, "/tmp/") && strings.Contains(output, "No such file or directory") {
 		roots := append([]string{s.policy.Workspace, "/tmp"}, s.policy.Writable...)
 		notes = append(notes, "sandbox: commands may write only in "+strings.Join(roots, ", ")+" (/tmp is the call's own); everything else is read-only")
+		if mentionsProtected(output) {
+			notes = append(notes, protectedNote)
+		}
 	}
 	if len(s.policy.Allow) == 0 && networkFailed(output) {
 		notes = append(notes, "sandbox: commands have no network access (sandbox.network.allow lists the hosts they may reach)")
