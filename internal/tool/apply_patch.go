@@ -176,7 +176,7 @@ func (w workRoot) commitFiles(order []string, next map[string]*fileState) error 
 	for _, p := range order {
 		st := next[p]
 		s := saved{path: p, mode: st.mode}
-		if data, _, err := w.readAt(p, editMaxFileBytes, func(int64) error { return errTooLarge }); err == nil {
+		if data, _, err := w.readAt(p, 1<<40, func(int64) error { return errTooLarge }); err == nil { // the whole file, to put back
 			s.data, s.existed = data, true
 		}
 		var err error
