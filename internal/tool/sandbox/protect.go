@@ -57,16 +57,19 @@ type link struct {
 	target string
 }
 
-// protect is the guard of a call whose writable roots are roots.
+// protect is the guard of a call whose writable roots are roots, the
+// workspace first.
 func protect(roots []string) *guard {
 	g := &guard{watch: map[string]link{}}
-	for _, r := range roots {
+	for i, r := range roots {
 		if isGitDir(r) {
 			g.gitDir(r)
 			continue
 		}
+		// Only the workspace's own are made: arbor reads them there, and a
+		// writable cache directory should not grow an .arbor.
 		for _, d := range protectedDirs {
-			g.dir(filepath.Join(r, d), true)
+			g.dir(filepath.Join(r, d), i == 0)
 		}
 		for _, p := range protectedIfPresent {
 			g.dir(filepath.Join(r, p), false)
