@@ -283,3 +283,30 @@ func TestWalksDoNotFollowLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestOddPaths: a path with a NUL is refused, one with a newline or a
+// leading ~ or a trailing slash names a file in the workspace, and
+// /proc/self/root or /proc/self/cwd in front of a path outside does not
+// make it inside (these held; the test keeps them).
+func TestOddPaths(t *testing.T) {
+	t.Parallel()
+	b := setupSwap(t, false)
+	if r := b.call(t, "write_file", writeFileArgs{Path: "a\x00b", Content: "x"}); !r.IsError {
+		t.Fatalf("write_file of a path with a NUL: %q; want it refused", r.Content)
+	}
+	for _, p := range []string{"new\nline.txt", "~/tilde.txt", "d/slash.txt/"} {
+		if r := b.call(t, "write_file", writeFileArgs{Path: p, Content: "x"}); r.IsError {
+			t.Fatalf("write_file %q: %q", p, r.Content)
+		}
+		if _, err := os.Stat(filepath.Join(b.ws, filepath.Clean(p))); err != nil {
+			t.Fatalf("write_file %q made no file in the workspace: %v", p, err)
+		}
+	}
+	for _, p := range []string{"/proc/self/root" + b.outside + "/f.txt", "/proc/self/cwd/../../../../../../../.." + b.outside + "/f.txt",
+		"/dev/fd/../../proc/self/root" + b.outside + "/f.txt"} {
+		r := b.call(t, "read_file", readFileArgs{Path: p})
+		if !r.IsError || strings.Contains(r.Content, "OUTSIDE") {
+			t.Fatalf("read_file %s: %q; want it refused", p, r.Content)
+		}
+	}
+}
