@@ -166,10 +166,32 @@ func readCapped(path string, limit int) (text string, size int64, cut bool, err 
 }
 
 // importRe finds Claude Code's "@path" imports: an @ at the start of a
-// line or after a space, then a path.
+// line or after a space, then a run of anything but spaces ("\ " is a
+// space in the path), as Claude Code reads them: "@~/.claude/x.md" and
+// "@.github/copilot-instructions.md" are imports too.
 var importRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?m)(?:^|[ \t(])@((?:~/|\.{1,2}/|/)?[A-Za-z0-9_][A-Za-z0-9_./-]*)`)
+	return regexp.MustCompile(`(?m)(?:^|[ \t(])@((?:[^\s\\]|\\ )+)`)
 })
+
+// importPath is the file an @mention names, "" when it names none:
+// Claude Code's rules (an "#anchor" is cut, "\ " is a space, and the
+// path starts with "./", "~/", "/" or a letter, digit, '.', '_' or '-').
+// Trailing punctuation of a sentence is no part of it.
+func importPath(m string) string {
+	if i := strings.IndexByte(m, '#'); i >= 0 {
+		m = m[:i]
+	}
+	m = strings.TrimRight(strings.ReplaceAll(m, `\ `, " "), ".,;:)")
+	if m == "" || m == "/" {
+		return ""
+	}
+	c := m[0]
+	if c == '/' || c == '~' && strings.HasPrefix(m, "~/") || c == '.' || c == '_' || c == '-' ||
+		'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+		return m
+	}
+	return ""
+}
 
 // imports lists the @paths of text outside code spans and fenced blocks.
 func imports(text string) []string {
@@ -185,7 +207,9 @@ func imports(text string) []string {
 		}
 		line = codeSpan().ReplaceAllString(line, "")
 		for _, m := range importRe().FindAllStringSubmatch(line, -1) {
-			out = append(out, strings.TrimRight(m[1], ".,;:)"))
+			if p := importPath(m[1]); p != "" {
+				out = append(out, p)
+			}
 		}
 	}
 	return out
