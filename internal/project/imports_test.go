@@ -104,38 +104,3 @@ func TestSkillsAndCommandsAreProjectFiles(t *testing.T) {
 		}
 	}
 }
-
-// TestImportPathsAsClaudeCodeReadsThem: an @path is a run of anything but
-// spaces, so the imports Claude Code's docs show (@~/.claude/…, a dot
-// folder such as @.github/…) are taken for imports, "\ " is a space in a
-// path, and an "#anchor" is cut off; an @ inside a word (a mail address)
-// is none. A project file's import outside the project (@~/…) is
-// reported and not read, as Claude Code withholds such imports until the
-// user approves them (TestProjectImportsStayInTheProject).
-func TestImportPathsAsClaudeCodeReadsThem(t *testing.T) {
-	t.Parallel()
-	ws, home := t.TempDir(), t.TempDir()
-	tree(t, ws, map[string]string{
-		"CLAUDE.md": "Imports:\n- @.github/copilot-instructions.md\n- @~/.claude/my-prefs.md\n" +
-			"- @docs/my\\ notes.md and @docs/a+b.md#setup.\n- mail me at dev@docs/mail.md\n",
-		".github/copilot-instructions.md": "DOT-FOLDER-IMPORTED\n",
-		"docs/my notes.md":                "SPACE-IMPORTED\n",
-		"docs/a+b.md":                     "PLUS-IMPORTED\n",
-		"docs/mail.md":                    "MAIL-MUST-NOT-APPEAR\n",
-	})
-	tree(t, home, map[string]string{".claude/my-prefs.md": "HOME-DOT-IMPORTED\n"})
-	k := project.Load(project.Options{Workspace: ws, Home: home})
-	if probs := problemsText(k); len(k.Problems) != 1 || !strings.Contains(probs, "my-prefs.md") || !strings.Contains(probs, "outside the project") {
-		t.Fatalf("problems: %v; want the home import reported as outside the project", k.Problems)
-	}
-	var got []string
-	for _, in := range k.Instructions {
-		got = append(got, filepath.Base(in.Path))
-	}
-	if want := "CLAUDE.md copilot-instructions.md my notes.md a+b.md"; strings.Join(got, " ") != want {
-		t.Fatalf("instructions %q; want %s", got, want)
-	}
-	if p := k.Prompt(); strings.Contains(p, "MAIL-MUST-NOT-APPEAR") {
-		t.Fatalf("an @ inside a word was taken for an import:\n%s", p)
-	}
-}

@@ -15,8 +15,9 @@ import (
 )
 
 // Instruction file names, in the order read within one folder: the
-// cross-tool convention, then Claude Code's (its local variant last).
-var instructionNames = []string{"AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"}
+// cross-tool convention, then Claude Code's (.claude/CLAUDE.md is its
+// other place for the project's file; the local variant comes last).
+var instructionNames = []string{"AGENTS.md", "CLAUDE.md", filepath.Join(".claude", "CLAUDE.md"), "CLAUDE.local.md"}
 
 // DefaultMaxInstructions caps the instruction text that reaches a
 // prompt, every file and import together; what passes it is cut and

@@ -66,8 +66,13 @@ func Load(o Options) *Knowledge {
 		fence = k.Root
 	}
 	r := &instructionReader{home: o.Home, fence: fence, left: DefaultMaxInstructions, seen: map[string]bool{}, report: report}
-	if o.UserDir != "" && o.reads("user") {
-		r.readFile(filepath.Join(o.UserDir, "AGENTS.md"), ws, "", 0, false)
+	if o.reads("user") {
+		if o.UserDir != "" {
+			r.readFile(filepath.Join(o.UserDir, "AGENTS.md"), ws, "", 0, false)
+		}
+		if o.Home != "" {
+			r.readFile(filepath.Join(o.Home, ".claude", "CLAUDE.md"), ws, "", 0, false)
+		}
 	}
 	for _, d := range chain(k.Root, ws) {
 		for _, name := range instructionNames {
