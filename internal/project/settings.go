@@ -27,6 +27,11 @@ type settingsFile struct {
 		Deny  []string `json:"deny"`
 	} `json:"permissions"`
 	Hooks map[string][]hook.SettingsMatcher `json:"hooks"`
+	// DisableAllHooks turns off the hooks of the settings files: a
+	// project's file those of the project's files, the user's file
+	// every file's (Claude Code's disableAllHooks, which keeps the
+	// user's hooks when a project's file sets it).
+	DisableAllHooks bool `json:"disableAllHooks"`
 }
 
 // settingsPlace is a settings file and the scope of its rules.
@@ -47,6 +52,8 @@ type settingsPlace struct {
 func readSettings(places []settingsPlace, ws string, report func(error)) ([]permission.Rule, []hook.Declared) {
 	var rules []permission.Rule
 	var hooks []hook.Declared
+	var scopes []permission.Scope      // of hooks' files
+	off := map[permission.Scope]bool{} // disableAllHooks said in a file of the scope
 	for _, p := range places {
 		b, err := os.ReadFile(p.path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -88,9 +95,19 @@ func readSettings(places []settingsPlace, ws string, report func(error)) ([]perm
 		}
 		if len(f.Hooks) > 0 {
 			hooks = append(hooks, hook.Declared{Source: p.path, Hooks: f.Hooks})
+			scopes = append(scopes, p.scope)
+		}
+		if f.DisableAllHooks {
+			off[p.scope] = true
 		}
 	}
-	return rules, hooks
+	var on []hook.Declared
+	for i, d := range hooks {
+		if !off[permission.ScopeUser] && !off[scopes[i]] {
+			on = append(on, d)
+		}
+	}
+	return rules, on
 }
 
 // decodeSettings decodes a settings file part by part: a part of the wrong
@@ -139,6 +156,11 @@ func decodeSettings(b []byte, bad func(part string, err error)) (settingsFile, e
 		if err := json.Unmarshal(raw, &f.Hooks); err != nil {
 			f.Hooks = nil
 			bad("hooks", err)
+		}
+	}
+	if raw, ok := top["disableAllHooks"]; ok {
+		if err := json.Unmarshal(raw, &f.DisableAllHooks); err != nil {
+			bad("disableAllHooks", err)
 		}
 	}
 	return f, nil
