@@ -55,7 +55,7 @@ func TestProjectFiles(t *testing.T) {
 		    {"matcher": "Bash", "hooks": [{"type": "command", "command": "./hooks/no-rm.sh"}]},
 		    {"matcher": "Read", "hooks": [{"type": "command", "command": "./hooks/crash.sh"}]},
 		    {"matcher": "Glob", "hooks": [{"type": "command", "command": "sleep 30", "timeout": 0.3}]},
-		    {"matcher": "LS", "hooks": [{"type": "command", "command": "echo '%%% garbage'"}]}]}}`,
+		    {"matcher": "LS", "hooks": [{"type": "command", "command": "echo '{\"decision\": }'"}]}]}}`,
 		"hooks/no-rm.sh": "#!/bin/sh\ngrep -q '\"rm ' && { echo 'rm is forbidden in this repo' >&2; exit 2; }\nexit 0\n",
 		"hooks/crash.sh": "#!/bin/sh\necho 'the hook crashed' >&2\nexit 1\n",
 		".env":           "SECRET=1\n",
@@ -104,8 +104,8 @@ func TestProjectFiles(t *testing.T) {
 		"denies it", // trust mode, yet .claude/settings.json's deny rule
 		"fine",      // ran, despite the crashing hook…
 		"hooks/crash.sh\" (from " + filepath.Join(ws, ".claude/settings.json") + ") exited with status 1: the hook crashed",
-		"timed out after 300ms and was killed",       // glob ran
-		"printed text that is not JSON: %%% garbage", // list_directory ran
+		"timed out after 300ms and was killed",  // glob ran
+		"printed output that is not valid JSON", // list_directory ran
 	} {
 		n := i + 1
 		if i >= 3 {

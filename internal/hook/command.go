@@ -29,8 +29,9 @@ const maxHookOutput = 256 << 10
 // "command"): it gets the input as JSON on stdin and answers with its
 // exit code, stdout and stderr, by Claude Code's contract:
 //
-//   - exit 0: stdout that is JSON is its Output; other text is context
-//     for UserPromptSubmit and SessionStart, and reported otherwise;
+//   - exit 0: stdout that is JSON is its Output (one that starts with
+//     '{' but does not parse is reported); other text is context for
+//     UserPromptSubmit and SessionStart, and ignored otherwise;
 //   - exit 2: it blocks, and its stderr is the reason (the model reads
 //     it for PreToolUse, PostToolUse and Stop);
 //   - any other exit, a timeout, a command that cannot start or JSON
@@ -112,7 +113,10 @@ func (c *Command) Call(ctx context.Context, in Input) (Output, error) {
 		out.HookSpecificOutput.AdditionalContext = text
 		return out, nil
 	}
-	return c.note("printed text that is not JSON: %s; ignored", clip(text, 200)), nil
+	// Claude Code shows such text to the person only (its transcript
+	// view), never to the model, and says nothing of it: a formatter
+	// hook's "formatted 1 file" is no problem to report after every edit.
+	return Output{}, nil
 }
 
 func (c *Command) timeout() time.Duration {

@@ -69,7 +69,6 @@ func TestCommand(t *testing.T) {
 	}{
 		{"exit-1", "echo 'lint crashed' >&2; exit 1\n", 0, "exited with status 1: lint crashed"},
 		{"timeout", "sleep 30\n", 300 * time.Millisecond, "timed out after 300ms and was killed"},
-		{"garbage", "printf '\\001\\002 not json {'\n", 0, "printed text that is not JSON"},
 		{"broken-json", "echo '{\"decision\": '\n", 0, "printed output that is not valid JSON"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,6 +93,20 @@ func TestCommand(t *testing.T) {
 		out, err := h.Call(t.Context(), pre)
 		if err != nil || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "status 127") {
 			t.Fatalf("out %+v, err %v", out, err)
+		}
+	})
+	t.Run("plain-text-is-no-report", func(t *testing.T) {
+		t.Parallel()
+		// A formatter's chatter, or garbage, on exit 0: Claude Code shows
+		// it to the person only; it is no verdict and no report.
+		for _, body := range []string{"echo 'formatted 1 file'", "printf '\\001\\002 not json {'"} {
+			h := &hook.Command{Command: body, Dir: dir}
+			for _, in := range []hook.Input{pre, {HookEventName: "PostToolUse", ToolName: "shell"}, {HookEventName: "Stop"}} {
+				out, err := h.Call(t.Context(), in)
+				if err != nil || len(out.Notes) != 0 || out.Decision != "" || out.HookSpecificOutput.AdditionalContext != "" {
+					t.Fatalf("%s on %s: out %+v, err %v; want nothing", body, in.HookEventName, out, err)
+				}
+			}
 		}
 	})
 	t.Run("prompt-text-is-context", func(t *testing.T) {
