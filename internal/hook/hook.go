@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/tool"
@@ -126,20 +127,33 @@ type HandlerFunc func(ctx context.Context, in Input) (Output, error)
 // Call implements Handler.
 func (f HandlerFunc) Call(ctx context.Context, in Input) (Output, error) { return f(ctx, in) }
 
-// Matcher selects the targets of its handlers: "" and "*" select every
-// target, anything else is a regular expression that must match a
-// target whole (a tool by arbor's name or Claude Code's).
+// Matcher selects the targets of its handlers by Claude Code's rules:
+// "" and "*" select every target; a matcher of names only (letters,
+// digits, '_', separated by '|' or ',') selects exactly those names
+// ("Bash", "Edit|Write", "mcp__github"); anything else is a regular
+// expression that selects a target it matches anywhere ("mcp__.*",
+// "Notebook.*"), unanchored as in Claude Code. A tool is a target by
+// arbor's name and by Claude Code's.
 type Matcher struct {
 	Pattern  string
 	Handlers []Handler
+	names    []string // a matcher of names
 	re       *regexp.Regexp
 }
 
 // NewMatcher compiles pattern.
 func NewMatcher(pattern string, hs ...Handler) (Matcher, error) {
 	m := Matcher{Pattern: pattern, Handlers: hs}
-	if pattern != "" && pattern != "*" {
-		re, err := regexp.Compile("^(?:" + pattern + ")$")
+	switch {
+	case pattern == "" || pattern == "*":
+	case onlyNames(pattern):
+		for _, n := range strings.FieldsFunc(pattern, func(r rune) bool { return r == '|' || r == ',' }) {
+			if n = strings.TrimSpace(n); n != "" {
+				m.names = append(m.names, n)
+			}
+		}
+	default:
+		re, err := regexp.Compile(pattern)
 		if err != nil {
 			return Matcher{}, fmt.Errorf("hook matcher %q: %w", pattern, err)
 		}
@@ -148,13 +162,27 @@ func NewMatcher(pattern string, hs ...Handler) (Matcher, error) {
 	return m, nil
 }
 
+// onlyNames reports whether a matcher is a list of names (Claude Code's
+// test: nothing but letters, digits, '_', '|', ',', ' ' and '-').
+func onlyNames(p string) bool {
+	for _, c := range p {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("_|, -", c)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Matches reports whether the matcher selects target: a tool by arbor's
 // name or Claude Code's, or SessionStart's source.
 func (m Matcher) Matches(target string) bool {
-	if m.re == nil || target == "" {
+	if m.re == nil && m.names == nil || target == "" {
 		return true
 	}
 	cc := tool.ClaudeCodeName(target)
+	if m.names != nil {
+		return slices.Contains(m.names, target) || (cc != "" && slices.Contains(m.names, cc))
+	}
 	return m.re.MatchString(target) || (cc != "" && m.re.MatchString(cc))
 }
 

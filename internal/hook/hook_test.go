@@ -46,6 +46,15 @@ func TestMatcher(t *testing.T) {
 		{"Ba", "shell", false},
 		{"startup", "startup", true},
 		{"resume", "", true}, // no target: every matcher
+		// Claude Code's rules: names only are exact names, '|' or ','
+		// between them; anything else is a regex matched anywhere.
+		{"Read, Bash", "shell", true},
+		{"mcp__github", "mcp__github__create_issue", false},
+		{"mcp__.*__create", "mcp__github__create_issue", true},
+		{"Notebook.*", "NotebookEdit", true},
+		{"(Edit|Write)", "todo_write", true}, // TodoWrite holds Write
+		{"^Bash$", "shell", true},
+		{"^Edit$", "todo_write", false},
 	} {
 		if got := matcher(t, c.pattern).Matches(c.target); got != c.want {
 			t.Errorf("NewMatcher(%q).Matches(%q) = %v, want %v", c.pattern, c.target, got, c.want)
