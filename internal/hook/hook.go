@@ -189,6 +189,7 @@ func (m Matcher) Matches(target string) bool {
 // Verdict is what the hooks of one event said together.
 type Verdict struct {
 	Block   bool   // decision "block" (or PreToolUse's deny)
+	Ask     bool   // PreToolUse's permissionDecision "ask"
 	Stop    bool   // continue: false
 	Reason  string // why, joined
 	Context string // additionalContext, joined

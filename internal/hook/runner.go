@@ -60,6 +60,9 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 			if out.Decision == "block" || hs.PermissionDecision == "deny" {
 				v.Block = true
 			}
+			if hs.PermissionDecision == "ask" {
+				v.Ask = true
+			}
 			if out.stops() {
 				v.Stop = true
 			}
@@ -110,6 +113,11 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	if v.Input != nil {
 		call.Input = v.Input
+	}
+	if v.Ask {
+		// The permission check inside asks a person even where a rule
+		// or the mode would allow (Claude Code's "ask").
+		ctx = tool.WithAsk(ctx, "a PreToolUse hook asks for approval: "+OrNoReason(v.Reason))
 	}
 	res := h.Tool.Run(ctx, call)
 	res.Content += notes
@@ -183,6 +191,7 @@ func (c Chain) Run(ctx context.Context, e Event, target string, in Input) (Verdi
 			return Verdict{}, err
 		}
 		v.Block = v.Block || w.Block
+		v.Ask = v.Ask || w.Ask
 		v.Stop = v.Stop || w.Stop
 		v.Reason = join("; ", v.Reason, w.Reason)
 		v.Context = join("\n", v.Context, w.Context)

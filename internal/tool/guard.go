@@ -70,6 +70,14 @@ func (g *guarded) Run(ctx context.Context, call Call) Result {
 		return invalidArgs(info.Name, err)
 	}
 	d := g.policy.Decide(request(info, target))
+	if why, ok := ctx.Value(askKey{}).(string); ok {
+		// Asked for by a hook of this call, not of the calls it makes
+		// (a child agent's): a rule or mode that allows is not enough.
+		ctx = context.WithValue(ctx, askKey{}, nil)
+		if d.Action == permission.Allow {
+			d = permission.Decision{Action: permission.Ask, Reason: why}
+		}
+	}
 	switch d.Action {
 	case permission.Allow:
 		return g.inner.Run(ctx, call)
@@ -79,6 +87,18 @@ func (g *guarded) Run(ctx context.Context, call Call) Result {
 		return Errorf("permission denied: %s", d.Reason)
 	}
 	return Errorf("permission denied: the policy gave no verdict (%q) for %s", d.Action, info.Name)
+}
+
+// askKey holds, in a call's context, why a hook asked for the call to be
+// approved (WithAsk).
+type askKey struct{}
+
+// WithAsk makes the next guarded call run with ctx ask for approval, with
+// reason why, even where a rule or the mode would allow it: a PreToolUse
+// hook answered "ask" (Claude Code's permissionDecision). A deny still
+// denies; the calls the guarded tool makes in turn are not affected.
+func WithAsk(ctx context.Context, why string) context.Context {
+	return context.WithValue(ctx, askKey{}, why)
 }
 
 func (g *guarded) ask(ctx context.Context, call Call, info Info, target Target, d permission.Decision) Result {
