@@ -12,8 +12,8 @@ import (
 )
 
 // Command is a custom slash command: a Markdown file whose body is the
-// prompt, "$ARGUMENTS" standing for what follows the command ($1…$9 for
-// its words).
+// prompt, "$ARGUMENTS" standing for what follows the command ($0, $1, …
+// or $ARGUMENTS[0], … for its words).
 type Command struct {
 	Name        string // "review", or "frontend:lint" for frontend/lint.md
 	Description string
@@ -29,26 +29,9 @@ var commandDirs = []string{filepath.Join(".arbor", "commands"), filepath.Join(".
 // maxCommandFile caps a command file; a larger one is refused.
 const maxCommandFile = 256 << 10
 
-// Expand is the command's prompt for args.
-func (c Command) Expand(args string) string {
-	args = strings.TrimSpace(args)
-	out := c.Body
-	words := strings.Fields(args)
-	for i := 9; i >= 1; i-- {
-		v := ""
-		if i <= len(words) {
-			v = words[i-1]
-		}
-		out = strings.ReplaceAll(out, fmt.Sprintf("$%d", i), v)
-	}
-	if strings.Contains(out, "$ARGUMENTS") {
-		return strings.ReplaceAll(out, "$ARGUMENTS", args)
-	}
-	if args != "" {
-		out += "\n\nARGUMENTS: " + args
-	}
-	return out
-}
+// Expand is the command's prompt for args: Claude Code's placeholders
+// filled (see expandArguments).
+func (c Command) Expand(args string) string { return expandArguments(c.Body, args, true) }
 
 // findCommands reads the commands of roots; the first of a name wins.
 func findCommands(roots []string, fence string, report func(error)) []Command {

@@ -54,7 +54,7 @@ func SkillTool(k *Knowledge) tool.Tool {
 			fmt.Fprintf(&b, "<args>%s</args>\n", args)
 		}
 		b.WriteString("<notes>Relative paths in the skill resolve against <root>. Read the files it refers to only when needed.</notes>\n\n")
-		body := strings.ReplaceAll(s.Body, "$ARGUMENTS", strings.TrimSpace(a.Args))
+		body := expandArguments(s.Body, a.Args, false)
 		b.WriteString(body)
 		if !strings.HasSuffix(body, "\n") {
 			b.WriteString("\n")
