@@ -79,7 +79,7 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 
 // Tool runs a tool's PreToolUse hooks before it (before the permission
 // check too, when it wraps the checked tool) and its PostToolUse hooks
-// after it.
+// after it, when it succeeded.
 type Tool struct {
 	tool.Tool
 	Hooks *Runner
@@ -121,7 +121,10 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	res := h.Tool.Run(ctx, call)
 	res.Content += notes
-	if !h.Hooks.Has(PostToolUse) {
+	if res.IsError || !h.Hooks.Has(PostToolUse) {
+		// Claude Code runs PostToolUse after a call that succeeded only:
+		// not after one refused (by the permission check inside) or one
+		// that failed, whose file a formatter hook must not touch.
 		return res
 	}
 	content := res.Content

@@ -3,6 +3,8 @@ package hook_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,7 +53,7 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
 	approver := &asked{}
 	var r hook.Runner
 	r.Set(set)
-	res := (&hook.Tool{Tool: tool.Guard(echo(), engine, approver), Hooks: &r}).Run(t.Context(), call)
+	res := (&hook.Tool{Tool: tool.Guard(shellLike(), engine, approver), Hooks: &r}).Run(t.Context(), call)
 	if !res.IsError || !strings.Contains(res.Content, "the user denied this call: not now") {
 		t.Fatalf("result %+v; want the call put to the approver, who said no", res)
 	}
@@ -60,7 +62,62 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
 	}
 
 	unhooked := &asked{}
-	if res := tool.Guard(echo(), engine, unhooked).Run(t.Context(), call); res.IsError || len(unhooked.reasons) != 0 {
+	if res := tool.Guard(shellLike(), engine, unhooked).Run(t.Context(), call); res.IsError || len(unhooked.reasons) != 0 {
 		t.Fatalf("without the hook: result %+v, asked %q; want it run unasked", res, unhooked.reasons)
 	}
+}
+
+// TestPostToolUseOnlyAfterSuccess: as in Claude Code, a PostToolUse hook
+// runs after a call that ran and succeeded, not after one the permission
+// check refused nor one that failed.
+func TestPostToolUseOnlyAfterSuccess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "post.log")
+	var decl hook.Declared
+	decl.Source = "/p/.claude/settings.json"
+	if err := json.Unmarshal([]byte(`{"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat >> `+log+`; echo >> `+log+`"}]}]}`), &decl.Hooks); err != nil {
+		t.Fatal(err)
+	}
+	set, problems := hook.FromSettings([]hook.Declared{decl}, hook.CommandOptions{Dir: dir})
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	deny, err := permission.ParseRule("shell(rm *)", permission.Deny, permission.ScopeProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := permission.New(permission.Options{Mode: permission.ModeTrust, Workspace: dir, Extra: []permission.Rule{deny}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r hook.Runner
+	r.Set(set)
+	h := &hook.Tool{Tool: tool.Guard(shellLike(), engine, &asked{}), Hooks: &r}
+	for _, cmd := range []string{"rm -rf build", "fail", "ls"} {
+		h.Run(t.Context(), tool.Call{ID: cmd, Input: json.RawMessage(`{"command":"` + cmd + `"}`)})
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"command":"ls"`) {
+		t.Fatalf("PostToolUse ran for %q; want the successful ls only", lines)
+	}
+}
+
+// commandArgs are a shell-like tool's: the permission check sees the
+// command.
+type commandArgs struct {
+	Command string `json:"command"`
+}
+
+func (a commandArgs) Target() tool.Target { return tool.Target{Command: a.Command} }
+
+// shellLike is a tool called shell whose calls the permission check sees
+// as commands; the command "fail" fails.
+func shellLike() tool.Tool {
+	return tool.New("shell", "fails on fail", tool.KindExecute, func(_ context.Context, _ tool.Call, a commandArgs) tool.Result {
+		return tool.Result{Content: "ran " + a.Command, IsError: a.Command == "fail"}
+	})
 }
