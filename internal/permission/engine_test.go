@@ -192,6 +192,8 @@ func TestDecideCompoundCommands(t *testing.T) {
 		{"redirections stay in the segment", permission.ModeDefault, map[string]permission.Action{"shell(go *)": allow, "shell(tee *)": allow}, "go test ./... 2>&1 | tee out.txt", allow},
 		{"deny inside a substitution", permission.ModeTrust, map[string]permission.Action{"shell(rm *)": deny}, "echo $(rm -rf /)", deny},
 		{"deny behind sudo", permission.ModeTrust, map[string]permission.Action{"shell(rm *)": deny}, "sudo rm -rf /", deny},
+		// Claude Code's deny of Bash(rm:*) covers "xargs rm" too.
+		{"deny behind xargs", permission.ModeTrust, map[string]permission.Action{"shell(rm *)": deny}, "find . -name '*.o' | xargs rm -f", deny},
 		{"deny inside a subshell", permission.ModeTrust, map[string]permission.Action{"shell(rm *)": deny}, "(cd / && rm -rf x)", deny},
 		{"ask rule on one part", permission.ModeTrust, map[string]permission.Action{"shell(git push*)": ask}, "git add . && git push", ask},
 		{"trust still runs substitutions", permission.ModeTrust, nil, "echo $(date)", allow},

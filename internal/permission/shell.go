@@ -52,6 +52,9 @@ var wrappers = map[string]bool{
 	"if": true, "then": true, "else": true, "elif": true, "do": true, "while": true,
 	"until": true, "time": true, "exec": true, "command": true, "builtin": true,
 	"nohup": true, "sudo": true, "env": true, "nice": true,
+	// xargs runs the rest with its input as more words; Claude Code's
+	// rules match "xargs rm …" as "rm …" too.
+	"xargs": true,
 }
 
 func isAssignment(word string) bool {
