@@ -168,11 +168,17 @@ func TestMapRule(t *testing.T) {
 		{"Bash(npm run test:*)", "shell(npm run test *)"},
 		{"Bash", "shell"},
 		{"Bash(git push origin main)", "shell(git push origin main)"},
-		{"Read(./.env)", "read_file(.env) view_image(.env) grep(.env) glob(.env) list_directory(.env)"},
-		{"Read(*.env)", "read_file(*.env) read_file(**/*.env) view_image(*.env) view_image(**/*.env) grep(*.env) grep(**/*.env) glob(*.env) glob(**/*.env) list_directory(*.env) list_directory(**/*.env)"},
+		// A pattern that names a folder covers what is in it (gitignore's
+		// rule, Claude Code's matching): each stands as p and p/**.
+		{"Read(./.env)", "read_file(.env) read_file(.env/**) view_image(.env) view_image(.env/**) grep(.env) grep(.env/**) glob(.env) glob(.env/**) list_directory(.env) list_directory(.env/**)"},
+		{"Grep(*.env)", "grep(*.env) grep(*.env/**) grep(**/*.env) grep(**/*.env/**)"},
+		{"Grep(secrets/)", "grep(secrets) grep(secrets/**) grep(**/secrets) grep(**/secrets/**)"},
+		{"Grep(./secrets/)", "grep(secrets) grep(secrets/**)"},
+		{"Grep(/docs)", "grep(docs) grep(docs/**)"},
 		{"Edit(src/**)", "edit(src/**) write_file(src/**) apply_patch(src/**) delete(src/**)"},
 		{"Edit(/docs/**)", "edit(docs/**) write_file(docs/**) apply_patch(docs/**) delete(docs/**)"},
 		{"Write(//tmp/out/**)", "write_file(/tmp/out/**)"},
+		{"Write(//etc/hosts)", "write_file(/etc/hosts) write_file(/etc/hosts/**)"},
 		{"Read(~/.ssh/**)", "read_file(~/.ssh/**) view_image(~/.ssh/**) grep(~/.ssh/**) glob(~/.ssh/**) list_directory(~/.ssh/**)"},
 		{"mcp__github__create_issue", "mcp__github__create_issue"},
 		{"mcp__github", "mcp__github"},
@@ -218,7 +224,7 @@ func TestSettings(t *testing.T) {
 	for _, r := range k.Rules {
 		got = append(got, string(r.Action)+":"+r.String()+":"+string(r.Scope))
 	}
-	want := "ask:shell(git push *):project deny:read_file(.env):project deny:view_image(.env):project deny:grep(.env):project deny:glob(.env):project deny:list_directory(.env):project deny:web_fetch(domain:example.com):project allow:shell(npm run test *):project deny:shell(rm -rf *):user"
+	want := "ask:shell(git push *):project deny:read_file(.env):project deny:read_file(.env/**):project deny:view_image(.env):project deny:view_image(.env/**):project deny:grep(.env):project deny:grep(.env/**):project deny:glob(.env):project deny:glob(.env/**):project deny:list_directory(.env):project deny:list_directory(.env/**):project deny:web_fetch(domain:example.com):project allow:shell(npm run test *):project deny:shell(rm -rf *):user"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("rules\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}

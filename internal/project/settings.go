@@ -281,26 +281,47 @@ func MapRule(spec, root, ws string) ([]string, error) {
 	return out, nil
 }
 
-// mapPath maps a Claude Code path pattern to arbor's.
+// mapPath maps a Claude Code path pattern to arbor's. As in a
+// .gitignore (Claude Code's matching), a pattern that names a folder
+// covers everything in it: "./secrets" and "secrets/" deny
+// "secrets/key.txt" too, so each pattern also stands as "p/**"; a
+// trailing '/' (a folder only) is dropped.
 func mapPath(p, root, ws string) ([]string, error) {
+	if len(p) > 1 && strings.HasSuffix(p, "/") && p != "//" {
+		p = strings.TrimRight(p, "/")
+	}
+	var out []string
+	for _, b := range anchorPath(p, root, ws) {
+		out = append(out, b)
+		if !strings.HasSuffix(b, "/**") && b != "**" {
+			out = append(out, strings.TrimSuffix(b, "/")+"/**")
+		}
+	}
+	return out, nil
+}
+
+// anchorPath places a Claude Code path pattern: "//abs" is absolute, "~/p"
+// the home's, "/p" relative to root, "./p" and "p" relative to ws, where
+// a pattern without '/' matches in every folder.
+func anchorPath(p, root, ws string) []string {
 	switch {
 	case strings.HasPrefix(p, "//"):
-		return []string{p[1:]}, nil
+		return []string{p[1:]}
 	case strings.HasPrefix(p, "~/"):
-		return []string{p}, nil
+		return []string{p}
 	case strings.HasPrefix(p, "/"):
 		abs := filepath.Join(root, p[1:])
 		if rel, err := filepath.Rel(ws, abs); err == nil && !strings.HasPrefix(rel, "..") {
-			return []string{filepath.ToSlash(rel)}, nil
+			return []string{filepath.ToSlash(rel)}
 		}
-		return []string{filepath.ToSlash(abs)}, nil
+		return []string{filepath.ToSlash(abs)}
 	case strings.HasPrefix(p, "./"):
-		return []string{p[2:]}, nil
+		return []string{p[2:]}
 	case strings.HasPrefix(p, "../"):
-		return []string{filepath.ToSlash(filepath.Join(ws, p))}, nil
+		return []string{filepath.ToSlash(filepath.Join(ws, p))}
 	case !strings.Contains(p, "/"):
 		// gitignore: a name without '/' matches in every folder.
-		return []string{p, "**/" + p}, nil
+		return []string{p, "**/" + p}
 	}
-	return []string{p}, nil
+	return []string{p}
 }

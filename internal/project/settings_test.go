@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arbor-run/arbor/internal/permission"
 	"github.com/arbor-run/arbor/internal/project"
 )
 
@@ -44,6 +45,38 @@ func TestDisableAllHooks(t *testing.T) {
 			}
 			if len(k.Rules) == 0 || k.Rules[0].String() != "shell(rm *)" {
 				t.Fatalf("rules %v; disableAllHooks must leave the deny rule", k.Rules)
+			}
+		})
+	}
+}
+
+// TestFolderRuleCoversItsFiles: a deny rule naming a folder denies the
+// files in it, as Claude Code's gitignore-style matching does (the real
+// CLI refuses Read of secrets/key.txt under Read(./secrets) and
+// Read(secrets/), in bypassPermissions); arbor matched the folder's own
+// path only.
+func TestFolderRuleCoversItsFiles(t *testing.T) {
+	t.Parallel()
+	for _, rule := range []string{"Read(./secrets)", "Read(secrets/)", "Read(/secrets)", "Read(secrets)"} {
+		t.Run(rule, func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			tree(t, ws, map[string]string{".claude/settings.json": `{"permissions": {"deny": ["` + rule + `"]}}`, "secrets/key.txt": "KEY\n", "docs/a.md": "A\n"})
+			k := project.Load(project.Options{Workspace: ws})
+			if len(k.Problems) != 0 {
+				t.Fatal(k.Problems)
+			}
+			e, err := permission.New(permission.Options{Mode: permission.ModeTrust, Workspace: ws, Extra: k.Rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, want := range map[string]permission.Action{"secrets/key.txt": permission.Deny, "secrets": permission.Deny, "docs/a.md": permission.Allow} {
+				for _, tl := range []string{"read_file", "grep"} {
+					d := e.Decide(permission.Request{Tool: tl, Class: permission.ClassRead, Paths: []string{filepath.Join(ws, path)}})
+					if d.Action != want {
+						t.Errorf("%s of %s: %s (%s); want %s", tl, path, d.Action, d.Reason, want)
+					}
+				}
 			}
 		})
 	}
