@@ -49,7 +49,7 @@ func TestProjectFiles(t *testing.T) {
 	writeFiles(t, ws, map[string]string{
 		".git/HEAD":                      "ref: refs/heads/main\n",
 		"AGENTS.md":                      "Always run the linter before you finish.\n" + strings.Repeat("filler line of a huge AGENTS.md\n", 5<<20/32+1),
-		".claude/skills/broken/SKILL.md": "no front matter at all\n",
+		".claude/skills/broken/SKILL.md": "---\nname: broken\nno closing line\n",
 		".claude/settings.json": `{"permissions": {"deny": ["Read(./.env)"]},
 		  "hooks": {"PreToolUse": [
 		    {"matcher": "Bash", "hooks": [{"type": "command", "command": "./hooks/no-rm.sh"}]},
@@ -79,7 +79,7 @@ func TestProjectFiles(t *testing.T) {
 	}
 	defer a.Close()
 	warnings := strings.Join(a.Warnings(), "\n")
-	for _, w := range []string{filepath.Join(ws, "AGENTS.md") + " is ", "capped at 65536 bytes", filepath.Join(ws, ".claude/skills/broken/SKILL.md") + ": no front matter"} {
+	for _, w := range []string{filepath.Join(ws, "AGENTS.md") + " is ", "capped at 65536 bytes", filepath.Join(ws, ".claude/skills/broken/SKILL.md") + ": the front matter has no closing"} {
 		if !strings.Contains(warnings, w) {
 			t.Errorf("warnings lack %q:\n%s", w, warnings)
 		}

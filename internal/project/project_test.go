@@ -104,10 +104,14 @@ func TestSkills(t *testing.T) {
 	tree(t, ws, map[string]string{
 		".claude/skills/release/SKILL.md":           "---\nname: release\ndescription: Cut a release of the service.\n---\n# Release\nRun scripts/release.sh with $ARGUMENTS.\n",
 		".claude/skills/release/scripts/release.sh": "echo release\n",
-		".agents/skills/nofm/SKILL.md":              "# Just a body\nno front matter here\n",
-		".arbor/skills/nodesc/SKILL.md":             "---\nname: nodesc\n---\nbody\n",
-		".arbor/skills/BadName/SKILL.md":            "---\nname: Bad_Name\ndescription: x\n---\nbody\n",
-		".arbor/skills/broken/SKILL.md":             "---\nname: [unclosed\ndescription: x\n---\n",
+		// As in Claude Code, a skill without front matter, or without a
+		// name or description in it, is named after its folder and
+		// described by its first line.
+		".agents/skills/nofm/SKILL.md":   "# Just a body\nno front matter here\n",
+		".arbor/skills/nodesc/SKILL.md":  "---\nname: nodesc\n---\nbody\n",
+		".arbor/skills/empty/SKILL.md":   "---\nname: empty\n---\n\n",
+		".arbor/skills/BadName/SKILL.md": "---\nname: Bad_Name\ndescription: x\n---\nbody\n",
+		".arbor/skills/broken/SKILL.md":  "---\nname: [unclosed\ndescription: x\n---\n",
 	})
 	tree(t, user, map[string]string{
 		"skills/release/SKILL.md": "---\nname: release\ndescription: the user's, shadowed\n---\nuser body\n",
@@ -118,13 +122,12 @@ func TestSkills(t *testing.T) {
 	for _, s := range k.Skills {
 		names = append(names, s.Name)
 	}
-	if strings.Join(names, ",") != "release,notes" {
+	if strings.Join(names, ",") != "nodesc,release,nofm,notes" {
 		t.Fatalf("skills %v", names)
 	}
 	pr := problemsText(k)
 	for _, w := range []string{
-		filepath.Join(ws, ".agents/skills/nofm/SKILL.md") + ": no front matter",
-		filepath.Join(ws, ".arbor/skills/nodesc/SKILL.md") + ": the front matter has no description",
+		filepath.Join(ws, ".arbor/skills/empty/SKILL.md") + ": no description",
 		`name "Bad_Name": use at most 64 lower-case letters`,
 		filepath.Join(ws, ".arbor/skills/broken/SKILL.md") + ": front matter: yaml",
 		`skill "release" is also defined by ` + filepath.Join(ws, ".claude/skills/release/SKILL.md"),
@@ -139,7 +142,8 @@ func TestSkills(t *testing.T) {
 		}
 	}
 	p := k.Prompt()
-	if !strings.Contains(p, "- release: Cut a release of the service.") || strings.Contains(p, "Run scripts/release.sh") {
+	if !strings.Contains(p, "- release: Cut a release of the service.") || strings.Contains(p, "Run scripts/release.sh") ||
+		!strings.Contains(p, "- nofm: Just a body") || !strings.Contains(p, "- nodesc: body") {
 		t.Fatalf("the prompt must list names and descriptions only:\n%s", p)
 	}
 	st := project.SkillTool(k)
@@ -149,7 +153,7 @@ func TestSkills(t *testing.T) {
 			t.Fatalf("skill(%s) = %+v", in, res)
 		}
 	}
-	if res := st.Run(t.Context(), tool.Call{ID: "s2", Input: json.RawMessage(`{"name":"nope"}`)}); !res.IsError || !strings.Contains(res.Content, "the skills are release, notes") {
+	if res := st.Run(t.Context(), tool.Call{ID: "s2", Input: json.RawMessage(`{"name":"nope"}`)}); !res.IsError || !strings.Contains(res.Content, "the skills are nodesc, release, nofm, notes") {
 		t.Fatalf("unknown skill: %+v", res)
 	}
 	rules := k.SkillReadRules()

@@ -120,32 +120,48 @@ func readSkill(path string) (Skill, error) {
 		return Skill{}, bad("not UTF-8 text")
 	}
 	text := strings.TrimPrefix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\ufeff")
-	rest, ok := strings.CutPrefix(text, "---\n")
-	if !ok {
-		return Skill{}, bad("no front matter: the file must start with a line \"---\", then YAML with name and description, then \"---\"")
-	}
-	end := strings.Index(rest, "\n---")
-	if end < 0 || !(len(rest) == end+4 || rest[end+4] == '\n') {
-		return Skill{}, bad("the front matter has no closing \"---\" line")
-	}
 	var fm struct {
 		Name        string `yaml:"name"`
 		Description string `yaml:"description"`
 	}
-	if err := yaml.Unmarshal([]byte(rest[:end]), &fm); err != nil {
-		return Skill{}, bad("front matter: %v", err)
+	body := text
+	if rest, ok := strings.CutPrefix(text, "---\n"); ok {
+		end := strings.Index(rest, "\n---")
+		if end < 0 || !(len(rest) == end+4 || rest[end+4] == '\n') {
+			return Skill{}, bad("the front matter has no closing \"---\" line")
+		}
+		if err := yaml.Unmarshal([]byte(rest[:end]), &fm); err != nil {
+			return Skill{}, bad("front matter: %v", err)
+		}
+		body = strings.TrimLeft(rest[end+4:], "\n")
 	}
+	// As in Claude Code, the name defaults to the folder's and the
+	// description to the body's first line.
 	fm.Name, fm.Description = strings.TrimSpace(fm.Name), strings.TrimSpace(fm.Description)
+	if fm.Name == "" {
+		fm.Name = filepath.Base(filepath.Dir(path))
+	}
+	if fm.Description == "" {
+		fm.Description = firstLine(body)
+	}
 	switch {
-	case fm.Name == "":
-		return Skill{}, bad("the front matter has no name")
 	case len(fm.Name) > maxSkillName || !skillName().MatchString(fm.Name):
 		return Skill{}, bad("name %q: use at most %d lower-case letters, digits and single hyphens", fm.Name, maxSkillName)
 	case fm.Description == "":
-		return Skill{}, bad("the front matter has no description")
+		return Skill{}, bad("no description: give one in the front matter, or a first line of text")
 	case len(fm.Description) > maxSkillDescription:
 		return Skill{}, bad("description of %d bytes: at most %d", len(fm.Description), maxSkillDescription)
 	}
-	body := strings.TrimLeft(rest[end+4:], "\n")
 	return Skill{Name: fm.Name, Description: fm.Description, Dir: filepath.Dir(path), Path: path, Body: body}, nil
+}
+
+// firstLine is the first line of text that is not blank, without a
+// heading's '#'s.
+func firstLine(text string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(strings.TrimLeft(l, "# ")); l != "" {
+			return clipRunes(l, maxSkillDescription)
+		}
+	}
+	return ""
 }
