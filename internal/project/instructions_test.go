@@ -81,3 +81,37 @@ func TestClaudeCodesOtherInstructionPlaces(t *testing.T) {
 		t.Fatalf("with --setting-sources project: instructions %q; want %q", names(k), want)
 	}
 }
+
+// TestClaudeRulesFolders: Claude Code's .claude/rules/**/*.md (the
+// project's and ~/.claude/rules) are instruction files, read after a
+// folder's CLAUDE.md files and before CLAUDE.local.md; a rules file whose
+// front matter names "paths" applies to those files only, so the prompt
+// lists it with its patterns rather than including it.
+func TestClaudeRulesFolders(t *testing.T) {
+	t.Parallel()
+	ws, home := t.TempDir(), t.TempDir()
+	tree(t, ws, map[string]string{
+		"CLAUDE.md":                       "ROOT-FILE\n",
+		"CLAUDE.local.md":                 "ROOT-LOCAL\n",
+		".claude/rules/style.md":          "RULE-STYLE\n",
+		".claude/rules/frontend/react.md": "RULE-REACT\n",
+		".claude/rules/api.md":            "---\npaths:\n  - \"src/api/**/*.ts\"\n  - lib/*.ts\n---\nRULE-API-MUST-NOT-BE-INCLUDED\n",
+		".claude/rules/notes.txt":         "NOT-MARKDOWN\n",
+	})
+	tree(t, home, map[string]string{".claude/rules/mine.md": "RULE-MINE\n"})
+	k := project.Load(project.Options{Workspace: ws, Home: home})
+	if len(k.Problems) != 0 {
+		t.Fatalf("problems: %v", k.Problems)
+	}
+	var got []string
+	for _, in := range k.Instructions {
+		got = append(got, strings.TrimSpace(in.Text))
+	}
+	if want := "RULE-MINE ROOT-FILE RULE-REACT RULE-STYLE ROOT-LOCAL"; strings.Join(got, " ") != want {
+		t.Fatalf("instructions %q; want %q", got, want)
+	}
+	p := k.Prompt()
+	if strings.Contains(p, "RULE-API-MUST-NOT-BE-INCLUDED") || !strings.Contains(p, filepath.ToSlash(filepath.Join(ws, ".claude/rules/api.md"))+" (for files matching src/api/**/*.ts, lib/*.ts)") {
+		t.Fatalf("the prompt must list the path rule with its patterns, not include it:\n%s", p)
+	}
+}

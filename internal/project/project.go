@@ -43,8 +43,11 @@ type Knowledge struct {
 	Root         string
 	Instructions []Instruction
 	Nested       []Nested
-	Skills       []Skill
-	Commands     []Command
+	// PathRules are the rules files for some files only (their "paths"),
+	// listed by the prompt.
+	PathRules []PathRule
+	Skills    []Skill
+	Commands  []Command
 	// Rules are the settings files' permission rules, mapped to arbor's.
 	Rules []permission.Rule
 	// Hooks are the settings files' hooks, in the order of the files.
@@ -72,6 +75,7 @@ func Load(o Options) *Knowledge {
 		}
 		if o.Home != "" {
 			r.readFile(filepath.Join(o.Home, ".claude", "CLAUDE.md"), ws, "", 0, false)
+			k.PathRules = append(k.PathRules, r.readRules(filepath.Join(o.Home, ".claude", "rules"), ws, false)...)
 		}
 	}
 	for _, d := range chain(k.Root, ws) {
@@ -79,6 +83,9 @@ func Load(o Options) *Knowledge {
 			source := "project"
 			if name == "CLAUDE.local.md" {
 				source = "local"
+				if o.reads("project") { // Claude Code's order: rules before the local file
+					k.PathRules = append(k.PathRules, r.readRules(filepath.Join(d, ".claude", "rules"), d, true)...)
+				}
 			}
 			if o.reads(source) {
 				r.readFile(filepath.Join(d, name), d, "", 0, true)
@@ -209,10 +216,13 @@ func (k *Knowledge) Prompt() string {
 			b.WriteString("\n\n" + strings.TrimSpace(in.Text) + "\n")
 		}
 	}
-	if len(k.Nested) > 0 {
-		b.WriteString("\n# Folder instructions\n\nThese files apply to work under their folders only: read a folder's file before you work in it.\n")
+	if len(k.Nested) > 0 || len(k.PathRules) > 0 {
+		b.WriteString("\n# Folder instructions\n\nThese files apply to work under their folders, or on the files they name, only: read one before you work there.\n")
 		for _, n := range k.Nested {
 			fmt.Fprintf(&b, "- %s (for %s/)\n", filepath.ToSlash(n.Path), filepath.ToSlash(n.Dir))
+		}
+		for _, pr := range k.PathRules {
+			fmt.Fprintf(&b, "- %s (for files matching %s)\n", filepath.ToSlash(pr.Path), strings.Join(pr.Paths, ", "))
 		}
 	}
 	if len(k.Skills) > 0 {
