@@ -34,7 +34,7 @@ func loadProject(ws string, cfg *config.Config, sources []string, sb func() *san
 	if !cfg.Sandbox.Hooks {
 		sb = nil
 	}
-	set, errs := hook.FromSettings(k.Hooks, hook.CommandOptions{Dir: k.Root, Env: []string{"CLAUDE_PROJECT_DIR=" + k.Root}, Sandbox: sb})
+	set, errs := hook.FromSettings(k.Hooks, hook.CommandOptions{Dir: k.Root, Sandbox: sb})
 	for _, err := range errs {
 		problems = append(problems, "project files: "+err.Error())
 	}

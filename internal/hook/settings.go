@@ -27,12 +27,17 @@ type SettingsHook struct {
 // Declared is a settings file's hooks with where they were read.
 type Declared struct {
 	Source string // the file, for reports
-	Hooks  map[string][]SettingsMatcher
+	// Dir is the project folder of the file: its hooks run there, with
+	// CLAUDE_PROJECT_DIR set to it; "" takes CommandOptions.Dir.
+	Dir   string
+	Hooks map[string][]SettingsMatcher
 }
 
 // CommandOptions are what every command hook of a set shares.
 type CommandOptions struct {
-	Dir     string                  // working directory: the project's root
+	// Dir is the working directory and CLAUDE_PROJECT_DIR of the hooks
+	// of a Declared without its own Dir.
+	Dir     string
 	Env     []string                // added to the environment
 	Sandbox func() *sandbox.Sandbox // nil (or nil from it): unconfined
 }
@@ -46,6 +51,11 @@ func FromSettings(decls []Declared, o CommandOptions) (map[Event][]Matcher, []er
 	out := map[Event][]Matcher{}
 	var problems []error
 	for _, d := range decls {
+		dir := d.Dir
+		if dir == "" {
+			dir = o.Dir
+		}
+		env := append(slices.Clip(o.Env), "CLAUDE_PROJECT_DIR="+dir)
 		for _, event := range sortedKeys(d.Hooks) {
 			e := Event(event)
 			if !Known(e) {
@@ -68,7 +78,7 @@ func FromSettings(decls []Declared, o CommandOptions) (map[Event][]Matcher, []er
 						continue
 					}
 					hs = append(hs, &Command{Command: h.Command, Timeout: time.Duration(h.Timeout * float64(time.Second)),
-						Dir: o.Dir, Env: o.Env, Sandbox: o.Sandbox, ClaudeCode: true, Source: d.Source})
+						Dir: dir, Env: env, Sandbox: o.Sandbox, ClaudeCode: true, Source: d.Source})
 				}
 				if len(hs) == 0 {
 					continue

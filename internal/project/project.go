@@ -130,16 +130,16 @@ func Load(o Options) *Knowledge {
 	var places []settingsPlace
 	for _, d := range uniq(ws, k.Root) {
 		if o.reads("local") {
-			places = append(places, settingsPlace{path: filepath.Join(d, ".claude", "settings.local.json"), root: d, scope: permission.ScopeProject})
+			places = append(places, settingsPlace{path: filepath.Join(d, ".claude", "settings.local.json"), root: d, scope: permission.ScopeProject, hookDir: d})
 		}
 		if o.reads("project") {
 			places = append(places,
-				settingsPlace{path: filepath.Join(d, ".claude", "settings.json"), root: d, scope: permission.ScopeProject},
-				settingsPlace{path: filepath.Join(d, ".arbor", "settings.json"), root: d, scope: permission.ScopeProject})
+				settingsPlace{path: filepath.Join(d, ".claude", "settings.json"), root: d, scope: permission.ScopeProject, hookDir: d},
+				settingsPlace{path: filepath.Join(d, ".arbor", "settings.json"), root: d, scope: permission.ScopeProject, hookDir: d})
 		}
 	}
 	if o.UserDir != "" {
-		places = append(places, settingsPlace{path: filepath.Join(o.UserDir, "settings.json"), root: o.Home, scope: permission.ScopeUser})
+		places = append(places, settingsPlace{path: filepath.Join(o.UserDir, "settings.json"), root: o.Home, scope: permission.ScopeUser, hookDir: ws})
 	}
 	k.Rules, k.Hooks = readSettings(places, ws, report)
 	return k

@@ -39,6 +39,9 @@ type settingsPlace struct {
 	path  string
 	root  string // the folder its "/path" rules are relative to
 	scope permission.Scope
+	// hookDir is where its hooks run, CLAUDE_PROJECT_DIR: the project
+	// folder of the file, as Claude Code started there would have it.
+	hookDir string
 }
 
 // readSettings reads the settings files: their rules (mapped to arbor's)
@@ -94,7 +97,7 @@ func readSettings(places []settingsPlace, ws string, report func(error)) ([]perm
 			}
 		}
 		if len(f.Hooks) > 0 {
-			hooks = append(hooks, hook.Declared{Source: p.path, Hooks: f.Hooks})
+			hooks = append(hooks, hook.Declared{Source: p.path, Dir: p.hookDir, Hooks: f.Hooks})
 			scopes = append(scopes, p.scope)
 		}
 		if f.DisableAllHooks {
