@@ -77,6 +77,11 @@ esac
 exit 0
 `
 
+const askHook = `#!/bin/sh
+cat >/dev/null
+echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"HOOK-ASKS: removing files needs a look"}}'
+`
+
 var projectFlows = []projectFlow{
 	{name: "skill", skill: "release-notes",
 		files: map[string]string{".claude/skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Write the release notes of a version.\n---\nSKILL-BODY-42: list every merged change under its heading.\n"},
@@ -110,6 +115,26 @@ var projectFlows = []projectFlow{
 		check: func(t *testing.T, o projectOutcome) {
 			if !o.VictimKept || !strings.Contains(o.ToolResult, "HOOK-BLOCKED: rm is not allowed in this project") {
 				t.Errorf("the hook did not block the call: victim kept %v, tool result %q", o.VictimKept, o.ToolResult)
+			}
+		}},
+	// Claude Code's deny rules see a command run through xargs.
+	{name: "deny-rule-xargs", mode: "bypassPermissions", command: "echo victim.txt | xargs rm -f",
+		files: map[string]string{".claude/settings.json": `{"permissions": {"deny": ["Bash(rm:*)"]}}`},
+		check: func(t *testing.T, o projectOutcome) {
+			if !o.VictimKept || !o.ToolIsError {
+				t.Errorf("the deny rule did not deny xargs rm under bypassPermissions: victim kept %v, tool result %q", o.VictimKept, o.ToolResult)
+			}
+		}},
+	// A PreToolUse hook's "ask" asks even under bypassPermissions; with
+	// no one to ask (no permission prompt tool), the call is refused.
+	{name: "hook-asks", mode: "bypassPermissions", command: "rm -f victim.txt",
+		files: map[string]string{
+			".claude/hooks/ask.sh":  askHook,
+			".claude/settings.json": `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/ask.sh"}]}]}}`,
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			if !o.VictimKept || !o.ToolIsError {
+				t.Errorf("the hook's ask did not stop the call under bypassPermissions: victim kept %v, tool result %q", o.VictimKept, o.ToolResult)
 			}
 		}},
 	{name: "deny-rule", mode: "bypassPermissions", command: "rm -f victim.txt",
@@ -270,9 +295,22 @@ func (f projectFlow) play(t *testing.T, bin string, env map[string]string) proje
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["type"] == "result" {
+		var m struct {
+			Type      string `json:"type"`
+			RequestID string `json:"request_id"`
+			Request   struct {
+				Subtype string `json:"subtype"`
+			} `json:"request"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Type == "result":
 			stdin.Close()
+		case m.Type == "control_request" && m.Request.Subtype == "can_use_tool":
+			// The Claude Agent SDK's answer without a canUseTool callback.
+			_, _ = io.WriteString(stdin, `{"type":"control_response","response":{"subtype":"error","request_id":"`+m.RequestID+`","error":"canUseTool callback is not provided."}}`+"\n")
 		}
 	}
 	stdin.Close()
