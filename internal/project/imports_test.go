@@ -104,3 +104,47 @@ func TestSkillsAndCommandsAreProjectFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectRulesFilesStayInTheProject: a project's .claude/rules file
+// that is a symlink out of the project (with or without "paths" in its
+// front matter) is reported and not read, and one that is a FIFO (the
+// folder is writable by confined commands) neither hangs arbor's start
+// nor reaches the prompt; the user's own rules folder may link anywhere.
+func TestProjectRulesFilesStayInTheProject(t *testing.T) {
+	t.Parallel()
+	root, home, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	tree(t, outside, map[string]string{"plain.md": "SECRET-RULE\n",
+		"scoped.md": "---\npaths: src/*.go\n---\nSECRET-SCOPED\n", "mine.md": "User rule: fine.\n"})
+	tree(t, root, map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".claude/rules/ok.md": "Project rule.\n"})
+	tree(t, home, map[string]string{".claude/rules/.keep": ""})
+	for link, target := range map[string]string{
+		filepath.Join(root, ".claude/rules/plain.md"):  "plain.md",
+		filepath.Join(root, ".claude/rules/scoped.md"): "scoped.md",
+		filepath.Join(home, ".claude/rules/mine.md"):   "mine.md",
+	} {
+		if err := os.Symlink(filepath.Join(outside, target), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, ".claude/rules/fifo.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := project.Load(project.Options{Workspace: root, Home: home})
+	p := k.Prompt()
+	for _, secret := range []string{"SECRET-RULE", "SECRET-SCOPED", "scoped.md"} {
+		if strings.Contains(p, secret) {
+			t.Fatalf("a project rules file linked out of the project reached the prompt (%s):\n%s", secret, p)
+		}
+	}
+	for _, w := range []string{"Project rule.", "User rule: fine."} {
+		if !strings.Contains(p, w) {
+			t.Fatalf("the prompt lacks %q:\n%s", w, p)
+		}
+	}
+	probs := problemsText(k)
+	for _, w := range []string{"plain.md", "scoped.md", "fifo.md"} {
+		if !strings.Contains(probs, w) {
+			t.Fatalf("problems do not name %s:\n%s", w, probs)
+		}
+	}
+}
