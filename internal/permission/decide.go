@@ -164,8 +164,9 @@ func namedByAllowRule(rules [len(scopeOrder)][]*matcher, tool string, p resolved
 
 // byRule applies allow and ask rules. Each item of the call (a simple
 // command, a path, or the call itself when it has neither) takes the first
-// matching rule in scope order; any ask asks, and the call is allowed only
-// when every item is.
+// matching rule in scope order, but for a project's allow where the user
+// has an ask; any ask asks, and the call is allowed only when every item
+// is.
 func byRule(rules [len(scopeOrder)][]*matcher, c call) (Decision, bool) {
 	var items []func(*matcher) bool
 	switch {
@@ -192,6 +193,13 @@ func byRule(rules [len(scopeOrder)][]*matcher, c call) (Decision, bool) {
 	complete := len(items) > 0
 	for _, match := range items {
 		m, scope := first(rules, c.req.Tool, noAllow, match)
+		if m != nil && m.rule.Action == Allow && scope == ScopeProject {
+			// A repository's allow does not lift the user's own ask (as
+			// in Claude Code, where an ask rule in any file wins).
+			if a := userAsk(rules, c.req.Tool, match); a != nil {
+				m, scope = a, ScopeUser
+			}
+		}
 		switch {
 		case m == nil:
 			complete = false
@@ -226,6 +234,16 @@ func first(rules [len(scopeOrder)][]*matcher, tool string, noAllow bool, match f
 		}
 	}
 	return nil, ""
+}
+
+// userAsk is the first of the user's ask rules that match.
+func userAsk(rules [len(scopeOrder)][]*matcher, tool string, match func(*matcher) bool) *matcher {
+	for _, m := range rules[len(scopeOrder)-1] {
+		if m.rule.Action == Ask && m.appliesTo(tool) && match(m) {
+			return m
+		}
+	}
+	return nil
 }
 
 func containsRule(rs []Rule, r Rule) bool {

@@ -81,19 +81,37 @@ func TestDecidePrecedence(t *testing.T) {
 	t.Run("session beats project beats user", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, permission.ModeDefault)
-		b.add(t, "shell(git *)", ask, permission.ScopeUser)
+		b.add(t, "shell(go *)", allow, permission.ScopeUser)
+		b.add(t, "shell(go generate*)", ask, permission.ScopeProject)
+		b.add(t, "shell(go *)", allow, permission.ScopeProject)
+		b.add(t, "shell(go generate ./x*)", allow, permission.ScopeSession)
+		b.add(t, "shell(go test*)", ask, permission.ScopeSession)
+		for cmd, want := range map[string]permission.Scope{"go build": permission.ScopeProject, "go generate ./y": permission.ScopeProject,
+			"go generate ./x": permission.ScopeSession, "go test ./...": permission.ScopeSession} {
+			d := b.engine.Decide(shell(cmd))
+			if d.Rule == nil || d.Rule.Scope != want {
+				t.Fatalf("%s: decided by %+v, want the %s rule", cmd, d.Rule, want)
+			}
+		}
+	})
+	// A repository's allow rule does not lift the user's own ask: as in
+	// Claude Code, where an ask rule in any file beats every allow, a
+	// project's .claude/settings.json cannot turn off a person's guard. The
+	// session's rules (the person's own answers and flags) still do.
+	t.Run("a user's ask beats a project's allow", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, permission.ModeTrust)
+		b.add(t, "shell(git push*)", ask, permission.ScopeUser)
 		b.add(t, "shell(git *)", allow, permission.ScopeProject)
-		b.add(t, "shell(git push *)", ask, permission.ScopeSession)
-		d := b.engine.Decide(shell("git status"))
-		requireAction(t, d, allow)
-		if d.Rule.Scope != permission.ScopeProject {
-			t.Fatalf("decided by %+v, want the project rule", d.Rule)
-		}
-		d = b.engine.Decide(shell("git push origin main"))
+		d := b.engine.Decide(shell("git push origin main"))
 		requireAction(t, d, ask)
-		if d.Rule == nil || d.Rule.Scope != permission.ScopeSession {
-			t.Fatalf("decided by %+v, want the session rule", d.Rule)
+		if d.Rule == nil || d.Rule.Scope != permission.ScopeUser {
+			t.Fatalf("decided by %+v, want the user's ask", d.Rule)
 		}
+		requireAction(t, b.engine.Decide(shell("git status")), allow)
+		requireAction(t, b.engine.Decide(shell("git status && git push")), ask)
+		b.add(t, "shell(git push*)", allow, permission.ScopeSession)
+		requireAction(t, b.engine.Decide(shell("git push origin main")), allow)
 	})
 	t.Run("rules beat the mode", func(t *testing.T) {
 		t.Parallel()
