@@ -59,6 +59,9 @@ func Builtins(o BuiltinOptions) []Tool {
 		ws = filepath.Clean(o.Workspace)
 	}
 	root := newWorkRoot(ws, o.Roots)
+	if h, ok := o.Policy.(Hider); ok {
+		root.hides = h.Hides
+	}
 	todos := o.Todos
 	if todos == nil {
 		todos = NewTodoList(nil)

@@ -37,7 +37,19 @@ type workRoot struct {
 	// workspace, as given and with symlinks resolved, and the added
 	// directories), longest first.
 	roots []string
+	// hides, when set, says a deny rule keeps a path from tool: a walk
+	// (grep, glob, list_directory) leaves it out (Hider).
+	hides func(tool, path string) bool
 }
+
+// Hider is a Policy that says which paths a folder's walk leaves out
+// (permission.Engine.Hides).
+type Hider interface {
+	Hides(tool, path string) bool
+}
+
+// hidden reports whether a walk of tool leaves out the absolute path p.
+func (w workRoot) hidden(tool, p string) bool { return w.hides != nil && w.hides(tool, p) }
 
 // newWorkRoot is the work root of workspace ws with the added
 // directories extra.

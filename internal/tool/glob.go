@@ -89,6 +89,12 @@ func (w workRoot) glob(ctx context.Context, a globArgs) Result {
 			}
 			return nil
 		}
+		if p != walkRoot && w.hidden("glob", p) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		if d.IsDir() {
 			if d.Name() == ".git" && p != walkRoot {
 				return fs.SkipDir

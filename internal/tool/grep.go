@@ -96,6 +96,12 @@ func (w workRoot) grep(ctx context.Context, a grepArgs) Result {
 				}
 				return nil
 			}
+			if p != root && w.hidden("grep", p) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
 			if d.IsDir() {
 				if d.Name() == ".git" && p != root {
 					return fs.SkipDir

@@ -63,6 +63,9 @@ func (w workRoot) listDirectory(a listDirectoryArgs) Result {
 			return pathError(given, err)
 		}
 	}
+	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
+		return w.hidden("list_directory", filepath.Join(pl.abs, e.Name()))
+	})
 	if len(entries) == 0 {
 		return Result{Content: fmt.Sprintf("(%s is empty)", given)}
 	}
