@@ -183,6 +183,9 @@ type Agent struct {
 	// reuses ids (some compatible servers number them per response) cannot
 	// make two calls share an intent or a result.
 	callIDs map[string]bool
+	// stopped is set by a call whose result stops the turn
+	// (tool.Result.Stop) until the turn ends with it (takeStop).
+	stopped error
 	// unsettled holds, after Load, the intents of a stored assistant
 	// message whose tool calls have no results yet (by call id); nil when
 	// there is none. See settle.
@@ -243,6 +246,7 @@ func (a *Agent) Send(ctx context.Context, msg llm.Message) Result {
 	if _, err := a.settle(ctx); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
+	_ = a.takeStop() // a stop while settling an ended turn's calls: the new message goes on
 	if err := a.add(ctx, msg); err != nil {
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
 	}
@@ -263,6 +267,14 @@ func (a *Agent) add(ctx context.Context, msg llm.Message) error {
 		a.flushLater(ctx)
 	}
 	return nil
+}
+
+// takeStop is the error a call's result stopped the turn with, if any,
+// and clears it.
+func (a *Agent) takeStop() error {
+	err := a.stopped
+	a.stopped = nil
+	return err
 }
 
 // stopHooks asks the Stop hooks whether a completed turn may end; their
@@ -293,6 +305,9 @@ func (a *Agent) stopHooks(ctx context.Context, res Result) Result {
 // unless one of those calls ended the turn.
 func (a *Agent) Continue(ctx context.Context) Result {
 	endTurn, err := a.settle(ctx)
+	if err == nil {
+		err = a.takeStop()
+	}
 	switch {
 	case err != nil:
 		return a.finish(ctx, Result{Outcome: OutcomeFailed, Err: err})
@@ -420,6 +435,9 @@ func (a *Agent) run(ctx context.Context) Result {
 		}
 		stop, endTurn, err := a.runTools(ctx, calls, nil)
 		if err != nil {
+			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
+		}
+		if err := a.takeStop(); err != nil {
 			return Result{Outcome: OutcomeFailed, Text: last, Steps: step, Err: err}
 		}
 		if ctx.Err() != nil {

@@ -16,6 +16,7 @@ import (
 const (
 	cancelledResult   = "cancelled: the user interrupted this tool call"
 	notRunLoopResult  = "not run: the run was stopped because the same tool call repeated"
+	notRunHookResult  = "not run: a hook stopped the turn before this call"
 	interruptedResult = "interrupted: the process stopped while this tool was running; it may or may not have taken effect — check before repeating it"
 )
 
@@ -49,6 +50,8 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 			}
 		case stop:
 			res = llm.ToolResult{CallID: c.ID, Content: notRunLoopResult, IsError: true}
+		case a.stopped != nil:
+			res = llm.ToolResult{CallID: c.ID, Content: notRunHookResult, IsError: true}
 		case ctx.Err() != nil:
 			res = llm.ToolResult{CallID: c.ID, Content: cancelledResult, IsError: true}
 		default:
@@ -179,6 +182,9 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 		out = a.cfg.Tools.Run(ctx, c)
 	}
 	res := llm.ToolResult{CallID: c.ID, Content: a.redact(out.Content), IsError: out.IsError, Images: out.Images}
+	if out.Stop != nil && a.stopped == nil {
+		a.stopped = out.Stop
+	}
 	if ctx.Err() != nil {
 		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + res.Content, IsError: true}
 	}

@@ -343,3 +343,74 @@ func TestSandboxedHooks(t *testing.T) {
 		}
 	}
 }
+
+// TestHookContinueFalseStopsTheTurn: a project's command hook that
+// answers continue: false ends the turn, failed with its stopReason, as
+// Claude Code stops: the model is not asked again and the step's later
+// call is not run. A PreToolUse stop refuses its call; a PostToolUse stop
+// keeps its call's result. Before, the call was refused and the turn
+// went on.
+func TestHookContinueFalseStopsTheTurn(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ event, result string }{
+		{"PreToolUse", "a PreToolUse hook denied this call: frozen"},
+		{"PostToolUse", "hello"},
+	} {
+		t.Run(c.event, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			ws := filepath.Join(home, "repo")
+			writeFiles(t, ws, map[string]string{
+				".git/HEAD": "ref: refs/heads/main\n",
+				"a.txt":     "hello\n",
+				".claude/settings.json": `{"hooks": {"` + c.event + `": [{"matcher": "Read", "hooks": [{"type": "command",
+				  "command": "echo '{\"continue\": false, \"stopReason\": \"frozen\"}'"}]}]}}`,
+			})
+			srv := llmtest.NewServer(
+				llmtest.Turn{ToolCalls: []llmtest.ToolCall{
+					{ID: "c1", Name: "read_file", Input: rawInput(`{"path":"a.txt"}`)},
+					{ID: "c2", Name: "write_file", Input: rawInput(`{"path":"b.txt","content":"x"}`)},
+				}},
+				llmtest.Turn{Text: "must not be asked"},
+			)
+			defer srv.Close()
+			env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+				"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+			a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
+				Overrides: config.Overrides{Mode: "trust"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := s.Agent.Send(context.Background(), llm.UserText("go"))
+			if res.Outcome != agent.OutcomeFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "a "+c.event+" hook stopped the turn: frozen") {
+				t.Fatalf("result %+v; want the turn failed with the hook's stopReason", res)
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Fatalf("the model was asked %d times after the stop, want 1 call in all", n)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "b.txt")); !os.IsNotExist(err) {
+				t.Fatalf("the step's later call ran after the stop: %v", err)
+			}
+			msgs, err := a.Store.Messages(context.Background(), s.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var results []string
+			for _, m := range msgs {
+				for _, p := range m.Message.Parts {
+					if p.ToolResult != nil {
+						results = append(results, p.ToolResult.Content)
+					}
+				}
+			}
+			if len(results) != 2 || !strings.Contains(results[0], c.result) || !strings.HasPrefix(results[1], "not run: a hook stopped the turn") {
+				t.Fatalf("stored tool results %q; want %q, then the later call not run", results, c.result)
+			}
+		})
+	}
+}

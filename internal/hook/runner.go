@@ -85,7 +85,8 @@ type Tool struct {
 	Hooks *Runner
 	// Denied is told of a call the hooks refused (for the protocol's
 	// permission denials); Stop ends the turn when a hook answered
-	// continue: false. Either may be nil.
+	// continue: false. Either may be nil: without Stop, the call's result
+	// ends the turn (tool.Result.Stop).
 	Denied func(name string, call tool.Call)
 	Stop   func(Stopped)
 }
@@ -106,10 +107,11 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	notes := notesText(v.Notes)
 	if v.Block || v.Stop {
 		h.denied(name, call)
+		res := tool.Errorf("a PreToolUse hook denied this call: %s%s", OrNoReason(v.Reason), notes)
 		if v.Stop {
-			h.stop(Stopped{Event: PreToolUse, Reason: v.Reason})
+			h.stop(&res, Stopped{Event: PreToolUse, Reason: v.Reason})
 		}
-		return tool.Errorf("a PreToolUse hook denied this call: %s%s", OrNoReason(v.Reason), notes)
+		return res
 	}
 	if v.Input != nil {
 		call.Input = v.Input
@@ -141,7 +143,7 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	res.Content += notesText(post.Notes)
 	if post.Stop {
-		h.stop(Stopped{Event: PostToolUse, Reason: post.Reason})
+		h.stop(&res, Stopped{Event: PostToolUse, Reason: post.Reason})
 	}
 	return res
 }
@@ -161,10 +163,12 @@ func (h *Tool) denied(name string, call tool.Call) {
 	}
 }
 
-func (h *Tool) stop(s Stopped) {
+func (h *Tool) stop(res *tool.Result, s Stopped) {
 	if h.Stop != nil {
 		h.Stop(s)
+		return
 	}
+	res.Stop = s
 }
 
 // Chain runs the hooks of several runners as one, in order (a client's

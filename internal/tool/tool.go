@@ -113,6 +113,10 @@ type Result struct {
 	// EndTurn asks the agent loop to end its turn after this step instead
 	// of calling the model again (the tree's complete tool sets it).
 	EndTurn bool
+	// Stop ends the turn, failed with this error, once this call's step
+	// is stored; the step's later calls are not run (a hook that answered
+	// continue: false, as in Claude Code).
+	Stop error
 	// Blocked says what the OS sandbox refused during the call (a path, a
 	// host), one line each, for the events people see; Content tells the
 	// model too.
