@@ -285,8 +285,15 @@ func (s *server) connected(cs *mcp.ClientSession, tools []*mcp.Tool) {
 func (s *server) setTools(cs *mcp.ClientSession, remote []*mcp.Tool) {
 	ts := make([]tool.Tool, 0, len(remote))
 	infos := make([]ToolStatus, 0, len(remote))
+	taken := map[string]bool{}
 	for _, r := range remote {
 		t := newMCPTool(s, r)
+		if key := nameKey(t.info.Name); taken[key] {
+			// Two of its tools the model could not tell apart (get.file
+			// and get_file): the later one's name ends with a hash.
+			t.info.Name = hashed(t.info.Name, s.name+"\x00"+r.Name)
+		}
+		taken[nameKey(t.info.Name)] = true
 		ts = append(ts, t)
 		infos = append(infos, ToolStatus{Name: t.info.Name, Remote: r.Name, Description: r.Description})
 	}

@@ -10,6 +10,7 @@ import (
 // The test binary is also the stdio test server (mcptest).
 func TestMain(m *testing.M) {
 	mcptest.ServeStdioIfAsked()
+	serveHostileIfAsked()
 	os.Exit(m.Run())
 }
 

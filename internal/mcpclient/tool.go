@@ -3,28 +3,11 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arbor-run/arbor/internal/tool"
 )
-
-// ToolName is the name the model sees for tool of server:
-// mcp__<server>__<tool>, with characters other than letters, digits, '_'
-// and '-' replaced by '_', as Claude Code names them.
-func ToolName(server, tool string) string {
-	return "mcp__" + sanitize(server) + "__" + sanitize(tool)
-}
-
-func sanitize(s string) string {
-	return strings.Map(func(c rune) rune {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
-			return c
-		}
-		return '_'
-	}, s)
-}
 
 // mcpTool is one tool of a server. Its calls go to whatever session the
 // server has when they run.
@@ -35,16 +18,13 @@ type mcpTool struct {
 }
 
 func newMCPTool(s *server, t *mcp.Tool) *mcpTool {
-	schema, err := json.Marshal(t.InputSchema)
-	if err != nil || t.InputSchema == nil || string(schema) == "null" {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
+	schema, note := inputSchema(t.InputSchema)
 	desc := t.Description
 	if desc == "" {
 		desc = t.Title
 	}
 	return &mcpTool{srv: s, remote: t.Name, info: tool.Info{
-		Name: ToolName(s.name, t.Name), Description: desc, Schema: schema,
+		Name: ToolName(s.name, t.Name), Description: description(desc, note), Schema: schema,
 		// Unknown effects: permission asks by default, like a command.
 		Kind: tool.KindExecute,
 	}}

@@ -1,0 +1,114 @@
+package mcpclient
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/arbor-run/arbor/internal/config"
+)
+
+// envHostile names the scenario a test binary run as a hostile stdio
+// server plays (see hostileScenarios).
+const envHostile = "ARBOR_MCP_HOSTILE"
+
+// hostileScenario is a raw JSON-RPC server that misbehaves: it writes
+// its lines by hand, so it can send what no SDK would.
+type hostileScenario struct {
+	// before is written to stdout before anything else.
+	before []string
+	// tools is the tools/list result's tools array.
+	tools string
+	// call answers tools/call: the lines to write (the result's JSON
+	// goes in with %s), or nil to never answer.
+	call func(name string, args json.RawMessage, id json.RawMessage) []string
+}
+
+var hostileScenarios = map[string]hostileScenario{
+	// Tools whose names and schemas no provider accepts as they are.
+	"names": {
+		tools: `[` +
+			`{"name":"` + strings.Repeat("a", 100) + `","inputSchema":{"type":"object"}},` +
+			`{"name":"` + strings.Repeat("a", 99) + `b","inputSchema":{"type":"object"}},` +
+			`{"name":"get.file","inputSchema":{"type":"object"}},` +
+			`{"name":"get_file","inputSchema":{"type":"object"}},` +
+			`{"name":"","inputSchema":{"type":"object"}},` +
+			`{"name":"scalar","inputSchema":5},` +
+			`{"name":"string","inputSchema":{"type":"string"}},` +
+			`{"name":"props","inputSchema":{"type":"object","properties":"oops"}},` +
+			`{"name":"required","inputSchema":{"type":"object","required":"x"}},` +
+			`{"name":"notype","inputSchema":{"properties":{"x":{"type":"string"}}}},` +
+			`{"name":"wordy","description":"` + strings.Repeat("d", 1<<20) + `","inputSchema":{"type":"object"}},` +
+			`{"name":"fat","inputSchema":{"type":"object","properties":{"x":{"type":"string","description":"` + strings.Repeat("s", 1<<20) + `"}}}}` +
+			`]`,
+		call: func(name string, _, id json.RawMessage) []string {
+			return []string{result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`)}
+		},
+	},
+}
+
+// result is a JSON-RPC response line.
+func result(id json.RawMessage, res string) string {
+	return `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + res + `}`
+}
+
+// serveHostileIfAsked plays the scenario envHostile names, if any, and
+// exits.
+func serveHostileIfAsked() {
+	name := os.Getenv(envHostile)
+	if name == "" {
+		return
+	}
+	sc, ok := hostileScenarios[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "no scenario %q\n", name)
+		os.Exit(2)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	write := func(lines ...string) {
+		for _, l := range lines {
+			out.WriteString(l + "\n")
+		}
+		out.Flush()
+	}
+	write(sc.before...)
+	in := bufio.NewReader(os.Stdin)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			os.Exit(0)
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.ID == nil {
+			continue // a notification
+		}
+		switch msg.Method {
+		case "initialize":
+			write(result(msg.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`))
+		case "tools/list":
+			write(result(msg.ID, `{"tools":`+sc.tools+`}`))
+		case "tools/call":
+			write(sc.call(msg.Params.Name, msg.Params.Arguments, msg.ID)...)
+		default:
+			write(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32601,"message":"method not found"}}`)
+		}
+	}
+}
+
+// hostileServer is an entry running this test binary as the hostile
+// server of scenario.
+func hostileServer(t *testing.T, scenario string) config.MCPServer {
+	s := stdioServer(t, nil)
+	s.Env = map[string]string{envHostile: scenario}
+	return s
+}
