@@ -48,6 +48,15 @@ var hostileScenarios = map[string]hostileScenario{
 			return []string{result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`)}
 		},
 	},
+	// A server that prints a banner and debug lines on stdout, as many
+	// do, before and between its messages.
+	"chatty": {
+		before: []string{"Starting server on stdio...", "", "  [debug] listening"},
+		tools:  `[{"name":"echo","inputSchema":{"type":"object"}}]`,
+		call: func(name string, _, id json.RawMessage) []string {
+			return []string{"calling " + name + " now", "\t", result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`), "done."}
+		},
+	},
 }
 
 // result is a JSON-RPC response line.
@@ -111,4 +120,31 @@ func hostileServer(t *testing.T, scenario string) config.MCPServer {
 	s := stdioServer(t, nil)
 	s.Env = map[string]string{envHostile: scenario}
 	return s
+}
+
+// TestNonJSONLinesOnStdout: a stdio server that prints lines that are no
+// JSON-RPC message on stdout (a banner at start, debug lines between its
+// answers) connects and its calls work, as with Claude Code; the lines
+// are noted in its log.
+func TestNonJSONLinesOnStdout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"chatty": hostileServer(t, "chatty")}, nil)
+	if st := b.m.Status()[0]; st.State != StateConnected {
+		t.Fatalf("status = %+v", st)
+	}
+	for range 2 {
+		if res := call(t, b.tool(t, "mcp__chatty__echo"), `{}`); res.IsError || res.Content != "called echo" {
+			t.Fatalf("echo = %+v", res)
+		}
+	}
+	b.m.Stop()
+	log, err := os.ReadFile(LogFile(b.logDir, "chatty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"Starting server on stdio..."`, `"[debug] listening"`, `"calling echo now"`, `"done."`} {
+		if !strings.Contains(string(log), "not JSON-RPC, skipped: "+want) {
+			t.Fatalf("the log does not note %s:\n%s", want, log)
+		}
+	}
 }

@@ -29,6 +29,8 @@ type process struct {
 	stdout   *os.File // our end
 	done     chan struct{}
 	stopOnce sync.Once
+	// note appends a line to the server's log.
+	note func(string)
 }
 
 // startProcess starts spec's command.
@@ -86,7 +88,7 @@ func startProcess(name string, spec config.MCPServer, o Options) (*process, erro
 	}
 	fmt.Fprintf(logf, "--- %s: starting %s%s\n", time.Now().UTC().Format(time.RFC3339), spec.Command, how)
 
-	p := &process{stdin: inW, stdout: outR, done: make(chan struct{})}
+	p := &process{stdin: inW, stdout: outR, done: make(chan struct{}), note: logNote(o.LogDir, name)}
 	started := make(chan int, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -152,7 +154,20 @@ func openLog(dir, name string) (*os.File, error) {
 func LogFile(dir, name string) string { return filepath.Join(dir, "mcp-"+name+".log") }
 
 func (p *process) transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: p.stdout, Writer: nopCloseWriter{p.stdin}}
+	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.note), Writer: nopCloseWriter{p.stdin}}
+}
+
+// logNote returns a function that appends a note to the server's log
+// (opening it for each note: they are few).
+func logNote(dir, name string) func(string) {
+	return func(msg string) {
+		f, err := openLog(dir, name)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		fmt.Fprintf(f, "--- %s: %s\n", time.Now().UTC().Format(time.RFC3339), msg)
+	}
 }
 
 // nopCloseWriter leaves closing stdin to stop, which then waits for the
