@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,8 +13,17 @@ import (
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
-// maxResultText caps the text of one result, as the built-ins cap theirs.
-const maxResultText = 100_000
+// Caps of one result.
+const (
+	// maxResultText caps the text of one result, as the built-ins cap
+	// theirs.
+	maxResultText = 100_000
+	// maxResultImages caps the images of one result.
+	maxResultImages = 20
+	// maxImageBytes is the largest image sent to the model (the providers
+	// refuse images above 5 MB).
+	maxImageBytes = 5 << 20
+)
 
 // convertResult keeps an MCP result's content blocks for the model: text
 // as text, images as images, embedded resources as their text (or image,
@@ -30,7 +40,7 @@ func convertResult(res *mcp.CallToolResult) tool.Result {
 		case *mcp.TextContent:
 			texts = append(texts, c.Text)
 		case *mcp.ImageContent:
-			images = append(images, llm.Image{MediaType: c.MIMEType, Data: base64.StdEncoding.EncodeToString(c.Data)})
+			images, texts = addImage(images, texts, c.MIMEType, c.Data)
 		case *mcp.AudioContent:
 			texts = append(texts, fmt.Sprintf("[audio %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
 		case *mcp.ResourceLink:
@@ -41,7 +51,7 @@ func convertResult(res *mcp.CallToolResult) tool.Result {
 				case r.Text != "" || len(r.Blob) == 0:
 					texts = append(texts, fmt.Sprintf("[resource %s%s]\n%s", r.URI, describe(r.MIMEType, ""), r.Text))
 				case strings.HasPrefix(r.MIMEType, "image/"):
-					images = append(images, llm.Image{MediaType: r.MIMEType, Data: base64.StdEncoding.EncodeToString(r.Blob)})
+					images, texts = addImage(images, texts, r.MIMEType, r.Blob)
 				default:
 					texts = append(texts, fmt.Sprintf("[resource %s%s: %d bytes of binary data, not shown]", r.URI, describe(r.MIMEType, ""), len(r.Blob)))
 				}
@@ -57,14 +67,32 @@ func convertResult(res *mcp.CallToolResult) tool.Result {
 			texts = append(texts, string(b))
 		}
 	}
+	if len(images) > maxResultImages {
+		texts = append(texts, fmt.Sprintf("[%d more images not shown: at most %d in one result]", len(images)-maxResultImages, maxResultImages))
+		images = images[:maxResultImages]
+	}
 	text := strings.Join(texts, "\n")
 	if len(text) > maxResultText {
-		text = text[:maxResultText] + fmt.Sprintf("\n[output truncated: %d characters in all]", len(text))
+		text = cutUTF8(text, maxResultText) + fmt.Sprintf("\n[output truncated: %d characters in all]", len(text))
 	}
 	if text == "" && len(images) == 0 {
 		text = "(no output)"
 	}
 	return tool.Result{Content: text, IsError: res.IsError, Images: images}
+}
+
+// addImage adds an image block: as an image when it is one the
+// providers take (PNG, JPEG, GIF or WebP by its bytes, which name its
+// type whatever the server said, within maxImageBytes), else as a note.
+func addImage(images []llm.Image, texts []string, mime string, data []byte) ([]llm.Image, []string) {
+	switch media := http.DetectContentType(data); {
+	case media != "image/png" && media != "image/jpeg" && media != "image/gif" && media != "image/webp":
+		return images, append(texts, fmt.Sprintf("[image %s, %d bytes: not a PNG, JPEG, GIF or WebP image, not shown]", mime, len(data)))
+	case len(data) > maxImageBytes:
+		return images, append(texts, fmt.Sprintf("[image %s, %d bytes: larger than the %d MiB the models take, not shown]", mime, len(data), maxImageBytes>>20))
+	default:
+		return append(images, llm.Image{MediaType: media, Data: base64.StdEncoding.EncodeToString(data)}), texts
+	}
 }
 
 func describe(mime, desc string) string {

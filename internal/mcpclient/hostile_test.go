@@ -2,18 +2,26 @@ package mcpclient
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
 )
 
 // envHostile names the scenario a test binary run as a hostile stdio
 // server plays (see hostileScenarios).
 const envHostile = "ARBOR_MCP_HOSTILE"
+
+// envHostileFIFO names a FIFO the hostile server writes a line to when a
+// call it will never answer arrived.
+const envHostileFIFO = "ARBOR_MCP_HOSTILE_FIFO"
 
 // hostileScenario is a raw JSON-RPC server that misbehaves: it writes
 // its lines by hand, so it can send what no SDK would.
@@ -55,6 +63,46 @@ var hostileScenarios = map[string]hostileScenario{
 		tools:  `[{"name":"echo","inputSchema":{"type":"object"}}]`,
 		call: func(name string, _, id json.RawMessage) []string {
 			return []string{"calling " + name + " now", "\t", result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`), "done."}
+		},
+	},
+	// Results no provider takes as they are, and calls that never end.
+	"results": {
+		tools: `[{"name":"utf8","inputSchema":{"type":"object"}},{"name":"images","inputSchema":{"type":"object"}},` +
+			`{"name":"huge","inputSchema":{"type":"object"}},{"name":"hang","inputSchema":{"type":"object"}},` +
+			`{"name":"echo","inputSchema":{"type":"object"}}]`,
+		call: func(name string, _, id json.RawMessage) []string {
+			text := func(s string) string {
+				b, _ := json.Marshal(s)
+				return `{"type":"text","text":` + string(b) + `}`
+			}
+			image := func(mime string, data []byte) string {
+				return `{"type":"image","mimeType":"` + mime + `","data":"` + base64.StdEncoding.EncodeToString(data) + `"}`
+			}
+			switch name {
+			case "utf8":
+				return []string{result(id, `{"content":[`+text(strings.Repeat("a", maxResultText-1)+strings.Repeat("é", 10))+`]}`)}
+			case "images":
+				blocks := []string{
+					image("image/svg+xml", []byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`)),
+					image("image/png", []byte("not a picture at all")),
+					image("image/png", append(append([]byte(nil), mcptest.TinyPNG...), make([]byte, 6<<20)...)),
+					image("image/jpeg", mcptest.TinyPNG), // a PNG it calls a JPEG
+				}
+				for range 30 {
+					blocks = append(blocks, image("image/png", mcptest.TinyPNG))
+				}
+				return []string{result(id, `{"content":[`+strings.Join(blocks, ",")+`]}`)}
+			case "huge":
+				return []string{result(id, `{"content":[`+text(strings.Repeat("x", 20<<20))+`]}`)}
+			case "hang":
+				// Tell the test the call arrived, then never answer.
+				if f, err := os.OpenFile(os.Getenv(envHostileFIFO), os.O_WRONLY, 0); err == nil {
+					f.WriteString("called\n")
+					f.Close()
+				}
+				return nil
+			}
+			return []string{result(id, `{"content":[`+text("called "+name)+`]}`)}
 		},
 	},
 }
@@ -120,6 +168,15 @@ func hostileServer(t *testing.T, scenario string) config.MCPServer {
 	s := stdioServer(t, nil)
 	s.Env = map[string]string{envHostile: scenario}
 	return s
+}
+
+// fifo makes a FIFO for envHostileFIFO.
+func fifo(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestNonJSONLinesOnStdout: a stdio server that prints lines that are no

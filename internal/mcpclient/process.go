@@ -154,7 +154,7 @@ func openLog(dir, name string) (*os.File, error) {
 func LogFile(dir, name string) string { return filepath.Join(dir, "mcp-"+name+".log") }
 
 func (p *process) transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.note), Writer: nopCloseWriter{p.stdin}}
+	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.note), Writer: nopCloseWriter{p.stdin}, MaxLineLength: -1}
 }
 
 // logNote returns a function that appends a note to the server's log

@@ -10,6 +10,16 @@ import (
 // maxNotedLines is how many skipped lines of one process its log quotes.
 const maxNotedLines = 100
 
+// maxMessage is the largest message arbor reads from a stdio server (the
+// SDK's own limit, which lineFilter takes over so that the error says
+// what happened).
+const maxMessage = 16 << 20
+
+// ErrMessageTooLarge: a stdio server sent a message larger than
+// maxMessage; the connection ends there (the rest of the message cannot
+// be told from the next one) and the server is restarted.
+var ErrMessageTooLarge = fmt.Errorf("the MCP server sent a message larger than %d MiB, the most arbor reads; the server is restarted", maxMessage>>20)
+
 // lineFilter passes on the lines of a stdio server's stdout that may be
 // JSON-RPC messages (their first character other than a space is '{',
 // or '[' before '{' or ']': a batch) and skips the others: many servers print a banner or debug lines
@@ -25,6 +35,8 @@ type lineFilter struct {
 	state   int          // atStart, passing or skipping
 	skipped bytes.Buffer // the start of the line being skipped
 	noted   int
+	size    int   // of the message passing
+	err     error // ErrMessageTooLarge once it was
 }
 
 const (
@@ -40,6 +52,9 @@ func newLineFilter(rc io.ReadCloser, note func(string)) *lineFilter {
 func (f *lineFilter) Close() error { return f.c.Close() }
 
 func (f *lineFilter) Read(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -58,7 +73,7 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 				}
 				fallthrough
 			case '{':
-				f.state = passing
+				f.state, f.size = passing, 1
 				p[0] = b
 				return 1, nil
 			}
@@ -80,7 +95,11 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			buf = buf[:end+1]
 		}
 		if f.state == passing {
-			n := copy(p, buf)
+			n := copy(p, buf[:min(len(buf), maxMessage+1-f.size)])
+			if f.size += n; f.size > maxMessage {
+				f.err = ErrMessageTooLarge
+				return 0, f.err
+			}
 			_, _ = f.r.Discard(n)
 			if end >= 0 && n == len(buf) {
 				f.state = atStart

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,6 +58,9 @@ func (t *mcpTool) Run(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		if ctx.Err() != nil {
 			return tool.Errorf("cancelled")
+		}
+		if errors.Is(err, ErrMessageTooLarge) {
+			return tool.Errorf("MCP server %s: calling %s failed: its answer was larger than %d MiB, the most arbor reads in one message; ask it for less (the server is restarted)", t.srv.name, t.remote, maxMessage>>20)
 		}
 		return tool.Errorf("MCP server %s: calling %s failed: %s", t.srv.name, t.remote, t.srv.scrub(err.Error()))
 	}

@@ -1,0 +1,96 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
+	"github.com/arbor-run/arbor/internal/tool"
+)
+
+// TestResultsTheProvidersAccept: what a tool result gives the model is
+// valid UTF-8 where it was cut, and holds only images the providers take
+// (PNG, JPEG, GIF or WebP by their bytes, whatever the server calls them,
+// within 5 MiB, at most maxResultImages); the others are notes. An
+// image the provider refuses would fail every later request of the
+// session, as the image stays in its history.
+func TestResultsTheProvidersAccept(t *testing.T) {
+	t.Parallel()
+	srv, called := hostileServer(t, "results"), fifo(t)
+	srv.Env[envHostileFIFO] = called
+	b := setup(t, map[string]config.MCPServer{"bad": srv}, nil)
+
+	t.Run("a cut keeps whole characters", func(t *testing.T) {
+		res := call(t, b.tool(t, "mcp__bad__utf8"), `{}`)
+		if !utf8.ValidString(res.Content) || !strings.Contains(res.Content, "[output truncated: 100019 characters in all]") {
+			t.Fatalf("content ends %q (valid UTF-8: %v)", res.Content[len(res.Content)-60:], utf8.ValidString(res.Content))
+		}
+	})
+
+	t.Run("images", func(t *testing.T) {
+		res := call(t, b.tool(t, "mcp__bad__images"), `{}`)
+		if len(res.Images) != 20 {
+			t.Fatalf("%d images, want 20", len(res.Images))
+		}
+		for i, img := range res.Images {
+			data, err := base64.StdEncoding.DecodeString(img.Data)
+			if err != nil || img.MediaType != "image/png" || len(data) != len(mcptest.TinyPNG) {
+				t.Fatalf("image %d: %s of %d bytes (%v)", i, img.MediaType, len(data), err)
+			}
+		}
+		for _, want := range []string{
+			"[image image/svg+xml, 41 bytes: not a PNG, JPEG, GIF or WebP image, not shown]",
+			"[image image/png, 20 bytes: not a PNG, JPEG, GIF or WebP image, not shown]",
+			"[image image/png, 6291472 bytes: larger than the 5 MiB the models take, not shown]",
+			"[11 more images not shown: at most 20 in one result]",
+		} {
+			if !strings.Contains(res.Content, want) {
+				t.Fatalf("content %q lacks %q", res.Content, want)
+			}
+		}
+	})
+
+	t.Run("a result larger than a message may be", func(t *testing.T) {
+		res := call(t, b.tool(t, "mcp__bad__huge"), `{}`)
+		if !res.IsError || !strings.Contains(res.Content, "larger than") {
+			t.Fatalf("result = %.300s", res.Content)
+		}
+	})
+
+	t.Run("a call that never ends ends with its context", func(t *testing.T) {
+		b.waitFor(t, "the server to be back", func() bool { st := b.m.Status()[0]; return st.State == StateConnected && st.Restarts == 1 })
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan tool.Result, 1)
+		hang := b.tool(t, "mcp__bad__hang")
+		go func() { done <- hang.Run(ctx, tool.Call{ID: "h", Input: json.RawMessage(`{}`)}) }()
+		arrived := make(chan error, 1)
+		go func() { _, err := os.ReadFile(called); arrived <- err }()
+		select {
+		case err := <-arrived:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("the call did not reach the server")
+		}
+		cancel()
+		select {
+		case res := <-done:
+			if !res.IsError {
+				t.Fatalf("result = %+v", res)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("a cancelled call did not return")
+		}
+		if res := call(t, b.tool(t, "mcp__bad__echo"), `{}`); res.Content != "called echo" {
+			t.Fatalf("after the cancelled call: %+v", res)
+		}
+	})
+}
