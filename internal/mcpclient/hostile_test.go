@@ -4,12 +4,17 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
@@ -18,6 +23,10 @@ import (
 // envHostile names the scenario a test binary run as a hostile stdio
 // server plays (see hostileScenarios).
 const envHostile = "ARBOR_MCP_HOSTILE"
+
+// envHostileChildPID makes the hostile server start a child process
+// and write its pid to the file it names.
+const envHostileChildPID = "ARBOR_MCP_HOSTILE_CHILD"
 
 // envHostileFIFO names a FIFO the hostile server writes a line to when a
 // call it will never answer arrived.
@@ -105,6 +114,21 @@ var hostileScenarios = map[string]hostileScenario{
 			return []string{result(id, `{"content":[`+text("called "+name)+`]}`)}
 		},
 	},
+	// Requests of the server's own while a call runs (ask), and floods
+	// of notifications.
+	"asks": {
+		tools: `[{"name":"ask","inputSchema":{"type":"object"}},{"name":"flood","inputSchema":{"type":"object"}}]`,
+		call: func(name string, _, id json.RawMessage) []string {
+			var lines []string
+			for i := range 20000 {
+				lines = append(lines,
+					fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"line %d"}}`, i),
+					fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,"progress":%d}}`, i, i),
+					`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			}
+			return append(lines, result(id, `{"content":[{"type":"text","text":"flooded"}]}`))
+		},
+	},
 }
 
 // result is a JSON-RPC response line.
@@ -131,6 +155,15 @@ func serveHostileIfAsked() {
 		}
 		out.Flush()
 	}
+	if f := os.Getenv(envHostileChildPID); f != "" {
+		// A server that starts a process of its own, which outlives it
+		// unless its group is killed.
+		child := exec.Command("sleep", "600")
+		if err := child.Start(); err != nil {
+			os.Exit(2)
+		}
+		_ = os.WriteFile(f, []byte(strconv.Itoa(child.Process.Pid)), 0o600)
+	}
 	write(sc.before...)
 	in := bufio.NewReader(os.Stdin)
 	for {
@@ -155,6 +188,26 @@ func serveHostileIfAsked() {
 		case "tools/list":
 			write(result(msg.ID, `{"tools":`+sc.tools+`}`))
 		case "tools/call":
+			if msg.Params.Name == "ask" {
+				// Ask the client what arguments.method names, and answer
+				// the call with the client's answer.
+				var a struct{ Method string }
+				json.Unmarshal(msg.Params.Arguments, &a)
+				write(`{"jsonrpc":"2.0","id":"srv-1","method":"` + a.Method + `","params":{}}`)
+				for {
+					l, err := in.ReadBytes('\n')
+					if err != nil {
+						os.Exit(0)
+					}
+					var r struct{ ID string }
+					if json.Unmarshal(l, &r) == nil && r.ID == "srv-1" {
+						b, _ := json.Marshal(strings.TrimSpace(string(l)))
+						write(result(msg.ID, `{"content":[{"type":"text","text":`+string(b)+`}]}`))
+						break
+					}
+				}
+				continue
+			}
 			write(sc.call(msg.Params.Name, msg.Params.Arguments, msg.ID)...)
 		default:
 			write(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32601,"message":"method not found"}}`)
@@ -203,5 +256,84 @@ func TestNonJSONLinesOnStdout(t *testing.T) {
 		if !strings.Contains(string(log), "not JSON-RPC, skipped: "+want) {
 			t.Fatalf("the log does not note %s:\n%s", want, log)
 		}
+	}
+}
+
+// TestServerRequestsAndFloods: requests a server sends arbor while a call
+// runs (sampling, elicitation, roots, an unknown method) are answered,
+// so the server is not left waiting, and a flood of notifications (log
+// messages, progress, list_changed) leaves the server's calls working
+// and its tools as they were.
+func TestServerRequestsAndFloods(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"asks": hostileServer(t, "asks")}, nil)
+	for method, want := range map[string]string{
+		"sampling/createMessage": `"error"`,
+		"elicitation/create":     `"error"`,
+		"roots/list":             `"result":{"roots":[]}`,
+		"no/such":                `"error"`,
+	} {
+		res := call(t, b.tool(t, "mcp__asks__ask"), `{"method":"`+method+`"}`)
+		if res.IsError || !strings.Contains(res.Content, want) {
+			t.Fatalf("%s: the server got %q, want %s", method, res.Content, want)
+		}
+	}
+	v0, _ := b.m.Tools()
+	if res := call(t, b.tool(t, "mcp__asks__flood"), `{}`); res.IsError || res.Content != "flooded" {
+		t.Fatalf("flood = %+v", res)
+	}
+	if res := call(t, b.tool(t, "mcp__asks__ask"), `{"method":"roots/list"}`); res.IsError {
+		t.Fatalf("after the flood: %+v", res)
+	}
+	if v, ts := b.m.Tools(); v != v0 || len(ts) != 2 {
+		t.Fatalf("the flood changed the tools: version %d → %d, %d tools", v0, v, len(ts))
+	}
+}
+
+// TestServerChildrenDie: what a stdio server started dies with it, when
+// arbor stops it and when it crashed and is restarted.
+func TestServerChildrenDie(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "child")
+	srv := hostileServer(t, "results")
+	srv.Env[envHostileChildPID] = pidFile
+	b := setup(t, map[string]config.MCPServer{"kids": srv}, nil)
+	first := readPID(t, pidFile)
+	// The huge answer ends the connection: the server is restarted.
+	call(t, b.tool(t, "mcp__kids__huge"), `{}`)
+	b.waitFor(t, "the restart", func() bool { st := b.m.Status()[0]; return st.State == StateConnected && st.Restarts == 1 })
+	requireExited(t, first)
+	second := readPID(t, pidFile)
+	if second == first {
+		t.Fatalf("the restarted server wrote no pid (%d)", first)
+	}
+	b.m.Stop()
+	requireExited(t, second)
+}
+
+// requireExited waits for pid to exit, with a pidfd so that no polling
+// loop is needed; the 60 s limit only bounds a failing test.
+func requireExited(t *testing.T, pid int) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open(%d): %v", pid, err)
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 60_000)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pidfd of %d: %v", pid, err)
+		}
+		if n == 0 {
+			t.Fatalf("process %d is still running", pid)
+		}
+		return
 	}
 }
