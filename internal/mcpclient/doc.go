@@ -13,8 +13,10 @@
 //     reconnects with backoff; calls read the current session under the
 //     server's lock and fail cleanly (a tool error) while it is down;
 //   - a stdio server runs in its own process group that dies with arbor
-//     (tool.RunInGroup) and is killed whole on Stop; its stderr goes to a
-//     log file, never to arbor's stdout or stderr;
+//     (tool.RunInGroup) and is killed whole on Stop; its stderr is copied
+//     to a bounded log file with its secrets taken out (serverLog), never
+//     to arbor's stdout or stderr; lines on its stdout that are no
+//     JSON-RPC message are skipped (lineFilter);
 //   - the tools offered keep their order and version between changes, so
 //     provider prompt caches stay warm;
 //   - Update (a config reload) stops only the servers whose entries were

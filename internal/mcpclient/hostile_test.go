@@ -129,6 +129,13 @@ var hostileScenarios = map[string]hostileScenario{
 			return append(lines, result(id, `{"content":[{"type":"text","text":"flooded"}]}`))
 		},
 	},
+	// A server that writes much on stderr (see serveHostileIfAsked).
+	"noisy": {
+		tools: `[{"name":"echo","inputSchema":{"type":"object"}}]`,
+		call: func(name string, _, id json.RawMessage) []string {
+			return []string{result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`)}
+		},
+	},
 }
 
 // result is a JSON-RPC response line.
@@ -163,6 +170,16 @@ func serveHostileIfAsked() {
 			os.Exit(2)
 		}
 		_ = os.WriteFile(f, []byte(strconv.Itoa(child.Process.Pid)), 0o600)
+	}
+	if name == "noisy" {
+		// 25 MiB on stderr, its token among the last lines.
+		w := bufio.NewWriter(os.Stderr)
+		line := strings.Repeat("n", 1023) + "\n"
+		for range 25 << 10 {
+			w.WriteString(line)
+		}
+		fmt.Fprintf(w, "my token is %s\nnoisy: done\n", os.Getenv("SECRET"))
+		w.Flush()
 	}
 	write(sc.before...)
 	in := bufio.NewReader(os.Stdin)
@@ -335,5 +352,46 @@ func requireExited(t *testing.T, pid int) {
 			t.Fatalf("process %d is still running", pid)
 		}
 		return
+	}
+}
+
+// TestStderrLogIsBoundedAndRedacted: a server that floods stderr keeps
+// working, its log takes at most two files of maxLogBytes (the newest
+// output kept), and a token its configuration filled in from the
+// environment is [REDACTED] in the log.
+func TestStderrLogIsBoundedAndRedacted(t *testing.T) {
+	t.Parallel()
+	const token = "tok-0123456789"
+	srv := hostileServer(t, "noisy")
+	srv.Env["SECRET"] = "${HOSTILE_TOKEN}"
+	b := setup(t, map[string]config.MCPServer{"noisy": srv}, func(o *Options) {
+		o.Getenv = func(k string) string {
+			if k == "HOSTILE_TOKEN" {
+				return token
+			}
+			return ""
+		}
+	})
+	if res := call(t, b.tool(t, "mcp__noisy__echo"), `{}`); res.IsError || res.Content != "called echo" {
+		t.Fatalf("echo = %+v", res)
+	}
+	b.m.Stop()
+	var total int64
+	for _, f := range []string{LogFile(b.logDir, "noisy"), LogFile(b.logDir, "noisy") + ".1"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += int64(len(data))
+		if strings.Contains(string(data), token) {
+			t.Fatalf("%s holds the token", f)
+		}
+	}
+	if total > 2*(10<<20) {
+		t.Fatalf("the logs hold %d bytes, want at most 20 MiB", total)
+	}
+	cur, _ := os.ReadFile(LogFile(b.logDir, "noisy"))
+	if !strings.Contains(string(cur), "my token is [REDACTED]\nnoisy: done\n") {
+		t.Fatalf("the log does not end with the newest output: …%q", cur[max(0, len(cur)-200):])
 	}
 }

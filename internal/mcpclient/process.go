@@ -22,19 +22,30 @@ import (
 const stopGrace = 2 * time.Second
 
 // process is a running stdio server: its own process group, its stdin and
-// stdout as pipes, its stderr appended to a log file.
+// stdout as pipes, its stderr copied to a log file (serverLog).
 type process struct {
 	pgid     int
 	stdin    *os.File // our end
 	stdout   *os.File // our end
+	stderr   *os.File // our end
 	done     chan struct{}
 	stopOnce sync.Once
-	// note appends a line to the server's log.
-	note func(string)
+	log      *serverLog
+	// logged is closed when its stderr has been copied to the log.
+	logged chan struct{}
 }
 
-// startProcess starts spec's command.
-func startProcess(name string, spec config.MCPServer, o Options) (*process, error) {
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// startProcess starts spec's command; scrub takes the secrets out of what
+// goes to its log.
+func startProcess(name string, spec config.MCPServer, o Options, scrub func(string) string) (*process, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = o.Workspace
 	if spec.Cwd != "" {
@@ -52,22 +63,25 @@ func startProcess(name string, spec config.MCPServer, o Options) (*process, erro
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
 	}
-	logf, err := openLog(o.LogDir, name)
+	log, err := openServerLog(o.LogDir, name, scrub)
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close() // the child has its own copy
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	var pipes [6]*os.File // in, out and err: the child's end, then ours
+	for i := 0; i < 6; i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeAll(pipes[:i]...)
+			log.close()
+			return nil, err
+		}
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
+	inR, inW, outR, outW, errR, errW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+	fail := func(err error) (*process, error) {
+		closeAll(pipes[:]...)
+		log.close()
+		return nil, fmt.Errorf("starting %s: %w", spec.Command, err)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logf
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	how := ""
 	var call *sandbox.Call
 	var sb *sandbox.Sandbox
@@ -76,19 +90,16 @@ func startProcess(name string, spec config.MCPServer, o Options) (*process, erro
 	}
 	if sb != nil {
 		if call, err = sb.Wrap(cmd.Dir, cmd.Args); err != nil {
-			for _, f := range []*os.File{inR, inW, outR, outW} {
-				f.Close()
-			}
-			return nil, fmt.Errorf("starting %s: %w", spec.Command, err)
+			return fail(err)
 		}
 		cmd.Path, cmd.Args, cmd.Err = call.Argv[0], call.Argv, nil
 		cmd.Env = append(cmd.Env, call.Env...)
 		cmd.ExtraFiles = call.ExtraFiles
 		how = " (confined by the sandbox)"
 	}
-	fmt.Fprintf(logf, "--- %s: starting %s%s\n", time.Now().UTC().Format(time.RFC3339), spec.Command, how)
+	log.note(fmt.Sprintf("starting %s%s", spec.Command, how))
 
-	p := &process{stdin: inW, stdout: outR, done: make(chan struct{}), note: logNote(o.LogDir, name)}
+	p := &process{stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{}), logged: make(chan struct{}), log: log}
 	started := make(chan int, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -100,74 +111,29 @@ func startProcess(name string, spec config.MCPServer, o Options) (*process, erro
 			started <- pgid
 		})
 		if call != nil {
-			logNotes(o.LogDir, name, call.Done())
+			for _, n := range call.Done() {
+				log.note(n)
+			}
 		}
 		errc <- err
 	}()
 	select {
 	case p.pgid = <-started:
 	case err := <-errc:
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
-		return nil, fmt.Errorf("starting %s: %w", spec.Command, err)
+		return fail(err)
 	}
 	// The child holds these ends now; closing ours lets EOF through when
 	// it exits.
-	inR.Close()
-	outW.Close()
+	closeAll(inR, outW, errW)
+	go func() {
+		defer close(p.logged)
+		log.copy(errR)
+	}()
 	return p, nil
 }
 
-// logNotes appends what the sandbox refused a confined server to its log.
-func logNotes(dir, name string, notes []string) {
-	if len(notes) == 0 {
-		return
-	}
-	f, err := openLog(dir, name)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	for _, n := range notes {
-		fmt.Fprintf(f, "--- %s\n", n)
-	}
-}
-
-// openLog opens the server's log for appending; without a directory, the
-// null device.
-func openLog(dir, name string) (*os.File, error) {
-	if dir == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("MCP log directory: %w", err)
-	}
-	f, err := os.OpenFile(LogFile(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("MCP log: %w", err)
-	}
-	return f, nil
-}
-
-// LogFile is where a stdio server's stderr goes.
-func LogFile(dir, name string) string { return filepath.Join(dir, "mcp-"+name+".log") }
-
 func (p *process) transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.note), Writer: nopCloseWriter{p.stdin}, MaxLineLength: -1}
-}
-
-// logNote returns a function that appends a note to the server's log
-// (opening it for each note: they are few).
-func logNote(dir, name string) func(string) {
-	return func(msg string) {
-		f, err := openLog(dir, name)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		fmt.Fprintf(f, "--- %s: %s\n", time.Now().UTC().Format(time.RFC3339), msg)
-	}
+	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.log.note), Writer: nopCloseWriter{p.stdin}, MaxLineLength: -1}
 }
 
 // nopCloseWriter leaves closing stdin to stop, which then waits for the
@@ -189,5 +155,15 @@ func (p *process) stop() {
 		_ = tool.KillGroup(p.pgid)
 		<-p.done
 		p.stdout.Close()
+		// Its stderr ends when every process of its group is gone; one
+		// that left the group (setsid) and kept it open is not waited
+		// for long.
+		select {
+		case <-p.logged:
+		case <-time.After(stopGrace):
+		}
+		p.stderr.Close()
+		<-p.logged
+		p.log.close()
 	})
 }

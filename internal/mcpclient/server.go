@@ -171,7 +171,7 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 	)
 	switch spec.Transport() {
 	case config.MCPStdio:
-		p, err := startProcess(s.name, spec, s.m.opts)
+		p, err := startProcess(s.name, spec, s.m.opts, s.scrub)
 		if err != nil {
 			return nil, err
 		}
