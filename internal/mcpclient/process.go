@@ -132,8 +132,8 @@ func startProcess(name string, spec config.MCPServer, o Options, scrub func(stri
 	return p, nil
 }
 
-func (p *process) transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.log.note), Writer: nopCloseWriter{p.stdin}, MaxLineLength: -1}
+func (p *process) transport(tooLarge func()) mcp.Transport {
+	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.log.note, tooLarge), Writer: nopCloseWriter{p.stdin}, MaxLineLength: -1}
 }
 
 // nopCloseWriter leaves closing stdin to stop, which then waits for the

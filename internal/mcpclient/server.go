@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +50,10 @@ type server struct {
 	settled     chan struct{}
 	settleOnce  sync.Once
 	listChanged chan struct{} // buffered 1: a list_changed arrived
+	// oversized counts the messages from the server that were larger
+	// than maxMessage (each ended its connection): a call that fails
+	// while it grows says why.
+	oversized atomic.Uint64
 
 	// secrets are what the server's configuration filled in from the
 	// environment (tokens in its URL, headers, arguments or environment):
@@ -175,11 +179,11 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 		if err != nil {
 			return nil, err
 		}
-		transport, stop = p.transport(), p.stop
+		transport, stop = p.transport(s.tooLarge), p.stop
 	case config.MCPHTTP:
-		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: headerClient(spec.Headers)}
+		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: s.httpClient(spec.Headers)}
 	case config.MCPSSE:
-		transport = &mcp.SSEClientTransport{Endpoint: spec.URL, HTTPClient: headerClient(spec.Headers)}
+		transport = &mcp.SSEClientTransport{Endpoint: spec.URL, HTTPClient: s.httpClient(spec.Headers)}
 	case config.MCPSDK:
 		if s.m.opts.SDK == nil {
 			return nil, ErrNoSDKClient
@@ -391,25 +395,4 @@ func (s *server) status() ServerStatus {
 		st.ServerName, st.ServerVersion = s.info.Name, s.info.Version
 	}
 	return st
-}
-
-// headerClient returns an HTTP client that adds headers to every request.
-func headerClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return nil
-	}
-	return &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
-}
-
-type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
-	}
-	return h.next.RoundTrip(r)
 }

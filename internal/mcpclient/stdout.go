@@ -10,14 +10,15 @@ import (
 // maxNotedLines is how many skipped lines of one process its log quotes.
 const maxNotedLines = 100
 
-// maxMessage is the largest message arbor reads from a stdio server (the
-// SDK's own limit, which lineFilter takes over so that the error says
-// what happened).
+// maxMessage is the largest message arbor reads from a server: over
+// stdio the SDK's own limit, which lineFilter takes over so that the
+// error says what happened; over HTTP a response body that is one
+// message (httpTransport).
 const maxMessage = 16 << 20
 
-// ErrMessageTooLarge: a stdio server sent a message larger than
-// maxMessage; the connection ends there (the rest of the message cannot
-// be told from the next one) and the server is restarted.
+// ErrMessageTooLarge: a server sent a message larger than maxMessage;
+// the connection ends there (over stdio the rest of the message cannot be
+// told from the next one) and the server is restarted.
 var ErrMessageTooLarge = fmt.Errorf("the MCP server sent a message larger than %d MiB, the most arbor reads; the server is restarted", maxMessage>>20)
 
 // lineFilter passes on the lines of a stdio server's stdout that may be
@@ -28,9 +29,10 @@ var ErrMessageTooLarge = fmt.Errorf("the MCP server sent a message larger than %
 // huge message costs no more than it would without it (the SDK bounds a
 // message's size). note quotes a skipped line's start in the log.
 type lineFilter struct {
-	r    *bufio.Reader
-	c    io.Closer
-	note func(string)
+	r        *bufio.Reader
+	c        io.Closer
+	note     func(string)
+	tooLarge func()
 
 	state   int          // atStart, passing or skipping
 	skipped bytes.Buffer // the start of the line being skipped
@@ -45,8 +47,8 @@ const (
 	skipping
 )
 
-func newLineFilter(rc io.ReadCloser, note func(string)) *lineFilter {
-	return &lineFilter{r: bufio.NewReaderSize(rc, 64<<10), c: rc, note: note}
+func newLineFilter(rc io.ReadCloser, note func(string), tooLarge func()) *lineFilter {
+	return &lineFilter{r: bufio.NewReaderSize(rc, 64<<10), c: rc, note: note, tooLarge: tooLarge}
 }
 
 func (f *lineFilter) Close() error { return f.c.Close() }
@@ -98,6 +100,7 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			n := copy(p, buf[:min(len(buf), maxMessage+1-f.size)])
 			if f.size += n; f.size > maxMessage {
 				f.err = ErrMessageTooLarge
+				f.tooLarge()
 				return 0, f.err
 			}
 			_, _ = f.r.Discard(n)

@@ -54,12 +54,13 @@ func (t *mcpTool) Run(ctx context.Context, call tool.Call) tool.Result {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	oversized := t.srv.oversized.Load()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return tool.Errorf("cancelled")
 		}
-		if errors.Is(err, ErrMessageTooLarge) {
+		if errors.Is(err, ErrMessageTooLarge) || t.srv.oversized.Load() != oversized {
 			return tool.Errorf("MCP server %s: calling %s failed: its answer was larger than %d MiB, the most arbor reads in one message; ask it for less (the server is restarted)", t.srv.name, t.remote, maxMessage>>20)
 		}
 		return tool.Errorf("MCP server %s: calling %s failed: %s", t.srv.name, t.remote, t.srv.scrub(err.Error()))
