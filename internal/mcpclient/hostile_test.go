@@ -136,6 +136,12 @@ var hostileScenarios = map[string]hostileScenario{
 			return []string{result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`)}
 		},
 	},
+	// A tools/list that never ends (see serveHostileIfAsked).
+	"pages": {
+		call: func(name string, _, id json.RawMessage) []string {
+			return []string{result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`)}
+		},
+	},
 }
 
 // result is a JSON-RPC response line.
@@ -203,6 +209,16 @@ func serveHostileIfAsked() {
 		case "initialize":
 			write(result(msg.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`))
 		case "tools/list":
+			if name == "pages" {
+				// Page after page, never the last.
+				var p struct {
+					Params struct{ Cursor string } `json:"params"`
+				}
+				json.Unmarshal(line, &p)
+				n, _ := strconv.Atoi(p.Params.Cursor)
+				write(result(msg.ID, fmt.Sprintf(`{"tools":[{"name":"t%d","inputSchema":{"type":"object"}}],"nextCursor":"%d"}`, n, n+1)))
+				continue
+			}
 			write(result(msg.ID, `{"tools":`+sc.tools+`}`))
 		case "tools/call":
 			if msg.Params.Name == "ask" {

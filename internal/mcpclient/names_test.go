@@ -79,3 +79,18 @@ func TestToolsTheProvidersAccept(t *testing.T) {
 		t.Fatalf("the cut description does not say so: …%s", d[len(d)-100:])
 	}
 }
+
+// TestEndlessToolList: a server whose tools/list hands out a next page
+// for ever connects with its first maxTools tools, rather than listing
+// (and holding them all in memory) until its start timeout.
+func TestEndlessToolList(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"pages": hostileServer(t, "pages")}, nil)
+	st := b.m.Status()[0]
+	if st.State != StateConnected || len(st.Tools) != 1000 {
+		t.Fatalf("status: %s, %q, %d tools", st.State, st.Error, len(st.Tools))
+	}
+	if res := call(t, b.tool(t, "mcp__pages__t999"), `{}`); res.Content != "called t999" {
+		t.Fatalf("t999 = %+v", res)
+	}
+}

@@ -253,7 +253,12 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 	}
 }
 
-// listTools lists every page of the server's tools.
+// maxTools is how many tools of one server arbor takes: more than any
+// provider takes in a request. A server whose pages go on (a cursor that
+// never ends) is not listed beyond it.
+const maxTools = 1000
+
+// listTools lists the pages of the server's tools, up to maxTools.
 func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	var out []*mcp.Tool
 	params := &mcp.ListToolsParams{}
@@ -263,8 +268,8 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 			return nil, fmt.Errorf("listing tools: %w", err)
 		}
 		out = append(out, res.Tools...)
-		if res.NextCursor == "" {
-			return out, nil
+		if res.NextCursor == "" || len(out) >= maxTools {
+			return out[:min(len(out), maxTools)], nil
 		}
 		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
