@@ -44,6 +44,8 @@ type MCPServer struct {
 	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
 	// StartTimeout bounds connecting and listing tools; 0 = the default.
 	StartTimeout time.Duration `yaml:"start_timeout" json:"-"`
+	// ToolTimeout bounds each call of one of its tools; 0 = none.
+	ToolTimeout time.Duration `yaml:"tool_timeout" json:"-"`
 	// Disabled servers are listed but not started.
 	Disabled bool `yaml:"disabled" json:"disabled,omitempty"`
 	// Sandbox confines a stdio server as the shell's commands are (when
@@ -284,6 +286,9 @@ func (c *Config) validateMCP() error {
 		}
 		if s.StartTimeout < 0 {
 			return c.invalid("mcp_servers."+name+".start_timeout", nil, "must not be negative (got %v)", s.StartTimeout)
+		}
+		if s.ToolTimeout < 0 {
+			return c.invalid("mcp_servers."+name+".tool_timeout", nil, "must not be negative (got %v)", s.ToolTimeout)
 		}
 	}
 	return nil

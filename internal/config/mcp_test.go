@@ -34,6 +34,7 @@ mcp_servers:
     type: http
     url: http://localhost:8/mcp
     start_timeout: 5s
+    tool_timeout: 2m
 `)
 		c := b.mustLoad(t, Overrides{})
 		equal(t, "servers", len(c.MCPServers), 3)
@@ -51,6 +52,7 @@ mcp_servers:
 		equal(t, "docs replaced whole by the project file", docs.Transport(), MCPHTTP)
 		equal(t, "docs url", docs.URL, "http://localhost:8/mcp")
 		equal(t, "docs start timeout", docs.StartTimeout, 5*time.Second)
+		equal(t, "docs tool timeout", docs.ToolTimeout, 2*time.Minute)
 	})
 
 	t.Run("invalid entries name the server", func(t *testing.T) {

@@ -94,3 +94,20 @@ func TestResultsTheProvidersAccept(t *testing.T) {
 		}
 	})
 }
+
+// TestToolTimeout: a call that gets no answer within its server's
+// tool_timeout ends with a tool error saying so, and the server's other
+// calls go on.
+func TestToolTimeout(t *testing.T) {
+	t.Parallel()
+	srv := hostileServer(t, "results")
+	srv.ToolTimeout = time.Second
+	b := setup(t, map[string]config.MCPServer{"slow": srv}, nil)
+	res := call(t, b.tool(t, "mcp__slow__hang"), `{}`)
+	if !res.IsError || !strings.Contains(res.Content, "hang did not answer within 1s (its tool_timeout)") {
+		t.Fatalf("result = %+v", res)
+	}
+	if res := call(t, b.tool(t, "mcp__slow__echo"), `{}`); res.Content != "called echo" {
+		t.Fatalf("after the timeout: %+v", res)
+	}
+}

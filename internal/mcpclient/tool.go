@@ -55,10 +55,19 @@ func (t *mcpTool) Run(ctx context.Context, call tool.Call) tool.Result {
 		args = json.RawMessage(`{}`)
 	}
 	oversized := t.srv.oversized.Load()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	cctx := ctx
+	if d := t.srv.spec.ToolTimeout; d > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return tool.Errorf("cancelled")
+		}
+		if cctx.Err() != nil {
+			return tool.Errorf("MCP server %s: %s did not answer within %v (its tool_timeout); the call was cancelled", t.srv.name, t.remote, t.srv.spec.ToolTimeout)
 		}
 		if errors.Is(err, ErrMessageTooLarge) || t.srv.oversized.Load() != oversized {
 			return tool.Errorf("MCP server %s: calling %s failed: its answer was larger than %d MiB, the most arbor reads in one message; ask it for less (the server is restarted)", t.srv.name, t.remote, maxMessage>>20)
