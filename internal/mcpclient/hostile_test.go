@@ -129,6 +129,9 @@ var hostileScenarios = map[string]hostileScenario{
 			return append(lines, result(id, `{"content":[{"type":"text","text":"flooded"}]}`))
 		},
 	},
+	// A server that says why on stderr and exits at start (see
+	// serveHostileIfAsked).
+	"dies": {},
 	// A server that writes much on stderr (see serveHostileIfAsked).
 	"noisy": {
 		tools: `[{"name":"echo","inputSchema":{"type":"object"}}]`,
@@ -176,6 +179,11 @@ func serveHostileIfAsked() {
 			os.Exit(2)
 		}
 		_ = os.WriteFile(f, []byte(strconv.Itoa(child.Process.Pid)), 0o600)
+	}
+	if name == "dies" {
+		fmt.Fprintln(os.Stderr, "npm error 404 Not Found - GET https://registry.npmjs.org/@acme%2fmcp-nothing")
+		fmt.Fprintln(os.Stderr, "npm error 404  '@acme/mcp-nothing@*' is not in this registry.")
+		os.Exit(1)
 	}
 	if name == "noisy" {
 		// 25 MiB on stderr, its token among the last lines.
@@ -409,5 +417,17 @@ func TestStderrLogIsBoundedAndRedacted(t *testing.T) {
 	cur, _ := os.ReadFile(LogFile(b.logDir, "noisy"))
 	if !strings.Contains(string(cur), "my token is [REDACTED]\nnoisy: done\n") {
 		t.Fatalf("the log does not end with the newest output: …%q", cur[max(0, len(cur)-200):])
+	}
+}
+
+// TestExitAtStartSaysWhy: a stdio server that exits at start is failed
+// with the last line it wrote on stderr in its error (npx's "not in this
+// registry"), not only the protocol's EOF.
+func TestExitAtStartSaysWhy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"gone": hostileServer(t, "dies")}, nil)
+	st := b.m.Status()[0]
+	if st.State != StateFailed || !strings.Contains(st.Error, `its stderr ended: "npm error 404  '@acme/mcp-nothing@*' is not in this registry."`) {
+		t.Fatalf("status: %s, %s", st.State, st.Error)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,9 +27,10 @@ type serverLog struct {
 	path  string // "" = discarded
 	scrub func(string) string
 
-	mu   sync.Mutex // guards f and size
+	mu   sync.Mutex // guards the fields below
 	f    *os.File
 	size int64
+	last string // the last line of stderr that was not blank, scrubbed
 }
 
 // openServerLog opens the server's log for appending; without a
@@ -98,11 +100,24 @@ func (l *serverLog) copy(r io.Reader) {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
 			l.write(line)
+			if t := strings.TrimSpace(string(line)); t != "" {
+				t = l.scrub(cutUTF8(t, 300))
+				l.mu.Lock()
+				l.last = t
+				l.mu.Unlock()
+			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return
 		}
 	}
+}
+
+// lastLine is the last line of stderr that was not blank.
+func (l *serverLog) lastLine() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
 }
 
 func (l *serverLog) close() {

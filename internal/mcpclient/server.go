@@ -172,6 +172,7 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 		transport mcp.Transport
 		stop      = func() {}
 		sopts     *mcp.ClientSessionOptions
+		stderr    = func() string { return "" } // a stdio server's last line there
 	)
 	switch spec.Transport() {
 	case config.MCPStdio:
@@ -180,6 +181,7 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 			return nil, err
 		}
 		transport, stop = p.transport(s.tooLarge), p.stop
+		stderr = p.log.lastLine
 	case config.MCPHTTP:
 		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: s.httpClient(spec.Headers)}
 	case config.MCPSSE:
@@ -213,7 +215,10 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 		}
 		_ = cs.Close()
 	}
-	stop()
+	stop() // its stderr has been read to the end
+	if last := stderr(); last != "" {
+		err = fmt.Errorf("%w (its stderr ended: %q)", err, last)
+	}
 	if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		return nil, fmt.Errorf("did not start within %v (start_timeout): %w", timeout, err)
 	}
