@@ -78,7 +78,7 @@ var hostileScenarios = map[string]hostileScenario{
 	"results": {
 		tools: `[{"name":"utf8","inputSchema":{"type":"object"}},{"name":"images","inputSchema":{"type":"object"}},` +
 			`{"name":"huge","inputSchema":{"type":"object"}},{"name":"hang","inputSchema":{"type":"object"}},` +
-			`{"name":"echo","inputSchema":{"type":"object"}}]`,
+			`{"name":"echo","inputSchema":{"type":"object"}},{"name":"deafen","inputSchema":{"type":"object"}}]`,
 		call: func(name string, _, id json.RawMessage) []string {
 			text := func(s string) string {
 				b, _ := json.Marshal(s)
@@ -229,6 +229,12 @@ func serveHostileIfAsked() {
 			}
 			write(result(msg.ID, `{"tools":`+sc.tools+`}`))
 		case "tools/call":
+			if msg.Params.Name == "deafen" {
+				// Answer, then read nothing more: arbor's writes fill the
+				// pipe.
+				write(result(msg.ID, `{"content":[{"type":"text","text":"deaf now"}]}`))
+				select {}
+			}
 			if msg.Params.Name == "ask" {
 				// Ask the client what arguments.method names, and answer
 				// the call with the client's answer.

@@ -2,7 +2,6 @@ package mcpclient
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,9 +24,9 @@ const stopGrace = 2 * time.Second
 // stdout as pipes, its stderr copied to a log file (serverLog).
 type process struct {
 	pgid     int
-	stdin    *os.File // our end
-	stdout   *os.File // our end
-	stderr   *os.File // our end
+	stdin    *stdinQueue // to our end
+	stdout   *os.File    // our end
+	stderr   *os.File    // our end
 	done     chan struct{}
 	stopOnce sync.Once
 	log      *serverLog
@@ -99,7 +98,7 @@ func startProcess(name string, spec config.MCPServer, o Options, scrub func(stri
 	}
 	log.note(fmt.Sprintf("starting %s%s", spec.Command, how))
 
-	p := &process{stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{}), logged: make(chan struct{}), log: log}
+	p := &process{stdout: outR, stderr: errR, done: make(chan struct{}), logged: make(chan struct{}), log: log}
 	started := make(chan int, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -125,6 +124,7 @@ func startProcess(name string, spec config.MCPServer, o Options, scrub func(stri
 	// The child holds these ends now; closing ours lets EOF through when
 	// it exits.
 	closeAll(inR, outW, errW)
+	p.stdin = newStdinQueue(inW)
 	go func() {
 		defer close(p.logged)
 		log.copy(errR)
@@ -133,21 +133,15 @@ func startProcess(name string, spec config.MCPServer, o Options, scrub func(stri
 }
 
 func (p *process) transport(tooLarge func()) mcp.Transport {
-	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.log.note, tooLarge), Writer: nopCloseWriter{p.stdin}, MaxLineLength: -1}
+	return &mcp.IOTransport{Reader: newLineFilter(p.stdout, p.log.note, tooLarge), Writer: p.stdin, MaxLineLength: -1}
 }
-
-// nopCloseWriter leaves closing stdin to stop, which then waits for the
-// process.
-type nopCloseWriter struct{ io.Writer }
-
-func (nopCloseWriter) Close() error { return nil }
 
 // stop closes the server's stdin, gives it stopGrace to exit, and kills
 // its process group (what it started too). It returns once the process
 // has been waited for; it is safe to call twice.
 func (p *process) stop() {
 	p.stopOnce.Do(func() {
-		p.stdin.Close()
+		p.stdin.stop()
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):

@@ -111,3 +111,39 @@ func TestToolTimeout(t *testing.T) {
 		t.Fatalf("after the timeout: %+v", res)
 	}
 }
+
+// TestServerThatStopsReading: a stdio server that stops reading its stdin
+// cannot hold a call whose arguments fill the pipe beyond its
+// tool_timeout (nor a second call behind it), nor arbor's Stop.
+func TestServerThatStopsReading(t *testing.T) {
+	t.Parallel()
+	srv := hostileServer(t, "results")
+	srv.ToolTimeout = time.Second
+	b := setup(t, map[string]config.MCPServer{"deaf": srv}, nil)
+	if res := call(t, b.tool(t, "mcp__deaf__deafen"), `{}`); res.Content != "deaf now" {
+		t.Fatalf("deafen = %+v", res)
+	}
+	big := `{"text":"` + strings.Repeat("x", 4<<20) + `"}`
+	done := make(chan tool.Result, 2)
+	echo := b.tool(t, "mcp__deaf__echo")
+	for _, input := range []string{big, `{"text":"small"}`} {
+		go func() { done <- echo.Run(context.Background(), tool.Call{ID: "c", Input: json.RawMessage(input)}) }()
+	}
+	for range 2 {
+		select {
+		case res := <-done:
+			if !res.IsError || !strings.Contains(res.Content, "tool_timeout") {
+				t.Fatalf("result = %.300s", res.Content)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("a call to a server that reads nothing outlived its tool_timeout")
+		}
+	}
+	stopped := make(chan struct{})
+	go func() { b.m.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Stop hung on a server that reads nothing")
+	}
+}
