@@ -50,3 +50,42 @@ func TestHTTPAnswerLargerThanAMessage(t *testing.T) {
 		t.Fatalf("result = %.300s", res.Content)
 	}
 }
+
+// TestHeadersStayWithTheServer: the entry's headers (its token) go only
+// to the configured server's host: a redirect elsewhere gets none of
+// them, as Go's client drops an Authorization it set itself on such a
+// redirect.
+func TestHeadersStayWithTheServer(t *testing.T) {
+	t.Parallel()
+	elsewhere := make(chan string, 100)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere <- r.Header.Get("Authorization") + r.Header.Get("X-Api-Key")
+		http.Error(w, "gone", http.StatusNotFound)
+	}))
+	t.Cleanup(other.Close)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	headers := map[string]string{"Authorization": "Bearer secret-token-1", "X-Api-Key": "secret-key-2"}
+	b := setup(t, map[string]config.MCPServer{
+		"home":  {Type: "http", URL: srv.URL + "/mcp", Headers: headers},
+		"moved": {Type: "http", URL: srv.URL + "/moved", Headers: headers},
+	}, nil)
+	if st := b.m.Status(); st[0].State != StateConnected || st[1].State != StateFailed {
+		t.Fatalf("status = %+v", st)
+	}
+	select {
+	case got := <-elsewhere:
+		if got != "" {
+			t.Fatalf("the redirect's target got %q", got)
+		}
+	default:
+		t.Fatal("the redirect was not followed")
+	}
+}

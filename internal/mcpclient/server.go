@@ -183,9 +183,9 @@ func (s *server) connect(ctx context.Context, spec config.MCPServer) (*conn, err
 		transport, stop = p.transport(s.tooLarge), p.stop
 		stderr = p.log.lastLine
 	case config.MCPHTTP:
-		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: s.httpClient(spec.Headers)}
+		transport = &mcp.StreamableClientTransport{Endpoint: spec.URL, HTTPClient: s.httpClient(spec.URL, spec.Headers)}
 	case config.MCPSSE:
-		transport = &mcp.SSEClientTransport{Endpoint: spec.URL, HTTPClient: s.httpClient(spec.Headers)}
+		transport = &mcp.SSEClientTransport{Endpoint: spec.URL, HTTPClient: s.httpClient(spec.URL, spec.Headers)}
 	case config.MCPSDK:
 		if s.m.opts.SDK == nil {
 			return nil, ErrNoSDKClient
