@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -139,6 +140,8 @@ var hostileScenarios = map[string]hostileScenario{
 			return []string{result(id, `{"content":[{"type":"text","text":"called `+name+`"}]}`)}
 		},
 	},
+	// A tools/list never answered (see serveHostileIfAsked).
+	"nolist": {},
 	// A tools/list that never ends (see serveHostileIfAsked).
 	"pages": {
 		call: func(name string, _, id json.RawMessage) []string {
@@ -217,6 +220,9 @@ func serveHostileIfAsked() {
 		case "initialize":
 			write(result(msg.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`))
 		case "tools/list":
+			if name == "nolist" {
+				continue // never answered
+			}
 			if name == "pages" {
 				// Page after page, never the last.
 				var p struct {
@@ -436,4 +442,20 @@ func TestExitAtStartSaysWhy(t *testing.T) {
 	if st.State != StateFailed || !strings.Contains(st.Error, `its stderr ended: "npm error 404  '@acme/mcp-nothing@*' is not in this registry."`) {
 		t.Fatalf("status: %s, %s", st.State, st.Error)
 	}
+}
+
+// TestToolsListNeverAnswered: a server that answers initialize and never
+// tools/list holds the start (and so a headless session's ready) no
+// longer than its start_timeout, and is killed with what it started.
+func TestToolsListNeverAnswered(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "child")
+	srv := hostileServer(t, "nolist")
+	srv.Env[envHostileChildPID] = pidFile
+	srv.StartTimeout = 3 * time.Second
+	b := setup(t, map[string]config.MCPServer{"mute": srv}, nil)
+	if st := b.m.Status()[0]; st.State != StateFailed || !strings.Contains(st.Error, "did not start within 3s (start_timeout): listing tools") {
+		t.Fatalf("status: %s, %s", st.State, st.Error)
+	}
+	requireExited(t, readPID(t, pidFile))
 }
