@@ -42,6 +42,9 @@ func TestToolsTheProvidersAccept(t *testing.T) {
 	seen := map[string]string{}
 	for _, tl := range tools {
 		info, remote := tl.Info(), tl.(*mcpTool).remote
+		if !strings.HasPrefix(info.Name, "mcp__a-rather-long-server-name__") {
+			t.Errorf("tool %q is offered as %q, which rules naming its server do not reach", remote, info.Name)
+		}
 		if !validName(info.Name) {
 			t.Errorf("tool %q is offered as %q, which the providers refuse", remote, info.Name)
 		}
