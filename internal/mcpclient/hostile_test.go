@@ -79,7 +79,8 @@ var hostileScenarios = map[string]hostileScenario{
 	"results": {
 		tools: `[{"name":"utf8","inputSchema":{"type":"object"}},{"name":"images","inputSchema":{"type":"object"}},` +
 			`{"name":"huge","inputSchema":{"type":"object"}},{"name":"hang","inputSchema":{"type":"object"}},` +
-			`{"name":"echo","inputSchema":{"type":"object"}},{"name":"deafen","inputSchema":{"type":"object"}}]`,
+			`{"name":"echo","inputSchema":{"type":"object"}},{"name":"deafen","inputSchema":{"type":"object"}},` +
+			`{"name":"null","inputSchema":{"type":"object"}},{"name":"odd","inputSchema":{"type":"object"}}]`,
 		call: func(name string, _, id json.RawMessage) []string {
 			text := func(s string) string {
 				b, _ := json.Marshal(s)
@@ -104,6 +105,10 @@ var hostileScenarios = map[string]hostileScenario{
 				return []string{result(id, `{"content":[`+strings.Join(blocks, ",")+`]}`)}
 			case "huge":
 				return []string{result(id, `{"content":[`+text(strings.Repeat("x", 20<<20))+`]}`)}
+			case "null":
+				return []string{result(id, `null`)}
+			case "odd":
+				return []string{result(id, `{"content":[{"type":"hologram","data":"x"},null,{"type":"text"}],"structuredContent":{"a":[1,2]}}`)}
 			case "hang":
 				// Tell the test the call arrived, then never answer.
 				if f, err := os.OpenFile(os.Getenv(envHostileFIFO), os.O_WRONLY, 0); err == nil {

@@ -147,3 +147,20 @@ func TestServerThatStopsReading(t *testing.T) {
 		t.Fatal("Stop hung on a server that reads nothing")
 	}
 }
+
+// TestMalformedResults: a call answered with a null result, or with
+// content blocks of an unknown type, null or incomplete, gives the model
+// a result (an error, or what could be read) and arbor goes on.
+func TestMalformedResults(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"odd": hostileServer(t, "results")}, nil)
+	if res := call(t, b.tool(t, "mcp__odd__null"), `{}`); res.IsError || res.Content != "(no output)" {
+		t.Fatalf("null = %+v", res)
+	}
+	if res := call(t, b.tool(t, "mcp__odd__odd"), `{}`); !res.IsError || !strings.Contains(res.Content, "calling odd failed") {
+		t.Fatalf("odd = %+v", res)
+	}
+	if res := call(t, b.tool(t, "mcp__odd__echo"), `{}`); res.Content != "called echo" {
+		t.Fatalf("after: %+v", res)
+	}
+}
