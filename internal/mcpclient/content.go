@@ -110,17 +110,21 @@ func describe(mime, desc string) string {
 
 // carried reports whether a text block is the structured content's JSON
 // already (servers are asked to send both).
+// Both sides are compared in encoding/json's form, the structured
+// content's computed once: a result may have thousands of blocks.
 func carried(texts []string, structured []byte) bool {
 	var want any
 	if json.Unmarshal(structured, &want) != nil {
 		return false
 	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		return false
+	}
 	for _, t := range texts {
 		var got any
 		if json.Unmarshal([]byte(t), &got) == nil {
-			a, _ := json.Marshal(got)
-			b, _ := json.Marshal(want)
-			if string(a) == string(b) {
+			if a, err := json.Marshal(got); err == nil && string(a) == string(b) {
 				return true
 			}
 		}

@@ -80,7 +80,8 @@ var hostileScenarios = map[string]hostileScenario{
 		tools: `[{"name":"utf8","inputSchema":{"type":"object"}},{"name":"images","inputSchema":{"type":"object"}},` +
 			`{"name":"huge","inputSchema":{"type":"object"}},{"name":"hang","inputSchema":{"type":"object"}},` +
 			`{"name":"echo","inputSchema":{"type":"object"}},{"name":"deafen","inputSchema":{"type":"object"}},` +
-			`{"name":"null","inputSchema":{"type":"object"}},{"name":"odd","inputSchema":{"type":"object"}}]`,
+			`{"name":"null","inputSchema":{"type":"object"}},{"name":"odd","inputSchema":{"type":"object"}},` +
+			`{"name":"blocks","inputSchema":{"type":"object"}}]`,
 		call: func(name string, _, id json.RawMessage) []string {
 			text := func(s string) string {
 				b, _ := json.Marshal(s)
@@ -105,6 +106,10 @@ var hostileScenarios = map[string]hostileScenario{
 				return []string{result(id, `{"content":[`+strings.Join(blocks, ",")+`]}`)}
 			case "huge":
 				return []string{result(id, `{"content":[`+text(strings.Repeat("x", 20<<20))+`]}`)}
+			case "blocks":
+				// 20,000 small JSON texts and a structuredContent of 4 MiB.
+				blocks := strings.Repeat(`{"type":"text","text":"1"},`, 20000)
+				return []string{result(id, `{"content":[`+blocks+`{"type":"text","text":"end"}],"structuredContent":{"big":"`+strings.Repeat("s", 4<<20)+`"}}`)}
 			case "null":
 				return []string{result(id, `null`)}
 			case "odd":

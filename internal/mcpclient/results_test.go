@@ -164,3 +164,24 @@ func TestMalformedResults(t *testing.T) {
 		t.Fatalf("after: %+v", res)
 	}
 }
+
+// TestManyBlocks: a result of 20,000 text blocks and a large
+// structuredContent is converted in time proportional to its size (the
+// check whether a text block carries the structured content already
+// encoded the structured content again for every block: minutes of CPU
+// for this one result).
+func TestManyBlocks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"many": hostileServer(t, "results")}, nil)
+	done := make(chan tool.Result, 1)
+	blocks := b.tool(t, "mcp__many__blocks")
+	go func() { done <- blocks.Run(context.Background(), tool.Call{ID: "b", Input: json.RawMessage(`{}`)}) }()
+	select {
+	case res := <-done:
+		if res.IsError || !strings.HasPrefix(res.Content, "1\n1\n") || !strings.Contains(res.Content, "[output truncated") {
+			t.Fatalf("result = %.200s", res.Content)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("converting the result took more than a minute")
+	}
+}
