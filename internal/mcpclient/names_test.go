@@ -70,6 +70,11 @@ func TestToolsTheProvidersAccept(t *testing.T) {
 			t.Errorf("tool %q: description of %d bytes, schema of %d", remote, len(info.Description), len(info.Schema))
 		}
 	}
+	for _, ts := range b.m.Status()[0].Tools {
+		if len(ts.Description) > maxDescription+200 {
+			t.Errorf("the status of %s holds a description of %d bytes", ts.Remote, len(ts.Description))
+		}
+	}
 	if t.Failed() {
 		return
 	}

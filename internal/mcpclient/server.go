@@ -309,7 +309,7 @@ func (s *server) setTools(cs *mcp.ClientSession, remote []*mcp.Tool) {
 		}
 		taken[nameKey(t.info.Name)] = true
 		ts = append(ts, t)
-		infos = append(infos, ToolStatus{Name: t.info.Name, Remote: r.Name, Description: r.Description})
+		infos = append(infos, ToolStatus{Name: t.info.Name, Remote: r.Name, Description: t.info.Description})
 	}
 	s.mu.Lock()
 	same := sameTools(s.tools, ts)
