@@ -73,7 +73,7 @@ func convertResult(res *mcp.CallToolResult) tool.Result {
 	}
 	text := strings.Join(texts, "\n")
 	if len(text) > maxResultText {
-		text = cutUTF8(text, maxResultText) + fmt.Sprintf("\n[output truncated: %d characters in all]", len(text))
+		text = cutUTF8(text, maxResultText) + fmt.Sprintf("\n[output truncated: %d bytes in all]", len(text))
 	}
 	if text == "" && len(images) == 0 {
 		text = "(no output)"

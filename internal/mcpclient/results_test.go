@@ -29,7 +29,7 @@ func TestResultsTheProvidersAccept(t *testing.T) {
 
 	t.Run("a cut keeps whole characters", func(t *testing.T) {
 		res := call(t, b.tool(t, "mcp__bad__utf8"), `{}`)
-		if !utf8.ValidString(res.Content) || !strings.Contains(res.Content, "[output truncated: 100019 characters in all]") {
+		if !utf8.ValidString(res.Content) || !strings.Contains(res.Content, "[output truncated: 100019 bytes in all]") {
 			t.Fatalf("content ends %q (valid UTF-8: %v)", res.Content[len(res.Content)-60:], utf8.ValidString(res.Content))
 		}
 	})
