@@ -87,7 +87,10 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 		// The rest of the line, or what is buffered of it.
 		if f.r.Buffered() == 0 {
 			if _, err := f.r.Peek(1); err != nil {
-				f.endSkip()
+				if f.state == skipping {
+					f.endSkip()
+					f.state = atStart
+				}
 				return 0, err
 			}
 		}
