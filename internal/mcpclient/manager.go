@@ -231,10 +231,40 @@ func (m *Manager) Stop() {
 func (m *Manager) Tools() (uint64, []tool.Tool) {
 	v := m.version.Load()
 	var out []tool.Tool
-	for _, s := range m.list() {
-		out = append(out, s.currentTools()...)
+	for _, ts := range offered(m.list()) {
+		out = append(out, ts...)
 	}
 	return v, out
+}
+
+// offered is each server's tools as the model gets them: a tool whose
+// name the model could not tell from an earlier server's (my.server and
+// my_server both give mcp__my_server__…) gets a name ending with a hash,
+// so that both servers' tools are offered. The names depend only on the
+// servers' order and lists, so they stay the same from call to call.
+func offered(servers []*server) [][]tool.Tool {
+	out := make([][]tool.Tool, len(servers))
+	taken := map[string]bool{}
+	for i, s := range servers {
+		ts := s.currentTools()
+		for j, t := range ts {
+			mt := t.(*mcpTool)
+			if taken[nameKey(mt.info.Name)] {
+				c := *mt
+				c.info.Name = hashed(mt.info.Name, s.name+"\x00"+mt.remote)
+				if out[i] == nil { // the server's own slice is shared
+					out[i] = append([]tool.Tool(nil), ts...)
+				}
+				out[i][j] = &c
+				mt = &c
+			}
+			taken[nameKey(mt.info.Name)] = true
+		}
+		if out[i] == nil {
+			out[i] = ts
+		}
+	}
+	return out
 }
 
 // changed notes that some server's tools changed.
@@ -253,9 +283,15 @@ func (m *Manager) notify() {
 // Status reports every server, sorted by name.
 func (m *Manager) Status() []ServerStatus {
 	servers := m.list()
+	tools := offered(servers)
 	out := make([]ServerStatus, len(servers))
 	for i, s := range servers {
 		out[i] = s.status()
+		for j, t := range tools[i] {
+			if j < len(out[i].Tools) {
+				out[i].Tools[j].Name = t.Info().Name
+			}
+		}
 	}
 	return out
 }

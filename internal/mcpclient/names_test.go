@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/config"
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // validName is the providers' rule for tool names (Anthropic's and
@@ -100,5 +101,37 @@ func TestEndlessToolList(t *testing.T) {
 	}
 	if res := call(t, b.tool(t, "mcp__pages__t999"), `{}`); res.Content != "called t999" {
 		t.Fatalf("t999 = %+v", res)
+	}
+}
+
+// TestServersWhoseNamesClash: two servers whose names sanitize to the
+// same (my.server, my_server) both offer all their tools, under names the
+// model can tell apart, each call reaching its own server; the first
+// server (by name) keeps the plain names.
+func TestServersWhoseNamesClash(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]config.MCPServer{"my.server": stdioServer(t, nil), "my_server": hostileServer(t, "chatty")}, nil)
+	_, tools := b.m.Tools()
+	reg := tool.NewRegistry()
+	reg.AddSource(b.m, nil)
+	if got := len(reg.Names()); got != len(tools) || len(tools) != 7 {
+		t.Fatalf("the registry offers %d of the %d tools, want 7", got, len(tools))
+	}
+	for i, st := range b.m.Status() {
+		for j, ts := range st.Tools {
+			if ts.Name != tools[i*6+j].Info().Name {
+				t.Fatalf("status names %s %s, the model gets %s", st.Name, ts.Name, tools[i*6+j].Info().Name)
+			}
+		}
+	}
+	if res := call(t, b.tool(t, "mcp__my_server__echo"), `{"text":"a"}`); res.Content != "echo: a" {
+		t.Fatalf("my.server's echo = %+v", res)
+	}
+	for _, tl := range tools {
+		if tl.(*mcpTool).srv.name == "my_server" {
+			if res := call(t, tl, `{}`); res.Content != "called echo" || !validName(tl.Info().Name) {
+				t.Fatalf("my_server's echo as %s = %+v", tl.Info().Name, res)
+			}
+		}
 	}
 }
