@@ -17,12 +17,13 @@ import (
 // mode. A rule that names the path allows it, and trust mode allows
 // everything, as for any write.
 
-// sensitiveDirs are directory names whose contents are sensitive, at any
-// depth of the workspace.
-var sensitiveDirs = []string{".arbor", ".claude", ".git", ".vscode", ".idea"}
+// SensitiveDirs are directory names whose contents are sensitive, at any
+// depth of the workspace. The sandbox keeps the same names read-only at a
+// writable root's top (internal/tool/sandbox, protect.go).
+var SensitiveDirs = []string{".arbor", ".claude", ".git", ".vscode", ".idea"}
 
-// sensitiveFiles are file names that are sensitive at any depth.
-var sensitiveFiles = []string{".mcp.json", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile",
+// SensitiveFiles are file names that are sensitive at any depth.
+var SensitiveFiles = []string{".mcp.json", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile",
 	".zshrc", ".zprofile", ".profile", ".ripgreprc"}
 
 // sensitive returns the first of r's forms (as given, and resolved) that
@@ -36,11 +37,11 @@ func (w workspace) sensitive(r resolved) string {
 		}
 		parts := strings.Split(strings.ToLower(filepath.ToSlash(rel)), "/")
 		for _, part := range parts {
-			if slices.Contains(sensitiveDirs, part) {
+			if slices.Contains(SensitiveDirs, part) {
 				return rel
 			}
 		}
-		if slices.Contains(sensitiveFiles, parts[len(parts)-1]) {
+		if slices.Contains(SensitiveFiles, parts[len(parts)-1]) {
 			return rel
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/arbor-run/arbor/internal/permission"
 )
 
 // A confined command writes in the workspace, but some files there are
@@ -29,17 +31,17 @@ import (
 // named among what the sandbox blocked. A protected path that is a
 // symlink is put back to the link it was when the call ends.
 
-// protectedDirs are directories of a writable root commands may not
-// write; made when missing.
-var protectedDirs = []string{".arbor", ".claude"}
-
-// protectedIfPresent are paths of a writable root kept read-only when
-// they exist.
-var protectedIfPresent = []string{".vscode", ".idea", ".gitmodules", ".gitconfig",
-	".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".ripgreprc"}
-
-// protectedNew are files of a writable root a call may not create.
-var protectedNew = []string{".mcp.json"}
+// The protected names are the permission check's sensitive ones
+// (permission.SensitiveDirs and SensitiveFiles), at a writable root's
+// top: a file tool's write of one asks, a confined command's is refused.
+// Of those, madeDirs are made when missing (arbor reads them at its next
+// start), newFiles are watched when missing (one the call creates is
+// removed), .git is kept as gitDir says, and the others are read-only
+// when they exist.
+var (
+	madeDirs = []string{".arbor", ".claude"}
+	newFiles = []string{".mcp.json"}
+)
 
 // guard is what one call does to keep the protected paths: the bubblewrap
 // arguments, the directories it made, and the paths to check when it ends.
@@ -66,16 +68,19 @@ func protect(roots []string) *guard {
 			g.gitDir(r)
 			continue
 		}
-		// Only the workspace's own are made: arbor reads them there, and a
-		// writable cache directory should not grow an .arbor.
-		for _, d := range protectedDirs {
-			g.dir(filepath.Join(r, d), i == 0)
+		for _, d := range permission.SensitiveDirs {
+			// Only the workspace's own are made: arbor reads them there,
+			// and a writable cache directory should not grow an .arbor.
+			if d != ".git" {
+				g.dir(filepath.Join(r, d), i == 0 && slices.Contains(madeDirs, d))
+			}
 		}
-		for _, p := range protectedIfPresent {
-			g.dir(filepath.Join(r, p), false)
-		}
-		for _, f := range protectedNew {
-			g.file(filepath.Join(r, f))
+		for _, f := range permission.SensitiveFiles {
+			if slices.Contains(newFiles, f) {
+				g.file(filepath.Join(r, f))
+			} else {
+				g.dir(filepath.Join(r, f), false)
+			}
 		}
 		dotgit := filepath.Join(r, ".git")
 		switch fi, err := os.Lstat(dotgit); {
@@ -211,8 +216,8 @@ const protectedNote = "sandbox: in the workspace, .arbor, .claude, .git/hooks, .
 
 // mentionsProtected reports whether output names a protected path.
 func mentionsProtected(output string) bool {
-	for _, p := range append(append([]string{".git/hooks", ".git/config", ".git/commondir", ".mcp.json"}, protectedDirs...), protectedIfPresent...) {
-		if strings.Contains(output, p) {
+	for _, p := range append(append([]string{".git/hooks", ".git/config", ".git/commondir"}, permission.SensitiveDirs...), permission.SensitiveFiles...) {
+		if p != ".git" && strings.Contains(output, p) {
 			return true
 		}
 	}
