@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // envHostile names the scenario a test binary run as a hostile stdio
@@ -365,40 +363,13 @@ func TestServerChildrenDie(t *testing.T) {
 	// The huge answer ends the connection: the server is restarted.
 	call(t, b.tool(t, "mcp__kids__huge"), `{}`)
 	b.waitFor(t, "the restart", func() bool { st := b.m.Status()[0]; return st.State == StateConnected && st.Restarts == 1 })
-	requireExited(t, first)
+	testutil.RequireExited(t, first, time.Minute)
 	second := readPID(t, pidFile)
 	if second == first {
 		t.Fatalf("the restarted server wrote no pid (%d)", first)
 	}
 	b.m.Stop()
-	requireExited(t, second)
-}
-
-// requireExited waits for pid to exit, with a pidfd so that no polling
-// loop is needed; the 60 s limit only bounds a failing test.
-func requireExited(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open(%d): %v", pid, err)
-	}
-	defer unix.Close(fd)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 60_000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd of %d: %v", pid, err)
-		}
-		if n == 0 {
-			t.Fatalf("process %d is still running", pid)
-		}
-		return
-	}
+	testutil.RequireExited(t, second, time.Minute)
 }
 
 // TestStderrLogIsBoundedAndRedacted: a server that floods stderr keeps
@@ -467,5 +438,5 @@ func TestToolsListNeverAnswered(t *testing.T) {
 	if st := b.m.Status()[0]; st.State != StateFailed || !strings.Contains(st.Error, "did not start within 3s (start_timeout): listing tools") {
 		t.Fatalf("status: %s, %s", st.State, st.Error)
 	}
-	requireExited(t, readPID(t, pidFile))
+	testutil.RequireExited(t, readPID(t, pidFile), time.Minute)
 }

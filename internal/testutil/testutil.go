@@ -1,5 +1,6 @@
 // Package testutil holds the small helpers that tests of several packages
-// share: a buffer safe for a process and a test to use at once, a git
+// share: a buffer safe for a process and a test to use at once, a wait
+// for a process to exit, a git
 // repository to work in, and the packages a build links. Only tests
 // import it.
 package testutil

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // jobsFixture is a workspace with a Jobs registry whose ended jobs arrive
@@ -85,7 +87,7 @@ func TestJobs(t *testing.T) {
 		reqEqual(t, reqOK(t, f.call("job_kill", jobKillArgs{ID: "job_1"})), "killed background job job_1")
 		reqEqual(t, f.jobs.Running(), 0)
 		for _, pid := range pids {
-			requireExited(t, pid)
+			testutil.RequireExited(t, pid, 10*time.Second)
 		}
 		reqContains(t, reqErr(t, f.call("job_kill", jobKillArgs{ID: "job_1"})), "no running background job")
 		f.jobs.Close() // waits for the job's goroutine: onDone had its chance
@@ -108,7 +110,7 @@ func TestJobs(t *testing.T) {
 		}
 		reqEqual(t, f.jobs.Running(), 2)
 		f.jobs.Close()
-		requireExited(t, parsePIDs(t, string(data))[0])
+		testutil.RequireExited(t, parsePIDs(t, string(data))[0], 10*time.Second)
 		reqEqual(t, f.jobs.Running(), 0)
 		reqEqual(t, len(f.done), 0)
 		reqContains(t, reqErr(t, f.call("shell", shellArgs{Command: "true", RunInBackground: true})), "closed")

@@ -3,7 +3,6 @@ package tool
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,35 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
-
-// requireExited waits for pid to exit, using a pidfd so that no polling
-// loop is needed; the 10 s limit only bounds a failing test.
-func requireExited(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open(%d): %v", pid, err)
-	}
-	defer unix.Close(fd)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd of %d: %v", pid, err)
-		}
-		if n == 0 {
-			t.Fatalf("process %d is still running after the command was killed", pid)
-		}
-		return
-	}
-}
 
 // killOnCleanup removes a process the test deliberately let escape.
 func killOnCleanup(t *testing.T, pid int) {
@@ -125,7 +97,7 @@ func TestShell(t *testing.T) {
 		pids := parsePIDs(t, f.read("pids"))
 		reqEqual(t, len(pids), 3)
 		for _, pid := range pids {
-			requireExited(t, pid)
+			testutil.RequireExited(t, pid, 10*time.Second)
 		}
 	})
 
@@ -160,7 +132,7 @@ func TestShell(t *testing.T) {
 		reqEqual(t, got, "(no output)\ncommand cancelled; it and every process it started were killed")
 		reqEqual(t, len(pids), 2)
 		for _, pid := range pids {
-			requireExited(t, pid)
+			testutil.RequireExited(t, pid, 10*time.Second)
 		}
 	})
 
