@@ -133,6 +133,28 @@ func runID(t testing.TB, stderr string) string {
 	return m[1]
 }
 
+// interruptRun runs arbor with args (a run), calls stalled to wait until
+// the model is stalled, interrupts arbor as Ctrl-C does, and returns the
+// run's id and arbor's stderr, once arbor has exited 130.
+func (e *env) interruptRun(t testing.TB, stalled func(), args ...string) (id, stderr string) {
+	t.Helper()
+	c := e.cmd(context.Background(), args...)
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stalled()
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Wait()
+	if c.ProcessState.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, errb.String())
+	}
+	return runID(t, errb.String()), errb.String()
+}
+
 // rootSession is the session of a run's root node.
 func rootSession(run string) string { return run + ".1" }
 
@@ -405,23 +427,10 @@ func TestInterruptExits130(t *testing.T) {
 	)
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	c := e.cmd(context.Background(), "run", "--model", model, "hello")
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	srv.WaitRequests(1) // the stream is open and stalled
-	if err := c.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	err := c.Wait()
-	if c.ProcessState.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130\n%s", err, errb.String())
-	}
-	id := runID(t, errb.String())
-	if !strings.Contains(errb.String(), "arbor resume "+id) {
-		t.Fatalf("stderr should say how to resume:\n%s", errb.String())
+	// The stream is open and stalled once the server has the request.
+	id, stderr := e.interruptRun(t, func() { srv.WaitRequests(1) }, "run", "--model", model, "hello")
+	if !strings.Contains(stderr, "arbor resume "+id) {
+		t.Fatalf("stderr should say how to resume:\n%s", stderr)
 	}
 	s := e.show(rootSession(id))
 	if s.Session.Status != store.SessionInterrupted || len(s.Messages) != 1 {

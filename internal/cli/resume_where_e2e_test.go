@@ -1,13 +1,10 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
@@ -29,21 +26,8 @@ func TestResumeWorksWhereTheRunStarted(t *testing.T) {
 	)
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	c := e.cmd(context.Background(), "run", "--mode", "auto-edit", "--model", model, "write where.txt")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	srv.WaitRequests(1) // the stream is open and stalled
-	if err := c.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
-	if c.ProcessState.ExitCode() != 130 {
-		t.Fatalf("exit %d, want 130\n%s", c.ProcessState.ExitCode(), errb.String())
-	}
-	id := runID(t, errb.String())
+	// The stream is open and stalled once the server has the request.
+	id, _ := e.interruptRun(t, func() { srv.WaitRequests(1) }, "run", "--mode", "auto-edit", "--model", model, "write where.txt")
 
 	started := e.workspace
 	e.workspace = filepath.Join(e.home, "elsewhere")
@@ -121,18 +105,7 @@ func TestResumedRunShowsItsRunningNodes(t *testing.T) {
 	})
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	c := e.cmd(context.Background(), "run", "--plain", "--yes", "--model", model, "greet")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-stalled
-	if err := c.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
-	id := runID(t, errb.String())
+	id, _ := e.interruptRun(t, func() { <-stalled }, "run", "--plain", "--yes", "--model", model, "greet")
 	o := e.run("resume", "--plain", "--yes", id)
 	if o.code != 0 {
 		t.Fatalf("resume: %d\n%s", o.code, o.stderr)

@@ -1,12 +1,9 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
@@ -24,18 +21,7 @@ func TestStopOfARunNobodyDrives(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Turn{Text: "never finished", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}})
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	c := e.cmd(context.Background(), "run", "--model", model, "hello")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	srv.WaitRequests(1)
-	if err := c.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
-	id := runID(t, errb.String())
+	id, _ := e.interruptRun(t, func() { srv.WaitRequests(1) }, "run", "--model", model, "hello")
 
 	if o := e.run("stop", id, "#2"); o.code != 1 || !strings.Contains(o.stderr, "stop #2 of "+id+": not found") {
 		t.Fatalf("stop of a node the run does not have: exit %d\n%s", o.code, o.stderr)
@@ -97,19 +83,7 @@ func TestStopOfANodeOfARunNobodyDrives(t *testing.T) {
 	})
 	defer srv.Close()
 	model := e.useProvider("anthropic", srv.URL)
-	c := e.cmd(context.Background(), "run", "--plain", "--yes", "--model", model, "count")
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-stalled
-	<-stalled
-	if err := c.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
-	id := runID(t, errb.String())
+	id, _ := e.interruptRun(t, func() { <-stalled; <-stalled }, "run", "--plain", "--yes", "--model", model, "count")
 
 	if o := e.run("stop", id, "#2"); o.code != 0 || !strings.Contains(o.stdout, "stopped #2 of "+id) {
 		t.Fatalf("stop #2: exit %d\n%s%s", o.code, o.stdout, o.stderr)
