@@ -35,6 +35,24 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 	}
 }
 
+// openIn opens an App working in ws with o (its Workspace and Getenv
+// set here), for a user whose home is home, against the scripted model
+// server at url when url is not empty; the App closes with the test.
+func openIn(t *testing.T, home, ws, url string, o app.Options) *app.App {
+	t.Helper()
+	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	if url != "" {
+		env["ANTHROPIC_API_KEY"], env["ANTHROPIC_BASE_URL"] = "sk-test-0123456789", url
+	}
+	o.Workspace, o.Getenv = ws, func(k string) string { return env[k] }
+	a, err := app.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
 func call(id, name, input string) llmtest.Turn {
 	return llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: id, Name: name, Input: rawInput(input)}}}
 }
@@ -70,14 +88,7 @@ func TestProjectFiles(t *testing.T) {
 		llmtest.Turn{Text: "done"},
 	)
 	defer srv.Close()
-	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
-		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
-	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Mode: "trust"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openIn(t, home, ws, srv.URL, app.Options{Overrides: config.Overrides{Mode: "trust"}})
 	warnings := strings.Join(a.Warnings(), "\n")
 	for _, w := range []string{filepath.Join(ws, "AGENTS.md") + " is ", "capped at 65536 bytes", filepath.Join(ws, ".claude/skills/broken/SKILL.md") + ": the front matter has no closing"} {
 		if !strings.Contains(warnings, w) {
@@ -231,14 +242,7 @@ func TestNotificationHook(t *testing.T) {
 	})
 	srv := llmtest.NewServer(call("c1", "shell", `{"command":"echo hi"}`), llmtest.Turn{Text: "done"})
 	defer srv.Close()
-	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
-		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
-	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Mode: "default", Sandbox: "off"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openIn(t, home, ws, srv.URL, app.Options{Overrides: config.Overrides{Mode: "default", Sandbox: "off"}})
 	sub := a.Bus.Subscribe(func(e agent.Event) {
 		if ir, ok := e.(*agent.InteractionRequested); ok {
 			_ = a.Broker.Resolve(ir.Interaction.ID, agent.Response{Approval: &tool.Approval{}}) // denied
@@ -374,14 +378,7 @@ func TestHookContinueFalseStopsTheTurn(t *testing.T) {
 				llmtest.Turn{Text: "must not be asked"},
 			)
 			defer srv.Close()
-			env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
-				"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
-			a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
-				Overrides: config.Overrides{Mode: "trust"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
+			a := openIn(t, home, ws, srv.URL, app.Options{Overrides: config.Overrides{Mode: "trust"}})
 			s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,13 +37,7 @@ func TestRuleMistakesAreReported(t *testing.T) {
 		".claude/settings.json":       `{"permissions": {"dney": ["Bash(touch:*)"], "defaultMode": "acceptEdits", "allow": ["Read"]}, "model": "opus"}`,
 		".claude/settings.local.json": `{"permission": {"deny": ["Bash(touch:*)"]}}`,
 	})
-	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
-	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Mode: "trust"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openIn(t, home, ws, "", app.Options{Overrides: config.Overrides{Mode: "trust"}})
 	warnings := a.Warnings()
 	all := strings.Join(warnings, "\n")
 	for _, w := range []string{
@@ -77,13 +70,7 @@ func TestClaudeCodeNamesInArborsRuleFiles(t *testing.T) {
   - {rule: "Edit", action: deny}
 `,
 	})
-	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
-	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
-		Overrides: config.Overrides{Mode: "trust"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openIn(t, home, ws, "", app.Options{Overrides: config.Overrides{Mode: "trust"}})
 	for _, c := range []struct {
 		req  permission.Request
 		want permission.Action
