@@ -166,22 +166,36 @@ func TestMalformedResults(t *testing.T) {
 }
 
 // TestManyBlocks: a result of 20,000 text blocks and a large
-// structuredContent is converted in time proportional to its size (the
-// check whether a text block carries the structured content already
-// encoded the structured content again for every block: minutes of CPU
-// for this one result).
+// structuredContent gives the model its blocks, cut at the cap. Its cost
+// is BenchmarkCarried's: the check whether a text block carries the
+// structured content already encoded the structured content again for
+// every block, minutes of CPU for this one result.
 func TestManyBlocks(t *testing.T) {
 	t.Parallel()
 	b := setup(t, map[string]config.MCPServer{"many": hostileServer(t, "results")}, nil)
-	done := make(chan tool.Result, 1)
-	blocks := b.tool(t, "mcp__many__blocks")
-	go func() { done <- blocks.Run(context.Background(), tool.Call{ID: "b", Input: json.RawMessage(`{}`)}) }()
-	select {
-	case res := <-done:
-		if res.IsError || !strings.HasPrefix(res.Content, "1\n1\n") || !strings.Contains(res.Content, "[output truncated") {
-			t.Fatalf("result = %.200s", res.Content)
+	res := b.tool(t, "mcp__many__blocks").Run(context.Background(), tool.Call{ID: "b", Input: json.RawMessage(`{}`)})
+	if res.IsError || !strings.HasPrefix(res.Content, "1\n1\n") || !strings.Contains(res.Content, "[output truncated") {
+		t.Fatalf("result = %.200s", res.Content)
+	}
+}
+
+// BenchmarkCarried: carried over 2,000 small JSON text blocks and 400 KiB
+// of structured content none of them carries; its cost grows with the
+// blocks plus the structured content, not with their product (4.5–5.0
+// ms an op here; 886 ms when the structured content was encoded again
+// for every block).
+func BenchmarkCarried(b *testing.B) {
+	texts := make([]string, 2000)
+	for i := range texts {
+		texts[i] = "1"
+	}
+	structured, err := json.Marshal(map[string]string{"data": strings.Repeat("x", 400<<10)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if carried(texts, structured) {
+			b.Fatal("no block carries the structured content")
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("converting the result took more than a minute")
 	}
 }
