@@ -186,6 +186,14 @@ func (h *Host) Nodes() []NodeView {
 	return out
 }
 
+// Published returns once the changes the tree made before the call are
+// published on the bus. A change is published once it is durable, which
+// may be after the tool call that made it has returned (a spawn goes on
+// at once): a front end that counts the live children from the events
+// calls it, then flushes its subscription, before it decides that
+// nothing runs.
+func (h *Host) Published() { h.r.waitOutbox() }
+
 // StopAll stops every node that has not ended, as the host's stop tool
 // would, and reports how many it stopped.
 func (h *Host) StopAll() int {

@@ -6,6 +6,7 @@ package tree
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -63,6 +64,7 @@ func (r *run) holdLocked() (*outEntry, []func() error) {
 	r.queued.Add(1)
 	r.outMu.Lock()
 	r.outbox = append(r.outbox, e)
+	r.entered++
 	r.outMu.Unlock()
 	return e, waits
 }
@@ -112,26 +114,29 @@ func (r *run) drainOutbox() {
 			close(e.gate)
 		}
 		r.queued.Add(-1)
+		r.left++
 	}
-	if len(r.outbox) == 0 && r.outDrained != nil {
-		close(r.outDrained)
-		r.outDrained = nil
+	if r.leftCond != nil {
+		r.leftCond.Broadcast()
 	}
 }
 
-// waitOutbox returns once every queued commit's events are published.
+// waitOutbox returns once the events of every hold made before the call
+// are published. Holds made meanwhile are not waited for, so a run that
+// keeps changing cannot keep it waiting.
 func (r *run) waitOutbox() {
 	r.outMu.Lock()
-	if len(r.outbox) == 0 {
-		r.outMu.Unlock()
+	defer r.outMu.Unlock()
+	target := r.entered
+	if r.left >= target {
 		return
 	}
-	if r.outDrained == nil {
-		r.outDrained = make(chan struct{})
+	if r.leftCond == nil {
+		r.leftCond = sync.NewCond(&r.outMu)
 	}
-	drained := r.outDrained
-	r.outMu.Unlock()
-	<-drained
+	for r.left < target {
+		r.leftCond.Wait()
+	}
 }
 
 // gateLocked returns the gate of this hold's launches (see unlock).

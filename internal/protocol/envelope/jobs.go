@@ -75,6 +75,12 @@ func (s *server) syncJobsLocked() {
 // finishWork records a turn's outcome (delivered: the turn handed a job
 // result to the agent) and, when no other work waits, pushes idle.
 func (s *server) finishWork(res agent.Result, delivered bool) {
+	if h := s.agents.host(); h != nil {
+		// A spawn's events are published once the new node is durable,
+		// which may be after the turn that spawned it has ended: the
+		// idle decision below counts the live sub-agents from them.
+		h.Published()
+	}
 	s.events.Flush()
 	c := s.ctl
 	c.mu.Lock()
