@@ -135,14 +135,23 @@ type Config struct {
 // hook runner to it). Neither may fail the turn: a broken hook is the
 // hooks' to report.
 type TurnHooks interface {
-	// Stopping is asked when a turn completed (active: the turn went on
-	// after an earlier feedback; byTool: a tool ended it, a tree node's
-	// complete). Feedback, when not "", is sent to the model as the next
-	// message and the turn goes on, unless a tool ended it.
-	Stopping(ctx context.Context, active, byTool bool) (feedback string)
+	// Stopping is asked when a turn completed. Feedback, when not "", is
+	// sent to the model as the next message and the turn goes on, unless
+	// a tool ended it.
+	Stopping(ctx context.Context, s StopCheck) (feedback string)
 	// Compacting is told before the context is compacted; trigger is
 	// "manual" or "auto".
 	Compacting(ctx context.Context, trigger string)
+}
+
+// StopCheck is what TurnHooks.Stopping is told of a completed turn.
+type StopCheck struct {
+	// Active: the turn went on after an earlier feedback.
+	Active bool
+	// ByTool: a tool ended the turn (a tree node's complete).
+	ByTool bool
+	// Last is the text of the turn's last answer, secrets redacted.
+	Last string
 }
 
 // maxStopFeedback bounds how often Stop hooks may send a turn back to
@@ -281,7 +290,7 @@ func (a *Agent) takeStop() error {
 // feedback sends it back to work, at most maxStopFeedback times.
 func (a *Agent) stopHooks(ctx context.Context, res Result) Result {
 	for i := 0; a.cfg.Hooks != nil && res.Outcome == OutcomeCompleted; i++ {
-		fb := a.cfg.Hooks.Stopping(ctx, i > 0, res.EndedByTool)
+		fb := a.cfg.Hooks.Stopping(ctx, StopCheck{Active: i > 0, ByTool: res.EndedByTool, Last: a.redact(res.Text)})
 		if fb == "" || res.EndedByTool {
 			return res
 		}

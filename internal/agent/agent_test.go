@@ -309,8 +309,8 @@ func TestSecretsRedactedFromToolOutput(t *testing.T) {
 // stopOnce is a Stop hook that sends a turn back once with feedback.
 type stopOnce struct{ feedback string }
 
-func (h *stopOnce) Stopping(_ context.Context, active, _ bool) string {
-	if active {
+func (h *stopOnce) Stopping(_ context.Context, s agent.StopCheck) string {
+	if s.Active {
 		return ""
 	}
 	return h.feedback

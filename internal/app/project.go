@@ -108,9 +108,10 @@ func (a *App) sessionHooks(id string) *hook.Runner {
 	return r
 }
 
-// hooked wraps t in the project's PreToolUse and PostToolUse hooks.
+// hooked wraps t in the project's PreToolUse, PostToolUse and
+// PostToolUseFailure hooks.
 func hooked(t tool.Tool, r *hook.Runner) tool.Tool {
-	if r == nil || !r.Has(hook.PreToolUse) && !r.Has(hook.PostToolUse) {
+	if r == nil || !r.Has(hook.PreToolUse) && !r.Has(hook.PostToolUse) && !r.Has(hook.PostToolUseFailure) {
 		return t
 	}
 	return &hook.Tool{Tool: t, Hooks: r}
@@ -167,11 +168,11 @@ func (a *App) newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
 
 // Stopping implements agent.TurnHooks: a hook's block is feedback for
 // the model; a failed hook is no verdict (its note is dropped with it).
-func (h turnHooks) Stopping(ctx context.Context, active, _ bool) string {
+func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
 	if !h.r.Has(h.stop) {
 		return ""
 	}
-	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &active})
+	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &s.Active, LastAssistantMessage: &s.Last})
 	h.report(v.Notes)
 	if err != nil || !v.Block || v.Stop {
 		return ""

@@ -162,7 +162,7 @@ func TestStopAndCompactHooks(t *testing.T) {
 		".claude/settings.json": `{"hooks": {
 		  "Stop": [{"hooks": [{"type": "command", "command": "./hooks/stop.sh"}]}],
 		  "PreCompact": [{"matcher": "manual", "hooks": [{"type": "command", "command": "cat > compact.json"}]}]}}`,
-		"hooks/stop.sh": "#!/bin/sh\ngrep -q '\"stop_hook_active\":false' && { echo 'run the tests first' >&2; exit 2; }\nexit 0\n",
+		"hooks/stop.sh": "#!/bin/sh\nin=$(cat)\necho \"$in\" >> stop.jsonl\necho \"$in\" | grep -q '\"stop_hook_active\":false' && { echo 'run the tests first' >&2; exit 2; }\nexit 0\n",
 	})
 	srv := llmtest.NewServer(
 		llmtest.Turn{Text: "first"}, llmtest.Turn{Text: "second"},
@@ -186,6 +186,25 @@ func TestStopAndCompactHooks(t *testing.T) {
 	}
 	if res := s.Agent.Send(context.Background(), llm.UserText("more")); res.Text != "fine" { // sent back once again
 		t.Fatalf("second turn %+v", res)
+	}
+	// Each Stop hook read the answer it was asked about, as Claude
+	// Code's last_assistant_message.
+	stops, err := os.ReadFile(filepath.Join(ws, "stop.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lasts []string
+	for l := range strings.Lines(string(stops)) {
+		var in struct {
+			Last *string `json:"last_assistant_message"`
+		}
+		if err := json.Unmarshal([]byte(l), &in); err != nil || in.Last == nil {
+			t.Fatalf("a Stop hook read %q (%v)", l, err)
+		}
+		lasts = append(lasts, *in.Last)
+	}
+	if got := strings.Join(lasts, ","); got != "first,second,next,fine" {
+		t.Fatalf("the Stop hooks' last_assistant_message: %s", got)
 	}
 	if err := s.Agent.Compact(context.Background()); err != nil {
 		t.Fatal(err)

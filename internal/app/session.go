@@ -90,7 +90,8 @@ type Session struct {
 	Tools *tool.Registry
 	// Hooks are the project's command hooks (.claude/settings.json and
 	// arbor's settings.json) for this session; nil when there are none.
-	// Its tools run the PreToolUse and PostToolUse ones; front ends run
+	// Its tools run the PreToolUse, PostToolUse and PostToolUseFailure
+	// ones; front ends run
 	// the others at their points of a turn.
 	Hooks *hook.Runner
 }

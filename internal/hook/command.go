@@ -33,7 +33,7 @@ const maxHookOutput = 256 << 10
 //     '{' but does not parse is reported); other text is context for
 //     UserPromptSubmit and SessionStart, and ignored otherwise;
 //   - exit 2: it blocks, and its stderr is the reason (the model reads
-//     it for PreToolUse, PostToolUse and Stop);
+//     it for PreToolUse, PostToolUse, PostToolUseFailure and Stop);
 //   - any other exit, a timeout, a command that cannot start or JSON
 //     that does not parse: a note (Output.Notes), never a block, and the
 //     agent goes on.

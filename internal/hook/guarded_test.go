@@ -67,16 +67,19 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
 	}
 }
 
-// TestPostToolUseOnlyAfterSuccess: as in Claude Code, a PostToolUse hook
-// runs after a call that ran and succeeded, not after one the permission
-// check refused nor one that failed.
-func TestPostToolUseOnlyAfterSuccess(t *testing.T) {
+// TestPostToolUseAfterSuccessFailureAfterFailure: as in Claude Code, a
+// PostToolUse hook runs after a call that ran and succeeded, a
+// PostToolUseFailure hook after one that ran and failed (with its error),
+// and neither after one the permission check or the person refused.
+func TestPostToolUseAfterSuccessFailureAfterFailure(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	log := filepath.Join(dir, "post.log")
+	post, failed := filepath.Join(dir, "post.log"), filepath.Join(dir, "failed.log")
 	var decl hook.Declared
 	decl.Source = "/p/.claude/settings.json"
-	if err := json.Unmarshal([]byte(`{"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat >> `+log+`; echo >> `+log+`"}]}]}`), &decl.Hooks); err != nil {
+	if err := json.Unmarshal([]byte(`{
+	  "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat >> `+post+`; echo >> `+post+`"}]}],
+	  "PostToolUseFailure": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat >> `+failed+`; echo >> `+failed+`; echo 'check the build log' >&2; exit 2"}]}]}`), &decl.Hooks); err != nil {
 		t.Fatal(err)
 	}
 	set, problems := hook.FromSettings([]hook.Declared{decl}, hook.CommandOptions{Dir: dir})
@@ -87,22 +90,57 @@ func TestPostToolUseOnlyAfterSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := permission.New(permission.Options{Mode: permission.ModeTrust, Workspace: dir, Extra: []permission.Rule{deny}})
+	ask, err := permission.ParseRule("shell(git push *)", permission.Ask, permission.ScopeProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := permission.New(permission.Options{Mode: permission.ModeTrust, Workspace: dir, Extra: []permission.Rule{deny, ask}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var r hook.Runner
 	r.Set(set)
 	h := &hook.Tool{Tool: tool.Guard(shellLike(), engine, &asked{}), Hooks: &r}
-	for _, cmd := range []string{"rm -rf build", "fail", "ls"} {
-		h.Run(t.Context(), tool.Call{ID: cmd, Input: json.RawMessage(`{"command":"` + cmd + `"}`)})
+	results := map[string]tool.Result{}
+	for _, cmd := range []string{"rm -rf build", "git push origin", "fail", "ls"} {
+		results[cmd] = h.Run(t.Context(), tool.Call{ID: cmd, Input: json.RawMessage(`{"command":"` + cmd + `"}`)})
 	}
-	b, err := os.ReadFile(log)
-	if err != nil {
+	lines := func(path string) []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	if l := lines(post); len(l) != 1 || !strings.Contains(l[0], `"command":"ls"`) || !strings.Contains(l[0], `"tool_response":"ran ls"`) {
+		t.Fatalf("PostToolUse ran for %q; want the successful ls only", l)
+	}
+	l := lines(failed)
+	if len(l) != 1 {
+		t.Fatalf("PostToolUseFailure ran for %q; want the failed call only", l)
+	}
+	var in struct {
+		Event       string  `json:"hook_event_name"`
+		ToolName    string  `json:"tool_name"`
+		ToolUseID   string  `json:"tool_use_id"`
+		Error       string  `json:"error"`
+		IsInterrupt *bool   `json:"is_interrupt"`
+		Response    *string `json:"tool_response"`
+	}
+	if err := json.Unmarshal([]byte(l[0]), &in); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"command":"ls"`) {
-		t.Fatalf("PostToolUse ran for %q; want the successful ls only", lines)
+	if in.Event != "PostToolUseFailure" || in.ToolName != "Bash" || in.ToolUseID != "fail" || in.Error != "ran fail" ||
+		in.IsInterrupt == nil || *in.IsInterrupt || in.Response != nil {
+		t.Fatalf("PostToolUseFailure read %s", l[0])
+	}
+	if res := results["fail"]; !res.IsError || !strings.Contains(res.Content, "PostToolUseFailure hook feedback: check the build log") {
+		t.Fatalf("the failed call's result %+v; want the hook's feedback after the error", res)
+	}
+	for _, cmd := range []string{"rm -rf build", "git push origin"} {
+		if res := results[cmd]; !res.IsError || !res.Refused {
+			t.Fatalf("%s: result %+v; want refused", cmd, res)
+		}
 	}
 }
 

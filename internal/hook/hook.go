@@ -33,21 +33,24 @@ type Event string
 
 // The events arbor runs hooks for, with what a matcher is compared with.
 const (
-	PreToolUse       Event = "PreToolUse"       // the tool's name
-	PostToolUse      Event = "PostToolUse"      // the tool's name
-	UserPromptSubmit Event = "UserPromptSubmit" // (no matcher)
-	Stop             Event = "Stop"             // (no matcher)
-	SessionStart     Event = "SessionStart"     // the source: startup, resume
+	PreToolUse  Event = "PreToolUse"  // the tool's name
+	PostToolUse Event = "PostToolUse" // the tool's name
+	// PostToolUseFailure runs after a call that failed (not one that
+	// was refused), with the error.
+	PostToolUseFailure Event = "PostToolUseFailure" // the tool's name
+	UserPromptSubmit   Event = "UserPromptSubmit"   // (no matcher)
+	Stop               Event = "Stop"               // (no matcher)
+	SessionStart       Event = "SessionStart"       // the source: startup, resume
 	// The events below are run only for hooks from settings files
 	// (Claude Code's names); the Claude Agent SDK's callbacks are offered
-	// the five above.
+	// the six above.
 	SubagentStop Event = "SubagentStop" // (no matcher)
 	PreCompact   Event = "PreCompact"   // the trigger: manual, auto
 	Notification Event = "Notification" // (no matcher)
 )
 
 // Events are every event a settings file may declare hooks for.
-var Events = []Event{PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, SessionStart, PreCompact, Notification}
+var Events = []Event{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, PreCompact, Notification}
 
 // Known reports whether e is one of Events.
 func Known(e Event) bool {
@@ -63,7 +66,7 @@ func Known(e Event) bool {
 // for other events rather than never running them.
 func Supported(e Event) bool {
 	switch e {
-	case PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart:
+	case PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart:
 		return true
 	}
 	return false
@@ -77,15 +80,19 @@ type Input struct {
 	TranscriptPath string `json:"transcript_path"`
 	Cwd            string `json:"cwd"`
 	PermissionMode string `json:"permission_mode"`
-	// PreToolUse, PostToolUse
+	// PreToolUse, PostToolUse, PostToolUseFailure
 	ToolName     string          `json:"tool_name,omitempty"`
 	ToolInput    json.RawMessage `json:"tool_input,omitempty"`
 	ToolResponse *string         `json:"tool_response,omitempty"`
 	ToolUseID    string          `json:"tool_use_id,omitempty"`
 	// UserPromptSubmit
 	Prompt *string `json:"prompt,omitempty"`
-	// Stop
-	StopHookActive *bool `json:"stop_hook_active,omitempty"`
+	// Stop, SubagentStop
+	StopHookActive       *bool   `json:"stop_hook_active,omitempty"`
+	LastAssistantMessage *string `json:"last_assistant_message,omitempty"`
+	// PostToolUseFailure
+	Error       string `json:"error,omitempty"`
+	IsInterrupt *bool  `json:"is_interrupt,omitempty"`
 	// SessionStart
 	Source string `json:"source,omitempty"`
 	// PreCompact

@@ -123,27 +123,40 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	res := h.Tool.Run(ctx, call)
 	res.Content += notes
-	if res.IsError || !h.Hooks.Has(PostToolUse) {
-		// Claude Code runs PostToolUse after a call that succeeded only:
-		// not after one refused (by the permission check inside) or one
-		// that failed, whose file a formatter hook must not touch.
+	// Claude Code runs PostToolUse after a call that succeeded and
+	// PostToolUseFailure after one that failed (whose file a formatter
+	// hook must not touch); neither after one the permission check or
+	// the person refused.
+	in := Input{ToolName: name, ToolInput: call.Input, ToolUseID: call.ID}
+	event := PostToolUse
+	switch {
+	case res.Refused:
+		return res
+	case res.IsError:
+		event = PostToolUseFailure
+		interrupted := ctx.Err() != nil
+		in.Error, in.IsInterrupt = res.Content, &interrupted
+	default:
+		content := res.Content
+		in.ToolResponse = &content
+	}
+	if !h.Hooks.Has(event) {
 		return res
 	}
-	content := res.Content
-	post, err := h.Hooks.Run(ctx, PostToolUse, name, Input{ToolName: name, ToolInput: call.Input, ToolResponse: &content, ToolUseID: call.ID})
+	post, err := h.Hooks.Run(ctx, event, name, in)
 	if err != nil {
-		res.Content += fmt.Sprintf("\n\n(the PostToolUse hook failed: %v)", err)
+		res.Content += fmt.Sprintf("\n\n(the %s hook failed: %v)", event, err)
 		return res
 	}
 	if post.Block {
-		res.Content += "\n\nPostToolUse hook feedback: " + post.Reason
+		res.Content += "\n\n" + string(event) + " hook feedback: " + post.Reason
 	}
 	if post.Context != "" {
 		res.Content += "\n\n" + post.Context
 	}
 	res.Content += notesText(post.Notes)
 	if post.Stop {
-		h.stop(&res, Stopped{Event: PostToolUse, Reason: post.Reason})
+		h.stop(&res, Stopped{Event: event, Reason: post.Reason})
 	}
 	return res
 }

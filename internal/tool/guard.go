@@ -84,9 +84,9 @@ func (g *guarded) Run(ctx context.Context, call Call) Result {
 	case permission.Ask:
 		return g.ask(ctx, call, info, target, d)
 	case permission.Deny:
-		return Errorf("permission denied: %s", d.Reason)
+		return refused("permission denied: %s", d.Reason)
 	}
-	return Errorf("permission denied: the policy gave no verdict (%q) for %s", d.Action, info.Name)
+	return refused("permission denied: the policy gave no verdict (%q) for %s", d.Action, info.Name)
 }
 
 // askKey holds, in a call's context, why a hook asked for the call to be
@@ -103,7 +103,7 @@ func WithAsk(ctx context.Context, why string) context.Context {
 
 func (g *guarded) ask(ctx context.Context, call Call, info Info, target Target, d permission.Decision) Result {
 	if g.approver == nil {
-		return Errorf("%s (%s)", noApprover, d.Reason)
+		return refused("%s (%s)", noApprover, d.Reason)
 	}
 	ap, err := g.approver.Approve(ctx, ApprovalRequest{
 		CallID:        call.ID,
@@ -116,16 +116,16 @@ func (g *guarded) ask(ctx context.Context, call Call, info Info, target Target, 
 	})
 	switch {
 	case errors.Is(err, ErrNoApprover):
-		return Errorf("%s (%s)", noApprover, d.Reason)
+		return refused("%s (%s)", noApprover, d.Reason)
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)):
-		return Errorf("cancelled")
+		return refused("cancelled")
 	case err != nil:
-		return Errorf("approval for %s failed: %v", info.Name, err)
+		return refused("approval for %s failed: %v", info.Name, err)
 	case !ap.Allow:
 		if ap.Message != "" {
-			return Errorf("the user denied this call: %s", ap.Message)
+			return refused("the user denied this call: %s", ap.Message)
 		}
-		return Errorf("the user denied this call")
+		return refused("the user denied this call")
 	}
 
 	var note string
@@ -137,10 +137,10 @@ func (g *guarded) ask(ctx context.Context, call Call, info Info, target Target, 
 	if ap.UpdatedInput != nil {
 		updated, err := g.inner.Target(ap.UpdatedInput)
 		if err != nil {
-			return Errorf("invalid arguments for %s (as edited by the approver): %v%s", info.Name, err, note)
+			return refused("invalid arguments for %s (as edited by the approver): %v%s", info.Name, err, note)
 		}
 		if d := g.policy.Decide(request(info, updated)); d.Action == permission.Deny {
-			return Errorf("permission denied: %s%s", d.Reason, note)
+			return refused("permission denied: %s%s", d.Reason, note)
 		}
 		call.Input = ap.UpdatedInput
 	}
@@ -172,6 +172,13 @@ func (g *guarded) remember(tool string, ap Approval, suggested string) error {
 		return err
 	}
 	return g.policy.AddRule(rule)
+}
+
+// refused is the error result of a call the check or the person refused.
+func refused(format string, args ...any) Result {
+	r := Errorf(format, args...)
+	r.Refused = true
+	return r
 }
 
 // request describes a call to the policy.

@@ -123,6 +123,11 @@ type Result struct {
 	Blocked []string
 	// Images go to the model with Content (an MCP tool's image blocks).
 	Images []llm.Image
+	// Refused: the call did not run, because the permission check or
+	// the person asked refused it (an error result). Hooks tell a
+	// refusal from a failure by it: only a failure runs
+	// PostToolUseFailure, as in Claude Code.
+	Refused bool
 }
 
 // Errorf returns an error result.

@@ -231,7 +231,8 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 	}
 	for i := 0; res.Outcome == agent.OutcomeCompleted; i++ {
 		active := i > 0
-		v, err := hooks.Run(ctx, hook.Stop, "", hook.Input{StopHookActive: &active})
+		last := res.Text
+		v, err := hooks.Run(ctx, hook.Stop, "", hook.Input{StopHookActive: &active, LastAssistantMessage: &last})
 		if err != nil {
 			res.Outcome, res.Err = agent.OutcomeFailed, fmt.Errorf("the Stop hook failed: %w", err)
 			return res

@@ -22,6 +22,8 @@ type hookCall struct {
 			ToolResponse   string `json:"tool_response"`
 			Prompt         string `json:"prompt"`
 			StopHookActive *bool  `json:"stop_hook_active"`
+			LastMessage    string `json:"last_assistant_message"`
+			Error          string `json:"error"`
 			Source         string `json:"source"`
 		} `json:"input"`
 	} `json:"request"`
@@ -99,11 +101,11 @@ func TestHooks(t *testing.T) {
 	if h := b.nextHook("post", "PostToolUse", `{"decision":"block","reason":"POST-FEEDBACK"}`); !strings.Contains(h.Request.Input.ToolResponse, "hi") {
 		t.Fatalf("PostToolUse tool_response %q, want the command's output", h.Request.Input.ToolResponse)
 	}
-	if h := b.nextHook("stop", "Stop", `{"decision":"block","reason":"KEEP-GOING"}`); h.Request.Input.StopHookActive == nil || *h.Request.Input.StopHookActive {
-		t.Fatalf("first Stop hook: stop_hook_active %v, want false", h.Request.Input.StopHookActive)
+	if h := b.nextHook("stop", "Stop", `{"decision":"block","reason":"KEEP-GOING"}`); h.Request.Input.StopHookActive == nil || *h.Request.Input.StopHookActive || h.Request.Input.LastMessage != "done" {
+		t.Fatalf("first Stop hook: stop_hook_active %v, last_assistant_message %q, want false and done", h.Request.Input.StopHookActive, h.Request.Input.LastMessage)
 	}
-	if h := b.nextHook("stop", "Stop", `{}`); h.Request.Input.StopHookActive == nil || !*h.Request.Input.StopHookActive {
-		t.Fatal("second Stop hook: stop_hook_active is not true")
+	if h := b.nextHook("stop", "Stop", `{}`); h.Request.Input.StopHookActive == nil || !*h.Request.Input.StopHookActive || h.Request.Input.LastMessage != "really done" {
+		t.Fatalf("second Stop hook: stop_hook_active %v, last_assistant_message %q", h.Request.Input.StopHookActive, h.Request.Input.LastMessage)
 	}
 	if r := b.Next(typ("result", "")); r.IsError || r.Result != "really done" {
 		t.Fatalf("result %s", r.raw)
@@ -121,6 +123,41 @@ func TestHooks(t *testing.T) {
 	}
 	if got := lastUserText(reqs[2]); !strings.Contains(got, "KEEP-GOING") {
 		t.Fatalf("message after the Stop hook %q; want its reason", got)
+	}
+}
+
+// TestPostToolUseFailureHook: a call that ran and failed calls back the
+// SDK's PostToolUseFailure hook with its error, and its
+// additionalContext follows the error the model reads.
+func TestPostToolUseFailureHook(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_1", Name: "shell", Input: map[string]any{"command": "echo broken >&2; exit 3"}}}},
+		llmtest.Turn{Text: "noted"},
+	)
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{mode: "trust"})
+	b.Send(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize","hooks":{` +
+		`"PostToolUse":[{"hookCallbackIds":["post"]}],"PostToolUseFailure":[{"matcher":"Bash","hookCallbackIds":["failed"]}]}}}`)
+	if r := b.Next(typ("control_response", "")); r.Response.Subtype != "success" || strings.Contains(r.raw, "PostToolUseFailure") {
+		t.Fatalf("initialize %s; want success, PostToolUseFailure not among the unfired hooks", r.raw)
+	}
+	b.Send(user("run it"))
+	h := b.nextHook("failed", "PostToolUseFailure", `{"hookSpecificOutput":{"hookEventName":"PostToolUseFailure","additionalContext":"CTX-FAILED"}}`)
+	if !strings.Contains(h.Request.Input.Error, "broken") || h.Request.Input.ToolName != "shell" {
+		t.Fatalf("PostToolUseFailure input %+v; want the shell call's error", h.Request.Input)
+	}
+	if r := b.Next(typ("result", "")); r.Result != "noted" {
+		t.Fatalf("result %s", r.raw)
+	}
+	b.Close()
+	if got := lastUserText(srv.Requests()[1]); !strings.Contains(got, "broken") || !strings.Contains(got, "CTX-FAILED") {
+		t.Fatalf("tool result %q; want the error and the hook's context", got)
+	}
+	for _, o := range b.All {
+		if strings.Contains(o.raw, `"callback_id":"post"`) {
+			t.Fatalf("PostToolUse ran for a failed call: %s", o.raw)
+		}
 	}
 }
 
