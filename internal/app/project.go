@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/config"
@@ -186,6 +189,39 @@ func (h turnHooks) Compacting(ctx context.Context, trigger string) {
 		v, _ := h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
 		h.report(v.Notes)
 	}
+}
+
+// sessionEndBudget is how long a session's SessionEnd hooks may take
+// together, as Claude Code's default (its
+// CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS sets another): they run as the
+// process ends, and must not hold its exit.
+const sessionEndBudget = 1500 * time.Millisecond
+
+// EndSession runs the project's SessionEnd hooks for session id with
+// reason (Claude Code's: "other" when the process ends with the session).
+// They are told only; what they report goes to stderr. They get
+// sessionEndBudget, or CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS, and are
+// stopped after it, ctx's cancellation aside (an interrupted run's
+// session ends too).
+func (a *App) EndSession(ctx context.Context, id, reason string) {
+	r := a.sessionHooks(id)
+	if r == nil || !r.Has(hook.SessionEnd) {
+		return
+	}
+	budget := sessionEndBudget
+	if ms, err := strconv.Atoi(a.getenv("CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS")); err == nil && ms > 0 {
+		budget = time.Duration(ms) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	defer cancel()
+	v, err := r.Run(ctx, hook.SessionEnd, reason, hook.Input{Reason: reason})
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		v.Notes = append(v.Notes, fmt.Sprintf("the SessionEnd hooks were stopped after %s (CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS gives them longer)", budget))
+	case err != nil:
+		v.Notes = append(v.Notes, fmt.Sprintf("the SessionEnd hook failed: %v", err))
+	}
+	a.reportHooks(v.Notes)
 }
 
 // PromptHooks runs the project's hooks for a prompt of session id

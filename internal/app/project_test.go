@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -429,4 +430,67 @@ func TestHookContinueFalseStopsTheTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSessionEndHooks: a session's end runs the project's SessionEnd
+// hooks with the reason; one that hangs is stopped after the budget
+// (CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS, here 300 ms) and said so on
+// stderr, and the session's end goes on.
+func TestSessionEndHooks(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {"SessionEnd": [
+		  {"matcher": "other", "hooks": [{"type": "command", "command": "cat > end.json"}]},
+		  {"matcher": "clear", "hooks": [{"type": "command", "command": "touch cleared"}]},
+		  {"hooks": [{"type": "command", "command": "exec sleep 30"}]}]}}`,
+	})
+	diag := &syncWriter{w: &strings.Builder{}}
+	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"),
+		"CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "300"}
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }, Diag: diag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // an interrupted process's session ends too
+	a.EndSession(ctx, "s1", "other")
+	in, err := os.ReadFile(filepath.Join(ws, "end.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Event   string `json:"hook_event_name"`
+		Session string `json:"session_id"`
+		Reason  string `json:"reason"`
+	}
+	if err := json.Unmarshal(in, &got); err != nil || got.Event != "SessionEnd" || got.Session != "s1" || got.Reason != "other" {
+		t.Fatalf("the SessionEnd hook read %s (%v)", in, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "cleared")); err == nil {
+		t.Fatal("the hook for the reason clear ran at an end for other")
+	}
+	if !strings.Contains(diag.String(), "the SessionEnd hooks were stopped after 300ms") {
+		t.Fatalf("stderr %q; want the hanging hook reported", diag.String())
+	}
+}
+
+// syncWriter is a writer several goroutines may write and a test read.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }

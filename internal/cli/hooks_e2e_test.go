@@ -14,13 +14,14 @@ import (
 // TestRunKeepsHookContextOutOfTheGoal: what the project's SessionStart
 // and UserPromptSubmit hooks add reaches the root's model beside the goal,
 // and the run's goal stays as the person wrote it (the list of runs, the
-// tree and the web view show it).
+// tree and the web view show it). The run's end runs its SessionEnd hook.
 func TestRunKeepsHookContextOutOfTheGoal(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	settings := `{"hooks": {
 	  "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo 'branch: main'"}]}],
-	  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"UserPromptSubmit\",\"additionalContext\":\"ticket ABC-1\"}}'"}]}]}}`
+	  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"UserPromptSubmit\",\"additionalContext\":\"ticket ABC-1\"}}'"}]}],
+	  "SessionEnd": [{"hooks": [{"type": "command", "command": "cat > ended.json"}]}]}}`
 	if err := os.MkdirAll(filepath.Join(e.workspace, ".claude"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +35,10 @@ func TestRunKeepsHookContextOutOfTheGoal(t *testing.T) {
 	o := e.run("run", "--model", model, "--yes", "fix the tests")
 	if o.code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", o.code, o.stderr)
+	}
+	// The run's end ran the SessionEnd hook.
+	if ended, err := os.ReadFile(filepath.Join(e.workspace, "ended.json")); err != nil || !strings.Contains(string(ended), `"reason":"other"`) {
+		t.Fatalf("the SessionEnd hook read %q (%v)", ended, err)
 	}
 	first := srv.Requests()[0].LastUserText()
 	for _, want := range []string{"fix the tests", "branch: main", "ticket ABC-1"} {

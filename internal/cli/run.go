@@ -250,6 +250,9 @@ func driveRun(ctx context.Context, g *globals, f *runFlags, s Streams, goal, run
 	} else {
 		fin, err = drive()
 	}
+	if err == nil {
+		a.EndSession(ctx, "", "other") // as the SessionStart hooks, the run's
+	}
 	var held *store.LeaseHeldError
 	if errors.As(err, &held) {
 		return ownedError("run "+r.ID, held, "arbor resume --wait "+r.ID)

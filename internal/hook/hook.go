@@ -47,10 +47,11 @@ const (
 	SubagentStop Event = "SubagentStop" // (no matcher)
 	PreCompact   Event = "PreCompact"   // the trigger: manual, auto
 	Notification Event = "Notification" // (no matcher)
+	SessionEnd   Event = "SessionEnd"   // the reason: other
 )
 
 // Events are every event a settings file may declare hooks for.
-var Events = []Event{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, PreCompact, Notification}
+var Events = []Event{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, PreCompact, Notification}
 
 // Known reports whether e is one of Events.
 func Known(e Event) bool {
@@ -95,6 +96,8 @@ type Input struct {
 	IsInterrupt *bool  `json:"is_interrupt,omitempty"`
 	// SessionStart
 	Source string `json:"source,omitempty"`
+	// SessionEnd
+	Reason string `json:"reason,omitempty"`
 	// PreCompact
 	Trigger            string  `json:"trigger,omitempty"`
 	CustomInstructions *string `json:"custom_instructions,omitempty"`

@@ -20,7 +20,8 @@ func TestProjectSlash(t *testing.T) {
 		"AGENTS.md":                     "ENVELOPE-RULE: keep answers short.\n",
 		".claude/commands/review.md":    "---\ndescription: Review a file\n---\nReview $ARGUMENTS for bugs.\n",
 		".arbor/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy the service.\n---\nSteps.\n",
-		".claude/settings.json":         `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo SESSION-CONTEXT"}]}], "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo PROMPT-CONTEXT"}]}]}}`,
+		".claude/settings.json": `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo SESSION-CONTEXT"}]}], "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo PROMPT-CONTEXT"}]}],
+		  "SessionEnd": [{"hooks": [{"type": "command", "command": "cat > ended.json"}]}]}}`,
 	})
 	b.Send(sendText("/help"))
 	if r := b.Next(typ("info")); !strings.Contains(r.P.Message, "/review  Review a file (command)") || !strings.Contains(r.P.Message, "/deploy  Deploy the service. (skill)") {
@@ -29,6 +30,10 @@ func TestProjectSlash(t *testing.T) {
 	b.Send(sendText("/review main.go"))
 	b.Next(typ("idle"))
 	b.Close()
+	// The session's end ran the SessionEnd hook (before Serve returned).
+	if ended, err := os.ReadFile(b.ws + "/ended.json"); err != nil || !strings.Contains(string(ended), `"hook_event_name":"SessionEnd"`) || !strings.Contains(string(ended), `"reason":"other"`) {
+		t.Fatalf("the SessionEnd hook read %q (%v)", ended, err)
+	}
 	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests", len(reqs))

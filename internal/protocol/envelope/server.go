@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -276,7 +277,19 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.closers.Wait()
 	s.hostClosers.Wait()
 	s.shells.Wait()
+	s.endSessions(ctx)
 	return err
+}
+
+// endSessions runs the project's SessionEnd hooks of the sessions whose
+// SessionStart hooks ran, in no particular order, as the process ends.
+func (s *server) endSessions(ctx context.Context) {
+	s.ctl.mu.Lock()
+	ids := slices.Collect(maps.Keys(s.ctl.started))
+	s.ctl.mu.Unlock()
+	for _, id := range ids {
+		s.app.EndSession(ctx, id, "other")
+	}
 }
 
 // read handles input lines until EOF or until ctx is cancelled (SIGTERM),

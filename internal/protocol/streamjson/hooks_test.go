@@ -2,6 +2,8 @@ package streamjson_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,6 +160,31 @@ func TestPostToolUseFailureHook(t *testing.T) {
 		if strings.Contains(o.raw, `"callback_id":"post"`) {
 			t.Fatalf("PostToolUse ran for a failed call: %s", o.raw)
 		}
+	}
+}
+
+// TestSessionEndHook: the end of input ends the session: the project's
+// SessionEnd hook runs, after the last turn's result, before arbor exits.
+func TestSessionEndHook(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "hello"})
+	defer srv.Close()
+	home := t.TempDir()
+	settings := `{"hooks": {"SessionEnd": [{"matcher": "other", "hooks": [{"type": "command", "command": "cat > ended.json"}]}]}}`
+	if err := os.MkdirAll(filepath.Join(home, "ws", ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "ws", ".claude", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, srv, setupOpts{home: home})
+	b.Send(user("hi"))
+	r := b.Next(typ("result", ""))
+	b.Close()
+	ended, err := os.ReadFile(filepath.Join(home, "ws", "ended.json"))
+	if err != nil || !strings.Contains(string(ended), `"hook_event_name":"SessionEnd"`) || !strings.Contains(string(ended), `"reason":"other"`) ||
+		!strings.Contains(string(ended), `"session_id":"`+r.SessionID+`"`) {
+		t.Fatalf("the SessionEnd hook read %q (%v)", ended, err)
 	}
 }
 

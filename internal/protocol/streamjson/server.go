@@ -242,7 +242,9 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.runner.Start(ctx)
 
 	if o.Prompt != "" {
-		return s.single(ctx, in, stop)
+		err = s.single(ctx, in, stop)
+		s.endSession(ctx)
+		return err
 	}
 	err = s.read(ctx, in, stop)
 	close(s.inputDone)
@@ -250,10 +252,20 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	if ctx.Err() != nil {
 		s.runner.Drop() // shutdown or cancelled: queued work does not start
 		s.runner.Stop()
+		s.endSession(ctx)
 		return err
 	}
 	s.runner.Close() // end of input: the queued turns finish
+	s.endSession(ctx)
 	return err
+}
+
+// endSession runs the project's SessionEnd hooks once the session's
+// turns are over; the client's cannot be asked once its input has ended.
+func (s *Server) endSession(ctx context.Context) {
+	if sess := s.current(); sess != nil {
+		s.app.EndSession(ctx, sess.ID, "other")
+	}
 }
 
 // single runs single-prompt mode: the one turn, while the input is read
