@@ -124,12 +124,15 @@ var hostileScenarios = map[string]hostileScenario{
 		},
 	},
 	// Requests of the server's own while a call runs (ask), and floods
-	// of notifications.
+	// of notifications: 15,000 before the call's answer. (60,000 took
+	// the SDK's decoder over the test's minute under -race on a loaded
+	// machine: a flood is a flood at this size too, since arbor keeps
+	// no queue of them to overflow, and list_changed is coalesced.)
 	"asks": {
 		tools: `[{"name":"ask","inputSchema":{"type":"object"}},{"name":"flood","inputSchema":{"type":"object"}}]`,
 		call: func(name string, _, id json.RawMessage) []string {
 			var lines []string
-			for i := range 20000 {
+			for i := range 5000 {
 				lines = append(lines,
 					fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"line %d"}}`, i),
 					fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,"progress":%d}}`, i, i),
