@@ -98,10 +98,15 @@ type Sandbox struct {
 	calls  atomic.Int64
 	watch  watcher
 
-	mu     sync.Mutex // guards closed, active and made
-	closed bool
-	active int      // calls wrapped and not yet done
-	made   []string // protected directories made as mount points (protect.go)
+	mu      sync.Mutex // guards the fields below
+	closed  bool
+	active  int               // calls wrapped and not yet done
+	made    []string          // protected directories made as mount points (protect.go)
+	base    map[string]link   // while calls run: each watched path as before the first of them (protect.go)
+	gitBase map[string]fileID // while calls run: the git dirs before the first of them (gitrepos.go)
+	mounts  string            // the mount points' lock and record file (mounts.go)
+	lock    *os.File          // it, open
+	locked  bool              // the lock is held shared
 }
 
 // New makes the sandbox of p, or fails with ErrUnavailable saying why no
@@ -131,7 +136,7 @@ func New(p Policy) (*Sandbox, error) {
 	if p.MaxMemory <= 0 {
 		p.MaxMemory = DefaultMaxMemory()
 	}
-	s := &Sandbox{policy: p, bwrap: bw, socat: findSocat()}
+	s := &Sandbox{policy: p, bwrap: bw, socat: findSocat(), mounts: mountsFile()}
 	if len(p.Allow) > 0 {
 		if s.socat == "" && !helperRegistered {
 			return nil, fmt.Errorf("%w: a network allow-list needs socat or arbor's sandbox helper, which this program does not include (it calls sandbox.Main at start)", ErrUnavailable)
@@ -168,6 +173,7 @@ func (s *Sandbox) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.watch.wg.Wait()
+	s.closeLock()
 	return os.RemoveAll(s.tmp)
 }
 
@@ -226,8 +232,8 @@ func (c *Call) Done() []string {
 		c.done = nil
 	}
 	if c.guard != nil {
-		for _, p := range c.guard.check() {
-			c.blockedLine("sandbox: the command changed " + p + ", which commands may not write (a program outside the sandbox reads it); it was put back")
+		for _, line := range c.guard.check() {
+			c.blockedLine(line)
 		}
 		c.sb.release()
 		c.guard = nil
