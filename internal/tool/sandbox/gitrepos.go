@@ -156,19 +156,24 @@ func (g *guard) protectGits(root string, found map[string]fileID) {
 
 // checkGits sanitizes the git directories the call made or replaced in
 // roots (their start being before) and returns what it removed, a line
-// each.
+// each. Arbor runs outside the sandbox, and the command chose these
+// paths: a git dir is worked on only where it really is in a writable
+// root, through an os.Root, so that a symlink cannot take the removal
+// outside.
 func checkGits(roots []string, before map[string]fileID) []string {
 	var notes []string
 	seen := map[string]bool{}
+	reals := realPaths(roots)
 	clean := func(dir string) {
-		if seen[dir] || !within(dir, roots...) {
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil || seen[real] || !within(real, reals...) {
 			return
 		}
-		seen[dir] = true
+		seen[real] = true
 		if id, ok := idOf(dir); ok && before[dir] == id {
 			return // there before the call: it was read-only
 		}
-		if removed := sanitizeGitDir(dir); len(removed) > 0 {
+		if removed := sanitizeGitDir(real); len(removed) > 0 {
 			notes = append(notes, "sandbox: the command made a git repository at "+dir+" whose "+strings.Join(removed, ", ")+
 				" would run programs when git runs there (outside the sandbox); they were removed")
 		}
@@ -189,25 +194,49 @@ func checkGits(roots []string, before map[string]fileID) []string {
 	return notes
 }
 
-// sanitizeGitDir removes what of a git directory made in the call would
-// make git run a program: hooks other than git's samples, config keys
-// git does not write itself, and a commondir (which names where the rest
-// of the config is). It returns what it removed.
-func sanitizeGitDir(dir string) []string {
-	var removed []string
-	hooks, _ := os.ReadDir(filepath.Join(dir, "hooks"))
-	for _, h := range hooks {
-		if !strings.HasSuffix(h.Name(), ".sample") {
-			_ = os.RemoveAll(filepath.Join(dir, "hooks", h.Name()))
-			removed = append(removed, "hooks/"+h.Name())
+// realPaths is paths with their symlinks resolved (as given where that
+// fails).
+func realPaths(paths []string) []string {
+	out := slices.Clone(paths)
+	for i, p := range out {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			out[i] = r
 		}
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, "hooks")); err == nil && !fi.IsDir() {
-		_ = os.Remove(filepath.Join(dir, "hooks"))
+	return out
+}
+
+// sanitizeGitDir removes what of a git directory made in the call would
+// make git run a program: hooks other than git's samples, and config keys
+// git does not write itself. It returns what it removed.
+func sanitizeGitDir(dir string) []string {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	var removed []string
+	switch fi, err := root.Lstat("hooks"); {
+	case err != nil:
+	case !fi.IsDir(): // a symlink to hooks elsewhere, or a file
+		_ = root.Remove("hooks")
 		removed = append(removed, "hooks")
+	default:
+		f, err := root.Open("hooks")
+		if err != nil {
+			break
+		}
+		names, _ := f.Readdirnames(-1)
+		_ = f.Close()
+		for _, h := range names {
+			if !strings.HasSuffix(h, ".sample") {
+				_ = root.RemoveAll(filepath.Join("hooks", h))
+				removed = append(removed, "hooks/"+h)
+			}
+		}
 	}
 	for _, f := range []string{"config", "config.worktree"} {
-		removed = append(removed, sanitizeConfig(filepath.Join(dir, f))...)
+		removed = append(removed, sanitizeConfig(root, f)...)
 	}
 	return removed
 }
@@ -215,20 +244,21 @@ func sanitizeGitDir(dir string) []string {
 // sanitizeConfig removes from a git config file made in the call every key
 // git does not write itself, with git. Where git is missing, or the file
 // is not one git reads, the whole file goes.
-func sanitizeConfig(p string) []string {
-	fi, err := os.Lstat(p)
+func sanitizeConfig(root *os.Root, name string) []string {
+	fi, err := root.Lstat(name)
 	if err != nil {
 		return nil
 	}
 	git, err := exec.LookPath("git")
 	if !fi.Mode().IsRegular() || err != nil {
-		_ = os.RemoveAll(p)
-		return []string{filepath.Base(p)}
+		_ = root.RemoveAll(name)
+		return []string{name}
 	}
+	p := filepath.Join(root.Name(), name)
 	out, err := exec.Command(git, "config", "--file", p, "--no-includes", "--list", "--name-only").Output()
 	if err != nil {
-		_ = os.Remove(p)
-		return []string{filepath.Base(p)}
+		_ = root.Remove(name)
+		return []string{name}
 	}
 	var removed []string
 	for _, k := range strings.Fields(string(out)) {
@@ -236,8 +266,8 @@ func sanitizeConfig(p string) []string {
 			continue
 		}
 		if exec.Command(git, "config", "--file", p, "--unset-all", k).Run() != nil {
-			_ = os.Remove(p)
-			return append(removed, filepath.Base(p))
+			_ = root.Remove(name)
+			return append(removed, name)
 		}
 		removed = append(removed, k)
 	}

@@ -130,3 +130,31 @@ func TestNewRepositoryInTheWorkspace(t *testing.T) {
 		t.Fatalf("the repository's own config was removed: %q", got)
 	}
 }
+
+// TestSanitizeStaysInTheWorkspace: arbor sanitizes and puts back paths a
+// command chose, from outside the sandbox; a symlink put on the way to
+// another repository of the user's must not make it lose its hooks or
+// config.
+func TestSanitizeStaysInTheWorkspace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	victim := filepath.Join(b.outside, "victim")
+	must(t, os.MkdirAll(victim, 0o755))
+	gitIn(t, victim, "init", "-q")
+	gitIn(t, victim, "config", "core.pager", "less")
+	hook := filepath.Join(victim, ".git", "hooks", "pre-commit")
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755))
+	nested := filepath.Join(b.ws, "vendor", "lib")
+	must(t, os.MkdirAll(nested, 0o755))
+	gitIn(t, nested, "init", "-q")
+	must(t, os.RemoveAll(filepath.Join(nested, ".git", "hooks"))) // watched, then
+
+	r := b.run(t, "mv vendor/lib vendor/lib-old && ln -s "+victim+" vendor/lib; mkdir evil && echo 'gitdir: "+victim+"/.git' > evil/.git; "+
+		"ln -s "+victim+"/.git newgit && mkdir new && echo 'gitdir: ../newgit' > new/.git")
+	if _, err := os.Stat(hook); err != nil {
+		t.Fatalf("the hook of a repository outside the workspace was removed: %v\n%s\nblocked %q", err, r.out, r.blocked)
+	}
+	if got := gitIn(t, victim, "config", "core.pager"); got != "less\n" {
+		t.Fatalf("the config of a repository outside the workspace lost core.pager (%q); blocked %q", got, r.blocked)
+	}
+}

@@ -262,18 +262,37 @@ func (g *guard) check() []string {
 			if real, err := filepath.EvalSymlinks(p); was.real == "" || err == nil && real == was.real && must1(idOf(real)) == was.id {
 				continue
 			}
-			_ = os.Remove(p)
+			if q, ok := g.inRoots(p); ok {
+				_ = os.Remove(q)
+			}
 			g.changed = append(g.changed, "sandbox: the command changed what "+p+" points to, which commands may not write (a program outside the sandbox reads it); the link was removed")
 			continue
 		}
-		_ = os.RemoveAll(p)
+		q, ok := g.inRoots(p)
+		if !ok {
+			continue
+		}
+		_ = os.RemoveAll(q)
 		if !was.absent {
-			_ = os.Symlink(was.target, p)
+			_ = os.Symlink(was.target, q)
 		}
 		g.changed = append(g.changed, "sandbox: the command changed "+p+", which commands may not write (a program outside the sandbox reads it); it was put back")
 	}
 	g.changed = append(g.changed, checkGits(g.roots, g.gits)...)
 	return g.changed
+}
+
+// inRoots is p with its directory's symlinks resolved, and whether that
+// is in a writable root. The command chose what is on the way to p:
+// arbor, outside the sandbox, changes p only there (a nested
+// repository's directory swapped for a symlink to the user's elsewhere
+// must not lose that one's hooks).
+func (g *guard) inRoots(p string) (string, bool) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil || !within(dir, realPaths(g.roots)...) {
+		return "", false
+	}
+	return filepath.Join(dir, filepath.Base(p)), true
 }
 
 // hold makes the guard of a new call and counts the call as active. A
@@ -325,7 +344,7 @@ func (s *Sandbox) release() {
 }
 
 // protectedNote explains a refused write to a protected path.
-const protectedNote = "sandbox: in the workspace, .arbor, .claude, .git/hooks, .git/config, .mcp.json and editor and shell settings are read-only for commands too (programs outside the sandbox act on them); change them with the file tools, which ask"
+const protectedNote = "sandbox: in the workspace, .arbor, .claude, .git/hooks, .git/config (a nested repository's and a submodule's too), .mcp.json, .husky and editor and shell settings are read-only for commands too (programs outside the sandbox act on them); change them with the file tools, which ask"
 
 // mentionsProtected reports whether output names a protected path.
 func mentionsProtected(output string) bool {
