@@ -255,7 +255,15 @@ func sanitizeConfig(root *os.Root, name string) []string {
 		return []string{name}
 	}
 	p := filepath.Join(root.Name(), name)
-	out, err := exec.Command(git, "config", "--file", p, "--no-includes", "--list", "--name-only").Output()
+	// Run from "/" and without the user's and the system's config: git
+	// reads only the file, and no repository is discovered around it.
+	cmd := func(args ...string) *exec.Cmd {
+		c := exec.Command(git, append([]string{"config", "--file", p}, args...)...)
+		c.Dir = "/"
+		c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_DIR=/nonexistent")
+		return c
+	}
+	out, err := cmd("--no-includes", "--list", "--name-only").Output()
 	if err != nil {
 		_ = root.Remove(name)
 		return []string{name}
@@ -265,7 +273,7 @@ func sanitizeConfig(root *os.Root, name string) []string {
 		if k = strings.ToLower(k); safeConfigKey(k) || slices.Contains(removed, k) {
 			continue
 		}
-		if exec.Command(git, "config", "--file", p, "--unset-all", k).Run() != nil {
+		if cmd("--unset-all", k).Run() != nil {
 			_ = root.Remove(name)
 			return append(removed, name)
 		}
