@@ -51,6 +51,13 @@ type MCPServer struct {
 	// Sandbox confines a stdio server as the shell's commands are (when
 	// the sandbox is on); sandbox.mcp does it for every server.
 	Sandbox bool `yaml:"sandbox" json:"sandbox,omitempty"`
+	// EnabledTools, when not empty, offers only the server's tools named
+	// in it; DisabledTools leaves out the ones named in it (after
+	// EnabledTools). A name is the server's own ("create_issue") or
+	// arbor's ("mcp__github__create_issue"), as Codex's enabled_tools and
+	// disabled_tools.
+	EnabledTools  []string `yaml:"enabled_tools" json:"enabled_tools,omitempty"`
+	DisabledTools []string `yaml:"disabled_tools" json:"disabled_tools,omitempty"`
 	// Source names the file that defined the server (not read from it).
 	Source string `yaml:"-" json:"-"`
 }
@@ -68,8 +75,44 @@ func (s MCPServer) Transport() string {
 	return MCPStdio
 }
 
+// Offers reports whether the server's tool remote, which arbor offers as
+// name, passes the entry's enabled_tools and disabled_tools.
+func (s MCPServer) Offers(remote, name string) bool {
+	named := func(list []string) bool {
+		for _, n := range list {
+			if n = strings.TrimSpace(n); n == remote || n == name {
+				return true
+			}
+		}
+		return false
+	}
+	if len(s.EnabledTools) > 0 && !named(s.EnabledTools) {
+		return false
+	}
+	return !named(s.DisabledTools)
+}
+
+// checkToolNames reports an empty name in enabled_tools or
+// disabled_tools.
+func (s MCPServer) checkToolNames() error {
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"enabled_tools", s.EnabledTools}, {"disabled_tools", s.DisabledTools}} {
+		for i, n := range l.list {
+			if strings.TrimSpace(n) == "" {
+				return fmt.Errorf("%s[%d] is empty: name a tool of the server", l.key, i)
+			}
+		}
+	}
+	return nil
+}
+
 // check reports what makes the entry unusable, before expansion.
 func (s MCPServer) check() error {
+	if err := s.checkToolNames(); err != nil {
+		return err
+	}
 	switch s.Transport() {
 	case MCPStdio:
 		if strings.TrimSpace(s.Command) == "" {

@@ -75,6 +75,40 @@ mcp_servers:
 		}
 	})
 
+	t.Run("enabled_tools and disabled_tools choose the tools", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		writeFile(t, b.projectFile(), `
+mcp_servers:
+  gh:
+    url: https://api.example.com/mcp
+    enabled_tools: [list_issues, mcp__gh__get_issue, create_issue]
+    disabled_tools: [create_issue]
+  all:
+    command: x
+`)
+		writeFile(t, filepath.Join(b.workspace, ".mcp.json"), `{"mcpServers": {"fs": {"command": "x", "disabled_tools": ["write"]}}}`)
+		c := b.mustLoad(t, Overrides{})
+		gh := c.MCPServers["gh"]
+		for _, tc := range []struct {
+			remote string
+			want   bool
+		}{{"list_issues", true}, {"get_issue", true}, {"create_issue", false}, {"delete_repo", false}} {
+			equal(t, "gh offers "+tc.remote, gh.Offers(tc.remote, "mcp__gh__"+tc.remote), tc.want)
+		}
+		equal(t, "a server without lists offers all", c.MCPServers["all"].Offers("anything", "mcp__all__anything"), true)
+		fs := c.MCPServers["fs"]
+		equal(t, ".mcp.json's disabled_tools", fs.Offers("write", "mcp__fs__write"), false)
+		equal(t, ".mcp.json's other tools", fs.Offers("read", "mcp__fs__read"), true)
+
+		writeFile(t, b.projectFile(), "mcp_servers:\n  gh:\n    command: x\n    disabled_tools: [ok, \" \"]\n")
+		_, err := b.load(Overrides{})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), "disabled_tools[1] is empty") {
+			t.Fatalf("an empty tool name: got %v", err)
+		}
+	})
+
 	t.Run("unknown key in yaml is an error", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

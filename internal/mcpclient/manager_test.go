@@ -380,3 +380,29 @@ func TestConfinedServer(t *testing.T) {
 		t.Fatalf("the log does not say the server is confined:\n%s", log)
 	}
 }
+
+// TestEnabledAndDisabledTools: an entry's enabled_tools and
+// disabled_tools choose which of the server's tools are offered, by the
+// server's name or arbor's; status lists only those.
+func TestEnabledAndDisabledTools(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer() }, nil))
+	t.Cleanup(srv.Close)
+	b := setup(t, map[string]config.MCPServer{
+		"a": {Type: "http", URL: srv.URL, EnabledTools: []string{"echo", "mcp__a__fail", "image"}, DisabledTools: []string{"image"}},
+		"b": {Type: "http", URL: srv.URL, DisabledTools: []string{"mcp__b__echo", "crash"}},
+	}, nil)
+	var names []string
+	_, ts := b.m.Tools()
+	for _, tl := range ts {
+		names = append(names, tl.Info().Name)
+	}
+	got := strings.Join(names, " ")
+	want := "mcp__a__echo mcp__a__fail mcp__b__fail mcp__b__grow mcp__b__image mcp__b__structured"
+	if got != want {
+		t.Fatalf("tools offered:\n got %s\nwant %s", got, want)
+	}
+	if st := b.m.Status()[0]; len(st.Tools) != 2 {
+		t.Fatalf("status of a lists %d tools: %+v", len(st.Tools), st.Tools)
+	}
+}

@@ -294,14 +294,18 @@ func (s *server) connected(cs *mcp.ClientSession, tools []*mcp.Tool) {
 	s.m.notify()
 }
 
-// setTools replaces the server's tools; the manager's version changes
-// only when the list the model sees does.
+// setTools replaces the server's tools, those its entry's enabled_tools
+// and disabled_tools let through; the manager's version changes only
+// when the list the model sees does.
 func (s *server) setTools(cs *mcp.ClientSession, remote []*mcp.Tool) {
 	ts := make([]tool.Tool, 0, len(remote))
 	infos := make([]ToolStatus, 0, len(remote))
 	taken := map[string]bool{}
 	for _, r := range remote {
 		t := newMCPTool(s, r)
+		if !s.spec.Offers(r.Name, t.info.Name) {
+			continue // its entry's enabled_tools or disabled_tools
+		}
 		if key := nameKey(t.info.Name); taken[key] {
 			// Two of its tools the model could not tell apart (get.file
 			// and get_file): the later one's name ends with a hash.
