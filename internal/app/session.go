@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -209,9 +211,15 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	// The MCP servers' tools, guarded like the others; the registry takes
 	// them again when a server's list changes, or a reload changes the
 	// servers (so the source is there even while none is configured).
+	// A deny rule that names an MCP tool whole leaves it out, as Claude
+	// Code does; rules may change while the session runs.
+	hide := o.Hide
+	if pe := a.Permissions; pe != nil {
+		hide = func(name string) bool { return pe.DeniesWhole(name) || o.Hide != nil && o.Hide(name) }
+	}
 	var mcp tool.Source = a.MCP(ctx)
-	if o.Hide != nil {
-		mcp = hiddenSource{mcp, o.Hide}
+	if hide != nil {
+		mcp = &hiddenSource{src: mcp, hide: hide}
 	}
 	reg.AddSource(mcp, func(t tool.Tool) tool.Tool {
 		t = hooked(tool.Guard(t, a.Permissions, broker), hooks)
@@ -246,13 +254,36 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	return &Session{ID: id, Model: m, Agent: ag, Todos: todos, Tools: reg, Hooks: hooks}
 }
 
-// hiddenSource is a tool source without the tools hide reports true for.
+// hiddenSource is a tool source without the tools hide reports true
+// for. What hide says may change (a permission rule added), so its
+// version changes when the source's does or when it leaves out other
+// tools than before.
 type hiddenSource struct {
-	tool.Source
+	src  tool.Source
 	hide func(name string) bool
+
+	mu      sync.Mutex // guards the fields below
+	version uint64     // of what Tools returns
+	srcVer  uint64     // the source's version it was made from
+	hidden  string     // the names it left out, joined
 }
 
-func (h hiddenSource) Tools() (uint64, []tool.Tool) {
-	v, ts := h.Source.Tools()
-	return v, slices.DeleteFunc(slices.Clone(ts), func(t tool.Tool) bool { return h.hide(tool.Name(t)) })
+func (h *hiddenSource) Tools() (uint64, []tool.Tool) {
+	v, ts := h.src.Tools()
+	var kept []tool.Tool
+	var hidden strings.Builder
+	for _, t := range ts {
+		if name := tool.Name(t); h.hide(name) {
+			hidden.WriteString(name + "\x00")
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.version == 0 || v != h.srcVer || hidden.String() != h.hidden {
+		h.version++
+		h.srcVer, h.hidden = v, hidden.String()
+	}
+	return h.version, kept
 }

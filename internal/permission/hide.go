@@ -35,3 +35,23 @@ func (e *Engine) Hides(tool, path string) bool {
 	}
 	return false
 }
+
+// DeniesWhole reports whether a deny rule without a pattern names tool
+// ("mcp__github__delete_repo", or the whole server: "mcp__github",
+// "mcp__github__*"): every call of it is denied, so it need not be
+// offered to the model at all, as Claude Code leaves such a tool out. A
+// rule with a pattern denies only the calls it matches.
+func (e *Engine) DeniesWhole(tool string) bool {
+	e.mu.RLock()
+	rules := e.rules
+	e.mu.RUnlock()
+	tool = e.rename(tool)
+	for _, scope := range rules {
+		for _, m := range scope {
+			if m.rule.Action == Deny && m.bare() && m.appliesTo(tool) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -94,3 +94,22 @@ func TestRuleNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDeniesWhole: only a deny rule without a pattern denies a tool
+// whole (so it is not offered); a server rule covers its tools.
+func TestDeniesWhole(t *testing.T) {
+	t.Parallel()
+	b := setup(t, permission.ModeDefault)
+	b.add(t, "mcp__github__delete_repo", deny, permission.ScopeSession)
+	b.add(t, "mcp__docs", deny, permission.ScopeSession)
+	b.add(t, "mcp__github__list_issues", allow, permission.ScopeSession)
+	b.add(t, "shell(rm *)", deny, permission.ScopeSession)
+	for name, want := range map[string]bool{
+		"mcp__github__delete_repo": true, "MCP__GitHub__Delete-Repo": true, "mcp__docs__search": true,
+		"mcp__github__list_issues": false, "mcp__github__create_issue": false, "mcp__docsx__search": false, "shell": false,
+	} {
+		if got := b.engine.DeniesWhole(name); got != want {
+			t.Errorf("DeniesWhole(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
