@@ -49,6 +49,9 @@
 //     prompt_tokens_details.cached_tokens, as OpenAI does.
 //   - Stalls end when the client disconnects or the server closes; Close never
 //     waits on a stalled or slow handler.
+//   - Like the real APIs, it answers 400 to an OpenAI request with more
+//     than 128 tools and to an Anthropic one with more than 100 images,
+//     with their error bodies, and takes no turn for it (limits.go).
 //   - Requests() records every model request (decodable or not) in arrival
 //     order, including ones answered with faults or errors; GET /v1/models is
 //     not recorded.

@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -217,6 +218,12 @@ func (s *Server) handleModel(f wireFormat) http.HandlerFunc {
 			s.fail(w, f, n, http.StatusBadRequest, fmt.Sprintf("llmtest: request %d: cannot decode %s request body: %v", n, f.name(), err), 0)
 			return
 		}
+		if msg, param, code := refusal(req); msg != "" {
+			// The API refuses it before any model sees it: no turn.
+			n := s.record(req)
+			s.refuse(w, f, n, msg, param, code)
+			return
+		}
 		turn, n, ok := s.take(req)
 		if !ok {
 			// A script's mistakes are not worth a retry: "x-should-retry:
@@ -271,6 +278,34 @@ func (s *Server) fail(w http.ResponseWriter, f wireFormat, n, status int, msg st
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(f.errorBody(status, msg))
+}
+
+// refuse answers 400 with the body the real API sends for a request
+// past one of its limits (limits.go).
+func (s *Server) refuse(w http.ResponseWriter, f wireFormat, n int, msg, param, code string) {
+	var e any
+	if f.name() == FormatOpenAI {
+		var oe oaError
+		oe.Error.Message, oe.Error.Type = msg, "invalid_request_error"
+		if param != "" {
+			oe.Error.Param = ptr(param)
+		}
+		if code != "" {
+			oe.Error.Code = ptr(code)
+		}
+		e = oe
+	} else {
+		var ae antError
+		ae.Type, ae.Error.Type, ae.Error.Message = "error", "invalid_request_error", msg
+		e = ae
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(f.requestIDHeader(), requestID(n))
+	w.WriteHeader(http.StatusBadRequest)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // "> 100", as the API writes it
+	_ = enc.Encode(e)
 }
 
 func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
