@@ -129,6 +129,11 @@ type Config struct {
 	// before the session's status is stored (a tree node's background
 	// jobs end with its turn).
 	TurnEnded func()
+	// ToolsLeftOut, when set, is told when the model's provider takes
+	// fewer tools in a request than Tools offers (llm.Limits), so that
+	// requests leave out the sources' last tools (left, by name): at the
+	// first such request and whenever what is left out changes.
+	ToolsLeftOut func(model string, limit int, left []string)
 }
 
 // TurnHooks are what the loop asks of a session's hooks (app adapts the
@@ -199,6 +204,8 @@ type Agent struct {
 	// message whose tool calls have no results yet (by call id); nil when
 	// there is none. See settle.
 	unsettled map[string]store.Intent
+	// leftOut is the tools the last request left out, joined by " ".
+	leftOut string
 	// pressureWarned is set once ContextPressure was published for the
 	// current context; a compaction clears it.
 	pressureWarned bool

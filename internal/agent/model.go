@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/arbor-run/arbor/internal/llm"
 )
@@ -57,11 +58,21 @@ func (a *Agent) currentModel() modelState {
 
 // call makes one streaming model call, publishing deltas as they arrive.
 func (a *Agent) call(ctx context.Context, m modelState) (*llm.Response, error) {
+	// A provider refuses a request with more tools than it takes: the
+	// sources' last tools are left out, and the caller told.
+	limit := llm.LimitsOf(m.provider).MaxTools
+	tools, left := a.cfg.Tools.SpecsUpTo(limit)
+	if key := strings.Join(left, " "); key != a.leftOut {
+		a.leftOut = key
+		if len(left) > 0 && a.cfg.ToolsLeftOut != nil {
+			a.cfg.ToolsLeftOut(m.ref, limit, left)
+		}
+	}
 	req := &llm.Request{
 		Model:     m.name,
 		System:    a.System(),
 		Messages:  a.contextMessages(),
-		Tools:     a.cfg.Tools.Specs(),
+		Tools:     tools,
 		MaxTokens: a.cfg.MaxTokens,
 	}
 	var resp *llm.Response

@@ -107,6 +107,9 @@ type App struct {
 	// from several sessions' goroutines).
 	diagMu sync.Mutex
 	diag   io.Writer
+	// warnedOnce holds the warnings said on diag that are said once
+	// (toolsLeftOut); guarded by diagMu.
+	warnedOnce map[string]bool
 }
 
 // Open loads the configuration and opens the store.

@@ -2,21 +2,26 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/llm/openai"
 	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // mcpServer serves srv over streamable HTTP for the test's length.
@@ -93,5 +98,76 @@ func TestDenyRuleHidesMCPTool(t *testing.T) {
 				t.Errorf("request %d: %s offered = %v, want %v (tools %v)", i+1, name, !offered, offered, names)
 			}
 		}
+	}
+}
+
+// manyTools is an MCP server with n tools, t000 and on.
+func manyTools(n int) func() *mcp.Server {
+	return func() *mcp.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "0.1"}, nil)
+		for i := range n {
+			mcp.AddTool(srv, &mcp.Tool{Name: fmt.Sprintf("t%03d", i), Description: "A tool."},
+				func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+				})
+		}
+		return srv
+	}
+}
+
+// TestToolsPastTheProvidersLimit: with more tools than OpenAI takes in a
+// request (128; the scripted server refuses more as OpenAI does), the
+// requests keep arbor's own tools and the MCP tools in their order up to
+// the limit, and the rest are left out, which a warning says once,
+// naming how many, of which servers, and the config that chooses them.
+func TestToolsPastTheProvidersLimit(t *testing.T) {
+	t.Parallel()
+	alpha, beta := mcpServer(t, manyTools(100)), mcpServer(t, manyTools(60))
+	model := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"})
+	t.Cleanup(model.Close)
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	writeTestFile(t, filepath.Join(ws, ".mcp.json"), `{"mcpServers": {"alpha": {"url": "`+alpha+`"}, "beta": {"url": "`+beta+`"}}}`)
+	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home,
+		"OPENAI_API_KEY": "sk-test-0123456789", "OPENAI_BASE_URL": model.URL + "/v1"}
+	var diag testutil.SyncBuffer
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }, Diag: &diag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := a.NewSession(ctx, app.SessionOptions{Model: "openai/gpt-5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"one", "two"} {
+		if res := s.Agent.Send(ctx, llm.UserText("hi")); res.Outcome != agent.OutcomeCompleted || res.Text != text {
+			t.Fatalf("result = %+v", res)
+		}
+	}
+	all := s.Tools.Names()
+	if len(all) <= openai.MaxTools {
+		t.Fatalf("the session has only %d tools", len(all))
+	}
+	builtins := len(all) - 160
+	left := len(all) - openai.MaxTools
+	for _, r := range model.Requests() {
+		names := specNames(r.Tools)
+		if len(names) != openai.MaxTools {
+			t.Fatalf("a request offers %d tools", len(names))
+		}
+		if !slices.Equal(names, all[:openai.MaxTools]) {
+			t.Fatalf("the request's tools are not the session's first %d:\n%v", openai.MaxTools, names)
+		}
+		if !slices.Contains(names, "read_file") || !slices.Contains(names, "mcp__alpha__t099") || slices.Contains(names, "mcp__beta__t059") {
+			t.Fatalf("tools = %v", names)
+		}
+	}
+	out := diag.String()
+	want := fmt.Sprintf("arbor: warning: openai/gpt-5 takes at most 128 tools in a request, so its requests leave out %d MCP tools, the last ones offered, of the servers beta (%d); choose the tools of a server with enabled_tools or disabled_tools in mcp_servers", left, left)
+	if !strings.Contains(out, want) || strings.Count(out, "128 tools") != 1 {
+		t.Fatalf("diag (%d built-in tools):\n%s\nwant once:\n%s", builtins, out, want)
 	}
 }

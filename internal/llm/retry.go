@@ -82,6 +82,9 @@ type retrying struct {
 
 func (r *retrying) Name() string { return r.inner.Name() }
 
+// Limits are the inner provider's.
+func (r *retrying) Limits() Limits { return LimitsOf(r.inner) }
+
 func (r *retrying) Stream(ctx context.Context, req *Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		for attempt := 1; ; attempt++ {

@@ -80,14 +80,30 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // It takes each source's current tools first, so a change a source made
 // reaches the model at its next call.
 func (r *Registry) Specs() []llm.ToolSpec {
+	specs, _ := r.SpecsUpTo(0)
+	return specs
+}
+
+// SpecsUpTo is Specs for a provider that takes at most limit tools in a
+// request (0: no limit): every tool added with Add, then the sources'
+// tools in their order until there are limit in all. left names the
+// sources' tools left out, in order.
+func (r *Registry) SpecsUpTo(limit int) (specs []llm.ToolSpec, left []string) {
 	r.refresh()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	specs := make([]llm.ToolSpec, len(r.order))
-	for i, t := range r.order {
+	keep := len(r.order)
+	if limit > 0 && keep > limit {
+		keep = max(limit, len(r.static))
+	}
+	specs = make([]llm.ToolSpec, keep)
+	for i, t := range r.order[:keep] {
 		specs[i] = t.Info().Spec()
 	}
-	return specs
+	for _, t := range r.order[keep:] {
+		left = append(left, Name(t))
+	}
+	return specs, left
 }
 
 // Names returns every tool's name, in the order they were added.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/arbor-run/arbor/internal/llm"
 )
 
 // fakeSource is a Source whose tools a test changes.
@@ -59,5 +61,36 @@ func TestRegistrySource(t *testing.T) {
 	reg.Specs()
 	if len(wrapped) != n {
 		t.Fatal("an unchanged source was wrapped again")
+	}
+}
+
+// TestSpecsUpTo: a limit keeps every static tool and the sources' tools
+// in order up to it, and names the ones left out.
+func TestSpecsUpTo(t *testing.T) {
+	t.Parallel()
+	src := &fakeSource{}
+	src.set(namedTool("mcp__a__one"), namedTool("mcp__a__two"), namedTool("mcp__b__three"))
+	reg := NewRegistry(namedTool("read_file"), namedTool("shell"))
+	reg.AddSource(src, nil)
+	names := func(specs []llm.ToolSpec) []string {
+		var out []string
+		for _, s := range specs {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		limit      int
+		kept, left []string
+	}{
+		{0, []string{"read_file", "shell", "mcp__a__one", "mcp__a__two", "mcp__b__three"}, nil},
+		{5, []string{"read_file", "shell", "mcp__a__one", "mcp__a__two", "mcp__b__three"}, nil},
+		{3, []string{"read_file", "shell", "mcp__a__one"}, []string{"mcp__a__two", "mcp__b__three"}},
+		{1, []string{"read_file", "shell"}, []string{"mcp__a__one", "mcp__a__two", "mcp__b__three"}},
+	} {
+		specs, left := reg.SpecsUpTo(tc.limit)
+		if !slices.Equal(names(specs), tc.kept) || !slices.Equal(left, tc.left) {
+			t.Errorf("SpecsUpTo(%d) = %v, left %v; want %v, left %v", tc.limit, names(specs), left, tc.kept, tc.left)
+		}
 	}
 }

@@ -102,6 +102,15 @@ func New(o Options) *Provider {
 // Name returns the provider's configured name.
 func (p *Provider) Name() string { return p.name }
 
+// MaxImages is the most images the Messages API takes in one request,
+// for models with a 200k-token context window (others take 600); more
+// is refused with 400 "Too much media: 0 document pages + 101 images >
+// 100". It sets no limit on the number of tools.
+const MaxImages = 100
+
+// Limits are the Messages API's limits on one request.
+func (p *Provider) Limits() llm.Limits { return llm.Limits{MaxImages: MaxImages} }
+
 // Stream sends req and yields the response as it arrives.
 func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {

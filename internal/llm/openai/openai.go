@@ -133,6 +133,18 @@ func isOfficial(base string) bool {
 // Name returns the provider's configured name.
 func (p *Provider) Name() string { return p.name }
 
+// OpenAI's limits on one request: at most MaxTools tools (more is refused
+// with 400 "Invalid 'tools': array too long. Expected an array with
+// maximum length 128, …") and MaxImages images. Compatible servers are
+// taken to have the same.
+const (
+	MaxTools  = 128
+	MaxImages = 500
+)
+
+// Limits are OpenAI's limits on one request.
+func (p *Provider) Limits() llm.Limits { return llm.Limits{MaxTools: MaxTools, MaxImages: MaxImages} }
+
 // Stream sends req and yields the response as it arrives.
 func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
