@@ -17,6 +17,7 @@ import (
 	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 	"github.com/arbor-run/arbor/internal/llm"
+	"github.com/arbor-run/arbor/internal/llm/anthropic"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/llm/openai"
 	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
@@ -169,5 +170,72 @@ func TestToolsPastTheProvidersLimit(t *testing.T) {
 	want := fmt.Sprintf("arbor: warning: openai/gpt-5 takes at most 128 tools in a request, so its requests leave out %d MCP tools, the last ones offered, of the servers beta (%d); choose the tools of a server with enabled_tools or disabled_tools in mcp_servers", left, left)
 	if !strings.Contains(out, want) || strings.Count(out, "128 tools") != 1 {
 		t.Fatalf("diag (%d built-in tools):\n%s\nwant once:\n%s", builtins, out, want)
+	}
+}
+
+// TestImagesPastTheProvidersLimit: a conversation holding more images
+// than Anthropic takes in a request (100; the scripted server refuses
+// more as the API does) sends the newest 100, each older one replaced
+// by a note saying why, while the stored transcript keeps them all.
+func TestImagesPastTheProvidersLimit(t *testing.T) {
+	t.Parallel()
+	url := mcpServer(t, mcptest.NewServer)
+	const shots = anthropic.MaxImages + 3
+	var calls []llmtest.ToolCall
+	for i := range shots { // an echo between the images, so no call repeats in a row
+		calls = append(calls, llmtest.ToolCall{ID: fmt.Sprintf("i%d", i), Name: "mcp__test__image"},
+			llmtest.ToolCall{ID: fmt.Sprintf("e%d", i), Name: "mcp__test__echo", Input: map[string]any{"text": fmt.Sprint(i)}})
+	}
+	model := llmtest.NewServer(llmtest.Turn{ToolCalls: calls}, llmtest.Turn{Text: "seen"}, llmtest.Turn{Text: "still"})
+	t.Cleanup(model.Close)
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	writeTestFile(t, filepath.Join(ws, ".mcp.json"), `{"mcpServers": {"test": {"url": "`+url+`"}}}`)
+	writeTestFile(t, filepath.Join(ws, ".arbor", "permissions.yaml"), "rules: [{rule: mcp__test, action: allow}]\n")
+	a := openIn(t, home, ws, model.URL, app.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := a.NewSession(ctx, app.SessionOptions{Model: "anthropic/claude-sonnet-4-5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"seen", "still"} {
+		if res := s.Agent.Send(ctx, llm.UserText("look at them")); res.Outcome != agent.OutcomeCompleted || res.Text != text {
+			t.Fatalf("result = %+v", res)
+		}
+	}
+	reqs := model.Requests()
+	for _, r := range reqs[1:] {
+		if n := llmtest.Images(r.Messages); n != anthropic.MaxImages {
+			t.Fatalf("a request holds %d images", n)
+		}
+		var results []*llm.ToolResult
+		for _, m := range r.Messages {
+			for _, p := range m.Parts {
+				if p.ToolResult != nil && !strings.HasPrefix(p.ToolResult.Content, "echo: ") {
+					results = append(results, p.ToolResult)
+				}
+			}
+		}
+		if len(results) != shots {
+			t.Fatalf("%d tool results", len(results))
+		}
+		for i, res := range results {
+			dropped := strings.Contains(res.Content, "left out here: the provider takes at most 100 images in one request")
+			if dropped != (i < shots-anthropic.MaxImages) || dropped == (len(res.Images) == 1) || !strings.HasPrefix(res.Content, "a picture") {
+				t.Fatalf("result %d: %q with %d images", i, res.Content, len(res.Images))
+			}
+		}
+	}
+	recs, err := a.Store.Messages(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []llm.Message
+	for _, r := range recs {
+		msgs = append(msgs, r.Message)
+	}
+	if n := llmtest.Images(msgs); n != shots {
+		t.Fatalf("the transcript holds %d images, want all %d", n, shots)
 	}
 }

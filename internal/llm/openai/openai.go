@@ -152,7 +152,8 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.E
 			yield(nil, err)
 			return
 		}
-		body, err := requestBody(req, p.maxTokens, p.official, &p.heads)
+		// A conversation past MaxImages sends its newest images only.
+		body, err := requestBody(llm.CapImages(req, MaxImages), p.maxTokens, p.official, &p.heads)
 		if err != nil {
 			yield(nil, p.requestError(err))
 			return
