@@ -185,7 +185,11 @@ type Agent struct {
 	system string
 
 	history []entry // the model's context, oldest first
-	summary string  // summary of compacted messages, "" if none
+	// histMu guards history's changes, which only the loop makes, against
+	// History's reads from other goroutines (a hook's transcript); the
+	// loop's own reads take no lock.
+	histMu  sync.RWMutex
+	summary string // summary of compacted messages, "" if none
 
 	mu        sync.Mutex // guards usage, cost, costKnown
 	usage     llm.Usage
@@ -277,7 +281,9 @@ func (a *Agent) add(ctx context.Context, msg llm.Message) error {
 	if a.held {
 		return a.save(ctx, store.Step{Messages: []llm.Message{msg}, Status: store.SessionActive})
 	}
+	a.histMu.Lock()
 	a.history = append(a.history, entry{msg: msg})
+	a.histMu.Unlock()
 	a.held = true
 	if !a.cfg.Resendable {
 		a.flushLater(ctx)

@@ -102,7 +102,9 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, trigger st
 		return err
 	}
 	upTo := a.history[cut-1].seq
+	a.histMu.Lock()
 	a.history = append([]entry(nil), a.history[cut:]...)
+	a.histMu.Unlock()
 	a.summary = summary
 	a.publish(&CompactionFinished{UpToSeq: upTo, TokensBefore: est, TokensAfter: a.estimateTokens()})
 	return nil

@@ -36,6 +36,8 @@ func (a *Agent) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load session %s: %w", sid, err)
 	}
+	a.histMu.Lock()
+	defer a.histMu.Unlock()
 	a.history = a.history[:0]
 	a.held = false
 	for _, in := range intents {
@@ -59,7 +61,10 @@ func (a *Agent) SetTotals(u llm.Usage, cost float64, known bool) {
 }
 
 // History returns the messages of the current context (after compaction).
+// It may be called from any goroutine, while a turn runs too.
 func (a *Agent) History() []llm.Message {
+	a.histMu.RLock()
+	defer a.histMu.RUnlock()
 	out := make([]llm.Message, len(a.history))
 	for i, e := range a.history {
 		out[i] = e.msg

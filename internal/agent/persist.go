@@ -136,7 +136,9 @@ func (a *Agent) wrote(st store.Step, last int64) []int {
 	for _, m := range msgs {
 		seq++
 		idx = append(idx, len(a.history))
+		a.histMu.Lock()
 		a.history = append(a.history, entry{seq: seq, msg: m})
+		a.histMu.Unlock()
 		for _, c := range m.ToolCalls() {
 			a.callIDs[c.ID] = true
 		}

@@ -108,8 +108,11 @@ type App struct {
 	diagMu sync.Mutex
 	diag   io.Writer
 	// warnedOnce holds the warnings said on diag that are said once
-	// (toolsLeftOut); guarded by diagMu.
+	// (warnOnce); guarded by diagMu.
 	warnedOnce map[string]bool
+	// transcripts are the hooks' transcript files (transcript.go), the
+	// root App's.
+	transcripts transcripts
 }
 
 // Open loads the configuration and opens the store.
@@ -173,7 +176,8 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		env:       map[string]string{},
 		Workspace: ws, Store: st, Bus: bus, Broker: agent.NewBroker(bus),
 		Permissions: perms, getenv: getenv, models: map[string]Model{}, overrides: o.Overrides, sandboxDefault: o.SandboxDefault,
-		project: pf, warnings: problems, projectSources: o.ProjectSources, diag: o.Diag,
+		transcripts: transcripts{dir: transcriptsDir(getenv)},
+		project:     pf, warnings: problems, projectSources: o.ProjectSources, diag: o.Diag,
 	}
 	a.config.Store(cfg)
 	a.onClose(func() { _ = st.Close() })

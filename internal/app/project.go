@@ -106,6 +106,7 @@ func (a *App) sessionHooks(id string) *hook.Runner {
 	r := &hook.Runner{Base: func(in *hook.Input) {
 		in.SessionID, in.Cwd = id, a.Workspace
 		in.PermissionMode = claudeCodeMode(a.Permissions.Mode())
+		in.TranscriptPath = a.TranscriptPath(id)
 	}}
 	r.Set(a.project.hooks)
 	return r

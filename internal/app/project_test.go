@@ -494,3 +494,73 @@ func (s *syncWriter) String() string {
 	defer s.mu.Unlock()
 	return s.w.String()
 }
+
+// TestHooksReadTheTranscript: a hook's transcript_path is a JSONL file in
+// Claude Code's shape: a PreToolUse hook finds the assistant message
+// whose tool call it guards as the last line, a Stop hook the whole turn
+// with the answer last, each line's parentUuid the line before.
+func TestHooksReadTheTranscript(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ws := filepath.Join(home, "repo")
+	copyTo := func(name string) string {
+		return `{"type": "command", "command": "p=$(sed 's/.*\"transcript_path\":\"\\([^\"]*\\)\".*/\\1/'); cp \"$p\" ` + name + `"}`
+	}
+	writeFiles(t, ws, map[string]string{
+		".claude/settings.json": `{"hooks": {"PreToolUse": [{"hooks": [` + copyTo("pre.jsonl") + `]}], "Stop": [{"hooks": [` + copyTo("stop.jsonl") + `]}]}}`,
+		"notes.txt":             "the notes\n",
+	})
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_1", Name: "read_file", Input: map[string]any{"path": "notes.txt"}}}},
+		llmtest.Turn{Text: "The notes say hi."},
+	)
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
+		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
+	b := setupIn(t, ws, env)
+	s, err := b.app.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := s.Agent.Send(context.Background(), llm.UserText("what do the notes say?")); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("result %+v", res)
+	}
+	type line struct {
+		Parent  *string `json:"parentUuid"`
+		Type    string  `json:"type"`
+		UUID    string  `json:"uuid"`
+		Session string  `json:"sessionId"`
+		Message struct {
+			Role    string            `json:"role"`
+			Content []json.RawMessage `json:"content"`
+		} `json:"message"`
+	}
+	read := func(name string) []line {
+		b, err := os.ReadFile(filepath.Join(ws, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []line
+		for l := range strings.Lines(string(b)) {
+			var x line
+			if err := json.Unmarshal([]byte(l), &x); err != nil {
+				t.Fatalf("%s: %q: %v", name, l, err)
+			}
+			if x.Session != s.ID || x.Type != x.Message.Role || len(out) > 0 && (x.Parent == nil || *x.Parent != out[len(out)-1].UUID) {
+				t.Fatalf("%s: line %s after %+v", name, l, out)
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	pre := read("pre.jsonl")
+	if len(pre) != 2 || pre[0].Type != "user" || !strings.Contains(string(pre[0].Message.Content[0]), "what do the notes say?") ||
+		pre[1].Type != "assistant" || !strings.Contains(string(pre[1].Message.Content[0]), `"type":"tool_use"`) {
+		t.Fatalf("the PreToolUse hook's transcript: %+v", pre)
+	}
+	stop := read("stop.jsonl")
+	if len(stop) != 4 || !strings.Contains(string(stop[2].Message.Content[0]), `"type":"tool_result"`) ||
+		!strings.Contains(string(stop[2].Message.Content[0]), "the notes") || !strings.Contains(string(stop[3].Message.Content[0]), `"text":"The notes say hi."`) {
+		t.Fatalf("the Stop hook's transcript: %+v", stop)
+	}
+}

@@ -69,6 +69,10 @@ type SessionOptions struct {
 	// Wrap, when set, wraps every tool outside the permission decorator
 	// (a client's hooks that run before the permission check).
 	Wrap func(tool.Tool) tool.Tool
+	// Transcript keeps the hooks' transcript of the session
+	// (TranscriptPath) even where the project declares no hooks: a
+	// client's hooks read it.
+	Transcript bool
 	// Only, when not nil, keeps only the tools of these names (compared
 	// as the registry compares them); an empty list offers no tools.
 	Only []string
@@ -252,6 +256,9 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
 		},
 	})
+	if hooks != nil || o.Transcript {
+		a.transcriptOf(id, ag)
+	}
 	return &Session{ID: id, Model: m, Agent: ag, Todos: todos, Tools: reg, Hooks: hooks}
 }
 

@@ -13,11 +13,12 @@ import (
 // offers, so that its requests leave MCP tools out
 // (agent.Config.ToolsLeftOut).
 func (a *App) toolsLeftOut(model string, limit int, left []string) {
-	root := a
-	if a.root != nil {
-		root = a.root
-	}
-	msg := toolsLeftOutMessage(model, limit, left)
+	a.warnOnce(toolsLeftOutMessage(model, limit, left))
+}
+
+// warnOnce says msg on Options.Diag, once per process.
+func (a *App) warnOnce(msg string) {
+	root := a.root0()
 	root.diagMu.Lock()
 	defer root.diagMu.Unlock()
 	if root.warnedOnce == nil {

@@ -77,6 +77,7 @@ func (s *Server) parseHooks(raw map[string][]hookMatcher) (out map[hook.Event][]
 // hookBase fills the common fields of a hook's input.
 func (s *Server) hookBase(in *hook.Input) {
 	in.SessionID, in.Cwd = s.sessionID(), s.app.Workspace
+	in.TranscriptPath = s.app.TranscriptPath(in.SessionID)
 	in.PermissionMode = claudeMode(s.app.Permissions.Mode())
 }
 

@@ -69,7 +69,8 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 		return nil, err
 	}
 	o := app.SessionOptions{Model: model, MaxTurns: s.opts.MaxTurns, Title: "stream-json",
-		System: joinNonEmpty("\n", s.opts.AppendSystemPrompt, in.appendSystem), SystemBase: in.systemBase, Jobs: s.jobs}
+		System: joinNonEmpty("\n", s.opts.AppendSystemPrompt, in.appendSystem), SystemBase: in.systemBase, Jobs: s.jobs,
+		Transcript: len(in.hooks) > 0}
 	if s.opts.SystemPrompt != "" && o.SystemBase == "" {
 		o.SystemBase = s.opts.SystemPrompt
 	}
