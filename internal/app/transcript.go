@@ -58,7 +58,10 @@ func (a *App) TranscriptPath(id string) string {
 	if id == "" {
 		return ""
 	}
-	t := a.root0().transcripts.get(id)
+	t := a.root0().transcripts.lookup(id)
+	if t == nil {
+		return ""
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ag := t.agent.Value()
@@ -93,6 +96,14 @@ func (ts *transcripts) get(id string) *transcript {
 		ts.files[id] = t
 	}
 	return t
+}
+
+// lookup returns session id's transcript, nil when its agent was never
+// registered.
+func (ts *transcripts) lookup(id string) *transcript {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.files[id]
 }
 
 // transcriptsDir is where the transcripts are written.
