@@ -196,14 +196,16 @@ func (t *typed[A]) decode(input json.RawMessage) (A, error) {
 		return args, &ArgsError{Tool: t.info.Name, Problems: problems}
 	}
 
-	dec := json.NewDecoder(bytes.NewReader(input))
-	dec.UseNumber()
-	var generic any
-	if err := dec.Decode(&generic); err != nil {
-		return fail("input is not valid JSON: " + err.Error())
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fail("unexpected data after the JSON object")
+	generic, ok := decodeGeneric(input)
+	if !ok { // the Decoder says what is wrong
+		dec := json.NewDecoder(bytes.NewReader(input))
+		dec.UseNumber()
+		if err := dec.Decode(&generic); err != nil {
+			return fail("input is not valid JSON: " + err.Error())
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return fail("unexpected data after the JSON object")
+		}
 	}
 	t.derive()
 	if problems := checkSchema(t.schema, generic, ""); len(problems) > 0 {
