@@ -247,23 +247,3 @@ type Notified struct {
 type notifyArgs struct {
 	Message string `json:"message" jsonschema:"description=The update for your parent: progress, a finding it can use now, a warning"`
 }
-
-// notifyTool lets node caller send its parent a progress note.
-func (r *run) notifyTool(caller int64) tool.Tool {
-	return tool.New("notify", "Send your parent a short progress update without waiting for an answer; use it sparingly, for what the parent can act on before you complete.", tool.KindInteract,
-		func(_ context.Context, _ tool.Call, a notifyArgs) tool.Result {
-			if a.Message == "" {
-				return tool.Errorf("message must not be empty")
-			}
-			r.mu.Lock()
-			n := view(*r.nodes[caller])
-			if p := r.nodes[n.ParentID]; p.Kind != KindHost {
-				// The parent reads its children's notes with their results
-				// (startSynthesisLocked); a host's front end delivers them.
-				r.notes[p.ID] = append(r.notes[p.ID], fmt.Sprintf("#%d (%s): %s", n.ID, abbrev(n.Goal, 80), a.Message))
-			}
-			r.mu.Unlock()
-			r.e.o.Bus.Publish(&Notified{RunID: r.id, From: n, To: n.ParentID, Message: a.Message})
-			return tool.Result{Content: fmt.Sprintf("Sent to #%d.", n.ParentID)}
-		})
-}

@@ -102,9 +102,11 @@ type run struct {
 	steered bool
 	// handoff: a cancelled drive leaves the run running for another
 	// process (DriveOptions.Handoff); set like steered.
-	handoff  bool
-	done     chan struct{}
-	finished bool
+	handoff bool
+	// treeTools are the tree tools of its nodes: not deferring, deferring.
+	treeTools [2]treeTools
+	done      chan struct{}
+	finished  bool
 }
 
 var errInterrupted error = stopCause("run interrupted")

@@ -1,7 +1,6 @@
 package tree
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,84 +92,6 @@ type noArgs struct{}
 
 // tools returns the tree tools of node caller.
 func (r *run) tools(caller int64) []tool.Tool { return r.toolsFor(caller, false) }
-
-// toolsFor returns the tree tools of node caller. With deferred, the nodes
-// spawn, fork and ask create are written with the run's next commit or
-// the caller's flush (flushFor), whichever comes first: the caller must
-// be an agent that flushes before it stores its tool results (runAgent's,
-// agent.Config.Flush), so a step's many spawns cost one commit.
-func (r *run) toolsFor(caller int64, deferred bool) []tool.Tool {
-	spawn := func(kind string) func(context.Context, tool.Call, spawnArgs) tool.Result {
-		return func(_ context.Context, c tool.Call, a spawnArgs) tool.Result {
-			if a.BudgetUSD < 0 || a.MaxTokens < 0 {
-				return tool.Errorf("budget_usd and max_tokens must not be negative")
-			}
-			model, err := r.childModel(caller, a.Model)
-			if err != nil {
-				return tool.Errorf("%v", err)
-			}
-			if r.e.o.Priced != nil && !r.e.o.Priced(model) {
-				switch {
-				case a.BudgetUSD > 0:
-					return tool.Errorf("budget_usd: the price of the child's model is unknown, so a budget in dollars cannot be enforced; use max_tokens")
-				case r.dollarBudgetOver(caller):
-					return tool.Errorf("model: the price of %s is unknown, and the child would spend under a budget in dollars; choose a model with a price", model)
-				}
-			}
-			runner, err := r.childRunner(a.Runner)
-			if err != nil {
-				return tool.Errorf("%v", err)
-			}
-			return r.create(caller, store.Node{Kind: KindTask, Spawn: kind, Goal: a.Goal, Prompt: a.Prompt,
-				BlockedBy: refs(a.BlockedBy), Returns: a.Returns, ContextQuery: a.ContextQuery, CallID: c.ID,
-				BudgetUSD: a.BudgetUSD, MaxTokens: a.MaxTokens, Model: model, Runner: runner}, deferred)
-		}
-	}
-	// tool.Idempotent marks the tools the agent runs again after a crash
-	// interrupted them: spawn, fork and ask find the node an interrupted
-	// call created (by call id); complete and the reads are naturally
-	// idempotent. The control tools and notify are not: they are reported
-	// interrupted.
-	ts := []tool.Tool{
-		tool.Idempotent(tool.New("spawn", "Create a child task that starts with a clean context: its goal, your prompt and the results of the nodes it is blocked_by. Returns its id."+r.e.models, tool.KindInteract, spawn("spawn"))),
-		tool.Idempotent(tool.New("fork", "Create a child task like spawn that also receives the results of every completed sibling when it starts. Returns its id."+r.e.models, tool.KindInteract, spawn("fork"))),
-		tool.Idempotent(tool.New("ask", "Ask the human a question; the answer becomes this ask node's result. Returns its id.", tool.KindInteract,
-			func(_ context.Context, c tool.Call, a askArgs) tool.Result {
-				return r.create(caller, store.Node{Kind: KindAsk, Goal: a.Question, Question: a.Question,
-					Options: a.Options, Default: a.Default, BlockedBy: refs(a.BlockedBy), CallID: c.ID}, deferred)
-			})),
-		tool.Idempotent(tool.New("complete", "Finish your task with its result. With children, this is a draft until you synthesize their results.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a completeArgs) tool.Result { return r.complete(caller, a.Result) })),
-		tool.Idempotent(tool.New("read_tree", "Show the whole coordination tree: ids, kinds, states, goals, dependencies and short results.", tool.KindInteract,
-			func(context.Context, tool.Call, noArgs) tool.Result {
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				return tool.Result{Content: r.renderTreeLocked()}
-			})),
-		tool.Idempotent(tool.New("read_node", "Show one node in full, including its whole result.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result { return r.readNode(int64(a.ID)) })),
-		tool.New("stop", "Stop a node in your subtree and everything under it; it ends as cancelled.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result {
-				return r.control(caller, int64(a.ID), r.stopLocked)
-			}),
-		tool.New("pause", "Pause a node in your subtree and everything under it, until resume.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result {
-				return r.control(caller, int64(a.ID), r.pauseLocked)
-			}),
-		tool.New("resume", "Resume a paused node in your subtree.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a idArgs) tool.Result {
-				return r.control(caller, int64(a.ID), r.resumeLocked)
-			}),
-		tool.New("modify", "Change the goal or prompt of a pending or paused node in your subtree.", tool.KindInteract,
-			func(_ context.Context, _ tool.Call, a modifyArgs) tool.Result {
-				return r.control(caller, int64(a.ID), func(id int64) error { return r.modifyLocked(id, a.Goal, a.Prompt) })
-			}),
-	}
-	if caller != 1 {
-		ts = append(ts, r.notifyTool(caller))
-	}
-	return ts
-}
 
 // childModel is the model of a new child of parent: the choice named (by
 // its name or its provider/name), else the parent's own.
