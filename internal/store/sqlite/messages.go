@@ -60,23 +60,25 @@ func (s *Store) saveStep(ctx context.Context, st store.Step) (int64, error) {
 // the transition (agent.StepQueuer). ctx is not watched.
 func (s *Store) QueueStep(ctx context.Context, st store.Step) (wait func() (int64, error)) {
 	ctx = context.WithoutCancel(ctx)
-	fail := func(err error) func() (int64, error) {
-		return func() (int64, error) { return 0, fmt.Errorf("save step of session %s: %w", st.SessionID, err) }
-	}
+	id := st.SessionID // not st: the closures would keep all of it
 	sw, err := newStepWrite(ctx, st)
 	switch {
 	case err != nil:
-		return fail(err)
+		return func() (int64, error) { return stepFailed(id, err) }
 	case sw == nil:
-		return func() (int64, error) { return s.lastSeq(ctx, st.SessionID) }
+		return func() (int64, error) { return s.lastSeq(ctx, id) }
 	}
 	done := s.w.enqueueTagged(sw.write, writeTag{step: sw})
 	return func() (int64, error) {
 		if err := done(); err != nil {
-			return fail(err)()
+			return stepFailed(id, err)
 		}
 		return sw.last, nil
 	}
+}
+
+func stepFailed(session string, err error) (int64, error) {
+	return 0, fmt.Errorf("save step of session %s: %w", session, err)
 }
 
 // Messages returns the session's messages with seq > afterSeq in seq order;

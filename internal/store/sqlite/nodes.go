@@ -91,13 +91,13 @@ func (s *Store) CommitAsync(ctx context.Context, run *store.Run, nodes ...store.
 
 // commitTx validates a Commit and returns what it is (for errors) and its
 // write function; nil when there is nothing to write.
-func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node) (string, func(*wtx) error, error) {
-	what := "commit"
+func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node) (commitName, func(*wtx) error, error) {
+	var what commitName
 	switch {
 	case run != nil:
-		what = "commit run " + run.ID
+		what = commitName(run.ID)
 	case len(nodes) > 0:
-		what = "commit run " + nodes[0].RunID
+		what = commitName(nodes[0].RunID)
 	default:
 		return what, nil, nil
 	}
@@ -142,6 +142,17 @@ func (s *Store) commitTx(ctx context.Context, run *store.Run, nodes []store.Node
 		}
 		return nil
 	}, nil
+}
+
+// commitName names a commit in its errors: "commit run ID", made only
+// for an error (every transition's commit was a concatenation).
+type commitName string
+
+func (c commitName) String() string {
+	if c == "" {
+		return "commit"
+	}
+	return "commit run " + string(c)
 }
 
 // nodeRows remembers, for the nodes this writer wrote last, the values it

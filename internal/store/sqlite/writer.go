@@ -104,6 +104,11 @@ type writeReq struct {
 	// onCommit are what fn asked to run once its write is committed
 	// (wtx.afterCommit); a write rolled back or run again drops them.
 	onCommit []func()
+
+	// Of a queued write (enqueueTagged): its wait, once, and its outcome.
+	w        *writer
+	waitOnce sync.Once
+	waitErr  error
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -166,7 +171,7 @@ func (w *writer) enqueue(fn func(*wtx) error) (wait func() error) {
 
 // enqueueTagged is enqueue for a write that tag describes.
 func (w *writer) enqueueTagged(fn func(*wtx) error, tag writeTag) (wait func() error) {
-	r := &writeReq{fn: fn, writeTag: tag, wake: make(chan struct{}, 1)}
+	r := &writeReq{fn: fn, writeTag: tag, wake: make(chan struct{}, 1), w: w}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -177,25 +182,28 @@ func (w *writer) enqueueTagged(fn func(*wtx) error, tag writeTag) (wait func() e
 	if w.enqueued != nil {
 		w.enqueued <- struct{}{}
 	}
-	var (
-		once sync.Once
-		err  error
-	)
-	return func() error {
-		once.Do(func() {
-			w.mu.Lock()
-			r.waiting = true
-			// Not leading and not taken: nobody got to it yet.
-			lead := !w.leading && r.state.Load() == reqQueued
-			w.leading = w.leading || lead
-			w.mu.Unlock()
-			err = w.finish(context.Background(), r, lead)
-		})
-		if r.panic != nil { // the first wait panicked with it
-			panic(r.panic)
-		}
-		return err
+	return r.wait
+}
+
+// wait is the wait of a queued write (enqueueTagged): the first call
+// waits for it, or leads; every call returns its outcome. (Its state is
+// the request's: one allocation per write, where a closure and what it
+// shared were three.)
+func (r *writeReq) wait() error {
+	r.waitOnce.Do(func() {
+		w := r.w
+		w.mu.Lock()
+		r.waiting = true
+		// Not leading and not taken: nobody got to it yet.
+		lead := !w.leading && r.state.Load() == reqQueued
+		w.leading = w.leading || lead
+		w.mu.Unlock()
+		r.waitErr = w.finish(context.Background(), r, lead)
+	})
+	if r.panic != nil { // the first wait panicked with it
+		panic(r.panic)
 	}
+	return r.waitErr
 }
 
 // finish waits for r (or runs it, when its caller leads) and returns its
