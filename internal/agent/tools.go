@@ -45,7 +45,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 			endTurn = endTurn || end
 		case wasKnown:
 			res = llm.ToolResult{CallID: c.ID, Content: interrupted(in), IsError: true}
-			if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, true); err != nil {
+			if err := a.cfg.Store.FinishIntent(context.WithoutCancel(ctx), a.cfg.SessionID, c.ID, res.Content, true); err != nil {
 				return false, false, fmt.Errorf("record interrupted %s: %w", c.Name, err)
 			}
 		case stop:
@@ -97,12 +97,12 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, known map[st
 
 // runOne records the intent, runs the tool and records its result.
 func (a *Agent) runOne(ctx context.Context, c llm.ToolCall) (llm.ToolResult, bool, error) {
-	persist := context.WithoutCancel(ctx)
 	if a.idempotent(c.Name) {
 		// Running it again after a crash is correct (a call that left no
 		// intent is run when the session settles), so it needs none.
 		return a.execute(ctx, c, false)
 	}
+	persist := context.WithoutCancel(ctx)
 	err := a.cfg.Store.StartIntent(persist, store.Intent{
 		SessionID: a.cfg.SessionID, CallID: c.ID, Tool: c.Name, Input: c.Input,
 		Status: store.IntentStarted, StartedAt: time.Now().UTC(),
@@ -172,7 +172,6 @@ func (a *Agent) idempotent(name string) bool {
 
 // execute runs c and, when it has an intent, stores its result there.
 func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.ToolResult, bool, error) {
-	persist := context.WithoutCancel(ctx)
 	a.publish(&ToolCallStarted{CallID: c.ID, Tool: c.Name, Input: c.Input})
 	start := time.Now()
 	var out tool.Result
@@ -189,7 +188,7 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 		res = llm.ToolResult{CallID: c.ID, Content: cancelledResult + "\n" + res.Content, IsError: true}
 	}
 	if intent {
-		if err := a.cfg.Store.FinishIntent(persist, a.cfg.SessionID, c.ID, res.Content, res.IsError); err != nil {
+		if err := a.cfg.Store.FinishIntent(context.WithoutCancel(ctx), a.cfg.SessionID, c.ID, res.Content, res.IsError); err != nil {
 			return llm.ToolResult{}, false, fmt.Errorf("record result of %s: %w", c.Name, err)
 		}
 	}
