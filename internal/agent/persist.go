@@ -139,8 +139,10 @@ func (a *Agent) wrote(st store.Step, last int64) []int {
 		a.histMu.Lock()
 		a.history = append(a.history, entry{seq: seq, msg: m})
 		a.histMu.Unlock()
-		for _, c := range m.ToolCalls() {
-			a.callIDs[c.ID] = true
+		for _, p := range m.Parts { // not ToolCalls: it copies them all
+			if p.Type == llm.PartToolCall && p.ToolCall != nil {
+				a.callIDs[p.ToolCall.ID] = true
+			}
 		}
 	}
 	a.create = nil

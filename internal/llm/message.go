@@ -112,7 +112,17 @@ func (m Message) Text() string {
 
 // ToolCalls returns the message's tool calls in order.
 func (m Message) ToolCalls() []ToolCall {
-	var calls []ToolCall
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == PartToolCall && p.ToolCall != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	// Counted first: a step of thousands of spawns grew it a dozen times.
+	calls := make([]ToolCall, 0, n)
 	for _, p := range m.Parts {
 		if p.Type == PartToolCall && p.ToolCall != nil {
 			calls = append(calls, *p.ToolCall)
