@@ -11,13 +11,17 @@ import (
 // valid JSON; then the caller asks the Decoder, for its error. Every tool
 // call's input is decoded so for its schema check (typed.decode), and the
 // Decoder, its buffer and its scanner were most of that check's cost.
-func decodeGeneric(input []byte) (v any, ok bool) {
+//
+// dup says that an object in input has a key twice: the value kept is
+// the last, as the Decoder keeps, but json.Unmarshal into a struct
+// decodes the others too, and fails when one does not fit its field.
+func decodeGeneric(input []byte) (v any, dup, ok bool) {
 	if !json.Valid(input) {
-		return nil, false
+		return nil, false, false
 	}
 	p := validParser{data: input}
 	v = p.value()
-	return v, !p.failed
+	return v, p.dup, !p.failed
 }
 
 // validParser reads JSON that json.Valid accepted, so it never checks
@@ -27,6 +31,7 @@ type validParser struct {
 	data   []byte
 	i      int
 	failed bool
+	dup    bool // an object has a key twice
 }
 
 func (p *validParser) space() {
@@ -55,7 +60,10 @@ func (p *validParser) value() any {
 			p.space()
 			k := p.string()
 			p.space()
-			p.i++            // ':'
+			p.i++ // ':'
+			if _, ok := m[k]; ok {
+				p.dup = true
+			}
 			m[k] = p.value() // a repeated key: the last one, as encoding/json
 			p.space()
 			c := p.data[p.i]

@@ -39,13 +39,16 @@ func FuzzDecodeGeneric(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, input []byte) {
 		input = bytes.TrimSpace(input)
-		got, ok := decodeGeneric(input)
+		got, dup, ok := decodeGeneric(input)
 		want, wantOK := decoderGeneric(input)
 		if ok && !wantOK {
 			t.Fatalf("%q: decodeGeneric accepted what the Decoder refuses", input)
 		}
 		if ok && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: decodeGeneric = %#v, the Decoder %#v", input, got, want)
+		}
+		if ok && dup && !bytes.Contains(input, []byte(",")) {
+			t.Fatalf("%q: a key twice in an object of one key", input)
 		}
 		if !ok && wantOK && json.Valid(input) {
 			t.Fatalf("%q: decodeGeneric refused valid JSON", input)
