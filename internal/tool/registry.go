@@ -17,22 +17,31 @@ import (
 //
 // A Registry is safe for concurrent use.
 type Registry struct {
-	mu      sync.RWMutex    // guards every field below
-	static  []Tool          // added with Add, in order
-	sources []*sourceState  // added with AddSource, in order
-	order   []Tool          // static, then each source's current tools
-	byKey   map[string]Tool // normalized name → tool
+	mu      sync.RWMutex   // guards every field below
+	static  []Tool         // added with Add, in order
+	sources []*sourceState // added with AddSource, in order
+	order   []Tool         // static, then each source's current tools
+	keys    []string       // keys[i] is order[i]'s normalized name
+	// byKey maps a normalized name to its index in order, in a registry
+	// of more than smallRegistry tools; a smaller one is searched in
+	// keys (every node of a tree builds a registry, and the map was most
+	// of its memory).
+	byKey map[string]int
 }
+
+// smallRegistry is the most tools a registry finds by searching keys.
+const smallRegistry = 32
 
 // NewRegistry returns a registry holding tools.
 func NewRegistry(tools ...Tool) *Registry {
-	r := &Registry{byKey: make(map[string]Tool, len(tools))}
+	r := &Registry{
+		static: make([]Tool, 0, len(tools)),
+		order:  make([]Tool, 0, len(tools)),
+		keys:   make([]string, 0, len(tools)),
+	}
 	for _, t := range tools {
 		r.addLocked(t)
 	}
-	// What rebuildLocked would make of it, with no sources yet: every node
-	// agent builds a registry.
-	r.order = append(make([]Tool, 0, len(r.static)), r.static...)
 	return r
 }
 
@@ -46,34 +55,73 @@ func (r *Registry) Add(t Tool) {
 	r.rebuildLocked()
 }
 
-// addLocked is Add without the rebuild of order; r.mu must be held (or r
-// not shared yet).
+// addLocked adds t to static and to the end of order (rebuildLocked puts
+// it before the sources' tools); r.mu must be held (or r not shared yet).
 func (r *Registry) addLocked(t Tool) {
 	name := Name(t)
 	key := toolNameKey(name)
 	if key == "" {
 		panic(fmt.Sprintf("tool.Registry: tool name %q is empty after normalization", name))
 	}
-	if prev, ok := r.byKey[key]; ok {
-		panic(fmt.Sprintf("tool.Registry: tool %q clashes with already registered %q", name, Name(prev)))
+	if i := r.indexLocked(key); i >= 0 {
+		panic(fmt.Sprintf("tool.Registry: tool %q clashes with already registered %q", name, Name(r.order[i])))
 	}
-	r.byKey[key] = t
 	r.static = append(r.static, t)
+	r.appendLocked(key, t)
+}
+
+// appendLocked adds t, whose normalized name is key, to the end of order.
+func (r *Registry) appendLocked(key string, t Tool) {
+	r.order = append(r.order, t)
+	r.keys = append(r.keys, key)
+	switch {
+	case r.byKey != nil:
+		r.byKey[key] = len(r.order) - 1
+	case len(r.keys) > smallRegistry:
+		r.byKey = make(map[string]int, len(r.keys))
+		for i, k := range r.keys {
+			r.byKey[k] = i
+		}
+	}
+}
+
+// indexLocked is the index in order of the tool whose normalized name is
+// key, -1 when there is none; r.mu must be held.
+func (r *Registry) indexLocked(key string) int {
+	if r.byKey != nil {
+		if i, ok := r.byKey[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range r.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // Lookup finds a tool by name, ignoring case, '_' and '-'. A name not
 // found makes the registry look at its sources again first.
 func (r *Registry) Lookup(name string) (Tool, bool) {
+	key := toolNameKey(name)
 	r.mu.RLock()
-	t, ok := r.byKey[toolNameKey(name)]
+	t, ok := r.findLocked(key)
 	r.mu.RUnlock()
 	if ok || !r.refresh() {
 		return t, ok
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	t, ok = r.byKey[toolNameKey(name)]
-	return t, ok
+	return r.findLocked(key)
+}
+
+func (r *Registry) findLocked(key string) (Tool, bool) {
+	if i := r.indexLocked(key); i >= 0 {
+		return r.order[i], true
+	}
+	return nil, false
 }
 
 // Specs describes every tool to the model, in the order they were added.

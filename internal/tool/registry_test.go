@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -106,6 +107,43 @@ func TestToolNameKey(t *testing.T) {
 	for _, name := range []string{"B-Tool", "btool", "A"} {
 		if _, ok := r.Lookup(name); !ok {
 			t.Errorf("Lookup(%q) found nothing", name)
+		}
+	}
+}
+
+// TestRegistrySmallAndLarge: a registry finds its tools, and refuses a
+// clash, the same whether it searches its names (smallRegistry tools or
+// fewer) or keeps a map.
+func TestRegistrySmallAndLarge(t *testing.T) {
+	type args struct{}
+	for _, n := range []int{1, smallRegistry, smallRegistry + 1, 3 * smallRegistry} {
+		tools := make([]Tool, n)
+		for i := range tools {
+			tools[i] = New(fmt.Sprintf("tool_%d", i), "a tool", KindRead, func(context.Context, Call, args) Result { return Result{} })
+		}
+		r := NewRegistry(tools...)
+		for i := range tools {
+			if got, ok := r.Lookup(fmt.Sprintf("TOOL-%d", i)); !ok || got != tools[i] {
+				t.Fatalf("%d tools: TOOL-%d found %v, %v", n, i, got, ok)
+			}
+		}
+		if _, ok := r.Lookup(fmt.Sprintf("tool_%d", n)); ok {
+			t.Fatalf("%d tools: found a tool that is not there", n)
+		}
+		if got := r.Names(); len(got) != n || got[n-1] != fmt.Sprintf("tool_%d", n-1) {
+			t.Fatalf("%d tools: Names = %v", n, got)
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%d tools: adding TOOL-0 again did not panic", n)
+				}
+			}()
+			r.Add(New("TOOL-0", "", KindRead, func(context.Context, Call, args) Result { return Result{} }))
+		}()
+		r.Add(New("extra", "", KindRead, func(context.Context, Call, args) Result { return Result{} }))
+		if _, ok := r.Lookup("Extra"); !ok {
+			t.Errorf("%d tools: the tool added is not found", n)
 		}
 	}
 }

@@ -74,22 +74,20 @@ func (r *Registry) refresh() bool {
 	return true
 }
 
-// rebuildLocked recomputes order and byKey from the static tools and the
-// sources' current tools. r.mu must be held for writing.
+// rebuildLocked recomputes order, keys and byKey from the static tools
+// and the sources' current tools. r.mu must be held for writing.
 func (r *Registry) rebuildLocked() {
-	r.order = append(r.order[:0], r.static...)
-	clear(r.byKey)
+	r.order, r.keys, r.byKey = r.order[:0], r.keys[:0], nil
 	for _, t := range r.static {
-		r.byKey[toolNameKey(Name(t))] = t
+		r.appendLocked(toolNameKey(Name(t)), t)
 	}
 	for _, st := range r.sources {
 		for _, t := range st.tools {
 			key := toolNameKey(Name(t))
-			if _, taken := r.byKey[key]; taken || key == "" {
+			if key == "" || r.indexLocked(key) >= 0 {
 				continue
 			}
-			r.byKey[key] = t
-			r.order = append(r.order, t)
+			r.appendLocked(key, t)
 		}
 	}
 }
