@@ -114,12 +114,17 @@ func (s *Subscription) drain() {
 		s.mu.Unlock()
 		close(s.done)
 	}()
+	// spare is the array of a batch handled, emptied, which the queue
+	// takes next: a queue grown from nothing for every batch was a few
+	// allocations per event of a busy bus.
+	var spare []Event
 	for {
 		s.mu.Lock()
 		batch, closed := s.queue, s.closed
-		s.queue = nil
+		s.queue, spare = spare, nil
 		s.mu.Unlock()
 		if len(batch) == 0 {
+			spare = batch // nil, or the spare it was given back unused
 			if closed {
 				return
 			}
@@ -133,8 +138,15 @@ func (s *Subscription) drain() {
 			s.cond.Broadcast()
 			s.mu.Unlock()
 		}
+		if cap(batch) <= maxSpareEvents { // a burst's is not kept
+			clear(batch)
+			spare = batch[:0]
+		}
 	}
 }
+
+// maxSpareEvents bounds the queue array a subscription keeps for reuse.
+const maxSpareEvents = 1024
 
 // Flush waits until fn has handled every event published before the call
 // (or the subscription is closed). A front end calls it before writing
