@@ -1,13 +1,16 @@
 package sandbox
 
 import (
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // Git runs programs named by a repository's hooks and config: the user's
@@ -98,23 +101,93 @@ func gitScan(root string) map[string]fileID {
 		if budget--; budget < 0 {
 			return
 		}
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			p := filepath.Join(dir, e.Name())
+		for _, e := range readDirCached(dir) {
+			p := filepath.Join(dir, e.name)
 			switch {
-			case e.Name() == ".git" && e.IsDir():
+			case e.name == ".git" && e.typ.IsDir():
 				gitDir(p)
-			case e.Name() == ".git" && e.Type().IsRegular():
+			case e.name == ".git" && e.typ.IsRegular():
 				if id, ok := idOf(p); ok {
 					found[p] = id
 				}
-			case e.IsDir() && depth < maxGitDepth && e.Name() != "node_modules":
+			case e.typ.IsDir() && depth < maxGitDepth && e.name != "node_modules":
 				walk(p, depth+1)
 			}
 		}
 	}
 	walk(root, 0)
 	return found
+}
+
+// The scan runs twice a call, as it starts and as it ends, and reading
+// every directory 3 deep is most of a call's bookkeeping (a few hundred
+// directories: 4 system calls each). A directory's ctime changes with
+// every entry added to it, removed or renamed in it, and a confined
+// command cannot set it (as it can set mtime): so a directory whose inode
+// and ctime are as when it was read has the entries read then, and one
+// lstat stands for the read. An entry read less than ctimeSlack after its
+// ctime is not kept, since a file system that keeps ctime in coarse steps
+// would not show a change made in the same step.
+const (
+	ctimeSlack    = 2 * time.Second
+	maxCachedDirs = 20000
+)
+
+// dirEnt is a directory entry as the scan uses it.
+type dirEnt struct {
+	name string
+	typ  fs.FileMode
+}
+
+// cachedDir is a directory's entries with the inode and ctime they were
+// read at.
+type cachedDir struct {
+	ino   uint64
+	ctime int64
+	ents  []dirEnt
+}
+
+var dirCache struct {
+	sync.Mutex
+	m map[string]cachedDir
+}
+
+// readDirCached is dir's entries, not following a symlink at dir, from
+// the cache when dir is unchanged since it was read.
+func readDirCached(dir string) []dirEnt { return readDirSlack(dir, ctimeSlack) }
+
+// readDirSlack is readDirCached keeping what was read slack after its
+// ctime.
+func readDirSlack(dir string, slack time.Duration) []dirEnt {
+	var st syscall.Stat_t
+	if syscall.Lstat(dir, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil
+	}
+	ino, ctime := uint64(st.Ino), st.Ctim.Nano() //nolint:unconvert // Ino is not uint64 everywhere
+	dirCache.Lock()
+	c, ok := dirCache.m[dir]
+	dirCache.Unlock()
+	if ok && c.ino == ino && c.ctime == ctime {
+		return c.ents
+	}
+	read := time.Now()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	ents := make([]dirEnt, len(entries))
+	for i, e := range entries {
+		ents[i] = dirEnt{name: e.Name(), typ: e.Type()}
+	}
+	if read.Sub(time.Unix(0, ctime)) >= slack {
+		dirCache.Lock()
+		if dirCache.m == nil || len(dirCache.m) >= maxCachedDirs {
+			dirCache.m = map[string]cachedDir{}
+		}
+		dirCache.m[dir] = cachedDir{ino: ino, ctime: ctime, ents: ents}
+		dirCache.Unlock()
+	}
+	return ents
 }
 
 // isDir reports whether p is a directory, not following a symlink.

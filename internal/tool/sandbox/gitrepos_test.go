@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitIn runs git in dir, unconfined, as the user would, and returns its
@@ -156,5 +157,92 @@ func TestSanitizeStaysInTheWorkspace(t *testing.T) {
 	}
 	if got := gitIn(t, victim, "config", "core.pager"); got != "less\n" {
 		t.Fatalf("the config of a repository outside the workspace lost core.pager (%q); blocked %q", got, r.blocked)
+	}
+}
+
+// BenchmarkGitScan is the look for nested repositories a confined call
+// does twice (as it starts and as it ends) in a workspace shaped like a
+// mid-sized project: 10 top directories of 10 of 5 (610 directories in
+// all, the scan reads those 3 deep), a .git at the top and two nested
+// repositories.
+func BenchmarkGitScan(b *testing.B) {
+	root := b.TempDir()
+	for i := range 10 {
+		for j := range 10 {
+			for k := range 5 {
+				if err := os.MkdirAll(filepath.Join(root, "d"+string(rune('a'+i)), "e"+string(rune('a'+j)), "f"+string(rune('a'+k))), 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, g := range []string{".git/hooks", "da/ea/.git/hooks", "db/.git/hooks"} {
+		if err := os.MkdirAll(filepath.Join(root, g), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// As in a project checked out a while ago: the scan keeps what it
+	// read of directories whose ctime is older than ctimeSlack.
+	time.Sleep(ctimeSlack + 100*time.Millisecond)
+	for b.Loop() {
+		if found := gitScan(root); len(found) != 3 {
+			b.Fatalf("found %v", found)
+		}
+	}
+}
+
+// TestScanSeesChangesOfACachedDirectory: what the scan keeps of a
+// directory is read again once an entry is added, removed, renamed or
+// replaced in it, even when the command puts its mtime back (a
+// directory's ctime it cannot set).
+func TestScanSeesChangesOfACachedDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := func() string {
+		var out []string
+		for _, e := range readDirSlack(dir, 0) {
+			kind := "file"
+			if e.typ.IsDir() {
+				kind = "dir"
+			}
+			out = append(out, e.name+":"+kind)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(); got != "a:dir" {
+		t.Fatalf("first read %s", got)
+	}
+	before, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		do   func() error
+		want string
+	}{
+		{func() error { return os.Mkdir(filepath.Join(dir, ".git"), 0o755) }, ".git:dir,a:dir"},
+		{func() error { return os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "b")) }, ".git:dir,b:dir"},
+		{func() error { return os.Remove(filepath.Join(dir, "b")) }, ".git:dir"},
+		{func() error {
+			if err := os.Remove(filepath.Join(dir, ".git")); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: x\n"), 0o644)
+		}, ".git:file"},
+	}
+	for i, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatal(err)
+		}
+		// The command puts the directory's times back: its ctime moves on.
+		if err := os.Chtimes(dir, before.ModTime(), before.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(); got != s.want {
+			t.Fatalf("step %d: read %s, want %s", i, got, s.want)
+		}
 	}
 }
