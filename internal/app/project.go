@@ -319,10 +319,7 @@ func (a *App) notifyHooks() {
 // reportHooks writes the notes of hooks whose event has no turn to show
 // them to (Stop, PreCompact, Notification) to Options.Diag.
 func (a *App) reportHooks(notes []string) {
-	root := a
-	if a.root != nil {
-		root = a.root
-	}
+	root := a.rootApp()
 	if root.diag == nil || len(notes) == 0 {
 		return
 	}
@@ -331,4 +328,14 @@ func (a *App) reportHooks(notes []string) {
 	for _, n := range notes {
 		fmt.Fprintln(root.diag, "arbor: warning:", n)
 	}
+}
+
+// rootApp is the App a view made by In belongs to, or a itself: what it
+// holds for the whole process (diag, the hooks' transcripts) is the
+// root's.
+func (a *App) rootApp() *App {
+	if a.root != nil {
+		return a.root
+	}
+	return a
 }

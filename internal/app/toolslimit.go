@@ -18,7 +18,7 @@ func (a *App) toolsLeftOut(model string, limit int, left []string) {
 
 // warnOnce says msg on Options.Diag, once per process.
 func (a *App) warnOnce(msg string) {
-	root := a.root0()
+	root := a.rootApp()
 	root.diagMu.Lock()
 	defer root.diagMu.Unlock()
 	if root.warnedOnce == nil {

@@ -45,7 +45,7 @@ type transcript struct {
 
 // transcriptOf registers session id's agent for its hooks' transcript.
 func (a *App) transcriptOf(id string, ag *agent.Agent) {
-	t := a.root0().transcripts.get(id)
+	t := a.rootApp().transcripts.get(id)
 	t.mu.Lock()
 	t.agent = weak.Make(ag)
 	t.mu.Unlock()
@@ -58,7 +58,7 @@ func (a *App) TranscriptPath(id string) string {
 	if id == "" {
 		return ""
 	}
-	t := a.root0().transcripts.lookup(id)
+	t := a.rootApp().transcripts.lookup(id)
 	if t == nil {
 		return ""
 	}
@@ -73,13 +73,6 @@ func (a *App) TranscriptPath(id string) string {
 		return ""
 	}
 	return t.path
-}
-
-func (a *App) root0() *App {
-	if a.root != nil {
-		return a.root
-	}
-	return a
 }
 
 // get returns session id's transcript, made on first use.
