@@ -42,6 +42,23 @@ type session struct {
 	// ended are the results of the children that ended since the last
 	// prompt: the next prompt gives them to the agent.
 	ended []string
+	// source is what the SessionStart hooks are told at the next prompt
+	// ("startup" for a new session, "resume" for a loaded one; "" once
+	// they ran); started is set once they did, for SessionEnd.
+	source  string
+	started bool
+}
+
+// takeSource returns the SessionStart source of the prompt that runs now,
+// "" after the first.
+func (ss *session) takeSource() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	src := ss.source
+	if src != "" {
+		ss.source, ss.started = "", true
+	}
+	return src
 }
 
 // modes are arbor's permission modes, offered as the session's modes.
@@ -102,7 +119,10 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 			work.Close()
 		}
 	}()
-	ss := &session{srv: s, work: work, runner: app.NewRunner(0), nodes: map[int64]tree.NodeView{}}
+	ss := &session{srv: s, work: work, runner: app.NewRunner(0), nodes: map[int64]tree.NodeView{}, source: "startup"}
+	if id != "" {
+		ss.source = "resume"
+	}
 	if id != "" {
 		st, err := s.app.Store.GetSession(s.ctx, id)
 		switch {
@@ -201,6 +221,12 @@ func (ss *session) close() {
 	ss.runner.Close()
 	if ss.host != nil { // nil when start failed
 		ss.host.Close()
+	}
+	ss.mu.Lock()
+	started := ss.started
+	ss.mu.Unlock()
+	if started {
+		ss.work.EndSession(context.Background(), ss.id, "other")
 	}
 	ss.work.Close()
 }

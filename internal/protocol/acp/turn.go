@@ -32,7 +32,15 @@ func (s *Server) prompt(m message) {
 			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopCancelled}))
 			return
 		}
-		res := ss.sess.Agent.Send(ctx, llm.UserText(ss.takeEnded()+text))
+		// The project's SessionStart (at the session's first prompt) and
+		// UserPromptSubmit hooks; a block refuses the prompt.
+		hooked, err := ss.work.PromptHooks(ctx, ss.sess.ID, ss.takeSource(), text)
+		if err != nil {
+			s.update(ss.id, chunk(updateAgentChunk, err.Error()))
+			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopRefusal}))
+			return
+		}
+		res := ss.sess.Agent.Send(ctx, llm.UserText(ss.takeEnded()+hooked))
 		s.events.Flush() // the turn's updates go before its answer
 		stop, rerr := stopReason(res)
 		if rerr != nil {
