@@ -515,10 +515,8 @@ func TestHooksReadTheTranscript(t *testing.T) {
 		llmtest.Turn{Text: "The notes say hi."},
 	)
 	defer srv.Close()
-	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test-0123456789", "ANTHROPIC_BASE_URL": srv.URL,
-		"XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"), "HOME": home}
-	b := setupIn(t, ws, env)
-	s, err := b.app.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
+	a := openIn(t, home, ws, srv.URL, app.Options{})
+	s, err := a.NewSession(context.Background(), app.SessionOptions{Model: "anthropic/claude-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
