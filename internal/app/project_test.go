@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/arbor-run/arbor/internal/config"
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/testutil"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -446,10 +446,10 @@ func TestSessionEndHooks(t *testing.T) {
 		  {"matcher": "clear", "hooks": [{"type": "command", "command": "touch cleared"}]},
 		  {"hooks": [{"type": "command", "command": "exec sleep 30"}]}]}}`,
 	})
-	diag := &syncWriter{w: &strings.Builder{}}
+	var diag testutil.SyncBuffer
 	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state"),
 		"CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "300"}
-	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }, Diag: diag})
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }, Diag: &diag})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,24 +475,6 @@ func TestSessionEndHooks(t *testing.T) {
 	if !strings.Contains(diag.String(), "the SessionEnd hooks were stopped after 300ms") {
 		t.Fatalf("stderr %q; want the hanging hook reported", diag.String())
 	}
-}
-
-// syncWriter is a writer several goroutines may write and a test read.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }
 
 // TestHooksReadTheTranscript: a hook's transcript_path is a JSONL file in
