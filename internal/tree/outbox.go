@@ -17,13 +17,13 @@ import (
 // them for the subscribers.
 //
 // When this hold queued a commit (flight), or an earlier hold's commit is
-// still on its way (queued), the hold's events and launches go to the
-// outbox instead: unlock releases mu, waits for the hold's commits to be
+// still on its way (the outbox is not empty), the hold's events and
+// launches go to the outbox instead: unlock releases mu, waits for the hold's commits to be
 // durable, and then publishes the events and opens the gate of the
 // launched work, in hold order. A failed commit fails the run, as a
 // failed synchronous commit does.
 func (r *run) unlock() {
-	if len(r.flight) == 0 && r.queued.Load() == 0 {
+	if len(r.flight) == 0 && r.entered.Load() == r.left.Load() {
 		for _, ev := range r.pending {
 			r.e.o.Bus.Publish(ev)
 		}
@@ -46,7 +46,7 @@ func (r *run) unlock() {
 // the wait, and the events and the gate after it, are left to a job of
 // the run's dispatcher, which the run waits for.
 func (r *run) unlockDetached() {
-	if len(r.flight) == 0 && r.queued.Load() == 0 {
+	if len(r.flight) == 0 && r.entered.Load() == r.left.Load() {
 		r.unlock()
 		return
 	}
@@ -61,10 +61,9 @@ func (r *run) holdLocked() (*outEntry, []func() error) {
 	e := &outEntry{events: r.pending, gate: r.gate}
 	waits := r.flight
 	r.pending, r.gate, r.flight = nil, nil, nil
-	r.queued.Add(1)
 	r.outMu.Lock()
 	r.outbox = append(r.outbox, e)
-	r.entered++
+	r.entered.Add(1)
 	r.outMu.Unlock()
 	return e, waits
 }
@@ -113,8 +112,7 @@ func (r *run) drainOutbox() {
 		if e.gate != nil {
 			close(e.gate)
 		}
-		r.queued.Add(-1)
-		r.left++
+		r.left.Add(1)
 	}
 	if r.leftCond != nil {
 		r.leftCond.Broadcast()
@@ -127,14 +125,14 @@ func (r *run) drainOutbox() {
 func (r *run) waitOutbox() {
 	r.outMu.Lock()
 	defer r.outMu.Unlock()
-	target := r.entered
-	if r.left >= target {
+	target := r.entered.Load()
+	if r.left.Load() >= target {
 		return
 	}
 	if r.leftCond == nil {
 		r.leftCond = sync.NewCond(&r.outMu)
 	}
-	for r.left < target {
+	for r.left.Load() < target {
 		r.leftCond.Wait()
 	}
 }

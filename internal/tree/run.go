@@ -28,12 +28,12 @@ type run struct {
 	// launches of the hold that queued them in the outbox until they are
 	// durable; entries leave it in the order they entered, which is the
 	// order of the holds of mu.
-	queued atomic.Int32 // entries in the outbox
-	outMu  sync.Mutex   // guards the fields below
-	outbox []*outEntry  // oldest first
+	outMu  sync.Mutex  // guards outbox and leftCond; held to add to entered and left
+	outbox []*outEntry // oldest first
 	// entered and left count the entries that entered and left the
-	// outbox; left broadcasts when left grows (waitOutbox).
-	entered, left uint64
+	// outbox (read without outMu: the outbox is empty when they are
+	// equal); leftCond broadcasts when left grows (waitOutbox).
+	entered, left atomic.Uint64
 	leftCond      *sync.Cond
 
 	usageMu     sync.Mutex // guards the fields below up to mu (read by the budget gates)
