@@ -330,6 +330,21 @@ func (a *App) reportHooks(notes []string) {
 	}
 }
 
+// warnOnce says msg on Options.Diag, once per process.
+func (a *App) warnOnce(msg string) {
+	root := a.rootApp()
+	root.diagMu.Lock()
+	defer root.diagMu.Unlock()
+	if root.warnedOnce == nil {
+		root.warnedOnce = map[string]bool{}
+	}
+	if root.warnedOnce[msg] || root.diag == nil {
+		return
+	}
+	root.warnedOnce[msg] = true
+	fmt.Fprintln(root.diag, "arbor: warning:", msg)
+}
+
 // rootApp is the App a view made by In belongs to, or a itself: what it
 // holds for the whole process (diag, the hooks' transcripts) is the
 // root's.

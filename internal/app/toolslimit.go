@@ -16,21 +16,6 @@ func (a *App) toolsLeftOut(model string, limit int, left []string) {
 	a.warnOnce(toolsLeftOutMessage(model, limit, left))
 }
 
-// warnOnce says msg on Options.Diag, once per process.
-func (a *App) warnOnce(msg string) {
-	root := a.rootApp()
-	root.diagMu.Lock()
-	defer root.diagMu.Unlock()
-	if root.warnedOnce == nil {
-		root.warnedOnce = map[string]bool{}
-	}
-	if root.warnedOnce[msg] || root.diag == nil {
-		return
-	}
-	root.warnedOnce[msg] = true
-	fmt.Fprintln(root.diag, "arbor: warning:", msg)
-}
-
 // toolsLeftOutMessage names how many tools are left out, of which
 // servers, and the config that chooses them.
 func toolsLeftOutMessage(model string, limit int, left []string) string {
