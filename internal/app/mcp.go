@@ -28,9 +28,9 @@ func (a *App) MCP(ctx context.Context) *mcpclient.Manager {
 		m = mcpclient.New(mcpclient.Options{
 			Servers: cfg.MCPServers, Workspace: a.Workspace, Getenv: a.lookupEnv,
 			LogDir:   a.MCPLogDir(),
-			OnChange: a.mcpChanged,
-			SDK:      a.mcpSDK,
-			Sandbox:  a.Sandbox, Confined: func(s config.MCPServer) bool { return a.Config().ConfinesMCP(s) },
+			OnChange: a.mcpChanged, Warn: a.warnOnce,
+			SDK:     a.mcpSDK,
+			Sandbox: a.Sandbox, Confined: func(s config.MCPServer) bool { return a.Config().ConfinesMCP(s) },
 		})
 		a.mcp = m
 		a.closers = append(a.closers, m.Stop)

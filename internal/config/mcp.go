@@ -92,6 +92,34 @@ func (s MCPServer) Offers(remote, name string) bool {
 	return !named(s.DisabledTools)
 }
 
+// UnknownTools says which names in enabled_tools and disabled_tools name
+// none of the server's tools (each given by offers as its remote name and
+// the name arbor offers it as), one "key: name, name" line per list; ""
+// when every name matches one. Only the server knows its tools, so this is
+// checked once it has listed them, not with the config.
+func (s MCPServer) UnknownTools(names [][2]string) string {
+	known := map[string]bool{}
+	for _, n := range names {
+		known[n[0]], known[n[1]] = true, true
+	}
+	var lines []string
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"enabled_tools", s.EnabledTools}, {"disabled_tools", s.DisabledTools}} {
+		var unknown []string
+		for _, n := range l.list {
+			if n = strings.TrimSpace(n); !known[n] {
+				unknown = append(unknown, n)
+			}
+		}
+		if len(unknown) > 0 {
+			lines = append(lines, l.key+": "+strings.Join(unknown, ", "))
+		}
+	}
+	return strings.Join(lines, "; ")
+}
+
 // checkToolNames reports an empty name in enabled_tools or
 // disabled_tools.
 func (s MCPServer) checkToolNames() error {

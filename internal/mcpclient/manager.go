@@ -50,6 +50,12 @@ type Options struct {
 	// OnChange, when set, is called after a server's state or tools
 	// changed (a status view refreshes). It must not block.
 	OnChange func()
+	// Warn, when set, is told of what a server's entry says that only the
+	// server's tools can show wrong: names in enabled_tools or
+	// disabled_tools it does not offer (a typo would otherwise leave a
+	// server with no tools, or one the user meant to hide offered). Once
+	// per server and list of tools; called with no lock held.
+	Warn func(msg string)
 	// Sandbox gives the sandbox that confines the stdio servers Confined
 	// says so of (see config.Config.ConfinesMCP); asked only for those, so
 	// an App makes its sandbox only when a server needs it. nil, or nil

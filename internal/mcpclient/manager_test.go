@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -388,17 +390,35 @@ func TestEnabledAndDisabledTools(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer() }, nil))
 	t.Cleanup(srv.Close)
+	var (
+		mu       sync.Mutex
+		warnings []string
+	)
 	b := setup(t, map[string]config.MCPServer{
 		"a": {Type: "http", URL: srv.URL, EnabledTools: []string{"echo", "mcp__a__fail", "image"}, DisabledTools: []string{"image"}},
 		"b": {Type: "http", URL: srv.URL, DisabledTools: []string{"mcp__b__echo", "crash"}},
-	}, nil)
+		// A typo in either list is said, once, with what the server has.
+		"c": {Type: "http", URL: srv.URL, EnabledTools: []string{"ecko", "mcp__c__fail"}, DisabledTools: []string{"fial"}},
+	}, func(o *Options) {
+		o.Warn = func(msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			warnings = append(warnings, msg)
+		}
+	})
+	mu.Lock()
+	reqWarnings := slices.Clone(warnings)
+	mu.Unlock()
+	if len(reqWarnings) != 1 || !strings.Contains(reqWarnings[0], "MCP server c does not offer the tools its entry names in enabled_tools: ecko; disabled_tools: fial (its tools: crash, echo, fail, grow, image, structured)") {
+		t.Fatalf("warnings: %q", reqWarnings)
+	}
 	var names []string
 	_, ts := b.m.Tools()
 	for _, tl := range ts {
 		names = append(names, tl.Info().Name)
 	}
 	got := strings.Join(names, " ")
-	want := "mcp__a__echo mcp__a__fail mcp__b__fail mcp__b__grow mcp__b__image mcp__b__structured"
+	want := "mcp__a__echo mcp__a__fail mcp__b__fail mcp__b__grow mcp__b__image mcp__b__structured mcp__c__fail"
 	if got != want {
 		t.Fatalf("tools offered:\n got %s\nwant %s", got, want)
 	}

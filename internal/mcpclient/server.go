@@ -69,6 +69,9 @@ type server struct {
 	infos    []ToolStatus
 	info     *mcp.Implementation
 	restarts int
+	// unknown is the last warning of names its entry's tool lists gave
+	// that it does not offer ("" = none).
+	unknown string
 }
 
 func newServer(m *Manager, name string, spec config.MCPServer) *server {
@@ -301,8 +304,10 @@ func (s *server) setTools(cs *mcp.ClientSession, remote []*mcp.Tool) {
 	ts := make([]tool.Tool, 0, len(remote))
 	infos := make([]ToolStatus, 0, len(remote))
 	taken := map[string]bool{}
+	names := make([][2]string, 0, len(remote))
 	for _, r := range remote {
 		t := newMCPTool(s, r)
+		names = append(names, [2]string{r.Name, t.info.Name})
 		if !s.spec.Offers(r.Name, t.info.Name) {
 			continue // its entry's enabled_tools or disabled_tools
 		}
@@ -315,15 +320,41 @@ func (s *server) setTools(cs *mcp.ClientSession, remote []*mcp.Tool) {
 		ts = append(ts, t)
 		infos = append(infos, ToolStatus{Name: t.info.Name, Remote: r.Name, Description: t.info.Description})
 	}
+	unknown := s.spec.UnknownTools(names)
 	s.mu.Lock()
 	same := sameTools(s.tools, ts)
 	if !same {
 		s.tools, s.infos = ts, infos
 	}
+	warn := unknown != s.unknown && unknown != ""
+	s.unknown = unknown
 	s.mu.Unlock()
+	if warn && s.m.opts.Warn != nil {
+		s.m.opts.Warn(fmt.Sprintf("MCP server %s does not offer the tools its entry names in %s (its tools: %s)",
+			s.name, unknown, remoteNames(remote)))
+	}
 	if !same {
 		s.m.changed()
 	}
+}
+
+// remoteNames lists tools by their servers' names, at most 20 of them.
+func remoteNames(remote []*mcp.Tool) string {
+	var b strings.Builder
+	for i, r := range remote {
+		if i == 20 {
+			fmt.Fprintf(&b, " and %d more", len(remote)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(r.Name)
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
 }
 
 func sameTools(a, b []tool.Tool) bool {
