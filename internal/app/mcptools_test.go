@@ -55,7 +55,8 @@ func specNames(specs []llm.ToolSpec) []string {
 // TestDenyRuleHidesMCPTool: a deny rule that names an MCP tool whole (or
 // its whole server) leaves the tool out of what the model is offered, as
 // Claude Code does, also when the rule comes while the session runs; a
-// rule of another kind does not.
+// rule of another kind does not. So does one naming a built-in whole, by
+// arbor's name or Claude Code's, at the session's start.
 func TestDenyRuleHidesMCPTool(t *testing.T) {
 	t.Parallel()
 	url := mcpServer(t, mcptest.NewServer)
@@ -68,6 +69,9 @@ func TestDenyRuleHidesMCPTool(t *testing.T) {
   - {rule: mcp__test__fail, action: deny}
   - {rule: mcp__other, action: deny}
   - {rule: mcp__test__echo, action: allow}
+  - {rule: WebFetch, action: deny}
+  - {rule: todo_write, action: deny}
+  - {rule: "shell(rm *)", action: deny}
 `)
 	a := openIn(t, home, ws, model.URL, app.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -90,8 +94,10 @@ func TestDenyRuleHidesMCPTool(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	for i, want := range []map[string]bool{
-		{"mcp__test__echo": true, "mcp__test__image": true, "mcp__test__fail": false, "mcp__other__echo": false, "read_file": true},
-		{"mcp__test__echo": true, "mcp__test__image": false, "mcp__test__fail": false, "mcp__other__echo": false, "read_file": true},
+		{"mcp__test__echo": true, "mcp__test__image": true, "mcp__test__fail": false, "mcp__other__echo": false, "read_file": true,
+			"web_fetch": false, "todo_write": false, "shell": true},
+		{"mcp__test__echo": true, "mcp__test__image": false, "mcp__test__fail": false, "mcp__other__echo": false, "read_file": true,
+			"web_fetch": false, "todo_write": false, "shell": true},
 	} {
 		names := specNames(reqs[i].Tools)
 		for name, offered := range want {

@@ -198,10 +198,16 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 			}
 		}
 	}
-	if o.Hide != nil {
-		tools = slices.DeleteFunc(tools, func(t tool.Tool) bool { return o.Hide(tool.Name(t)) })
-	}
-	tools = tool.GuardAll(tools, a.Permissions, broker)
+	// A tool the rules deny whole is left out, as Claude Code leaves it
+	// out: the model need not learn by trying. The rules as the session
+	// starts decide for these; one that comes later still denies the
+	// calls (the guard), while an MCP tool is left out then too (below).
+	pe := a.Permissions
+	tools = slices.DeleteFunc(tools, func(t tool.Tool) bool {
+		name := tool.Name(t)
+		return o.Hide != nil && o.Hide(name) || pe != nil && pe.DeniesWhole(name)
+	})
+	tools = tool.GuardAll(tools, pe, broker)
 	hooks := a.sessionHooks(id)
 	for i, t := range tools {
 		// The project's hooks run before the permission check, as Claude
@@ -218,7 +224,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	// A deny rule that names an MCP tool whole leaves it out, as Claude
 	// Code does; rules may change while the session runs.
 	hide := o.Hide
-	if pe := a.Permissions; pe != nil {
+	if pe != nil {
 		hide = func(name string) bool { return pe.DeniesWhole(name) || o.Hide != nil && o.Hide(name) }
 	}
 	var mcp tool.Source = a.MCP(ctx)
