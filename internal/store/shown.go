@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -89,21 +88,16 @@ func DescribeDriver(ctx context.Context, st LeaseStore, r Run) string {
 // conversation (the last one written to, not the last one created; a
 // tree node's session is not one) held in workspace, for --continue, which
 // like Claude Code's continues the current directory's conversation, not
-// another project's; ErrNotFound when there is none among the newest
-// thousand.
+// another project's; ErrNotFound when there is none. The store finds it
+// among all sessions: before, only the newest thousand were looked at,
+// and after a run of a thousand nodes their sessions were all of them.
 func LatestConversation(ctx context.Context, st Store, workspace string) (Session, error) {
-	ss, err := st.ListSessions(ctx, 1000)
-	if err != nil {
-		return Session{}, err
-	}
-	slices.SortStableFunc(ss, func(a, b Session) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	workspace = filepath.Clean(workspace)
-	for _, s := range ss {
-		if !s.OwnedByNode() && s.Workspace != "" && filepath.Clean(s.Workspace) == workspace {
-			return s, nil
-		}
+	s, err := st.LatestConversation(ctx, workspace)
+	if errors.Is(err, ErrNotFound) {
+		return Session{}, fmt.Errorf("no conversation in %s to continue: %w", workspace, ErrNotFound)
 	}
-	return Session{}, fmt.Errorf("no conversation in %s to continue: %w", workspace, ErrNotFound)
+	return s, err
 }
 
 // RunIDError is LookupSession's error for an id that names a run, not a

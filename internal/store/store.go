@@ -120,6 +120,10 @@ type Store interface {
 	GetSession(ctx context.Context, id string) (Session, error)
 	// ListSessions returns sessions, newest first; limit <= 0 means all.
 	ListSessions(ctx context.Context, limit int) ([]Session, error)
+	// LatestConversation returns the conversation (a session no tree
+	// node owns) held in workspace that was written to last (ties by id,
+	// the greater first); ErrNotFound when there is none.
+	LatestConversation(ctx context.Context, workspace string) (Session, error)
 	SetSessionStatus(ctx context.Context, id string, status SessionStatus) error
 
 	// AppendMessages appends msgs in one transaction and returns the seq of

@@ -95,6 +95,22 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]store.Session, e
 	return out, nil
 }
 
+// LatestConversation returns the last-written session of workspace that
+// no tree node owns; ErrNotFound when there is none.
+func (s *Store) LatestConversation(ctx context.Context, workspace string) (store.Session, error) {
+	row := s.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE workspace = ? AND (node_id IS NULL OR node_id = 0)
+		ORDER BY updated_at DESC, id DESC LIMIT 1`, workspace)
+	sess, err := scanSession(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("latest conversation in %s: %w", workspace, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("latest conversation in %s: %w", workspace, err)
+	}
+	return sess, nil
+}
+
 // SetSessionStatus changes the status of session id; ErrInvalid for a status
 // outside the store.Session* set, ErrNotFound for an unknown session.
 func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.SessionStatus) error {

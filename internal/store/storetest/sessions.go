@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,6 +106,42 @@ func testSessions(t *testing.T, open Opener) {
 			s = b.requireAdvanced(t, s, "set status "+string(status))
 			equal(t, "status", s.Status, status)
 		}
+	})
+
+	// LatestConversation (--continue): the conversation of the workspace
+	// written to last, whichever was created last, never a tree node's
+	// session, and found among all sessions: a run of more than a
+	// thousand nodes created after it once hid it.
+	t.Run("LatestConversation", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		const ws = "/home/me/project"
+		_, err := b.st.LatestConversation(b.ctx, ws)
+		errIs(t, err, store.ErrNotFound)
+
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "old", Workspace: ws, CreatedAt: when}))
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "new", Workspace: ws, CreatedAt: when.Add(time.Minute)}))
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "elsewhere", Workspace: "/home/me/other", CreatedAt: when.Add(2 * time.Minute)}))
+		for i := range 1001 {
+			noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: fmt.Sprintf("r1.%d", i+1), Workspace: ws,
+				CreatedAt: when.Add(time.Hour + time.Duration(i)*time.Millisecond), RunID: "r1", NodeID: int64(i + 1)}))
+		}
+		got, err := b.st.LatestConversation(b.ctx, ws)
+		noErr(t, err)
+		equal(t, "latest conversation", got.ID, "new")
+
+		// Written to after the newer one was: it is the latest now.
+		noErr(t, b.st.SetSessionStatus(b.ctx, "old", store.SessionIdle))
+		got, err = b.st.LatestConversation(b.ctx, ws)
+		noErr(t, err)
+		equal(t, "latest conversation after a write", got.ID, "old")
+		equal(t, "its workspace", got.Workspace, ws)
+
+		got, err = b.st.LatestConversation(b.ctx, "/home/me/other")
+		noErr(t, err)
+		equal(t, "latest conversation of the other workspace", got.ID, "elsewhere")
+		_, err = b.st.LatestConversation(b.ctx, "/home/me")
+		errIs(t, err, store.ErrNotFound)
 	})
 
 	t.Run("OwningNode", func(t *testing.T) {
