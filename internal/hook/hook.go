@@ -82,9 +82,12 @@ type Input struct {
 	Cwd            string `json:"cwd"`
 	PermissionMode string `json:"permission_mode"`
 	// PreToolUse, PostToolUse, PostToolUseFailure
-	ToolName     string          `json:"tool_name,omitempty"`
-	ToolInput    json.RawMessage `json:"tool_input,omitempty"`
-	ToolResponse *string         `json:"tool_response,omitempty"`
+	ToolName  string          `json:"tool_name,omitempty"`
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+	// ToolResponse (PostToolUse) is Claude Code's object for its tools
+	// (Bash's stdout, Write's filePath, …), the result's text as a JSON
+	// string for others: tool.ToClaudeCodeResponse.
+	ToolResponse json.RawMessage `json:"tool_response,omitempty"`
 	ToolUseID    string          `json:"tool_use_id,omitempty"`
 	// UserPromptSubmit
 	Prompt *string `json:"prompt,omitempty"`

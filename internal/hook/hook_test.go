@@ -154,7 +154,7 @@ func TestToolWrapper(t *testing.T) {
 		if res.IsError || res.Content != "ran ls\n\nchecked" {
 			t.Fatalf("result %+v; want the rewritten call's output and the PostToolUse context", res)
 		}
-		if got := post.seen[0]; got.ToolResponse == nil || *got.ToolResponse != "ran ls" || string(got.ToolInput) != `{"command":"ls"}` {
+		if got := post.seen[0]; string(got.ToolResponse) != `"ran ls"` || string(got.ToolInput) != `{"command":"ls"}` {
 			t.Fatalf("PostToolUse saw %+v", got)
 		}
 	})

@@ -137,8 +137,9 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 		interrupted := ctx.Err() != nil
 		in.Error, in.IsInterrupt = res.Content, &interrupted
 	default:
-		content := res.Content
-		in.ToolResponse = &content
+		// Claude Code's shape whatever the tool is called here (Bash,
+		// or arbor's shell).
+		in.ToolResponse = tool.ToClaudeCodeResponse(tool.FromClaudeCode(name), call.Input, res)
 	}
 	if !h.Hooks.Has(event) {
 		return res

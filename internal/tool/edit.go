@@ -90,6 +90,7 @@ func (w workRoot) edit(a editArgs) Result {
 	if err := pl.writeFile([]byte(content), info.Mode().Perm()); err != nil {
 		return pathError(a.Path, err)
 	}
+	res.Detail = &Detail{File: &FileDetail{Path: w.abs(a.Path), Existed: true, Before: string(data), After: content}}
 	return res
 }
 

@@ -33,20 +33,28 @@ func (w workRoot) writeThrough(ctx context.Context, files Files, a writeFileArgs
 		return Errorf("path is empty")
 	}
 	p := w.abs(a.Path)
-	if info, err := w.statAt(p); err == nil && info.IsDir() {
+	detail := &FileDetail{Path: p, After: a.Content}
+	info, err := w.statAt(p)
+	switch {
+	case err == nil && info.IsDir():
 		return Errorf("%s is a directory; give a file path", a.Path)
+	case err == nil:
+		// The client's text of it (an editor's buffer) is what changes.
+		if old, err := files.ReadTextFile(ctx, p); err == nil {
+			detail.Existed, detail.Before = true, old
+		}
 	}
 	if err := w.mkdirAllAt(filepath.Dir(p)); err != nil {
 		return pathError(filepath.Dir(a.Path), err)
 	}
-	p, err := w.through(p)
+	p, err = w.through(p)
 	if err != nil {
 		return pathError(a.Path, err)
 	}
 	if err := files.WriteTextFile(ctx, p, a.Content); err != nil {
 		return Errorf("write %s through the client: %v", a.Path, err)
 	}
-	return Result{Content: "wrote " + a.Path + " (" + plural(len(a.Content), "byte") + ")"}
+	return Result{Content: "wrote " + a.Path + " (" + plural(len(a.Content), "byte") + ")", Detail: &Detail{File: detail}}
 }
 
 // editThrough is edit through files: the text edited is the client's
@@ -70,6 +78,7 @@ func (w workRoot) editThrough(ctx context.Context, files Files, a editArgs) Resu
 	if err := files.WriteTextFile(ctx, p, content); err != nil {
 		return Errorf("write %s through the client: %v", a.Path, err)
 	}
+	res.Detail = &Detail{File: &FileDetail{Path: p, Existed: true, Before: text, After: content}}
 	return res
 }
 
@@ -87,11 +96,12 @@ func (w workRoot) readThrough(ctx context.Context, files Files, a readFileArgs) 
 	if err != nil {
 		return throughError(a.Path, err)
 	}
-	br := bufio.NewReader(strings.NewReader(text))
+	nl := &newlines{r: strings.NewReader(text)}
+	br := bufio.NewReader(nl)
 	if binary, _ := sniffBinary(br); binary {
 		return Errorf("%s is a binary file; read_file only shows text", a.Path)
 	}
-	return numbered(br, a)
+	return numbered(br, nl, p, a)
 }
 
 // through is the path to hand a client for the absolute path p: the

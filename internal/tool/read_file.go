@@ -2,6 +2,7 @@ package tool
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,7 +65,8 @@ func (w workRoot) readFile(a readFileArgs) Result {
 	if info.IsDir() {
 		return Errorf("%s is a directory; use list_directory", a.Path)
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	nl := &newlines{r: f}
+	br := bufio.NewReaderSize(nl, 64<<10)
 	binary, err := sniffBinary(br)
 	if err != nil {
 		return pathError(a.Path, err)
@@ -72,17 +74,35 @@ func (w workRoot) readFile(a readFileArgs) Result {
 	if binary {
 		return Errorf("%s is a binary file (%d bytes); read_file only shows text", a.Path, info.Size())
 	}
-	return numbered(br, a)
+	return numbered(br, nl, w.abs(a.Path), a)
 }
 
-// numbered is read_file's result: br's lines in a's window, numbered.
-func numbered(br *bufio.Reader, a readFileArgs) Result {
+// newlines counts the newlines read through it.
+type newlines struct {
+	r io.Reader
+	n int
+}
+
+func (c *newlines) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += bytes.Count(p[:n], []byte{'\n'})
+	return n, err
+}
+
+// numbered is read_file's result: br's lines in a's window, numbered;
+// nl counts br's newlines, for the detail of the file at path.
+func numbered(br *bufio.Reader, nl *newlines, path string, a readFileArgs) Result {
 	first := max(a.Offset, 1)
 	limit := a.Limit
 	if limit <= 0 {
 		limit = readDefaultLimit
 	}
 	var out strings.Builder
+	var raw []string // the window's lines, unnumbered, for the detail
+	done := func(res Result) Result {
+		res.Detail = &Detail{Read: readDetail(br, nl, path, first, limit, raw)}
+		return res
+	}
 	lineNo := 0
 	for {
 		// Lines before the window are consumed without keeping them.
@@ -108,22 +128,39 @@ func numbered(br *bufio.Reader, a readFileArgs) Result {
 		}
 		if out.Len()+len(formatted)+1 > readMaxOutputBytes {
 			fmt.Fprintf(&out, "[output capped at %d bytes; continue with offset=%d]\n", readMaxOutputBytes, lineNo)
-			return Result{Content: out.String()}
+			return done(Result{Content: out.String()})
 		}
 		out.WriteString(formatted)
 		out.WriteByte('\n')
+		raw = append(raw, text)
 		if lineNo-first+1 == limit {
 			if _, err := br.Peek(1); err == nil {
 				fmt.Fprintf(&out, "[showing lines %d-%d; the file continues: read again with offset=%d]\n", first, lineNo, lineNo+1)
 			}
-			return Result{Content: out.String()}
+			return done(Result{Content: out.String()})
 		}
 	}
 	switch {
 	case lineNo == 0:
-		return Result{Content: fmt.Sprintf("(%s is empty)", a.Path)}
+		return done(Result{Content: fmt.Sprintf("(%s is empty)", a.Path)})
 	case lineNo < first:
 		return Errorf("%s has %s; offset %d is past the end", a.Path, plural(lineNo, "line"), first)
 	}
-	return Result{Content: out.String()}
+	return done(Result{Content: out.String()})
+}
+
+// readDetail is the detail of a read that returned raw, the lines from
+// first, limit at most: the rest of br is counted (not kept) for the
+// file's total, counted as Claude Code counts (the text split at "\n").
+// The window holds the empty line after a last newline when it reaches
+// the end.
+func readDetail(br *bufio.Reader, nl *newlines, path string, first, limit int, raw []string) *ReadDetail {
+	_, _ = io.Copy(io.Discard, br)
+	total := nl.n + 1
+	lines := min(limit, total-first+1)
+	text := strings.Join(raw, "\n")
+	if lines > len(raw) && len(raw) > 0 {
+		text += "\n"
+	}
+	return &ReadDetail{Path: path, Text: text, Start: first, Lines: max(lines, len(raw)), Total: total}
 }

@@ -181,7 +181,8 @@ func (s *shellTool) run(ctx context.Context, a shellArgs, sb *sandbox.Sandbox) R
 		fmt.Fprintf(&b, "[%s]\n", n)
 	}
 	b.WriteString(status)
-	return Result{Content: b.String(), IsError: isError, Blocked: r.Notes}
+	detail := &ShellDetail{Output: strings.TrimRight(r.Output, "\n"), Interrupted: r.TimedOut || r.Cancelled}
+	return Result{Content: b.String(), IsError: isError, Blocked: r.Notes, Detail: &Detail{Shell: detail}}
 }
 
 // background starts a.Command as a job. Only a timeout the call gives
@@ -201,10 +202,11 @@ func (s *shellTool) background(a shellArgs, sb *sandbox.Sandbox) Result {
 	if err != nil {
 		return Errorf("cannot start background job: %v", err)
 	}
+	detail := &Detail{Shell: &ShellDetail{BackgroundID: id}}
 	if !s.jobs.delivers {
-		return Result{Content: fmt.Sprintf("started background job %s; read its output and exit code with job_output, stop it with job_kill", id)}
+		return Result{Content: fmt.Sprintf("started background job %s; read its output and exit code with job_output, stop it with job_kill", id), Detail: detail}
 	}
-	return Result{Content: fmt.Sprintf("started background job %s; its result will be delivered when it ends", id)}
+	return Result{Content: fmt.Sprintf("started background job %s; its result will be delivered when it ends", id), Detail: detail}
 }
 
 func exitStatus(code int) (string, bool) {

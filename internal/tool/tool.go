@@ -123,6 +123,10 @@ type Result struct {
 	Blocked []string
 	// Images go to the model with Content (an MCP tool's image blocks).
 	Images []llm.Image
+	// Detail is what a built-in did, in fields, for readers that want
+	// more than the model's text (hooks: ToClaudeCodeResponse); nil for
+	// other tools and for failures.
+	Detail *Detail
 	// Refused: the call did not run, because the permission check or
 	// the person asked refused it (an error result). Hooks tell a
 	// refusal from a failure by it: only a failure runs

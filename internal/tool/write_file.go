@@ -36,6 +36,7 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 	defer pl.Close()
 	mode := fs.FileMode(0o644)
 	verb := "created"
+	detail := &FileDetail{Path: w.abs(a.Path), After: a.Content}
 	info, err := pl.root.Stat(pl.name)
 	switch {
 	case err == nil && info.IsDir():
@@ -43,11 +44,16 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 	case err == nil:
 		mode = info.Mode().Perm()
 		verb = "overwrote"
+		// The text it had, for the change's detail; a file too large to
+		// edit is not loaded for it.
+		if old, _, err := pl.readFile(editMaxFileBytes, func(int64) error { return errTooLarge }); err == nil {
+			detail.Existed, detail.Before = true, string(old)
+		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return pathError(a.Path, err)
 	}
 	if err := pl.writeFile([]byte(a.Content), mode); err != nil {
 		return pathError(a.Path, err)
 	}
-	return Result{Content: verb + " " + a.Path + " (" + plural(len(a.Content), "byte") + ")"}
+	return Result{Content: verb + " " + a.Path + " (" + plural(len(a.Content), "byte") + ")", Detail: &Detail{File: detail}}
 }

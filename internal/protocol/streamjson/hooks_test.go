@@ -18,10 +18,14 @@ type hookCall struct {
 		Subtype    string `json:"subtype"`
 		CallbackID string `json:"callback_id"`
 		Input      struct {
-			HookEventName  string `json:"hook_event_name"`
-			SessionID      string `json:"session_id"`
-			ToolName       string `json:"tool_name"`
-			ToolResponse   string `json:"tool_response"`
+			HookEventName string `json:"hook_event_name"`
+			SessionID     string `json:"session_id"`
+			ToolName      string `json:"tool_name"`
+			// ToolResponse is Claude Code's Bash output.
+			ToolResponse struct {
+				Stdout      string `json:"stdout"`
+				Interrupted *bool  `json:"interrupted"`
+			} `json:"tool_response"`
 			Prompt         string `json:"prompt"`
 			StopHookActive *bool  `json:"stop_hook_active"`
 			LastMessage    string `json:"last_assistant_message"`
@@ -100,8 +104,8 @@ func TestHooks(t *testing.T) {
 		t.Fatalf("UserPromptSubmit prompt %q", h.Request.Input.Prompt)
 	}
 	b.nextHook("pre", "PreToolUse", `{}`)
-	if h := b.nextHook("post", "PostToolUse", `{"decision":"block","reason":"POST-FEEDBACK"}`); !strings.Contains(h.Request.Input.ToolResponse, "hi") {
-		t.Fatalf("PostToolUse tool_response %q, want the command's output", h.Request.Input.ToolResponse)
+	if h := b.nextHook("post", "PostToolUse", `{"decision":"block","reason":"POST-FEEDBACK"}`); h.Request.Input.ToolResponse.Stdout != "hi" || h.Request.Input.ToolResponse.Interrupted == nil {
+		t.Fatalf("PostToolUse tool_response %+v, want Claude Code's Bash output: stdout hi, interrupted false", h.Request.Input.ToolResponse)
 	}
 	if h := b.nextHook("stop", "Stop", `{"decision":"block","reason":"KEEP-GOING"}`); h.Request.Input.StopHookActive == nil || *h.Request.Input.StopHookActive || h.Request.Input.LastMessage != "done" {
 		t.Fatalf("first Stop hook: stop_hook_active %v, last_assistant_message %q, want false and done", h.Request.Input.StopHookActive, h.Request.Input.LastMessage)
