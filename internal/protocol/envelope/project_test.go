@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -123,5 +124,55 @@ func TestPromptHookCutShortByTheEnd(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("the model saw %d requests", n)
+	}
+}
+
+// TestSessionEndReasons: a session ends when the client leaves it, with
+// Claude Code's reason: /new ends it with "clear" (Claude Code's /clear),
+// /resume with "resume", each at once; the session current when the input
+// ends ends with "other". A session whose hooks never started (no turn)
+// does not end.
+func TestSessionEndReasons(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"}, llmtest.Turn{Text: "three"})
+	defer srv.Close()
+	b, ready := setupFiles(t, srv, map[string]string{
+		".claude/settings.json": `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "cat >> ended.jsonl; echo >> ended.jsonl"}]}]}}`,
+	})
+	first := ready.P.SessionID
+	b.Send(sendText("hi"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/new"))
+	second := b.Next(typ("session_switched")).P.SessionID
+	b.Next(typ("idle"))
+	b.Send(sendText("hello"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/resume " + first))
+	b.Next(typ("session_switched"))
+	b.Next(typ("idle"))
+	b.Send(sendText("again"))
+	b.Next(typ("idle"))
+	b.Close()
+	data, err := os.ReadFile(b.ws + "/ended.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var in struct {
+			SessionID string `json:"session_id"`
+			Reason    string `json:"reason"`
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(line), &in); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		got = append(got, in.SessionID+" "+in.Reason)
+	}
+	want := []string{first + " clear", second + " resume", first + " other"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the SessionEnd hooks read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -106,7 +106,9 @@ func (s *server) stats() string {
 // makes it current, on the runner so that no turn runs meanwhile.
 // A resumed session keeps its own model; a new one takes the current one.
 // A pending handoff is dropped (handoff_cancelled). A failure is reported
-// with an error envelope and returned.
+// with an error envelope and returned. The session left ends (its
+// SessionEnd hooks run) as Claude Code's /clear and /resume end theirs:
+// reason "clear" for a new session, "resume" for a stored one.
 func (s *server) switchSession(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -115,7 +117,8 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 		o   opened
 		err error
 	)
-	if cur := s.current(); id != "" && id == cur.ID {
+	cur := s.current()
+	if id != "" && id == cur.ID {
 		err = fmt.Errorf("already in session %s", id)
 	} else {
 		so := s.sessionOptions()
@@ -170,6 +173,11 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	// session is resumed.
 	s.closers.Go(old.Close)
 	s.hostClosers.Go(oldHost.Close)
+	reason := "clear"
+	if id != "" {
+		reason = "resume"
+	}
+	s.endSession(ctx, cur.ID, reason)
 	return nil
 }
 

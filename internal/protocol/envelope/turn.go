@@ -140,6 +140,19 @@ func (s *server) sessionSource(id string) string {
 	return "startup"
 }
 
+// endSession runs the SessionEnd hooks of session id with reason, when
+// its SessionStart hooks ran (sessionSource); it is not ended again as
+// the process ends (endSessions), and starts again at its next turn.
+func (s *server) endSession(ctx context.Context, id, reason string) {
+	s.ctl.mu.Lock()
+	started := s.ctl.started[id]
+	delete(s.ctl.started, id)
+	s.ctl.mu.Unlock()
+	if started {
+		s.app.EndSession(ctx, id, reason)
+	}
+}
+
 // cancelWork answers the cancel command: it stops every sub-agent, every
 // running local_shell command and the running job, or the next job when work is queued but none runs yet. The
 // idle that ends the work it stopped reports cancelled; work queued behind
