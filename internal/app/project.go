@@ -205,8 +205,15 @@ const sessionEndBudget = 1500 * time.Millisecond
 // stopped after it, ctx's cancellation aside (an interrupted run's
 // session ends too).
 func (a *App) EndSession(ctx context.Context, id, reason string) {
-	r := a.sessionHooks(id)
-	if r == nil || !r.Has(hook.SessionEnd) {
+	a.EndSessionWith(ctx, id, reason, nil)
+}
+
+// EndSessionWith is EndSession with a client's SessionEnd hooks (the
+// Claude Agent SDK's callbacks) run first, within the same budget; client
+// may be nil.
+func (a *App) EndSessionWith(ctx context.Context, id, reason string, client *hook.Runner) {
+	r := hook.Chain{client, a.sessionHooks(id)}
+	if !r.Has(hook.SessionEnd) {
 		return
 	}
 	budget := sessionEndBudget

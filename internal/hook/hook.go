@@ -41,13 +41,16 @@ const (
 	UserPromptSubmit   Event = "UserPromptSubmit"   // (no matcher)
 	Stop               Event = "Stop"               // (no matcher)
 	SessionStart       Event = "SessionStart"       // the source: startup, resume
+	// SessionEnd's reason is Claude Code's (its SDK's ExitReason): clear,
+	// resume, logout, prompt_input_exit or other; each front end says
+	// which it gives (docs/project-files.md).
+	SessionEnd Event = "SessionEnd"
 	// The events below are run only for hooks from settings files
 	// (Claude Code's names); the Claude Agent SDK's callbacks are offered
-	// the six above.
+	// the seven above.
 	SubagentStop Event = "SubagentStop" // (no matcher)
 	PreCompact   Event = "PreCompact"   // the trigger: manual, auto
 	Notification Event = "Notification" // (no matcher)
-	SessionEnd   Event = "SessionEnd"   // the reason: other
 )
 
 // Events are every event a settings file may declare hooks for.
@@ -63,11 +66,11 @@ func Known(e Event) bool {
 	return false
 }
 
-// Supported reports whether arbor runs hooks for e; callers refuse hooks
-// for other events rather than never running them.
+// Supported reports whether arbor runs the Claude Agent SDK's callbacks
+// for e; callers list those for other events as not fired.
 func Supported(e Event) bool {
 	switch e {
-	case PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart:
+	case PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd:
 		return true
 	}
 	return false

@@ -73,6 +73,10 @@ type setupOpts struct {
 	home  string // reuse another bundle's home (resume)
 	// project is the workspace's .arbor/config.yaml, "" = none.
 	project string
+	// ctx is Serve's, cancelled as SIGTERM cancels it; nil = never.
+	ctx context.Context
+	// files are more files of the workspace (.claude/settings.json).
+	files map[string]string
 }
 
 func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
@@ -84,6 +88,14 @@ func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
 	ws := filepath.Join(home, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for name, text := range o.files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if o.project != "" {
 		if err := os.MkdirAll(filepath.Join(ws, ".arbor"), 0o755); err != nil {
@@ -118,8 +130,12 @@ func setup(t *testing.T, srv *llmtest.Server, o setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	serve := func(in io.Reader, w, diag io.Writer) error {
-		return streamjson.Serve(context.Background(), a, in, w, diag, o.opts)
+		return streamjson.Serve(ctx, a, in, w, diag, o.opts)
 	}
 	decode := func(line string) (out, error) {
 		var o out

@@ -1,6 +1,7 @@
 package streamjson_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 // hookCall is a hook_callback request as the client reads it.
 type hookCall struct {
+	raw       string
 	RequestID string `json:"request_id"`
 	Request   struct {
 		Subtype    string `json:"subtype"`
@@ -47,6 +49,7 @@ func (b *bundle) nextHook(id, event, body string) hookCall {
 	if h.Request.CallbackID != id || h.Request.Input.HookEventName != event || h.Request.Input.SessionID == "" {
 		b.t.Fatalf("hook_callback %s; want callback %s for %s with the session id", o.raw, id, event)
 	}
+	h.raw = o.raw
 	b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + h.RequestID + `","response":` + body + `}}`)
 	return h
 }
@@ -219,4 +222,62 @@ func TestHookBlocks(t *testing.T) {
 	if n := len(srv.Requests()); n != 1 {
 		t.Fatalf("model requests = %d, want 1 (the blocked prompt never reached the model, the stopped turn called it once)", n)
 	}
+}
+
+// TestSessionEndCallback: the client's SessionEnd callbacks are called
+// when the session ends while its input is still open (SIGTERM, SIGINT),
+// with reason "other", and the project's SessionEnd hooks run too; when
+// the input ends first no callback is asked (no answer could be read),
+// as Claude Code 2.1 asks none then either.
+func TestSessionEndCallback(t *testing.T) {
+	t.Parallel()
+	const endHooks = `{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize","hooks":{"SessionEnd":[{"hookCallbackIds":["end"]}]}}}`
+	start := func(t *testing.T, ctx context.Context) *bundle {
+		srv := llmtest.NewServer(llmtest.Turn{Text: "done"})
+		t.Cleanup(srv.Close)
+		b := setup(t, srv, setupOpts{mode: "trust", ctx: ctx, files: map[string]string{
+			".claude/settings.json": `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "cat > project-ended.json"}]}]}}`}})
+		b.Send(endHooks)
+		if r := b.Next(typ("control_response", "")); r.Response.Subtype != "success" || strings.Contains(r.raw, "SessionEnd") {
+			t.Fatalf("initialize %s; want success, SessionEnd not among the unfired hooks", r.raw)
+		}
+		b.Send(user("hi"))
+		b.Next(typ("result", ""))
+		return b
+	}
+	t.Run("shutdown", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		b := start(t, ctx)
+		cancel() // SIGTERM, the input still open
+		if h := b.nextHook("end", "SessionEnd", `{}`); !strings.Contains(h.raw, `"reason":"other"`) {
+			t.Fatalf("SessionEnd callback %s; want reason other", h.raw)
+		}
+		for _, ok := b.Recv(); ok; _, ok = b.Recv() {
+		}
+		b.CloseInput()
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := os.ReadFile(filepath.Join(b.ws, "project-ended.json")); err != nil || !strings.Contains(string(ended), `"reason":"other"`) {
+			t.Fatalf("the project's SessionEnd hook read %q (%v)", ended, err)
+		}
+	})
+	t.Run("end-of-input", func(t *testing.T) {
+		t.Parallel()
+		b := start(t, context.Background())
+		b.CloseInput()
+		for o, ok := b.Recv(); ok; o, ok = b.Recv() {
+			if o.Type == "control_request" && o.Request.Subtype == "hook_callback" {
+				t.Fatalf("a callback asked after the input ended: %s", o.raw)
+			}
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if ended, err := os.ReadFile(filepath.Join(b.ws, "project-ended.json")); err != nil || !strings.Contains(string(ended), `"reason":"other"`) {
+			t.Fatalf("the project's SessionEnd hook read %q (%v)", ended, err)
+		}
+	})
 }

@@ -243,29 +243,58 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 
 	if o.Prompt != "" {
 		err = s.single(ctx, in, stop)
-		s.endSession(ctx)
+		s.endSession(ctx, false)
 		return err
 	}
-	err = s.read(ctx, in, stop)
+	// Cancelled (SIGTERM, SIGINT) while the input is open, the session
+	// ends at once, its input still read: the client's SessionEnd
+	// callbacks are asked while their answers can arrive, as Claude Code
+	// asks them then. Reading stops after them.
+	lines, stopReading := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReading()
+	readDone, endedEarly := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		defer stopReading()
+		select {
+		case <-ctx.Done():
+			s.endSession(ctx, true)
+			endedEarly <- true
+		case <-readDone:
+			endedEarly <- false
+		}
+	}()
+	err = s.read(lines, ctx, in, stop)
+	close(readDone)
 	close(s.inputDone)
 	s.endInput()
+	ended := <-endedEarly
 	if ctx.Err() != nil {
 		s.runner.Drop() // shutdown or cancelled: queued work does not start
 		s.runner.Stop()
-		s.endSession(ctx)
+		if !ended {
+			s.endSession(ctx, false)
+		}
 		return err
 	}
 	s.runner.Close() // end of input: the queued turns finish
-	s.endSession(ctx)
+	s.endSession(ctx, false)
 	return err
 }
 
-// endSession runs the project's SessionEnd hooks once the session's
-// turns are over; the client's cannot be asked once its input has ended.
-func (s *Server) endSession(ctx context.Context) {
-	if sess := s.current(); sess != nil {
-		s.app.EndSession(ctx, sess.ID, "other")
+// endSession runs the SessionEnd hooks once the session's turns are
+// over or cancelled, the client's callbacks first when it can still
+// answer (withClient). Claude Code asks none after the end of input:
+// their answers could not be read.
+func (s *Server) endSession(ctx context.Context, withClient bool) {
+	sess := s.current()
+	if sess == nil {
+		return
 	}
+	var client *hook.Runner
+	if withClient {
+		client = &s.hooks
+	}
+	s.app.EndSessionWith(ctx, sess.ID, "other", client)
 }
 
 // single runs single-prompt mode: the one turn, while the input is read
@@ -279,7 +308,7 @@ func (s *Server) single(ctx context.Context, in io.Reader, stop context.CancelFu
 	readCtx, stopReading := context.WithCancel(ctx)
 	read := make(chan error, 1)
 	go func() {
-		err := s.read(readCtx, in, stop)
+		err := s.read(readCtx, readCtx, in, stop)
 		close(s.inputDone)
 		s.endInput()
 		read <- err
@@ -293,10 +322,11 @@ func (s *Server) single(ctx context.Context, in io.Reader, stop context.CancelFu
 	return err
 }
 
-// read handles input lines until EOF, shutdown, or the cancellation of
-// ctx (SIGTERM), which ends it at once even while no input arrives.
-func (s *Server) read(ctx context.Context, in io.Reader, stop context.CancelFunc) error {
-	err := protocol.NewReader(in, 0).Each(ctx, func(line protocol.Line) bool {
+// read handles input lines, with ctx, until EOF, shutdown, or the
+// cancellation of lines, which ends it at once even while no input
+// arrives.
+func (s *Server) read(lines, ctx context.Context, in io.Reader, stop context.CancelFunc) error {
+	err := protocol.NewReader(in, 0).Each(lines, func(line protocol.Line) bool {
 		s.quiet.Busy()
 		if shutdown := s.handle(ctx, line); shutdown {
 			stop()
