@@ -39,10 +39,9 @@ func (w workRoot) writeThrough(ctx context.Context, files Files, a writeFileArgs
 	case err == nil && info.IsDir():
 		return Errorf("%s is a directory; give a file path", a.Path)
 	case err == nil:
-		// The client's text of it (an editor's buffer) is what changes.
-		if old, err := files.ReadTextFile(ctx, p); err == nil {
-			detail.Existed, detail.Before = true, old
-		}
+		// The disk's text: asking the client for its buffer would add a
+		// request to the write.
+		detail.Before, detail.Existed = w.oldText(p)
 	}
 	if err := w.mkdirAllAt(filepath.Dir(p)); err != nil {
 		return pathError(filepath.Dir(a.Path), err)

@@ -44,11 +44,7 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 	case err == nil:
 		mode = info.Mode().Perm()
 		verb = "overwrote"
-		// The text it had, for the change's detail; a file too large to
-		// edit is not loaded for it.
-		if old, _, err := pl.readFile(editMaxFileBytes, func(int64) error { return errTooLarge }); err == nil {
-			detail.Existed, detail.Before = true, string(old)
-		}
+		detail.Before, detail.Existed = w.oldText(detail.Path)
 	case !errors.Is(err, fs.ErrNotExist):
 		return pathError(a.Path, err)
 	}
@@ -56,4 +52,20 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 		return pathError(a.Path, err)
 	}
 	return Result{Content: verb + " " + a.Path + " (" + plural(len(a.Content), "byte") + ")", Detail: &Detail{File: detail}}
+}
+
+// oldText is the text of the file at the absolute path p before a write,
+// for the change's detail; false when it cannot be read or is larger
+// than edit loads.
+func (w workRoot) oldText(p string) (string, bool) {
+	pl, err := w.locate(p)
+	if err != nil {
+		return "", false
+	}
+	defer pl.Close()
+	old, info, err := pl.readFile(editMaxFileBytes, func(int64) error { return errTooLarge })
+	if err != nil || info == nil || info.IsDir() {
+		return "", false
+	}
+	return string(old), true
 }
