@@ -30,7 +30,8 @@ type FileDetail struct {
 // ReadDetail is what read_file returned, counted as Claude Code's Read
 // counts (the text split at "\n": a file that ends with a newline has an
 // empty last line): the lines' text without numbers, the first one's
-// number, how many were returned and how many the file has.
+// number, how many were returned and how many the file has (a lower
+// bound for a file longer than read_file counts: readCountMaxBytes).
 type ReadDetail struct {
 	Path                string
 	Text                string

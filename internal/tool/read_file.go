@@ -21,6 +21,9 @@ const (
 	// readMaxOutputBytes caps one read_file result however many lines were
 	// asked for.
 	readMaxOutputBytes = 256 << 10
+	// readCountMaxBytes bounds how much of a file after the lines read
+	// is read to count its lines (ReadDetail.Total).
+	readCountMaxBytes = 64 << 20
 )
 
 type readFileArgs struct {
@@ -151,11 +154,12 @@ func numbered(br *bufio.Reader, nl *newlines, path string, a readFileArgs) Resul
 
 // readDetail is the detail of a read that returned raw, the lines from
 // first, limit at most: the rest of br is counted (not kept) for the
-// file's total, counted as Claude Code counts (the text split at "\n").
-// The window holds the empty line after a last newline when it reaches
-// the end.
+// file's total, counted as Claude Code counts (the text split at "\n"),
+// up to readCountMaxBytes more (beyond, the total is a lower bound). The
+// window holds the empty line after a last newline when it reaches the
+// end.
 func readDetail(br *bufio.Reader, nl *newlines, path string, first, limit int, raw []string) *ReadDetail {
-	_, _ = io.Copy(io.Discard, br)
+	_, _ = io.CopyN(io.Discard, br, readCountMaxBytes)
 	total := nl.n + 1
 	lines := min(limit, total-first+1)
 	text := strings.Join(raw, "\n")
