@@ -3,6 +3,7 @@ package hook_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -24,6 +25,26 @@ type ccPostToolUse struct {
 		ToolInput    json.RawMessage `json:"tool_input"`
 		ToolResponse map[string]any  `json:"tool_response"`
 	} `json:"calls"`
+	// MCP is a call of the reference MCP server's echo tool.
+	MCP struct {
+		ToolName     string          `json:"tool_name"`
+		ToolInput    json.RawMessage `json:"tool_input"`
+		ToolResponse json.RawMessage `json:"tool_response"`
+	} `json:"mcp"`
+}
+
+// readRecord reads testdata/claude-code-post-tool-use.json.
+func readRecord(t *testing.T) ccPostToolUse {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "claude-code-post-tool-use.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec ccPostToolUse
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // ccInternalFields are fields of Claude Code's tool_response that say
@@ -39,14 +60,7 @@ var ccInternalFields = []string{"contentNotInModelContext"}
 // ends).
 func TestPostToolUseResponseLikeClaudeCode(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("testdata", "claude-code-post-tool-use.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec ccPostToolUse
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
+	rec := readRecord(t)
 	for _, named := range []string{"claude-code", "arbor"} {
 		t.Run(named, func(t *testing.T) {
 			t.Parallel()
@@ -102,6 +116,33 @@ func TestPostToolUseResponseLikeClaudeCode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPostToolUseResponseOfAnMCPTool: a hook reads an MCP tool's
+// tool_response as Claude Code gives it, its content blocks. The tool
+// here answers what the reference server's echo answered Claude Code.
+func TestPostToolUseResponseOfAnMCPTool(t *testing.T) {
+	t.Parallel()
+	rec := readRecord(t).MCP
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "post.jsonl")
+	var r hook.Runner
+	r.Set(map[hook.Event][]hook.Matcher{hook.PostToolUse: {matcher(t, "mcp__everything__.*",
+		&hook.Command{Command: "cat >> " + dump, Dir: dir, ClaudeCode: true})}})
+	type args struct {
+		Message string `json:"message"`
+	}
+	echo := tool.New(rec.ToolName, "echo", tool.KindRead, func(_ context.Context, _ tool.Call, a args) tool.Result {
+		return tool.Result{Content: "Echo: " + a.Message}
+	})
+	if res := (&hook.Tool{Tool: echo, Hooks: &r}).Run(t.Context(), tool.Call{ID: "m1", Input: rec.ToolInput}); res.IsError {
+		t.Fatal(res.Content)
+	}
+	seen := readInputs(t, dump)
+	var got, want any
+	if len(seen) != 1 || json.Unmarshal(seen[0].ToolResponse, &got) != nil || json.Unmarshal(rec.ToolResponse, &want) != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the hook read %+v; Claude Code gave %s", seen, rec.ToolResponse)
 	}
 }
 

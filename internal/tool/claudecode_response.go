@@ -2,18 +2,22 @@ package tool
 
 import (
 	"encoding/json"
+	"strings"
 )
 
 // ToClaudeCodeResponse is what a hook reads as the tool_response of a
 // call of arbor's tool arbor that succeeded: Claude Code's object for
 // the tools whose result carries a Detail (Bash's stdout, Write's and
 // Edit's filePath and structuredPatch, Read's file), as Claude Code 2.1
-// gives them; the result's text, as a JSON string, for every other tool
-// (an MCP tool's text, as Claude Code passes an MCP tool's content).
-// input is the call's arguments, in arbor's names or Claude Code's (edit's
-// are the same in both).
+// gives them; an MCP tool's content blocks, as Claude Code passes them
+// (its text in one text block, its images); the result's text, as a JSON
+// string, for every other tool. input is the call's arguments, in arbor's
+// names or Claude Code's (edit's are the same in both).
 func ToClaudeCodeResponse(arbor string, input json.RawMessage, res Result) json.RawMessage {
 	var v any = res.Content
+	if strings.HasPrefix(arbor, "mcp__") {
+		v = mcpContent(res)
+	}
 	if d := res.Detail; d != nil {
 		switch {
 		case d.Shell != nil && arbor == "shell":
@@ -100,4 +104,23 @@ type ccReadFile struct {
 	NumLines   int    `json:"numLines"`
 	StartLine  int    `json:"startLine"`
 	TotalLines int    `json:"totalLines"`
+}
+
+// mcpBlock is a content block of an MCP tool's result.
+type mcpBlock struct {
+	Type     string `json:"type"` // text, image
+	Text     string `json:"text,omitempty"`
+	Data     string `json:"data,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+}
+
+func mcpContent(res Result) []mcpBlock {
+	blocks := []mcpBlock{}
+	if res.Content != "" {
+		blocks = append(blocks, mcpBlock{Type: "text", Text: res.Content})
+	}
+	for _, img := range res.Images {
+		blocks = append(blocks, mcpBlock{Type: "image", Data: img.Data, MimeType: img.MediaType})
+	}
+	return blocks
 }
