@@ -94,13 +94,15 @@ func open(ctx context.Context, path string, checkpointed chan<- error) (*Store, 
 	}
 
 	busy := fmt.Sprint(busyTimeout.Milliseconds())
-	write, err := openWriter(ctx, abs, url.Values{
+	params := url.Values{
 		"_busy_timeout": {busy},
 		"_foreign_keys": {"1"},
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
 		"_txlock":       {"immediate"},
-	})
+	}
+	driver.WriterParams(params)
+	write, err := openWriter(ctx, abs, params)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: writer: %w", abs, err)
 	}

@@ -4,6 +4,7 @@ package driver
 
 import (
 	"errors"
+	"net/url"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -25,3 +26,8 @@ func Version() string {
 	v, _, _ := sqlite3.Version()
 	return v
 }
+
+// WriterParams adds to params what the store's writer connection needs:
+// nothing with this driver (the pure-Go one batches WAL writes,
+// walbatch.go).
+func WriterParams(url.Values) {}
