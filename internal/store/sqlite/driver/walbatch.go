@@ -22,7 +22,7 @@ import (
 // header and its page: a commit of 16 pages was 32 system calls, about a
 // fifth of the store's serial writer (docs/benchmarks.md, "Seventeenth
 // round"). SQLite lets a program replace the system calls of its unix VFS
-// (sqlite3_vfs.xSetSystemCall); BatchWALWrites replaces pwrite, and the
+// (sqlite3_vfs.xSetSystemCall); installWALBatching replaces pwrite, and the
 // calls that must see what it wrote, so that the frames a connection
 // writes to a WAL file collect in a buffer and go to the file in one
 // pwrite when the commit frame (the one whose header holds the database
@@ -43,11 +43,14 @@ import (
 //     process may be writing there;
 //   - more than walBufferMax bytes are written out.
 //
-// Frames written before their commit (a transaction whose dirty pages
-// outgrow the page cache spills them) would wait in the buffer, and an
-// error writing them would then show up in a later call. WriterParams
-// turns spilling off on the writer connection (cache_spill), so its
-// buffer only ever holds frames of the commit being written.
+// A buffer written out by another call than its connection's own write
+// (a read, an fcntl of another connection) may fail there: its frames are
+// then dropped, and the connection's next write fails with that error,
+// so a transaction missing frames never commits. Frames written before
+// their commit (a transaction whose dirty pages outgrow the page cache
+// spills them) wait in the buffer longer; WriterParams turns spilling off
+// on the writer connection (cache_spill), so its buffer only ever holds
+// frames of the commit being written.
 
 // walBufferMax bounds a buffer: 256 frames of 4 KiB pages.
 const walBufferMax = 1 << 20
@@ -59,6 +62,9 @@ type walFile struct {
 	off     int64
 	commit  bool // buf holds a commit frame's header: write out after its page
 	pending bool // counted in walPending
+	// failed is why frames were dropped since the last write: the next
+	// write fails with it.
+	failed syscall.Errno
 }
 
 var (
@@ -187,8 +193,9 @@ func (f *walFile) flushLocked(fd int32) syscall.Errno {
 	return errno
 }
 
-// flushFd writes out the buffer of fd, if it has one; false (errno set)
-// when that failed.
+// flushFd writes out the buffer of fd, if it has one, for another call
+// than its write; false (errno set) when that failed, and then the
+// file's next write fails too.
 func flushFd(tls *libc.TLS, fd int32) bool {
 	v, ok := walFiles.Load(fd)
 	if !ok {
@@ -198,6 +205,7 @@ func flushFd(tls *libc.TLS, fd int32) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e := f.flushLocked(fd); e != 0 {
+		f.failed = e
 		setErrno(tls, e)
 		return false
 	}
@@ -244,17 +252,14 @@ func walFtruncate(tls *libc.TLS, fd int32, size int64) int32 {
 
 // walFcntl writes out every buffer before any fcntl: the locks of the
 // WAL index are fcntl locks, and a frame must be in the file before its
-// transaction's lock is released.
+// transaction's lock is released. A buffer that fails to write is its
+// connection's error (flushFd), not this call's.
 func walFcntl(tls *libc.TLS, fd, cmd int32, arg uintptr) int32 {
 	if walPending.Load() > 0 {
-		failed := false
 		walFiles.Range(func(k, _ any) bool {
-			failed = !flushFd(tls, k.(int32)) || failed
+			flushFd(tls, k.(int32))
 			return true
 		})
-		if failed {
-			return -1
-		}
 	}
 	return fromC[fcntlFunc](&sysFcntl)(tls, fd, cmd, arg)
 }
@@ -271,6 +276,11 @@ func walPwrite(tls *libc.TLS, fd int32, buf uintptr, n uint64, off int64) int64 
 	f := v.(*walFile)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if e := f.failed; e != 0 {
+		f.failed = 0
+		setErrno(tls, e)
+		return -1
+	}
 	header := off < 32 // the WAL's own header: written and synced at once
 	if len(f.buf) > 0 && (header || f.off+int64(len(f.buf)) != off) {
 		if e := f.flushLocked(fd); e != 0 {

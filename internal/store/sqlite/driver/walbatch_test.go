@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -190,5 +191,46 @@ func TestWALCommitFrameIsWrittenAtOnce(t *testing.T) {
 	}
 	if b[32+frameHeaderSize] != 'a' || b[off-1] != 'c' {
 		t.Fatal("the frames were written out of place")
+	}
+}
+
+// TestWALDroppedFramesFailTheNextWrite: frames that another call than
+// their connection's write failed to write out are dropped, and that
+// connection's next write fails with the error, so the transaction that
+// lost them does not commit; the other call goes on.
+func TestWALDroppedFramesFailTheNextWrite(t *testing.T) {
+	WriterParams(url.Values{}) // the original fcntl, for walFcntl
+	path := filepath.Join(t.TempDir(), "a.db-wal")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(path) // read-only: every write of it fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	fd := int32(file.Fd())
+	walFiles.Store(fd, &walFile{})
+	defer walFiles.Delete(fd)
+	tls := libc.NewTLS()
+	defer tls.Close()
+	header := libc.Xmalloc(tls, frameHeaderSize)
+	defer libc.Xfree(tls, header)
+	clear(unsafe.Slice((*byte)(cMem(header)), frameHeaderSize)) // not a commit frame
+
+	if n := walPwrite(tls, fd, header, frameHeaderSize, 32); n != frameHeaderSize {
+		t.Fatalf("a buffered write returned %d", n)
+	}
+	if rc := walFcntl(tls, fd, int32(syscall.F_GETFD), 0); rc < 0 {
+		t.Fatalf("fcntl failed (%d) for another file's buffer", rc)
+	}
+	if n := walPwrite(tls, fd, header, frameHeaderSize, 56); n != -1 {
+		t.Fatalf("the write after its frames were dropped returned %d, want -1", n)
+	}
+	if e := syscall.Errno(*(*int32)(cMem(libc.X__errno_location(tls)))); e != syscall.EBADF {
+		t.Fatalf("errno %v, want the dropped write's EBADF", e)
+	}
+	if n := walPwrite(tls, fd, header, frameHeaderSize, 32); n != frameHeaderSize {
+		t.Fatalf("the write after the failed one returned %d", n)
 	}
 }
