@@ -121,6 +121,9 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 		// or the mode would allow (Claude Code's "ask").
 		ctx = tool.WithAsk(ctx, "a PreToolUse hook asks for approval: "+OrNoReason(v.Reason))
 	}
+	if h.Hooks.Has(PostToolUse) {
+		ctx = tool.WithDetail(ctx) // its tool_response
+	}
 	res := h.Tool.Run(ctx, call)
 	res.Content += notes
 	// Claude Code runs PostToolUse after a call that succeeded and
@@ -136,13 +139,14 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 		event = PostToolUseFailure
 		interrupted := ctx.Err() != nil
 		in.Error, in.IsInterrupt = res.Content, &interrupted
-	default:
-		// Claude Code's shape whatever the tool is called here (Bash,
-		// or arbor's shell).
-		in.ToolResponse = tool.ToClaudeCodeResponse(tool.FromClaudeCode(name), call.Input, res)
 	}
 	if !h.Hooks.Has(event) {
 		return res
+	}
+	if event == PostToolUse {
+		// Claude Code's shape whatever the tool is called here (Bash,
+		// or arbor's shell).
+		in.ToolResponse = tool.ToClaudeCodeResponse(tool.FromClaudeCode(name), call.Input, res)
 	}
 	post, err := h.Hooks.Run(ctx, event, name, in)
 	if err != nil {

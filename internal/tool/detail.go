@@ -1,5 +1,22 @@
 package tool
 
+import "context"
+
+// detailKey marks a context whose caller reads Result.Detail.
+type detailKey struct{}
+
+// WithDetail is ctx for a call whose Result.Detail is read (a PostToolUse
+// hook's tool_response). What a detail costs beyond the call's own work,
+// a file's text before a write and the count of its lines after a read,
+// is gathered only then: a call no hook reads does no more I/O than the
+// model's answer needs.
+func WithDetail(ctx context.Context) context.Context {
+	return context.WithValue(ctx, detailKey{}, true)
+}
+
+// wantsDetail reports whether ctx is WithDetail's.
+func wantsDetail(ctx context.Context) bool { return ctx.Value(detailKey{}) != nil }
+
 // Detail is what a built-in did, in fields: at most one of its parts is
 // set, by the tool it names.
 type Detail struct {

@@ -41,7 +41,9 @@ func (w workRoot) writeThrough(ctx context.Context, files Files, a writeFileArgs
 	case err == nil:
 		// The disk's text: asking the client for its buffer would add a
 		// request to the write.
-		detail.Before, detail.Existed = w.oldText(p)
+		if wantsDetail(ctx) {
+			detail.Before, detail.Existed = w.oldText(p)
+		}
 	}
 	if err := w.mkdirAllAt(filepath.Dir(p)); err != nil {
 		return pathError(filepath.Dir(a.Path), err)
@@ -95,8 +97,8 @@ func (w workRoot) readThrough(ctx context.Context, files Files, a readFileArgs) 
 	if err != nil {
 		return throughError(a.Path, err)
 	}
-	nl := &newlines{r: strings.NewReader(text)}
-	br := bufio.NewReader(nl)
+	nl, r := countNewlines(strings.NewReader(text), wantsDetail(ctx))
+	br := bufio.NewReader(r)
 	if binary, _ := sniffBinary(br); binary {
 		return Errorf("%s is a binary file; read_file only shows text", a.Path)
 	}

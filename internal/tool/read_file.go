@@ -43,11 +43,13 @@ func newReadFile(root workRoot, files Files) Tool {
 		if files != nil {
 			return root.readThrough(ctx, files, a)
 		}
-		return root.readFile(a)
+		return root.readFile(a, wantsDetail(ctx))
 	})
 }
 
-func (w workRoot) readFile(a readFileArgs) Result {
+// readFile is read_file from the disk; detail says whether to count the
+// file's lines past the window for the result's Detail.
+func (w workRoot) readFile(a readFileArgs, detail bool) Result {
 	if a.Path == "" {
 		return Errorf("path is empty")
 	}
@@ -68,8 +70,8 @@ func (w workRoot) readFile(a readFileArgs) Result {
 	if info.IsDir() {
 		return Errorf("%s is a directory; use list_directory", a.Path)
 	}
-	nl := &newlines{r: f}
-	br := bufio.NewReaderSize(nl, 64<<10)
+	nl, r := countNewlines(f, detail)
+	br := bufio.NewReaderSize(r, 64<<10)
 	binary, err := sniffBinary(br)
 	if err != nil {
 		return pathError(a.Path, err)
@@ -78,6 +80,16 @@ func (w workRoot) readFile(a readFileArgs) Result {
 		return Errorf("%s is a binary file (%d bytes); read_file only shows text", a.Path, info.Size())
 	}
 	return numbered(br, nl, w.abs(a.Path), a)
+}
+
+// countNewlines is r, through a newlines counter when detail is wanted
+// (nil when not).
+func countNewlines(r io.Reader, detail bool) (*newlines, io.Reader) {
+	if !detail {
+		return nil, r
+	}
+	nl := &newlines{r: r}
+	return nl, nl
 }
 
 // newlines counts the newlines read through it.
@@ -93,7 +105,8 @@ func (c *newlines) Read(p []byte) (int, error) {
 }
 
 // numbered is read_file's result: br's lines in a's window, numbered;
-// nl counts br's newlines, for the detail of the file at path.
+// nl counts br's newlines, for the detail of the file at path (nil: no
+// detail is wanted, and nothing past the window is read).
 func numbered(br *bufio.Reader, nl *newlines, path string, a readFileArgs) Result {
 	first := max(a.Offset, 1)
 	limit := a.Limit
@@ -103,7 +116,9 @@ func numbered(br *bufio.Reader, nl *newlines, path string, a readFileArgs) Resul
 	var out strings.Builder
 	var raw []string // the window's lines, unnumbered, for the detail
 	done := func(res Result) Result {
-		res.Detail = &Detail{Read: readDetail(br, nl, path, first, limit, raw)}
+		if nl != nil {
+			res.Detail = &Detail{Read: readDetail(br, nl, path, first, limit, raw)}
+		}
 		return res
 	}
 	lineNo := 0
@@ -135,7 +150,9 @@ func numbered(br *bufio.Reader, nl *newlines, path string, a readFileArgs) Resul
 		}
 		out.WriteString(formatted)
 		out.WriteByte('\n')
-		raw = append(raw, text)
+		if nl != nil {
+			raw = append(raw, text)
+		}
 		if lineNo-first+1 == limit {
 			if _, err := br.Peek(1); err == nil {
 				fmt.Fprintf(&out, "[showing lines %d-%d; the file continues: read again with offset=%d]\n", first, lineNo, lineNo+1)

@@ -21,11 +21,13 @@ func newWriteFile(root workRoot, files Files) Tool {
 		if files != nil {
 			return root.writeThrough(ctx, files, a)
 		}
-		return root.writeFile(a)
+		return root.writeFile(a, wantsDetail(ctx))
 	})
 }
 
-func (w workRoot) writeFile(a writeFileArgs) Result {
+// writeFile is write_file on the disk; detail says whether to read the
+// text it replaces for the result's Detail.
+func (w workRoot) writeFile(a writeFileArgs, detail bool) Result {
 	if a.Path == "" {
 		return Errorf("path is empty")
 	}
@@ -36,7 +38,7 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 	defer pl.Close()
 	mode := fs.FileMode(0o644)
 	verb := "created"
-	detail := &FileDetail{Path: w.abs(a.Path), After: a.Content}
+	fd := &FileDetail{Path: w.abs(a.Path), After: a.Content}
 	info, err := pl.root.Stat(pl.name)
 	switch {
 	case err == nil && info.IsDir():
@@ -44,14 +46,16 @@ func (w workRoot) writeFile(a writeFileArgs) Result {
 	case err == nil:
 		mode = info.Mode().Perm()
 		verb = "overwrote"
-		detail.Before, detail.Existed = w.oldText(detail.Path)
+		if detail {
+			fd.Before, fd.Existed = w.oldText(fd.Path)
+		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return pathError(a.Path, err)
 	}
 	if err := pl.writeFile([]byte(a.Content), mode); err != nil {
 		return pathError(a.Path, err)
 	}
-	return Result{Content: verb + " " + a.Path + " (" + plural(len(a.Content), "byte") + ")", Detail: &Detail{File: detail}}
+	return Result{Content: verb + " " + a.Path + " (" + plural(len(a.Content), "byte") + ")", Detail: &Detail{File: fd}}
 }
 
 // oldText is the text of the file at the absolute path p before a write,
