@@ -38,13 +38,11 @@ type diffOp struct {
 func structuredPatch(before, after string) []ccHunk {
 	a, aEOL := textLines(before)
 	b, bEOL := textLines(after)
-	key := func(lines []string, eol bool, i int) string {
-		if i == len(lines)-1 && !eol {
-			return lines[i] // a last line without newline differs from one with
-		}
-		return lines[i] + "\n"
-	}
-	ops := lineDiff(len(a), len(b), func(i, j int) bool { return key(a, aEOL, i) == key(b, bEOL, j) })
+	// A last line without newline differs from the same text with one.
+	bare := func(lines []string, eol bool, i int) bool { return i == len(lines)-1 && !eol }
+	ops := lineDiff(len(a), len(b), func(i, j int) bool {
+		return a[i] == b[j] && bare(a, aEOL, i) == bare(b, bEOL, j)
+	})
 	var hunks []ccHunk
 	for i := 0; i < len(ops); {
 		if ops[i].kind == ' ' {
