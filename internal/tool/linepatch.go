@@ -1,7 +1,5 @@
 package tool
 
-import "strings"
-
 // patchContext is how many unchanged lines a hunk shows around a change
 // (Claude Code's structuredPatch shows 3).
 const patchContext = 3
@@ -36,8 +34,8 @@ type diffOp struct {
 
 // structuredPatch is the hunks that turn before into after.
 func structuredPatch(before, after string) []ccHunk {
-	a, aEOL := textLines(before)
-	b, bEOL := textLines(after)
+	a, aEOL := splitLines(before)
+	b, bEOL := splitLines(after)
 	// A last line without newline differs from the same text with one.
 	bare := func(lines []string, eol bool, i int) bool { return i == len(lines)-1 && !eol }
 	ops := lineDiff(len(a), len(b), func(i, j int) bool {
@@ -99,16 +97,6 @@ func hunk(ops []diffOp, a, b []string, aEOL, bEOL bool) ccHunk {
 		}
 	}
 	return h
-}
-
-// textLines splits s into lines without their newlines, and says
-// whether the last one ended with one ("" has no lines).
-func textLines(s string) ([]string, bool) {
-	if s == "" {
-		return nil, true
-	}
-	eol := strings.HasSuffix(s, "\n")
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n"), eol
 }
 
 // lineDiff is the ops that turn n old lines into m new ones, equal(i, j)
