@@ -140,12 +140,7 @@ func TestWALCommitFrameIsWrittenAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
-	fd := int32(file.Fd())
-	walFiles.Store(fd, &walFile{})
-	defer walFiles.Delete(fd)
-	tls := libc.NewTLS()
-	defer tls.Close()
+	fd, tls := bufferedWAL(t, file)
 	const pageSize = 512
 	frame := func(commit uint32, fill byte) (header, page uintptr) {
 		header, page = libc.Xmalloc(tls, frameHeaderSize), libc.Xmalloc(tls, pageSize)
@@ -208,12 +203,7 @@ func TestWALDroppedFramesFailTheNextWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
-	fd := int32(file.Fd())
-	walFiles.Store(fd, &walFile{})
-	defer walFiles.Delete(fd)
-	tls := libc.NewTLS()
-	defer tls.Close()
+	fd, tls := bufferedWAL(t, file)
 	header := libc.Xmalloc(tls, frameHeaderSize)
 	defer libc.Xfree(tls, header)
 	clear(unsafe.Slice((*byte)(cMem(header)), frameHeaderSize)) // not a commit frame
@@ -233,4 +223,18 @@ func TestWALDroppedFramesFailTheNextWrite(t *testing.T) {
 	if n := walPwrite(tls, fd, header, frameHeaderSize, 32); n != frameHeaderSize {
 		t.Fatalf("the write after the failed one returned %d", n)
 	}
+}
+
+// bufferedWAL registers file as a WAL file whose writes are buffered, for
+// the test, and gives a C thread to call the replaced calls with. The
+// file is closed after the test, once unregistered: its descriptor, free
+// before, could be another connection's WAL meanwhile.
+func bufferedWAL(t *testing.T, file *os.File) (int32, *libc.TLS) {
+	t.Cleanup(func() { _ = file.Close() })
+	fd := int32(file.Fd())
+	walFiles.Store(fd, &walFile{})
+	t.Cleanup(func() { walFiles.Delete(fd) })
+	tls := libc.NewTLS()
+	t.Cleanup(tls.Close)
+	return fd, tls
 }
