@@ -101,25 +101,29 @@ func TestSDKMCPOverControlChannel(t *testing.T) {
 		if err := toServer.Write(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		back, err := toServer.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := jsonrpc.EncodeMessage(back)
-		b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + o.RequestID + `","response":{"mcp_response":` + string(raw) + `}}}`)
-		if call.Method == "tools/call" && strings.Contains(string(call.Params), `"grow"`) {
-			// grow adds a tool: the server speaks on its own
-			// (list_changed), which the client passes on as its
-			// mcp_message request.
-			note, err := toServer.Read(ctx)
+		// grow adds a tool: the server also speaks on its own
+		// (list_changed), before or after its answer, and the client
+		// passes that on as its mcp_message request after the answer.
+		grow := call.Method == "tools/call" && strings.Contains(string(call.Params), `"grow"`)
+		var answer, note []byte
+		for answer == nil || grow && note == nil {
+			back, err := toServer.Read(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, _ := jsonrpc.EncodeMessage(note)
-			if !strings.Contains(string(raw), "notifications/tools/list_changed") {
-				t.Fatalf("after grow the server sent %s; want list_changed", raw)
+			raw, _ := jsonrpc.EncodeMessage(back)
+			if _, ok := back.(*jsonrpc.Response); ok {
+				answer = raw
+				continue
 			}
-			b.Send(`{"type":"control_request","request_id":"n-1","request":{"subtype":"mcp_message","server_name":"calc","message":` + string(raw) + `}}`)
+			if !grow || !strings.Contains(string(raw), "notifications/tools/list_changed") {
+				t.Fatalf("after %s the server sent %s", call.Method, raw)
+			}
+			note = raw
+		}
+		b.Send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + o.RequestID + `","response":{"mcp_response":` + string(answer) + `}}}`)
+		if note != nil {
+			b.Send(`{"type":"control_request","request_id":"n-1","request":{"subtype":"mcp_message","server_name":"calc","message":` + string(note) + `}}`)
 		}
 	}
 	b.Close()
