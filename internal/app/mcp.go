@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -25,8 +26,16 @@ func (a *App) MCP(ctx context.Context) *mcpclient.Manager {
 	a.mu.Lock()
 	m := a.mcp
 	if m == nil {
+		// Stdio servers start with the settings' env too, as Claude
+		// Code's do; their ${VAR} are still expanded from arbor's own
+		// environment (Claude Code leaves a variable only that env sets
+		// unexpanded).
+		var environ []string
+		if env := a.project.k.EnvList(); len(env) > 0 {
+			environ = append(os.Environ(), env...)
+		}
 		m = mcpclient.New(mcpclient.Options{
-			Servers: cfg.MCPServers, Workspace: a.Workspace, Getenv: a.lookupEnv,
+			Servers: cfg.MCPServers, Workspace: a.Workspace, Getenv: a.lookupEnv, Environ: environ,
 			LogDir:   a.MCPLogDir(),
 			OnChange: a.mcpChanged, Warn: a.warnOnce,
 			SDK:     a.mcpSDK,

@@ -28,6 +28,7 @@ type projectFiles struct {
 // loadProject reads ws's project files (package project) and makes
 // their hooks, confined by the sandbox sb gives when the config says
 // sandbox.hooks; what was skipped or cut is in problems, for Warnings.
+// The hooks get the settings' env.
 func loadProject(ws string, cfg *config.Config, sources []string, sb func() *sandbox.Sandbox) (projectFiles, []string) {
 	k := project.Load(project.Options{Workspace: ws, UserDir: cfg.UserDir(), Home: cfg.Home(), Sources: sources})
 	var problems []string
@@ -37,7 +38,7 @@ func loadProject(ws string, cfg *config.Config, sources []string, sb func() *san
 	if !cfg.Sandbox.Hooks {
 		sb = nil
 	}
-	set, errs := hook.FromSettings(k.Hooks, hook.CommandOptions{Dir: k.Root, Sandbox: sb})
+	set, errs := hook.FromSettings(k.Hooks, hook.CommandOptions{Dir: k.Root, Env: k.EnvList(), Sandbox: sb})
 	for _, err := range errs {
 		problems = append(problems, "project files: "+err.Error())
 	}

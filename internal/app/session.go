@@ -167,7 +167,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 	sbc := a.Config().Sandbox
 	bo := tool.BuiltinOptions{Workspace: a.Workspace, Asker: broker, Todos: todos, Sandbox: a.Sandbox(),
 		SandboxAsks: !sbc.AutoAllows(), SandboxOnly: !sbc.AllowsUnsandboxed(), NoImages: m.Ref.NoImages,
-		Policy: a.Permissions, Files: o.Files, WithheldEnv: a.keyEnv(), Roots: a.Config().AddDirs}
+		Policy: a.Permissions, Files: o.Files, WithheldEnv: a.keyEnv(), Env: a.project.k.EnvList(), Roots: a.Config().AddDirs}
 	// The background-capable shell and job_kill, then o.Tools, replace the
 	// tools of the same name in place, or are added after them.
 	tools := tool.Builtins(bo)

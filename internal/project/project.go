@@ -52,6 +52,11 @@ type Knowledge struct {
 	Rules []permission.Rule
 	// Hooks are the settings files' hooks, in the order of the files.
 	Hooks []hook.Declared
+	// Env are the variables the settings files set (their "env"), for
+	// the commands a session starts: shell commands, background jobs,
+	// hooks and MCP servers; a variable set in several files has the
+	// narrowest file's value.
+	Env map[string]string
 	// Problems are what was skipped or cut, and why (each names its
 	// file): reported at start, never fatal.
 	Problems []error
@@ -141,7 +146,7 @@ func Load(o Options) *Knowledge {
 	if o.UserDir != "" {
 		places = append(places, settingsPlace{path: filepath.Join(o.UserDir, "settings.json"), root: o.Home, scope: permission.ScopeUser, hookDir: ws})
 	}
-	k.Rules, k.Hooks = readSettings(places, ws, report)
+	k.Rules, k.Hooks, k.Env = readSettings(places, ws, report)
 	return k
 }
 

@@ -32,6 +32,9 @@ type settingsFile struct {
 	// every file's (Claude Code's disableAllHooks, which keeps the
 	// user's hooks when a project's file sets it).
 	DisableAllHooks bool `json:"disableAllHooks"`
+	// Env are the variables the file sets for the session's commands
+	// (settingsEnv).
+	Env map[string]string `json:"-"`
 }
 
 // settingsPlace is a settings file and the scope of its rules.
@@ -51,9 +54,12 @@ type settingsPlace struct {
 // others used, so a mistake in one list does not lose the deny rules; a
 // key of permissions arbor does not know ("dney") and a top-level key
 // that looks like a misspelt one ("permission") are reported; a rule
-// that cannot be mapped is reported and left out.
-func readSettings(places []settingsPlace, ws string, report func(error)) ([]permission.Rule, []hook.Declared) {
+// that cannot be mapped is reported and left out. The files' env is
+// merged, a variable taking its value from the first file (the
+// narrowest) that sets it.
+func readSettings(places []settingsPlace, ws string, report func(error)) ([]permission.Rule, []hook.Declared, map[string]string) {
 	var rules []permission.Rule
+	var env map[string]string
 	var hooks []hook.Declared
 	var scopes []permission.Scope      // of hooks' files
 	off := map[permission.Scope]bool{} // disableAllHooks said in a file of the scope
@@ -103,6 +109,7 @@ func readSettings(places []settingsPlace, ws string, report func(error)) ([]perm
 		if f.DisableAllHooks {
 			off[p.scope] = true
 		}
+		env = mergeEnv(env, f.Env)
 	}
 	var on []hook.Declared
 	for i, d := range hooks {
@@ -110,7 +117,7 @@ func readSettings(places []settingsPlace, ws string, report func(error)) ([]perm
 			on = append(on, d)
 		}
 	}
-	return rules, on
+	return rules, on, env
 }
 
 // decodeSettings decodes a settings file part by part: a part of the wrong
@@ -128,7 +135,7 @@ func decodeSettings(b []byte, bad func(part string, err error)) (settingsFile, e
 		return f, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if near := permission.Nearest(k, []string{"permissions", "hooks"}); near != "" && k != near {
+		if near := permission.Nearest(k, []string{"permissions", "hooks", "env"}); near != "" && k != near {
 			bad(k, fmt.Errorf("%w (did you mean %s?)", errNotSettingsKey, near))
 		}
 	}
@@ -160,6 +167,9 @@ func decodeSettings(b []byte, bad func(part string, err error)) (settingsFile, e
 			f.Hooks = nil
 			bad("hooks", err)
 		}
+	}
+	if raw, ok := top["env"]; ok {
+		f.Env = settingsEnv(raw, bad)
 	}
 	if raw, ok := top["disableAllHooks"]; ok {
 		if err := json.Unmarshal(raw, &f.DisableAllHooks); err != nil {

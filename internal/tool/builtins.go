@@ -45,6 +45,10 @@ type BuiltinOptions struct {
 	// arbor's own credentials (agentEnv): the key variables of configured
 	// providers.
 	WithheldEnv []string
+	// Env are NAME=value entries shell commands and background jobs get
+	// on top of that environment: what the project's settings set
+	// (their "env"; project.Knowledge.EnvList).
+	Env []string
 }
 
 // Builtins returns the built-in tools: read_file, view_image (unless

@@ -10,7 +10,8 @@ import (
 // TestAgentCommandsDoWithoutArborsCredentials: an agent's shell command
 // and background job run without the variables of arbor's credentials and
 // those BuiltinOptions.WithheldEnv names, and with the rest of arbor's
-// environment; a person's own command (RunCommand) keeps them all. Before,
+// environment, and the project settings' env (BuiltinOptions.Env) over
+// it; a person's own command (RunCommand) keeps them all. Before,
 // `env` in an agent's shell printed every token and the store's password
 // into the transcript (redaction covered only the providers' keys, and a
 // model can encode a key past it). (Not parallel: it sets variables.)
@@ -19,6 +20,7 @@ func TestAgentCommandsDoWithoutArborsCredentials(t *testing.T) {
 	for _, name := range append(withheld, "KEEP_THIS") {
 		t.Setenv(name, "value-of-"+name)
 	}
+	t.Setenv("OVERRIDDEN", "arbor")
 	check := func(where, out string, keep bool) {
 		t.Helper()
 		for _, name := range withheld {
@@ -29,11 +31,19 @@ func TestAgentCommandsDoWithoutArborsCredentials(t *testing.T) {
 		if !strings.Contains(out, "KEEP_THIS=value-of-KEEP_THIS") {
 			t.Fatalf("%s: the rest of the environment is missing:\n%s", where, out)
 		}
+		// The project settings' env (BuiltinOptions.Env) comes over
+		// arbor's; a person's own command runs with arbor's alone.
+		settings := strings.Contains(out, "FROM_SETTINGS=s1") && strings.Contains(out, "OVERRIDDEN=settings") &&
+			!strings.Contains(out, "OVERRIDDEN=arbor")
+		if settings == keep {
+			t.Fatalf("%s: the settings' env present = %v, want %v:\n%s", where, settings, !keep, out)
+		}
 	}
 	root := t.TempDir()
 	jobs := NewJobs(nil)
 	defer jobs.Close()
-	sh := newBackgroundShell(newWorkRoot(root, nil), BuiltinOptions{Workspace: root, WithheldEnv: []string{"MY_PROVIDER_KEY"}}, jobs)
+	sh := newBackgroundShell(newWorkRoot(root, nil), BuiltinOptions{Workspace: root, WithheldEnv: []string{"MY_PROVIDER_KEY"},
+		Env: []string{"FROM_SETTINGS=s1", "OVERRIDDEN=settings"}}, jobs)
 	ctx := context.Background()
 	res := sh.Run(ctx, shellCall("env", 0))
 	if res.IsError {

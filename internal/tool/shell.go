@@ -85,8 +85,9 @@ type shellTool struct {
 	// sandbox (BuiltinOptions.SandboxAsks, SandboxOnly).
 	asks, only bool
 	// withheld are variables the commands do without besides arbor's
-	// credentials (BuiltinOptions.WithheldEnv, agentEnv).
-	withheld []string
+	// credentials (BuiltinOptions.WithheldEnv, agentEnv); env are
+	// added (BuiltinOptions.Env).
+	withheld, env []string
 }
 
 func newShell(root workRoot, o BuiltinOptions) Tool {
@@ -98,7 +99,7 @@ func newShell(root workRoot, o BuiltinOptions) Tool {
 func newBackgroundShell(root workRoot, o BuiltinOptions, jobs *Jobs) Tool {
 	timeout, maxTimeout := o.ShellTimeout, o.ShellMaxTimeout
 	s := &shellTool{dir: root.dir, timeout: timeout, maxTimeout: maxTimeout, waitDelay: shellWaitDelay, jobs: jobs, sandbox: o.Sandbox,
-		asks: o.SandboxAsks, only: o.SandboxOnly, withheld: o.WithheldEnv}
+		asks: o.SandboxAsks, only: o.SandboxOnly, withheld: o.WithheldEnv, env: o.Env}
 	if s.maxTimeout <= 0 {
 		s.maxTimeout = DefaultShellMaxTimeout
 	}
@@ -151,7 +152,7 @@ func (s *shellTool) run(ctx context.Context, a shellArgs, sb *sandbox.Sandbox) R
 	if a.RunInBackground {
 		return s.background(a, sb)
 	}
-	r := runCommand(ctx, sb, s.dir, a.Command, agentEnv(s.withheld), timeout, shellMaxOutputBytes, s.waitDelay, nil)
+	r := runCommand(ctx, sb, s.dir, a.Command, s.environ(), timeout, shellMaxOutputBytes, s.waitDelay, nil)
 	var status string
 	isError := true
 	switch {
@@ -185,6 +186,12 @@ func (s *shellTool) run(ctx context.Context, a shellArgs, sb *sandbox.Sandbox) R
 	return Result{Content: b.String(), IsError: isError, Blocked: r.Notes, Detail: &Detail{Shell: detail}}
 }
 
+// environ is the environment of the tool's commands: arbor's without
+// its credentials, then the project's variables.
+func (s *shellTool) environ() []string {
+	return append(agentEnv(s.withheld), s.env...)
+}
+
 // background starts a.Command as a job. Only a timeout the call gives
 // applies (clamped to the maximum).
 func (s *shellTool) background(a shellArgs, sb *sandbox.Sandbox) Result {
@@ -198,7 +205,7 @@ func (s *shellTool) background(a shellArgs, sb *sandbox.Sandbox) Result {
 			timeout = time.Duration(a.Timeout) * time.Second
 		}
 	}
-	id, err := s.jobs.Start(sb, s.dir, a.Command, agentEnv(s.withheld), timeout, s.waitDelay)
+	id, err := s.jobs.Start(sb, s.dir, a.Command, s.environ(), timeout, s.waitDelay)
 	if err != nil {
 		return Errorf("cannot start background job: %v", err)
 	}

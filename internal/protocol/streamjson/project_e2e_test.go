@@ -83,6 +83,28 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
 `
 
 var projectFlows = []projectFlow{
+	// A settings file's env reaches the commands (a number as its text,
+	// the local file's value over the project file's) and the hooks.
+	{name: "settings-env", mode: "bypassPermissions", command: `echo "marker=$PROJECT_ENV_MARKER num=$NUM flag=$FLAG literal=$LITERAL over=$OVER"`,
+		files: map[string]string{
+			".claude/settings.json":       `{"env": {"PROJECT_ENV_MARKER": "env-9d2", "NUM": 5, "FLAG": true, "LITERAL": "$HOME/x", "OVER": "project"}}`,
+			".claude/settings.local.json": `{"env": {"OVER": "local"}}`,
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			if want := "marker=env-9d2 num=5 flag=true literal=$HOME/x over=local"; o.ToolIsError || !strings.Contains(o.ToolResult, want) {
+				t.Errorf("the command did not get the settings' env: tool result %q, want %q", o.ToolResult, want)
+			}
+		}},
+	{name: "settings-env-hook", mode: "bypassPermissions", command: "rm -f victim.txt",
+		files: map[string]string{
+			".claude/hooks/env.sh":  "#!/bin/sh\ncat >/dev/null\necho \"HOOK-SEES=$PROJECT_ENV_MARKER\" >&2\nexit 2\n",
+			".claude/settings.json": `{"env": {"PROJECT_ENV_MARKER": "env-9d2"}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/env.sh"}]}]}}`,
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			if !o.VictimKept || !strings.Contains(o.ToolResult, "HOOK-SEES=env-9d2") {
+				t.Errorf("the hook did not get the settings' env: victim kept %v, tool result %q", o.VictimKept, o.ToolResult)
+			}
+		}},
 	{name: "skill", skill: "release-notes",
 		files: map[string]string{".claude/skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Write the release notes of a version.\n---\nSKILL-BODY-42: list every merged change under its heading.\n"},
 		check: func(t *testing.T, o projectOutcome) {
