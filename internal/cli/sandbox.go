@@ -42,7 +42,9 @@ arbor exits with the command's code; 2 where bubblewrap does not work.`,
 			if sb == nil {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("the sandbox is %s", a.SandboxStatus())}
 			}
-			r := tool.RunCommand(cmd.Context(), sb, a.Workspace, tool.CommandLine(args), timeout, 1<<20, 2*time.Second)
+			// With the project settings' env, as an agent's commands.
+			ctx := tool.WithEnv(cmd.Context(), a.Project().Env)
+			r := tool.RunCommand(ctx, sb, a.Workspace, tool.CommandLine(args), timeout, 1<<20, 2*time.Second)
 			fmt.Fprint(s.Out, r.Output)
 			for _, n := range r.Notes {
 				fmt.Fprintf(s.Err, "arbor: %s\n", n)

@@ -204,7 +204,8 @@ func TestSandboxBlockedEvents(t *testing.T) {
 }
 
 // TestSandboxCommand: arbor sandbox runs a command confined, passes its
-// output and exit code through and names what was blocked on stderr.
+// output and exit code through and names what was blocked on stderr; the
+// command gets the project settings' env.
 func TestSandboxCommand(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -219,6 +220,16 @@ func TestSandboxCommand(t *testing.T) {
 	}
 	if o := e.run("sandbox", "--sandbox", "off", "--", "true"); o.code != 2 {
 		t.Fatalf("--sandbox off: exit %d, want 2\n%s", o.code, o.stderr)
+	}
+	// The project settings' env, as an agent's confined command gets it.
+	if err := os.MkdirAll(filepath.Join(e.workspace, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.workspace, ".claude", "settings.json"), []byte(`{"env": {"PROJECT_ENV_MARKER": "env-9d2"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := e.run("sandbox", "--", "echo marker=$PROJECT_ENV_MARKER"); o.code != 0 || o.stdout != "marker=env-9d2\n" {
+		t.Fatalf("the settings' env: exit %d, stdout %q\nstderr:\n%s", o.code, o.stdout, o.stderr)
 	}
 }
 

@@ -295,6 +295,22 @@ func TestCancelMidStream(t *testing.T) {
 	b.checkSeq()
 }
 
+// TestLocalShellGetsSettingsEnv: a person's local_shell command gets the
+// project settings' env, as the agents' commands do (and as Claude
+// Code's own shell commands, run in its process's environment, do).
+func TestLocalShellGetsSettingsEnv(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	b, _ := setupFiles(t, srv, map[string]string{".claude/settings.json": `{"env": {"PROJECT_ENV_MARKER": "env-9d2"}}`})
+	b.Send(`{"type":"local_shell","command":"echo marker=$PROJECT_ENV_MARKER"}`)
+	if r := b.Next(typ("local_shell_result")); r.P.Failed || r.P.Output != "marker=env-9d2\n" {
+		t.Fatalf("result %s", r.raw)
+	}
+	b.Close()
+	b.checkSeq()
+}
+
 func TestLocalShell(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer()

@@ -48,6 +48,8 @@ func (s *server) localShell(ctx context.Context, c localShellCmd) error {
 			stop()
 		}()
 		ws := s.ws()
+		// The project settings' env, as an agent's commands get it.
+		ctx := tool.WithEnv(ctx, ws.Project().Env)
 		s.wire.push(evLocalShellResult, runShell(ctx, ws.Sandbox(), ws.Workspace, command), nil)
 	})
 	return nil
