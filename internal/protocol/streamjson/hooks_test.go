@@ -10,6 +10,7 @@ import (
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/streamjson"
 )
 
 // hookCall is a hook_callback request as the client reads it.
@@ -280,4 +281,42 @@ func TestSessionEndCallback(t *testing.T) {
 			t.Fatalf("the project's SessionEnd hook read %q (%v)", ended, err)
 		}
 	})
+}
+
+// TestSessionEndOnSigtermInSinglePromptMode: single-prompt mode cancelled
+// (SIGTERM) during its turn ends the session: the project's SessionEnd
+// command hooks run with reason "other", as the real CLI runs them when
+// `claude -p "prompt"` gets SIGTERM mid-turn; the client's SessionEnd
+// callback is not asked, as the real CLI has no mode that runs a prompt
+// argument with a client on its input to ask (docs/project-files.md).
+func TestSessionEndOnSigtermInSinglePromptMode(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{Name: "shell", Input: map[string]any{"command": "sleep 60"}}}},
+		llmtest.Turn{Text: "not reached"})
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := setup(t, srv, setupOpts{mode: "trust", ctx: ctx, opts: streamjson.Options{Prompt: "wait"}, files: map[string]string{
+		".claude/settings.json": `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "cat > project-ended.json"}]}]}}`}})
+	// The prompt's turn creates the session at once, so the initialize
+	// that registers the callback is taken only when it comes first (it
+	// is refused once the session exists): the callback's check below
+	// holds when it was registered.
+	b.Send(`{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize","hooks":{"SessionEnd":[{"hookCallbackIds":["end"]}]}}}`)
+	seen := b.NextAll(typ("control_response", ""), func(o out) bool { return o.Type == "assistant" && strings.Contains(o.raw, "sleep 60") })
+	registered := seen[0].Response.Subtype == "success"
+	cancel() // SIGTERM during the turn, the input still open
+	for o, ok := b.Recv(); ok; o, ok = b.Recv() {
+		if o.Type == "control_request" && o.Request.Subtype == "hook_callback" {
+			t.Fatalf("a callback was asked in single-prompt mode (registered: %v): %s", registered, o.raw)
+		}
+	}
+	b.CloseInput()
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if ended, err := os.ReadFile(filepath.Join(b.ws, "project-ended.json")); err != nil || !strings.Contains(string(ended), `"reason":"other"`) {
+		t.Fatalf("the project's SessionEnd hook read %q (%v)", ended, err)
+	}
 }
