@@ -89,8 +89,14 @@ func setupFiles(t *testing.T, srv *llmtest.Server, files map[string]string) (*bu
 // for ready.
 func serveApp(t *testing.T, a *app.App, ws string) (*bundle, out) {
 	t.Helper()
+	return serveAppWith(t, a, ws, envelope.Options{})
+}
+
+// serveAppWith is serveApp with the server's options o.
+func serveAppWith(t *testing.T, a *app.App, ws string, o envelope.Options) (*bundle, out) {
+	t.Helper()
 	serve := func(in io.Reader, w, diag io.Writer) error {
-		return envelope.Serve(context.Background(), a, in, w, diag, envelope.Options{})
+		return envelope.Serve(context.Background(), a, in, w, diag, o)
 	}
 	b := &bundle{Conn: testutil.Serve(t, serve, decodeOut), t: t, ws: ws}
 	ready := b.Next(func(out) bool { return true })

@@ -3,10 +3,12 @@ package envelope_test
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/envelope"
 )
 
 // TestProjectSlash: a project's custom command sent as "/name args" is a
@@ -174,5 +176,60 @@ func TestSessionEndReasons(t *testing.T) {
 	want := []string{first + " clear", second + " resume", first + " other"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the SessionEnd hooks read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSessionStartSources: a session's SessionStart hooks run at its
+// first turn with Claude Code's source: "startup" for the session arbor
+// started with, "clear" for the one /new opened (Claude Code's /clear),
+// "resume" for one /resume or --resume opened.
+func TestSessionStartSources(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "three"}, llmtest.Turn{Text: "four"}, llmtest.Turn{Text: "five"})
+	defer srv.Close()
+	a, _, ws := openApp(t, srv, map[string]string{
+		".claude/settings.json": `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "cat >> started.jsonl; echo >> started.jsonl; echo HOOK-CONTEXT"}]}]}}`,
+	})
+	b, ready := serveAppWith(t, a, ws, envelope.Options{})
+	first := ready.P.SessionID
+	b.Send(sendText("hi"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/new"))
+	second := b.Next(typ("session_switched")).P.SessionID
+	b.Next(typ("idle"))
+	b.Send(sendText("hello"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/resume " + first))
+	b.Next(typ("session_switched"))
+	b.Next(typ("idle"))
+	b.Send(sendText("again"))
+	b.Next(typ("idle"))
+	b.Close()
+	b, _ = serveAppWith(t, a, ws, envelope.Options{Resume: second})
+	b.Send(sendText("back"))
+	b.Next(typ("idle"))
+	b.Close()
+
+	data, err := os.ReadFile(filepath.Join(ws, "started.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for line := range strings.Lines(string(data)) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var in struct {
+			SessionID string `json:"session_id"`
+			Source    string `json:"source"`
+		}
+		if err := json.Unmarshal([]byte(line), &in); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		got = append(got, in.SessionID+" "+in.Source)
+	}
+	want := []string{first + " startup", second + " clear", first + " resume", second + " resume"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the SessionStart hooks read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -46,7 +46,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -144,8 +143,12 @@ type control struct {
 	// background_result pushes (jobs.go).
 	sess     *app.Session
 	sessJobs *tool.Jobs
-	// started are the sessions whose SessionStart hooks ran.
+	// started are the sessions whose SessionStart hooks ran; sources
+	// the SessionStart source of a session whose hooks have not run yet,
+	// when it is not "startup": "clear" after /new, "resume" after
+	// /resume or --resume (sessionSource).
 	started          map[string]bool
+	sources          map[string]string
 	pending, results int
 	// model is the current model ref, pool the pool it came from ("" if
 	// none); roleSystem is the current role's system text.
@@ -248,6 +251,9 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 		return fmt.Errorf("envelope: %w", err)
 	}
 	s.ctl.sess, s.ctl.sessJobs = opened.sess, opened.jobs
+	if o.Resume != "" {
+		s.ctl.sources = map[string]string{opened.sess.ID: "resume"}
+	}
 	s.ctl.model = opened.sess.Model.Ref.Ref
 	s.wire.st = state{sessionID: opened.sess.ID, role: roleBuilder, updatedAt: time.Now().UTC()}
 	s.events = a.Bus.Subscribe(s.translate)
@@ -279,17 +285,6 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	s.shells.Wait()
 	s.endSessions(ctx)
 	return err
-}
-
-// endSessions runs the project's SessionEnd hooks of the sessions whose
-// SessionStart hooks ran, in no particular order, as the process ends.
-func (s *server) endSessions(ctx context.Context) {
-	s.ctl.mu.Lock()
-	ids := slices.Collect(maps.Keys(s.ctl.started))
-	s.ctl.mu.Unlock()
-	for _, id := range ids {
-		s.app.EndSession(ctx, id, "other")
-	}
 }
 
 // read handles input lines until EOF or until ctx is cancelled (SIGTERM),

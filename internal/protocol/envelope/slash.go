@@ -108,7 +108,9 @@ func (s *server) stats() string {
 // A pending handoff is dropped (handoff_cancelled). A failure is reported
 // with an error envelope and returned. The session left ends (its
 // SessionEnd hooks run) as Claude Code's /clear and /resume end theirs:
-// reason "clear" for a new session, "resume" for a stored one.
+// reason "clear" for a new session, "resume" for a stored one; the
+// session entered starts (its SessionStart hooks, at its first turn)
+// with the same word as its source.
 func (s *server) switchSession(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -140,6 +142,10 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 		return err
 	}
 	sess := o.sess
+	reason := "clear" // SessionEnd's for the session left, SessionStart's for this one
+	if id != "" {
+		reason = "resume"
+	}
 	// Events of the trees closed so far (a resumed session's own, among
 	// them) are handled before its tree becomes current again.
 	s.events.Flush()
@@ -162,6 +168,12 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	})
 	s.ix.mu.Unlock()
 	s.agents.adopt(o)
+	// Its SessionStart hooks run at its next turn, with Claude Code's
+	// source: "clear" after its /clear, "resume" after a resume.
+	if c.sources == nil {
+		c.sources = map[string]string{}
+	}
+	c.sources[sess.ID] = reason
 	// An idle owed to the dropped handoff's turn is not paid here: /new
 	// and /resume end with their own idle (navigation), an accepted plan
 	// with its turn's.
@@ -173,10 +185,6 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 	// session is resumed.
 	s.closers.Go(old.Close)
 	s.hostClosers.Go(oldHost.Close)
-	reason := "clear"
-	if id != "" {
-		reason = "resume"
-	}
 	s.endSession(ctx, cur.ID, reason)
 	return nil
 }

@@ -1,9 +1,12 @@
 package envelope
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -126,7 +129,9 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 }
 
 // sessionSource is SessionStart's source for the first turn of session
-// id in this server ("startup"), "" after it.
+// id in this server, "" after it: Claude Code's, "clear" for the session
+// /new opened (its /clear), "resume" for one /resume or --resume opened,
+// "startup" for the one arbor started with.
 func (s *server) sessionSource(id string) string {
 	s.ctl.mu.Lock()
 	defer s.ctl.mu.Unlock()
@@ -137,7 +142,9 @@ func (s *server) sessionSource(id string) string {
 		s.ctl.started = map[string]bool{}
 	}
 	s.ctl.started[id] = true
-	return "startup"
+	src := cmp.Or(s.ctl.sources[id], "startup")
+	delete(s.ctl.sources, id)
+	return src
 }
 
 // endSession runs the SessionEnd hooks of session id with reason, when
@@ -147,9 +154,21 @@ func (s *server) endSession(ctx context.Context, id, reason string) {
 	s.ctl.mu.Lock()
 	started := s.ctl.started[id]
 	delete(s.ctl.started, id)
+	delete(s.ctl.sources, id)
 	s.ctl.mu.Unlock()
 	if started {
 		s.app.EndSession(ctx, id, reason)
+	}
+}
+
+// endSessions runs the project's SessionEnd hooks of the sessions whose
+// SessionStart hooks ran, in no particular order, as the process ends.
+func (s *server) endSessions(ctx context.Context) {
+	s.ctl.mu.Lock()
+	ids := slices.Collect(maps.Keys(s.ctl.started))
+	s.ctl.mu.Unlock()
+	for _, id := range ids {
+		s.app.EndSession(ctx, id, "other")
 	}
 }
 
