@@ -147,6 +147,11 @@ type TurnHooks interface {
 	// Compacting is told before the context is compacted; trigger is
 	// "manual" or "auto".
 	Compacting(ctx context.Context, trigger string)
+	// Compacted is told when a compaction has its summary, before the
+	// summary replaces the older turns: extra, when not "", is kept after
+	// the summary (Claude Code's SessionStart hooks with source
+	// "compact", whose context follows its summary).
+	Compacted(ctx context.Context, trigger string) (extra string)
 }
 
 // StopCheck is what TurnHooks.Stopping is told of a completed turn.

@@ -318,6 +318,8 @@ func (h *stopOnce) Stopping(_ context.Context, s agent.StopCheck) string {
 
 func (*stopOnce) Compacting(context.Context, string) {}
 
+func (*stopOnce) Compacted(context.Context, string) string { return "" }
+
 // TestSecretsRedactedFromStopHookFeedback: a Stop hook's feedback (a
 // project's script, which may print anything) reaches the model and the
 // transcript with the secrets redacted, as tool output does.

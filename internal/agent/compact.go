@@ -92,6 +92,11 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, trigger st
 	}
 	a.publish(&CompactionStarted{EstimatedTokens: est, Window: m.window})
 	summary, err := a.summarize(ctx, a.history[:cut], m)
+	if err == nil && a.cfg.Hooks != nil {
+		if extra := a.cfg.Hooks.Compacted(ctx, trigger); extra != "" {
+			summary += "\n\n" + a.redact(extra)
+		}
+	}
 	if err == nil {
 		err = a.cfg.Store.SaveCompaction(context.WithoutCancel(ctx), store.Compaction{
 			SessionID: a.cfg.SessionID, UpToSeq: a.history[cut-1].seq, Summary: summary, CreatedAt: time.Now().UTC(),

@@ -151,24 +151,28 @@ func (a *App) ExpandGoal(goal string) string {
 }
 
 // turnHooks runs a session's project hooks at the loop's points
-// (agent.TurnHooks): Stop (SubagentStop for a tree's child node) and
-// PreCompact.
+// (agent.TurnHooks): Stop (SubagentStop for a tree's child node),
+// PreCompact, and SessionStart with source "compact" after a compaction
+// of a session's own conversation (not a sub-agent's), as Claude Code
+// runs it.
 type turnHooks struct {
 	r      *hook.Runner
 	stop   hook.Event
+	start  bool // SessionStart runs after a compaction
 	report func(notes []string)
 }
 
 // newTurnHooks is nil when r has no hook for those points.
 func (a *App) newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
-	stop := hook.Stop
+	stop, start := hook.Stop, true
 	if nodeID > 1 { // the root is node #1; the others are sub-agents
-		stop = hook.SubagentStop
+		stop, start = hook.SubagentStop, false
 	}
-	if r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) {
+	start = start && r != nil && r.Has(hook.SessionStart)
+	if r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) && !start {
 		return nil
 	}
-	return turnHooks{r: r, stop: stop, report: a.reportHooks}
+	return turnHooks{r: r, stop: stop, start: start, report: a.reportHooks}
 }
 
 // Stopping implements agent.TurnHooks: a hook's block is feedback for
@@ -191,6 +195,24 @@ func (h turnHooks) Compacting(ctx context.Context, trigger string) {
 		v, _ := h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
 		h.report(v.Notes)
 	}
+}
+
+// Compacted implements agent.TurnHooks: the SessionStart hooks, source
+// "compact"; their context is kept after the summary. A failed hook is
+// reported and adds nothing.
+func (h turnHooks) Compacted(ctx context.Context, _ string) string {
+	if !h.start {
+		return ""
+	}
+	v, err := h.r.Run(ctx, hook.SessionStart, "compact", hook.Input{Source: "compact"})
+	if err != nil {
+		v.Notes = append(v.Notes, fmt.Sprintf("the SessionStart hook failed: %v", err))
+	}
+	h.report(v.Notes)
+	if err != nil {
+		return ""
+	}
+	return v.Context
 }
 
 // sessionEndBudget is how long a session's SessionEnd hooks may take

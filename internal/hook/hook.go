@@ -40,7 +40,7 @@ const (
 	PostToolUseFailure Event = "PostToolUseFailure" // the tool's name
 	UserPromptSubmit   Event = "UserPromptSubmit"   // (no matcher)
 	Stop               Event = "Stop"               // (no matcher)
-	SessionStart       Event = "SessionStart"       // the source: startup, resume
+	SessionStart       Event = "SessionStart"       // the source: startup, resume, clear, compact
 	// SessionEnd's reason is Claude Code's (its SDK's ExitReason): clear,
 	// resume, logout, prompt_input_exit or other; each front end says
 	// which it gives (docs/project-files.md).

@@ -182,17 +182,26 @@ func TestSessionEndReasons(t *testing.T) {
 // TestSessionStartSources: a session's SessionStart hooks run at its
 // first turn with Claude Code's source: "startup" for the session arbor
 // started with, "clear" for the one /new opened (Claude Code's /clear),
-// "resume" for one /resume or --resume opened.
+// "resume" for one /resume or --resume opened; and after a compaction
+// with "compact", their context kept after the summary the model reads
+// from then on, as Claude Code runs them after its /compact.
 func TestSessionStartSources(t *testing.T) {
 	t.Parallel()
-	srv := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "three"}, llmtest.Turn{Text: "four"}, llmtest.Turn{Text: "five"})
+	srv := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "SUMMARY-TEXT"}, llmtest.Turn{Text: "two"},
+		llmtest.Turn{Text: "three"}, llmtest.Turn{Text: "four"}, llmtest.Turn{Text: "five"})
 	defer srv.Close()
 	a, _, ws := openApp(t, srv, map[string]string{
+		".arbor/config.yaml":    "compaction:\n  keep_recent: 1\n",
 		".claude/settings.json": `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "cat >> started.jsonl; echo >> started.jsonl; echo HOOK-CONTEXT"}]}]}}`,
 	})
 	b, ready := serveAppWith(t, a, ws, envelope.Options{})
 	first := ready.P.SessionID
 	b.Send(sendText("hi"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/compact"))
+	b.Next(func(o out) bool { return o.Type == "compaction_status" && o.P.Status == "succeeded" })
+	b.Next(typ("idle"))
+	b.Send(sendText("after the summary"))
 	b.Next(typ("idle"))
 	b.Send(sendText("/new"))
 	second := b.Next(typ("session_switched")).P.SessionID
@@ -228,8 +237,14 @@ func TestSessionStartSources(t *testing.T) {
 		}
 		got = append(got, in.SessionID+" "+in.Source)
 	}
-	want := []string{first + " startup", second + " clear", first + " resume", second + " resume"}
+	want := []string{first + " startup", first + " compact", second + " clear", first + " resume", second + " resume"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the SessionStart hooks read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The request after the compaction: the summary, then the hook's
+	// context.
+	after := srv.Requests()[2]
+	if text := after.Messages[0].Text(); !strings.Contains(text, "SUMMARY-TEXT\n\nHOOK-CONTEXT") {
+		t.Fatalf("the first message after the compaction is %q; want the summary, then the SessionStart hook's context", text)
 	}
 }
