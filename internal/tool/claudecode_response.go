@@ -2,14 +2,16 @@ package tool
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 )
 
 // ToClaudeCodeResponse is what a hook reads as the tool_response of a
 // call of arbor's tool arbor that succeeded: Claude Code's object for
 // the tools whose result carries a Detail (Bash's stdout, Write's and
-// Edit's filePath and structuredPatch, Read's file), as Claude Code 2.1
-// gives them; an MCP tool's content blocks, as Claude Code passes them
+// Edit's filePath and structuredPatch, Read's file, Glob's filenames,
+// Grep's content, TodoWrite's oldTodos and newTodos, WebFetch's code and
+// result), as Claude Code 2.1 gives them; an MCP tool's content blocks, as Claude Code passes them
 // (its text in one text block, its images); the result's text, as a JSON
 // string, for every other tool. input is the call's arguments, in arbor's
 // names or Claude Code's (edit's are the same in both).
@@ -29,6 +31,18 @@ func ToClaudeCodeResponse(arbor string, input json.RawMessage, res Result) json.
 		case d.Read != nil && arbor == "read_file":
 			r := d.Read
 			v = ccRead{Type: "text", File: ccReadFile{FilePath: r.Path, Content: r.Text, NumLines: r.Lines, StartLine: r.Start, TotalLines: r.Total}}
+		case d.Glob != nil && arbor == "glob":
+			g := d.Glob
+			v = ccGlob{Filenames: g.Files, DurationMs: g.Took.Milliseconds(), NumFiles: len(g.Files), Truncated: g.Truncated,
+				TotalMatches: g.Total, CountIsComplete: true}
+		case d.Grep != nil && arbor == "grep":
+			v = ccGrep{Mode: "content", Filenames: []string{}, Content: d.Grep.Content, NumLines: d.Grep.Lines, TotalLines: d.Grep.Lines}
+		case d.Todo != nil && arbor == "todo_write":
+			v = ccTodoWrite{OldTodos: ccTodos(d.Todo.Old), NewTodos: ccTodos(d.Todo.New)}
+		case d.Fetch != nil && arbor == "web_fetch":
+			f := d.Fetch
+			v = ccWebFetch{Bytes: f.Bytes, Code: f.Code, CodeText: http.StatusText(f.Code), Result: res.Content,
+				DurationMs: f.Took.Milliseconds(), URL: f.URL}
 		}
 	}
 	out, err := json.Marshal(v)

@@ -1,6 +1,9 @@
 package tool
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // detailKey marks a context whose caller reads Result.Detail.
 type detailKey struct{}
@@ -22,8 +25,46 @@ func wantsDetail(ctx context.Context) bool { return ctx.Value(detailKey{}) != ni
 type Detail struct {
 	Shell *ShellDetail
 	// File is set by write_file and edit.
-	File *FileDetail
-	Read *ReadDetail
+	File  *FileDetail
+	Read  *ReadDetail
+	Glob  *GlobDetail
+	Grep  *GrepDetail
+	Todo  *TodoDetail
+	Fetch *FetchDetail
+}
+
+// GlobDetail is what glob found: the files it shows, oldest first (as
+// Claude Code's Glob lists them), each relative to the workspace root
+// (absolute outside it); whether more matched than it shows, how many
+// did, and how long the search took.
+type GlobDetail struct {
+	Files     []string
+	Truncated bool
+	Total     int
+	Took      time.Duration
+}
+
+// GrepDetail is grep's matching lines as it shows them ("path:line:text",
+// without a last newline or a note of a cap) and how many there are.
+type GrepDetail struct {
+	Content string
+	Lines   int
+}
+
+// TodoDetail is todo_write's change: the list before (empty when every
+// item of it was completed: Claude Code keeps no finished list) and the
+// list it wrote.
+type TodoDetail struct {
+	Old, New []Todo
+}
+
+// FetchDetail is web_fetch's answer: the URL as given, the size of the
+// body read, the status code of the last response and how long it took.
+type FetchDetail struct {
+	URL   string
+	Bytes int
+	Code  int
+	Took  time.Duration
 }
 
 // ShellDetail is a foreground command's output (stdout and stderr

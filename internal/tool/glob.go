@@ -44,6 +44,10 @@ type globHit struct {
 }
 
 func (w workRoot) glob(ctx context.Context, a globArgs) Result {
+	var start time.Time
+	if wantsDetail(ctx) {
+		start = time.Now()
+	}
 	given := cmp.Or(a.Path, ".")
 	searchRoot := w.abs(given)
 	prefix, rest := staticPrefix(a.Pattern)
@@ -120,7 +124,11 @@ func (w workRoot) glob(ctx context.Context, a globArgs) Result {
 		return Errorf("glob %q cancelled: %v", a.Pattern, err)
 	}
 	if len(hits) == 0 {
-		return Result{Content: fmt.Sprintf("no files match %q in %s", a.Pattern, given)}
+		res := Result{Content: fmt.Sprintf("no files match %q in %s", a.Pattern, given)}
+		if !start.IsZero() {
+			res.Detail = &Detail{Glob: &GlobDetail{Files: []string{}, Took: time.Since(start)}}
+		}
+		return res
 	}
 	slices.SortFunc(hits, func(x, y globHit) int {
 		if c := y.mtime.Compare(x.mtime); c != 0 {
@@ -137,5 +145,41 @@ func (w workRoot) glob(ctx context.Context, a globArgs) Result {
 		out.WriteString(h.rel)
 		out.WriteByte('\n')
 	}
-	return Result{Content: out.String()}
+	res := Result{Content: out.String()}
+	if !start.IsZero() {
+		res.Detail = &Detail{Glob: w.globDetail(hits, searchRoot, absolute, start)}
+	}
+	return res
+}
+
+// globDetail is the files glob shows (hits, newest first), oldest first
+// and relative to the workspace root, as Claude Code's Glob lists them.
+func (w workRoot) globDetail(hits []globHit, searchRoot string, absolute bool, start time.Time) *GlobDetail {
+	shown := slices.Clone(hits[:min(len(hits), globMaxResults)])
+	slices.SortStableFunc(shown, func(x, y globHit) int {
+		if c := x.mtime.Compare(y.mtime); c != 0 {
+			return c
+		}
+		return strings.Compare(x.rel, y.rel)
+	})
+	d := &GlobDetail{Files: make([]string, len(shown)), Truncated: len(hits) > len(shown), Total: len(hits)}
+	for i, h := range shown {
+		full := h.rel
+		if !absolute {
+			full = filepath.Join(searchRoot, filepath.FromSlash(h.rel))
+		}
+		d.Files[i] = w.relative(full)
+	}
+	d.Took = time.Since(start)
+	return d
+}
+
+// relative is path p relative to the workspace root, with '/', or p
+// itself when it is outside.
+func (w workRoot) relative(p string) string {
+	r, err := filepath.Rel(w.dir, p)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.ToSlash(r)
 }

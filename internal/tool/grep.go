@@ -129,13 +129,17 @@ func (w workRoot) grep(ctx context.Context, a grepArgs) Result {
 			return Errorf("grep cancelled: %v", err)
 		}
 	}
+	var d *Detail
+	if wantsDetail(ctx) {
+		d = &Detail{Grep: &GrepDetail{Content: strings.TrimSuffix(g.out.String(), "\n"), Lines: g.matches}}
+	}
 	if g.matches == 0 {
-		return Result{Content: fmt.Sprintf("no matches for %q in %s (%s searched)", a.Pattern, given, plural(g.scanned, "file"))}
+		return Result{Content: fmt.Sprintf("no matches for %q in %s (%s searched)", a.Pattern, given, plural(g.scanned, "file")), Detail: d}
 	}
 	if g.full {
 		g.out.WriteString(g.capNote)
 	}
-	return Result{Content: g.out.String()}
+	return Result{Content: g.out.String(), Detail: d}
 }
 
 // includes matches the include glob against the file name, or against the

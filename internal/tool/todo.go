@@ -63,18 +63,25 @@ func (l *TodoList) Items() []Todo {
 // Set validates items and replaces the list with them. Validation errors
 // unwrap to ErrInvalidTodos and leave the list unchanged.
 func (l *TodoList) Set(items []Todo) error {
+	_, err := l.swap(items)
+	return err
+}
+
+// swap is Set that also returns the list it replaced.
+func (l *TodoList) swap(items []Todo) ([]Todo, error) {
 	if err := validateTodos(items); err != nil {
-		return err
+		return nil, err
 	}
 	l.update.Lock()
 	defer l.update.Unlock()
 	l.mu.Lock()
+	old := l.items
 	l.items = slices.Clone(items)
 	l.mu.Unlock()
 	if l.onChange != nil {
 		l.onChange(slices.Clone(items))
 	}
-	return nil
+	return old, nil
 }
 
 func validateTodos(items []Todo) error {
@@ -126,11 +133,19 @@ const todoWriteDescription = `Replace your todo list for this task. Send the who
 	`Keep one item in_progress, unless independent workstreams run at once: then each in_progress item needs its own active_form.`
 
 func newTodoWrite(list *TodoList) Tool {
-	return New("todo_write", todoWriteDescription, KindInteract, func(_ context.Context, _ Call, a todoWriteArgs) Result {
-		if err := list.Set(a.Todos); err != nil {
+	return New("todo_write", todoWriteDescription, KindInteract, func(ctx context.Context, _ Call, a todoWriteArgs) Result {
+		old, err := list.swap(a.Todos)
+		if err != nil {
 			return Errorf("%v", err)
 		}
-		return Result{Content: renderTodos(a.Todos)}
+		res := Result{Content: renderTodos(a.Todos)}
+		if wantsDetail(ctx) {
+			if !slices.ContainsFunc(old, func(t Todo) bool { return t.Status != TodoCompleted }) {
+				old = nil // a finished list is gone, as in Claude Code
+			}
+			res.Detail = &Detail{Todo: &TodoDetail{Old: old, New: slices.Clone(a.Todos)}}
+		}
+		return res
 	})
 }
 

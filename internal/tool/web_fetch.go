@@ -89,6 +89,11 @@ func (w *webFetch) fetch(ctx context.Context, a webFetchArgs) Result {
 	if err != nil {
 		return Errorf("web_fetch: %v", err)
 	}
+	var d *FetchDetail // for a hook's tool_response only
+	var start time.Time
+	if wantsDetail(ctx) {
+		d, start = &FetchDetail{URL: a.URL}, time.Now()
+	}
 	var notes []string
 	for hop := 0; ; hop++ {
 		addrs, r, ok := w.admit(ctx, u, hop)
@@ -118,7 +123,12 @@ func (w *webFetch) fetch(ctx context.Context, a webFetchArgs) Result {
 			continue
 		}
 		defer resp.Body.Close()
-		return renderResponse(u, resp, a, notes)
+		res := renderResponse(u, resp, a, notes, d)
+		if d != nil && !res.IsError {
+			d.Code, d.Took = resp.StatusCode, time.Since(start)
+			res.Detail = &Detail{Fetch: d}
+		}
+		return res
 	}
 }
 

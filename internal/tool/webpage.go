@@ -22,11 +22,15 @@ import (
 // renderResponse turns a fetched response into the tool's result: an HTML
 // page's main content (found by readability, as Firefox's reader view
 // does) as Markdown, other text as it came, both decoded to UTF-8 from
-// the charset the response or the page declares.
-func renderResponse(u *url.URL, resp *http.Response, a webFetchArgs, notes []string) Result {
+// the charset the response or the page declares. d, when not nil, is
+// told the size of the body read.
+func renderResponse(u *url.URL, resp *http.Response, a webFetchArgs, notes []string, d *FetchDetail) Result {
 	body, cut, err := readCapped(resp.Body, webFetchMaxBody)
 	if err != nil && len(body) == 0 {
 		return Errorf("web_fetch: reading %s: %v", u, err)
+	}
+	if d != nil {
+		d.Bytes = len(body)
 	}
 	ctype := resp.Header.Get("Content-Type")
 	media, _, _ := mime.ParseMediaType(ctype)
