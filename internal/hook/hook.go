@@ -123,6 +123,9 @@ type Output struct {
 		UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
 		AdditionalContext        string          `json:"additionalContext,omitempty"`
 	} `json:"hookSpecificOutput"`
+	// SystemMessage is for the person, never the model (Claude Code
+	// shows it as "<Event> says: …").
+	SystemMessage string `json:"systemMessage,omitempty"`
 	// Notes are problems of the hook itself that did not stop it from
 	// answering (a command hook that failed, timed out or printed
 	// garbage): reported, never a verdict.
@@ -212,6 +215,23 @@ type Verdict struct {
 	Input   json.RawMessage
 	// Notes are the hooks' own problems (Output.Notes), to report.
 	Notes []string
+	// Messages are the hooks' systemMessage for the person, each as
+	// Claude Code shows it: "Stop says: …", "PreToolUse:Bash says: …".
+	Messages []string
+}
+
+// said is a hook's systemMessage of event e for target as Claude Code
+// shows it: "<Event> says: msg", "<Event>:<target> says: msg" when the
+// event has a target (a tool by Claude Code's name, SessionStart's
+// source).
+func said(e Event, target, msg string) string {
+	if target == "" {
+		return string(e) + " says: " + msg
+	}
+	if cc := tool.ClaudeCodeName(target); cc != "" {
+		target = cc
+	}
+	return string(e) + ":" + target + " says: " + msg
 }
 
 // Stopped ends a turn a hook answered with continue: false.

@@ -57,6 +57,9 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 			}
 			hs := out.HookSpecificOutput
 			v.Notes = append(v.Notes, out.Notes...)
+			if out.SystemMessage != "" {
+				v.Messages = append(v.Messages, said(e, target, out.SystemMessage))
+			}
 			if out.Decision == "block" || hs.PermissionDecision == "deny" {
 				v.Block = true
 			}
@@ -108,6 +111,7 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	if v.Block || v.Stop {
 		h.denied(name, call)
 		res := tool.Errorf("a PreToolUse hook denied this call: %s%s", OrNoReason(v.Reason), notes)
+		res.Notices = notices(nil, v.Messages, false)
 		if v.Stop {
 			h.stop(&res, Stopped{Event: PreToolUse, Reason: v.Reason})
 		}
@@ -126,6 +130,9 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 	}
 	res := h.Tool.Run(ctx, call)
 	res.Content += notes
+	if len(v.Messages) > 0 { // said before what the tool's own hooks said
+		res.Notices = append(notices(nil, v.Messages, false), res.Notices...)
+	}
 	// Claude Code runs PostToolUse after a call that succeeded and
 	// PostToolUseFailure after one that failed (whose file a formatter
 	// hook must not touch); neither after one the permission check or
@@ -160,10 +167,19 @@ func (h *Tool) Run(ctx context.Context, call tool.Call) tool.Result {
 		res.Content += "\n\n" + post.Context
 	}
 	res.Content += notesText(post.Notes)
+	res.Notices = notices(res.Notices, post.Messages, true)
 	if post.Stop {
 		h.stop(&res, Stopped{Event: event, Reason: post.Reason})
 	}
 	return res
+}
+
+// notices adds the hooks' messages to ns, said after the call or not.
+func notices(ns []tool.Notice, msgs []string, after bool) []tool.Notice {
+	for _, m := range msgs {
+		ns = append(ns, tool.Notice{Text: m, After: after})
+	}
+	return ns
 }
 
 // notesText is the hooks' notes as they follow a tool's output, "" when
@@ -221,6 +237,7 @@ func (c Chain) Run(ctx context.Context, e Event, target string, in Input) (Verdi
 		v.Reason = join("; ", v.Reason, w.Reason)
 		v.Context = join("\n", v.Context, w.Context)
 		v.Notes = append(v.Notes, w.Notes...)
+		v.Messages = append(v.Messages, w.Messages...)
 		if w.Input != nil {
 			v.Input, in.ToolInput = w.Input, w.Input
 		}

@@ -127,11 +127,22 @@ type Result struct {
 	// more than the model's text (hooks: ToClaudeCodeResponse); nil for
 	// other tools and for failures.
 	Detail *Detail
+	// Notices are words for the person, never the model, that came with
+	// the call (its hooks' systemMessage); nil for most calls.
+	Notices []Notice
 	// Refused: the call did not run, because the permission check or
 	// the person asked refused it (an error result). Hooks tell a
 	// refusal from a failure by it: only a failure runs
 	// PostToolUseFailure, as in Claude Code.
 	Refused bool
+}
+
+// Notice is a message for the person about a call ("PreToolUse:Bash
+// says: …"). After: it was said after the call ran (PostToolUse), to
+// show after its result.
+type Notice struct {
+	Text  string
+	After bool
 }
 
 // Errorf returns an error result.
