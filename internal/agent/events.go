@@ -176,6 +176,19 @@ type ContextPressure struct {
 	Window          int64 `json:"window"`
 }
 
+// HookMessage is what a hook said for the person, never for the model
+// (its systemMessage), as Claude Code shows it: "Stop says: …",
+// "PreToolUse:Bash says: …".
+type HookMessage struct {
+	Meta
+	Text string `json:"text"`
+	// Level is Claude Code's: "notice".
+	Level string `json:"level"`
+}
+
+// LevelNotice is a HookMessage's level.
+const LevelNotice = "notice"
+
 // LoopWarning says the model repeated the same call Count times in a row.
 type LoopWarning struct {
 	Meta

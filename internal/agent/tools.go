@@ -192,8 +192,20 @@ func (a *Agent) execute(ctx context.Context, c llm.ToolCall, intent bool) (llm.T
 			return llm.ToolResult{}, false, fmt.Errorf("record result of %s: %w", c.Name, err)
 		}
 	}
+	a.notices(out.Notices, false)
 	a.publish(&ToolCallFinished{CallID: c.ID, Tool: c.Name, Result: res.Content, IsError: res.IsError, Duration: time.Since(start), Blocked: out.Blocked})
+	a.notices(out.Notices, true)
 	return res, out.EndTurn && !res.IsError, nil
+}
+
+// notices publishes a call's notices said after it ran (after) or
+// before.
+func (a *Agent) notices(ns []tool.Notice, after bool) {
+	for _, n := range ns {
+		if n.After == after {
+			a.publish(&HookMessage{Text: a.redact(n.Text), Level: LevelNotice})
+		}
+	}
 }
 
 // redact replaces every configured secret in s, and the pieces of one a
