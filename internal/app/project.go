@@ -160,10 +160,11 @@ type turnHooks struct {
 	stop   hook.Event
 	start  bool // SessionStart runs after a compaction
 	report func(notes []string)
+	say    func(msgs []string) // SayHooks of the session
 }
 
 // newTurnHooks is nil when r has no hook for those points.
-func (a *App) newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
+func (a *App) newTurnHooks(id string, r *hook.Runner, nodeID int64) agent.TurnHooks {
 	stop, start := hook.Stop, true
 	if nodeID > 1 { // the root is node #1; the others are sub-agents
 		stop, start = hook.SubagentStop, false
@@ -172,7 +173,7 @@ func (a *App) newTurnHooks(r *hook.Runner, nodeID int64) agent.TurnHooks {
 	if r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) && !start {
 		return nil
 	}
-	return turnHooks{r: r, stop: stop, start: start, report: a.reportHooks}
+	return turnHooks{r: r, stop: stop, start: start, report: a.reportHooks, say: func(msgs []string) { a.SayHooks(id, msgs) }}
 }
 
 // Stopping implements agent.TurnHooks: a hook's block is feedback for
@@ -183,6 +184,7 @@ func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
 	}
 	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &s.Active, LastAssistantMessage: &s.Last})
 	h.report(v.Notes)
+	h.say(v.Messages)
 	if err != nil || !v.Block || v.Stop {
 		return ""
 	}
@@ -194,6 +196,7 @@ func (h turnHooks) Compacting(ctx context.Context, trigger string) {
 	if h.r.Has(hook.PreCompact) {
 		v, _ := h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
 		h.report(v.Notes)
+		h.say(v.Messages)
 	}
 }
 
@@ -253,6 +256,7 @@ func (a *App) EndSessionWith(ctx context.Context, id, reason string, client *hoo
 		v.Notes = append(v.Notes, fmt.Sprintf("the SessionEnd hook failed: %v", err))
 	}
 	a.reportHooks(v.Notes)
+	a.SayHooks("", v.Messages) // on stderr: the session is over
 }
 
 // PromptHooks runs the project's hooks for a prompt of session id
@@ -289,9 +293,11 @@ func (a *App) PromptContext(ctx context.Context, id, source, prompt string) (str
 			return "", fmt.Errorf("the SessionStart hook failed: %w", err)
 		}
 		parts = append(parts, v.Context, reports(v.Notes))
+		a.SayHooks(id, v.Messages)
 	}
 	if r.Has(hook.UserPromptSubmit) {
 		v, err := r.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &prompt})
+		a.SayHooks(id, v.Messages) // a blocking hook's too
 		switch {
 		case err != nil:
 			return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
@@ -341,6 +347,7 @@ func (a *App) notifyHooks() {
 		if r := a.sessionHooks(ir.Interaction.SessionID); r != nil {
 			v, _ := r.Run(ctx, hook.Notification, "", hook.Input{Message: msg})
 			a.reportHooks(v.Notes)
+			a.SayHooks(ir.Interaction.SessionID, v.Messages)
 		}
 	})
 	a.onClose(func() { cancel(); sub.Close() })

@@ -256,7 +256,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
-		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(hooks, o.NodeID), TurnEnded: o.TurnEnded,
+		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(id, hooks, o.NodeID), TurnEnded: o.TurnEnded,
 		ToolsLeftOut: a.toolsLeftOut,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,
