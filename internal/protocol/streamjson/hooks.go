@@ -189,6 +189,7 @@ func (s *Server) promptHooks(ctx context.Context, sess *app.Session, text string
 		return joinNonEmpty("\n\n", start, text), nil
 	}
 	v, err := hooks.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &text})
+	s.app.SayHooks(sess.ID, v.Messages)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
@@ -234,6 +235,7 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 		active := i > 0
 		last := res.Text
 		v, err := hooks.Run(ctx, hook.Stop, "", hook.Input{StopHookActive: &active, LastAssistantMessage: &last})
+		s.app.SayHooks(sess.ID, v.Messages)
 		if err != nil {
 			res.Outcome, res.Err = agent.OutcomeFailed, fmt.Errorf("the Stop hook failed: %w", err)
 			return res

@@ -320,3 +320,49 @@ func TestSessionEndOnSigtermInSinglePromptMode(t *testing.T) {
 		t.Fatalf("the project's SessionEnd hook read %q (%v)", ended, err)
 	}
 }
+
+// TestHookSystemMessage: what the SDK's hook callbacks answer as
+// systemMessage is a system/informational line for the person, as the
+// real Claude Code CLI writes it (TestProjectFilesLikeClaudeCode's
+// hook-system-message), and never reaches the model.
+func TestHookSystemMessage(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "toolu_1", Name: "shell", Input: map[string]any{"command": "echo hi"}}}},
+		llmtest.Turn{Text: "done"},
+	)
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{mode: "trust"})
+	b.Send(strings.ReplaceAll(allHooks, "\n", ""))
+	b.Next(typ("control_response", ""))
+	b.nextHook("ss", "SessionStart", `{}`)
+	b.Send(user("hi there"))
+	for _, h := range []struct{ id, event string }{{"ups", "UserPromptSubmit"}, {"pre", "PreToolUse"}, {"post", "PostToolUse"}, {"stop", "Stop"}} {
+		b.nextHook(h.id, h.event, `{"systemMessage":"SAYS-`+h.event+`"}`)
+	}
+	b.Next(typ("result", ""))
+	b.Close()
+	var said []string
+	for _, o := range b.All {
+		var m struct {
+			Content, Level, UUID string
+			SessionID            string `json:"session_id"`
+		}
+		if o.Type == "system" && o.Subtype == "informational" && json.Unmarshal([]byte(o.raw), &m) == nil {
+			if m.Level != "notice" || m.UUID == "" || m.SessionID == "" {
+				t.Errorf("line %s: want level notice, a uuid and the session id", o.raw)
+			}
+			said = append(said, m.Content)
+		}
+	}
+	want := []string{"UserPromptSubmit says: SAYS-UserPromptSubmit", "PreToolUse:Bash says: SAYS-PreToolUse",
+		"PostToolUse:Bash says: SAYS-PostToolUse", "Stop says: SAYS-Stop"}
+	if strings.Join(said, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("informational lines %q, want %q", said, want)
+	}
+	for _, r := range srv.Requests() {
+		if strings.Contains(string(r.Body), "SAYS-") {
+			t.Fatalf("a hook's systemMessage reached the model: %s", r.Body)
+		}
+	}
+}

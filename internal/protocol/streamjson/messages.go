@@ -161,6 +161,17 @@ type systemMessage struct {
 	Blocked   []string `json:"blocked,omitempty"`
 }
 
+// informationalMessage is a "system" "informational" line: what a hook
+// said for the person (its systemMessage), in Claude Code's field order.
+type informationalMessage struct {
+	Type      string `json:"type"`    // "system"
+	Subtype   string `json:"subtype"` // "informational"
+	Content   string `json:"content"`
+	Level     string `json:"level"`
+	UUID      string `json:"uuid"`
+	SessionID string `json:"session_id"`
+}
+
 // initMessage is the "system" "init" line, with the fields Claude Code SDK
 // clients' types declare.
 type initMessage struct {

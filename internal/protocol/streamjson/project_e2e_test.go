@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,6 +106,21 @@ var projectFlows = []projectFlow{
 				t.Errorf("the hook did not get the settings' env: victim kept %v, tool result %q", o.VictimKept, o.ToolResult)
 			}
 		}},
+	// A hook's systemMessage is shown to the person: a system/
+	// informational line "<Event> says: …" ("<Event>:<Tool> says: …"
+	// for a tool's hooks).
+	{name: "hook-system-message", mode: "bypassPermissions", command: "echo hi",
+		files: map[string]string{
+			".claude/hooks/say.sh":  "#!/bin/sh\ncat >/dev/null\necho \"{\\\"systemMessage\\\": \\\"SYSMSG-$1\\\"}\"\n",
+			".claude/settings.json": sayHooks("UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionStart"),
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			want := []string{"UserPromptSubmit says: SYSMSG-UserPromptSubmit", "PreToolUse:Bash says: SYSMSG-PreToolUse",
+				"PostToolUse:Bash says: SYSMSG-PostToolUse", "Stop says: SYSMSG-Stop"}
+			if got := informational(o.Stdout); !slices.Equal(got, want) {
+				t.Errorf("system/informational lines (level notice) %q, want %q", got, want)
+			}
+		}},
 	{name: "skill", skill: "release-notes",
 		files: map[string]string{".claude/skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Write the release notes of a version.\n---\nSKILL-BODY-42: list every merged change under its heading.\n"},
 		check: func(t *testing.T, o projectOutcome) {
@@ -166,6 +182,34 @@ var projectFlows = []projectFlow{
 				t.Errorf("the deny rule did not deny the call under bypassPermissions: victim kept %v, tool result %q", o.VictimKept, o.ToolResult)
 			}
 		}},
+}
+
+// sayHooks is a settings file whose hooks for events run say.sh with
+// the event's name (PreToolUse and PostToolUse for Bash).
+func sayHooks(events ...string) string {
+	hooks := map[string]any{}
+	for _, e := range events {
+		m := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": `"$CLAUDE_PROJECT_DIR"/.claude/hooks/say.sh ` + e}}}
+		if strings.HasSuffix(e, "ToolUse") {
+			m["matcher"] = "Bash"
+		}
+		hooks[e] = []any{m}
+	}
+	b, _ := json.Marshal(map[string]any{"hooks": hooks})
+	return string(b)
+}
+
+// informational is the contents of the stdout's system/informational
+// lines of level notice.
+func informational(stdout []string) []string {
+	var out []string
+	for _, l := range stdout {
+		var m struct{ Type, Subtype, Content, Level string }
+		if json.Unmarshal([]byte(l), &m) == nil && m.Type == "system" && m.Subtype == "informational" && m.Level == "notice" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
 }
 
 // initLine is the stdout's system/init line.

@@ -74,6 +74,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 		err = fmt.Errorf("the message holds %d image(s), but the model %s takes no images (its config says images: false); it was not sent", len(t.images), sess.Model.Ref.Ref)
 	}
 	if err != nil {
+		s.events.Flush() // what the hooks said, before the result
 		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true,
 			Errors: []string{err.Error()}, SessionID: sess.ID, DurationMS: time.Since(start).Milliseconds(),
 			PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
@@ -345,6 +346,8 @@ func (s *Server) translate(e agent.Event) {
 		if len(e.Blocked) > 0 {
 			s.write(systemMessage{Type: "system", Subtype: "sandbox_blocked", SessionID: sid, UUID: newUUID(), ToolUseID: e.CallID, Blocked: e.Blocked})
 		}
+	case *agent.HookMessage:
+		s.write(informationalMessage{Type: "system", Subtype: "informational", Content: e.Text, Level: e.Level, UUID: newUUID(), SessionID: sid})
 	}
 }
 
