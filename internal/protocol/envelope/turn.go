@@ -244,6 +244,8 @@ func (s *server) translate(e agent.Event) {
 		s.compactionEvent(e)
 	case *agent.Error:
 		s.pushError(e.Message)
+	case *agent.HookMessage:
+		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: e.Text}, nil)
 	}
 }
 
@@ -286,6 +288,8 @@ func (s *server) translateSub(a *subAgent, e agent.Event) {
 		if s.agents.newError(a.taskID, e.Message) {
 			s.wire.push(evError, errorPayload{AgentID: a.agentID, Message: e.Message}, nil)
 		}
+	case *agent.HookMessage:
+		s.wire.push(evInfo, infoPayload{AgentID: a.agentID, Message: e.Text}, nil)
 	}
 }
 
