@@ -18,11 +18,13 @@
 //	#<id> <from> → <to>  <tag> <goal>[ blocked_by=#<a>,#<b>][  result: <text>][  error: <text>][  reason: <text>]
 //	#<id> → <tool> <argument>
 //	#<id> ✉ #<parent>: <first line of a notify message>
+//	#<id> ℹ <what a hook of the node said, "Stop says: …">
 //	run <run id> <outcome>[: <error>]
 //
 // The first is a node's creation, the second any later transition (result
 // on completion, error when the node has one, reason when the engine gave
-// one), the third a tool call of the node's agent, the last the end of the
+// one), the third a tool call of the node's agent, the ℹ line what a hook
+// of the node said for the person (its systemMessage), the last the end of the
 // run (outcome is a store.Run* status: complete, failed, cancelled,
 // budget_exhausted, interrupted). <tag> is the node kind, with the spawn
 // mode for tasks: goal, task(spawn), task(fork), ask. For example:

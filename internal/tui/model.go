@@ -122,6 +122,8 @@ func (m *model) apply(e agent.Event) {
 		m.tr.toolStarted(e)
 	case *agent.ToolCallFinished:
 		m.tr.toolBlocked(e)
+	case *agent.HookMessage:
+		m.tr.hookMessage(e)
 	case *agent.UsageUpdated:
 		m.tr.addUsage(e)
 	case *agent.InteractionRequested:

@@ -54,6 +54,10 @@ func (p *Plain) Handle(e agent.Event) {
 		if id, ok := p.tr.toolBlocked(e); ok {
 			line = fmt.Sprintf("#%d ⊘ %s", id, strings.Join(e.Blocked, "; "))
 		}
+	case *agent.HookMessage:
+		if id, ok := p.tr.hookMessage(e); ok {
+			line = fmt.Sprintf("#%d ℹ %s", id, firstLine(e.Text, textCut))
+		}
 	}
 	if line != "" {
 		// A failed write (a closed pipe) is not the run's problem.

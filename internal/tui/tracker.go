@@ -128,6 +128,18 @@ func (t *tracker) toolBlocked(e *agent.ToolCallFinished) (id int64, ok bool) {
 	return id, true
 }
 
+// hookMessage records what a node's hook said for the person as its
+// latest activity and returns the node id; ok is false when the session
+// is no node of the run.
+func (t *tracker) hookMessage(e *agent.HookMessage) (id int64, ok bool) {
+	n, id, ok := t.nodeOf(e.SessionID)
+	if !ok {
+		return 0, false
+	}
+	n.lastTool = "ℹ " + firstLine(e.Text, textCut)
+	return id, true
+}
+
 // notified records a node's progress note as its latest activity and
 // returns the node id; ok is false for other runs and unknown nodes.
 func (t *tracker) notified(e *tree.Notified) (id int64, ok bool) {
