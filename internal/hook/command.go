@@ -74,7 +74,16 @@ func (c *Command) Call(ctx context.Context, in Input) (Output, error) {
 		return c.note("its input could not be encoded: %v", err), nil
 	}
 	r := c.run(ctx, stdin)
-	event := Event(in.HookEventName)
+	out, err := c.answer(ctx, Event(in.HookEventName), r, arbor)
+	if err == nil {
+		out.Ran = r.ran()
+	}
+	return out, err
+}
+
+// answer is the command's Output by its exit, stdout and stderr; arbor is
+// arbor's name of the tool a tool's hook ran for.
+func (c *Command) answer(ctx context.Context, event Event, r commandResult, arbor string) (Output, error) {
 	switch {
 	case ctx.Err() != nil:
 		return Output{}, ctx.Err()

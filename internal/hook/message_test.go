@@ -2,8 +2,11 @@ package hook_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/tool"
@@ -40,5 +43,45 @@ func TestSystemMessageToThePerson(t *testing.T) {
 	v, err = hook.Chain{&r, &r}.Run(t.Context(), hook.Stop, "", hook.Input{})
 	if want := []string{"Stop says: stop checked", "Stop says: stop checked"}; err != nil || !slices.Equal(v.Messages, want) {
 		t.Fatalf("Stop's verdict %+v, %v; want the messages %q", v, err, want)
+	}
+}
+
+// TestWatch: a Run whose context carries a Watch tells it of each
+// command hook it calls, before and after, with what the command printed
+// and how it ended (stream-json's hook_started and hook_response lines);
+// other handlers (an SDK callback) are not told of.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := func(c string) hook.Handler { return &hook.Command{Command: c, Dir: dir} }
+	var r hook.Runner
+	r.Set(map[hook.Event][]hook.Matcher{hook.SessionStart: {matcher(t, "startup",
+		cmd(`cat >/dev/null; echo '{"systemMessage": "hi"}'`), &recorder{},
+		cmd("cat >/dev/null; echo FAIL-OUT; echo FAIL-ERR >&2; exit 1"),
+		cmd("cat >/dev/null; echo BLOCK-ERR >&2; exit 2"),
+		&hook.Command{Command: "exec sleep 30", Dir: dir, Timeout: 100 * time.Millisecond})}})
+	var seen []string
+	ctx := hook.WithWatch(t.Context(), func(e hook.Event, target string) func(hook.Ran) {
+		seen = append(seen, "started "+string(e)+":"+target)
+		return func(r hook.Ran) {
+			code := "none"
+			if r.ExitCode != nil {
+				code = strconv.Itoa(*r.ExitCode)
+			}
+			seen = append(seen, fmt.Sprintf("%s %s %q %q", r.Outcome, code, r.Stdout, r.Stderr))
+		}
+	})
+	v, err := r.Run(ctx, hook.SessionStart, "startup", hook.Input{})
+	if err != nil || len(v.Messages) != 1 {
+		t.Fatalf("verdict %+v, %v", v, err)
+	}
+	want := []string{
+		"started SessionStart:startup", `success 0 "{\"systemMessage\": \"hi\"}\n" ""`,
+		"started SessionStart:startup", `error 1 "FAIL-OUT\n" "FAIL-ERR\n"`,
+		"started SessionStart:startup", `error 2 "" "BLOCK-ERR\n"`,
+		"started SessionStart:startup", `cancelled none "" ""`,
+	}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("the watch saw\n%q\nwant\n%q", seen, want)
 	}
 }

@@ -51,7 +51,11 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 			if r.Base != nil {
 				r.Base(&in)
 			}
+			done := watching(ctx, h, e, target)
 			out, err := h.Call(ctx, in)
+			if done != nil {
+				report(done, out, err)
+			}
 			if err != nil {
 				return Verdict{}, err
 			}

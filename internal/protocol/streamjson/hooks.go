@@ -254,6 +254,21 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 	return res
 }
 
+// hookLines writes a hook_started line before each command hook and a
+// hook_response line after it, as Claude Code writes them for its
+// SessionStart hooks.
+func (s *Server) hookLines(sid string) hook.Watch {
+	return func(e hook.Event, target string) func(hook.Ran) {
+		id, name := newUUID(), string(e)+":"+target
+		s.write(hookLine{Type: "system", Subtype: "hook_started", HookID: id, HookName: name, HookEvent: string(e), UUID: newUUID(), SessionID: sid})
+		return func(r hook.Ran) {
+			output := r.Stdout + r.Stderr
+			s.write(hookLine{Type: "system", Subtype: "hook_response", HookID: id, HookName: name, HookEvent: string(e),
+				Output: &output, Stdout: &r.Stdout, Stderr: &r.Stderr, ExitCode: r.ExitCode, Outcome: r.Outcome, UUID: newUUID(), SessionID: sid})
+		}
+	}
+}
+
 // sessionHooks runs the SessionStart hooks for a new or resumed session;
 // their additionalContext goes before the first prompt.
 func (s *Server) sessionHooks(ctx context.Context, sess *app.Session, source string) error {
@@ -261,7 +276,7 @@ func (s *Server) sessionHooks(ctx context.Context, sess *app.Session, source str
 	if !hooks.Has(hook.SessionStart) {
 		return nil
 	}
-	v, err := hooks.Run(ctx, hook.SessionStart, source, hook.Input{Source: source})
+	v, err := hooks.Run(hook.WithWatch(ctx, s.hookLines(sess.ID)), hook.SessionStart, source, hook.Input{Source: source})
 	if err != nil {
 		return fmt.Errorf("the SessionStart hook failed: %w", err)
 	}

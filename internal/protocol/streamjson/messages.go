@@ -172,6 +172,24 @@ type informationalMessage struct {
 	SessionID string `json:"session_id"`
 }
 
+// hookLine is a "system" "hook_started" or "hook_response" line: a
+// SessionStart command hook began, or ended with this output, in Claude
+// Code's field order.
+type hookLine struct {
+	Type      string  `json:"type"`    // "system"
+	Subtype   string  `json:"subtype"` // "hook_started", "hook_response"
+	HookID    string  `json:"hook_id"`
+	HookName  string  `json:"hook_name"` // "SessionStart:startup"
+	HookEvent string  `json:"hook_event"`
+	Output    *string `json:"output,omitempty"` // stdout then stderr
+	Stdout    *string `json:"stdout,omitempty"`
+	Stderr    *string `json:"stderr,omitempty"`
+	ExitCode  *int    `json:"exit_code,omitempty"`
+	Outcome   string  `json:"outcome,omitempty"` // success, error, cancelled
+	UUID      string  `json:"uuid"`
+	SessionID string  `json:"session_id"`
+}
+
 // initMessage is the "system" "init" line, with the fields Claude Code SDK
 // clients' types declare.
 type initMessage struct {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,21 +105,6 @@ var projectFlows = []projectFlow{
 				t.Errorf("the hook did not get the settings' env: victim kept %v, tool result %q", o.VictimKept, o.ToolResult)
 			}
 		}},
-	// A hook's systemMessage is shown to the person: a system/
-	// informational line "<Event> says: …" ("<Event>:<Tool> says: …"
-	// for a tool's hooks).
-	{name: "hook-system-message", mode: "bypassPermissions", command: "echo hi",
-		files: map[string]string{
-			".claude/hooks/say.sh":  "#!/bin/sh\ncat >/dev/null\necho \"{\\\"systemMessage\\\": \\\"SYSMSG-$1\\\"}\"\n",
-			".claude/settings.json": sayHooks("UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionStart"),
-		},
-		check: func(t *testing.T, o projectOutcome) {
-			want := []string{"UserPromptSubmit says: SYSMSG-UserPromptSubmit", "PreToolUse:Bash says: SYSMSG-PreToolUse",
-				"PostToolUse:Bash says: SYSMSG-PostToolUse", "Stop says: SYSMSG-Stop"}
-			if got := informational(o.Stdout); !slices.Equal(got, want) {
-				t.Errorf("system/informational lines (level notice) %q, want %q", got, want)
-			}
-		}},
 	{name: "skill", skill: "release-notes",
 		files: map[string]string{".claude/skills/release-notes/SKILL.md": "---\nname: release-notes\ndescription: Write the release notes of a version.\n---\nSKILL-BODY-42: list every merged change under its heading.\n"},
 		check: func(t *testing.T, o projectOutcome) {
@@ -184,34 +168,6 @@ var projectFlows = []projectFlow{
 		}},
 }
 
-// sayHooks is a settings file whose hooks for events run say.sh with
-// the event's name (PreToolUse and PostToolUse for Bash).
-func sayHooks(events ...string) string {
-	hooks := map[string]any{}
-	for _, e := range events {
-		m := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": `"$CLAUDE_PROJECT_DIR"/.claude/hooks/say.sh ` + e}}}
-		if strings.HasSuffix(e, "ToolUse") {
-			m["matcher"] = "Bash"
-		}
-		hooks[e] = []any{m}
-	}
-	b, _ := json.Marshal(map[string]any{"hooks": hooks})
-	return string(b)
-}
-
-// informational is the contents of the stdout's system/informational
-// lines of level notice.
-func informational(stdout []string) []string {
-	var out []string
-	for _, l := range stdout {
-		var m struct{ Type, Subtype, Content, Level string }
-		if json.Unmarshal([]byte(l), &m) == nil && m.Type == "system" && m.Subtype == "informational" && m.Level == "notice" {
-			out = append(out, m.Content)
-		}
-	}
-	return out
-}
-
 // initLine is the stdout's system/init line.
 func initLine(t *testing.T, stdout []string) map[string]any {
 	t.Helper()
@@ -243,7 +199,7 @@ func TestProjectFilesLikeClaudeCode(t *testing.T) {
 	if os.Getenv(recordEnv) == "1" {
 		real = realClaudeCode(t)
 	}
-	for _, f := range projectFlows {
+	for _, f := range append(projectFlows, hookFlows...) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(projectGoldenDir, f.name+".json")

@@ -1,0 +1,128 @@
+//go:build unix
+
+package streamjson_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// hookFlows are the project-files flows of what hooks show the person
+// (TestProjectFilesLikeClaudeCode runs them with projectFlows).
+var hookFlows = []projectFlow{
+	// A hook's systemMessage is shown to the person: a system/
+	// informational line "<Event> says: …" ("<Event>:<Tool> says: …"
+	// for a tool's hooks).
+	{name: "hook-system-message", mode: "bypassPermissions", command: "echo hi",
+		files: map[string]string{
+			".claude/hooks/say.sh":  "#!/bin/sh\ncat >/dev/null\necho \"{\\\"systemMessage\\\": \\\"SYSMSG-$1\\\"}\"\n",
+			".claude/settings.json": sayHooks("UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionStart"),
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			want := []string{"UserPromptSubmit says: SYSMSG-UserPromptSubmit", "PreToolUse:Bash says: SYSMSG-PreToolUse",
+				"PostToolUse:Bash says: SYSMSG-PostToolUse", "Stop says: SYSMSG-Stop"}
+			if got := informational(o.Stdout); !slices.Equal(got, want) {
+				t.Errorf("system/informational lines (level notice) %q, want %q", got, want)
+			}
+		}},
+	// SessionStart hooks: a system/hook_started line and a
+	// system/hook_response line each, with their output and outcome.
+	{name: "hook-response",
+		files: map[string]string{
+			".claude/hooks/say.sh": "#!/bin/sh\ncat >/dev/null\necho \"{\\\"systemMessage\\\": \\\"SYSMSG-$1\\\"}\"\n",
+			".claude/settings.json": `{"hooks": {"SessionStart": [{"hooks": [
+			  {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/say.sh SessionStart"},
+			  {"type": "command", "command": "cat >/dev/null; echo FAIL-OUT; echo FAIL-ERR >&2; exit 1"},
+			  {"type": "command", "command": "cat >/dev/null; echo BLOCK-ERR >&2; exit 2"},
+			  {"type": "command", "command": "cat >/dev/null; echo '{\"suppressOutput\": true}'"},
+			  {"type": "command", "command": "cat >/dev/null; echo PLAIN-CONTEXT"}]}]}}`,
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			want := []string{
+				`"BLOCK-ERR\n" "" "BLOCK-ERR\n" 2 error`,
+				`"FAIL-OUT\nFAIL-ERR\n" "FAIL-OUT\n" "FAIL-ERR\n" 1 error`,
+				`"PLAIN-CONTEXT\n" "PLAIN-CONTEXT\n" "" 0 success`,
+				`"{\"suppressOutput\": true}\n" "{\"suppressOutput\": true}\n" "" 0 success`,
+				`"{\"systemMessage\": \"SYSMSG-SessionStart\"}\n" "{\"systemMessage\": \"SYSMSG-SessionStart\"}\n" "" 0 success`,
+			}
+			if got := hookResponses(t, o.Stdout); !slices.Equal(got, want) {
+				t.Errorf("hook_response lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}},
+}
+
+// sayHooks is a settings file whose hooks for events run say.sh with
+// the event's name (PreToolUse and PostToolUse for Bash).
+func sayHooks(events ...string) string {
+	hooks := map[string]any{}
+	for _, e := range events {
+		m := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": `"$CLAUDE_PROJECT_DIR"/.claude/hooks/say.sh ` + e}}}
+		if strings.HasSuffix(e, "ToolUse") {
+			m["matcher"] = "Bash"
+		}
+		hooks[e] = []any{m}
+	}
+	b, _ := json.Marshal(map[string]any{"hooks": hooks})
+	return string(b)
+}
+
+// informational is the contents of the stdout's system/informational
+// lines of level notice.
+func informational(stdout []string) []string {
+	var out []string
+	for _, l := range stdout {
+		var m struct{ Type, Subtype, Content, Level string }
+		if json.Unmarshal([]byte(l), &m) == nil && m.Type == "system" && m.Subtype == "informational" && m.Level == "notice" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+// hookResponses checks the stdout's hook_started and hook_response
+// lines (each response after its hook's start, all before init, of the
+// session and of SessionStart:startup) and returns the responses as
+// "output stdout stderr exit_code outcome" (the texts quoted), sorted.
+func hookResponses(t *testing.T, stdout []string) []string {
+	t.Helper()
+	started := map[string]bool{}
+	var out []string
+	session := initLine(t, stdout)["session_id"]
+	for _, l := range stdout {
+		var m struct {
+			Type, Subtype, UUID                      string
+			HookID                                   string `json:"hook_id"`
+			HookName                                 string `json:"hook_name"`
+			HookEvent                                string `json:"hook_event"`
+			Output, Stdout, Stderr, Outcome, Session string
+			SessionID                                string `json:"session_id"`
+			ExitCode                                 *int   `json:"exit_code"`
+		}
+		if json.Unmarshal([]byte(l), &m) != nil || m.Type != "system" {
+			continue
+		}
+		if m.Subtype == "init" {
+			break
+		}
+		if m.Subtype != "hook_started" && m.Subtype != "hook_response" {
+			continue
+		}
+		if m.HookName != "SessionStart:startup" || m.HookEvent != "SessionStart" || m.HookID == "" || m.UUID == "" || m.SessionID != session {
+			t.Errorf("line %s: want SessionStart:startup's, with a hook_id, a uuid and the session's id", l)
+		}
+		if m.Subtype == "hook_started" {
+			started[m.HookID] = true
+			continue
+		}
+		if !started[m.HookID] || m.ExitCode == nil {
+			t.Errorf("line %s: no hook_started before it, or no exit_code", l)
+			continue
+		}
+		out = append(out, fmt.Sprintf("%q %q %q %d %s", m.Output, m.Stdout, m.Stderr, *m.ExitCode, m.Outcome))
+	}
+	slices.Sort(out)
+	return out
+}
