@@ -130,8 +130,8 @@ type Output struct {
 	// answering (a command hook that failed, timed out or printed
 	// garbage): reported, never a verdict.
 	Notes []string `json:"-"`
-	// Ran is how a command hook ran, for a Watch; nil for others.
-	Ran *Ran `json:"-"`
+	// Ran is how a command hook ran, for a Watch; zero for others.
+	Ran Ran `json:"-"`
 }
 
 // stops reports whether the output asks to stop (continue: false).

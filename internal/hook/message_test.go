@@ -47,7 +47,7 @@ func TestSystemMessageToThePerson(t *testing.T) {
 }
 
 // TestWatch: a Run whose context carries a Watch tells it of each
-// command hook it calls, before and after, with what the command printed
+// SessionStart command hook it calls, before and after, with what the command printed
 // and how it ended (stream-json's hook_started and hook_response lines);
 // other handlers (an SDK callback) are not told of.
 func TestWatch(t *testing.T) {
@@ -65,8 +65,8 @@ func TestWatch(t *testing.T) {
 		seen = append(seen, "started "+string(e)+":"+target)
 		return func(r hook.Ran) {
 			code := "none"
-			if r.ExitCode != nil {
-				code = strconv.Itoa(*r.ExitCode)
+			if r.Exited {
+				code = strconv.Itoa(r.ExitCode)
 			}
 			seen = append(seen, fmt.Sprintf("%s %s %q %q", r.Outcome, code, r.Stdout, r.Stderr))
 		}
@@ -83,5 +83,10 @@ func TestWatch(t *testing.T) {
 	}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("the watch saw\n%q\nwant\n%q", seen, want)
+	}
+	// A tool's hooks are not watched (Claude Code reports none).
+	r.Set(map[hook.Event][]hook.Matcher{hook.PreToolUse: {matcher(t, "", cmd("cat >/dev/null"))}})
+	if _, err := r.Run(ctx, hook.PreToolUse, "shell", hook.Input{}); err != nil || len(seen) != len(want) {
+		t.Fatalf("a PreToolUse hook was watched (%v): %q", err, seen[len(want):])
 	}
 }

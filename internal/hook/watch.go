@@ -2,18 +2,21 @@ package hook
 
 import "context"
 
-// Watch is told of each command hook a Run calls (stream-json's
-// hook_started and hook_response lines): called before the command runs,
-// it returns what is called with how it ran once it is done. Other
-// handlers (the Claude Agent SDK's callbacks) are not told of.
+// Watch is told of each SessionStart command hook a Run calls
+// (stream-json's hook_started and hook_response lines; Claude Code
+// reports no other event's): called before the command runs, it returns
+// what is called with how it ran once it is done. Other handlers (the
+// Claude Agent SDK's callbacks) are not told of, and the tool calls'
+// hooks do not look for a Watch.
 type Watch func(e Event, target string) (done func(Ran))
 
 // Ran is how a command hook ran: what it printed and how it ended.
 type Ran struct {
 	Stdout, Stderr string
-	// ExitCode is nil when the command did not exit by itself (it timed
-	// out, or could not start).
-	ExitCode *int
+	// ExitCode is the command's exit status when Exited; it did not
+	// exit by itself when it timed out or could not start.
+	ExitCode int
+	Exited   bool
 	// Outcome is Claude Code's: "success" (exit 0), "error" (another
 	// exit, or no start), "cancelled" (killed at its timeout, or its
 	// context ended).
@@ -30,6 +33,9 @@ func WithWatch(ctx context.Context, w Watch) context.Context {
 // watching is ctx's Watch's done for a command hook h of e about to run,
 // nil when h is no command or ctx has no Watch.
 func watching(ctx context.Context, h Handler, e Event, target string) func(Ran) {
+	if e != SessionStart {
+		return nil
+	}
 	if _, ok := h.(*Command); !ok {
 		return nil
 	}
@@ -41,15 +47,14 @@ func watching(ctx context.Context, h Handler, e Event, target string) func(Ran) 
 }
 
 // ran is how the command ran, for a Watch.
-func (r commandResult) ran() *Ran {
-	out := &Ran{Stdout: r.stdout, Stderr: r.stderr, Outcome: "error"}
+func (r commandResult) ran() Ran {
+	out := Ran{Stdout: r.stdout, Stderr: r.stderr, Outcome: "error"}
 	switch {
 	case r.timedOut:
 		out.Outcome = "cancelled"
 	case r.startErr == nil:
-		code := r.exit
-		out.ExitCode = &code
-		if code == 0 {
+		out.ExitCode, out.Exited = r.exit, true
+		if r.exit == 0 {
 			out.Outcome = "success"
 		}
 	}
@@ -60,8 +65,8 @@ func (r commandResult) ran() *Ran {
 // gave none, that it failed (err) or was cancelled.
 func report(done func(Ran), out Output, err error) {
 	switch {
-	case out.Ran != nil:
-		done(*out.Ran)
+	case out.Ran.Outcome != "":
+		done(out.Ran)
 	case err != nil:
 		done(Ran{Outcome: "cancelled"})
 	default:

@@ -263,8 +263,12 @@ func (s *Server) hookLines(sid string) hook.Watch {
 		s.write(hookLine{Type: "system", Subtype: "hook_started", HookID: id, HookName: name, HookEvent: string(e), UUID: newUUID(), SessionID: sid})
 		return func(r hook.Ran) {
 			output := r.Stdout + r.Stderr
-			s.write(hookLine{Type: "system", Subtype: "hook_response", HookID: id, HookName: name, HookEvent: string(e),
-				Output: &output, Stdout: &r.Stdout, Stderr: &r.Stderr, ExitCode: r.ExitCode, Outcome: r.Outcome, UUID: newUUID(), SessionID: sid})
+			l := hookLine{Type: "system", Subtype: "hook_response", HookID: id, HookName: name, HookEvent: string(e),
+				Output: &output, Stdout: &r.Stdout, Stderr: &r.Stderr, Outcome: r.Outcome, UUID: newUUID(), SessionID: sid}
+			if r.Exited {
+				l.ExitCode = &r.ExitCode
+			}
+			s.write(l)
 		}
 	}
 }
