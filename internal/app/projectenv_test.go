@@ -1,4 +1,4 @@
-package app
+package app_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/arbor-run/arbor/internal/app"
 )
 
 // TestMCPServerGetsSettingsEnv: a stdio MCP server starts with the
@@ -18,21 +20,13 @@ func TestMCPServerGetsSettingsEnv(t *testing.T) {
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")
 	out := filepath.Join(home, "server-env.txt")
-	files := map[string]string{
-		filepath.Join(home, "config", "arbor", "config.yaml"): "mcp_servers:\n  probe:\n    command: sh\n    args: [\"-c\", \"echo \\\"marker=$PROJECT_ENV_MARKER x=$X\\\" > " + out + "\"]\n" +
+	writeFiles(t, home, map[string]string{
+		"config/arbor/config.yaml": "mcp_servers:\n  probe:\n    command: sh\n    args: [\"-c\", \"echo \\\"marker=$PROJECT_ENV_MARKER x=$X\\\" > " + out + "\"]\n" +
 			"    env:\n      X: ${PROJECT_ENV_MARKER:-unset}\n    start_timeout: 5s\n",
-		filepath.Join(ws, ".claude", "settings.json"): `{"env": {"PROJECT_ENV_MARKER": "env-9d2"}}`,
-	}
-	for p, c := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+		"ws/.claude/settings.json": `{"env": {"PROJECT_ENV_MARKER": "env-9d2"}}`,
+	})
 	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config"), "XDG_STATE_HOME": filepath.Join(home, "state")}
-	a, err := Open(context.Background(), Options{Workspace: ws, Getenv: func(k string) string { return env[k] }})
+	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arbor-run/arbor/internal/hook"
 	"github.com/arbor-run/arbor/internal/permission"
+	"github.com/arbor-run/arbor/internal/testutil"
 	"github.com/arbor-run/arbor/internal/tool"
 )
 
@@ -122,17 +122,8 @@ func TestPostToolUseResponseOfSearchToolsLikeClaudeCode(t *testing.T) {
 			if err := policy.AddRule(rule); err != nil {
 				t.Fatal(err)
 			}
-			dump := filepath.Join(t.TempDir(), "post.jsonl")
-			var r hook.Runner
-			r.Set(map[hook.Event][]hook.Matcher{hook.PostToolUse: {matcher(t, "*",
-				&hook.Command{Command: "cat >> " + dump + "; echo >> " + dump, Dir: ws, ClaudeCode: true})}})
-			tools := map[string]tool.Tool{}
-			for _, bt := range tool.Builtins(tool.BuiltinOptions{Workspace: ws, Policy: policy}) {
-				if named == "claude-code" {
-					bt = tool.AsClaudeCode(bt)
-				}
-				tools[tool.Name(bt)] = bt
-			}
+			rp := newReplay(t, named, ws, tool.BuiltinOptions{Workspace: ws, Policy: policy})
+			dump := rp.dump
 			fill := strings.NewReplacer("<ws>", ws, "<site>", site.URL)
 			var replayed []int
 			for i, c := range rec.Calls {
@@ -140,19 +131,7 @@ func TestPostToolUseResponseOfSearchToolsLikeClaudeCode(t *testing.T) {
 				if !ok {
 					continue
 				}
-				name := c.ToolName
-				if named == "arbor" {
-					name = tool.FromClaudeCode(name)
-					input = tool.ClaudeCodeInput(name, input)
-				}
-				bt, ok := tools[name]
-				if !ok {
-					t.Fatalf("no built-in %s", name)
-				}
-				res := (&hook.Tool{Tool: bt, Hooks: &r}).Run(t.Context(), tool.Call{ID: "c" + string(rune('a'+i)), Input: input})
-				if res.IsError {
-					t.Fatalf("call %d (%s %s) failed: %s", i, name, input, res.Content)
-				}
+				rp.call(t, i, c.ToolName, input)
 				replayed = append(replayed, i)
 			}
 			seen := readInputs(t, dump)
@@ -171,8 +150,8 @@ func TestPostToolUseResponseOfSearchToolsLikeClaudeCode(t *testing.T) {
 					want[f] = v
 				}
 				for _, f := range ccByType[c.ToolName] {
-					if jsonType(got[f]) != jsonType(want[f]) {
-						t.Errorf("call %d (%s): %s is %v; Claude Code gave a %s", i, c.ToolName, f, got[f], jsonType(want[f]))
+					if testutil.JSONType(got[f]) != testutil.JSONType(want[f]) {
+						t.Errorf("call %d (%s): %s is %v; Claude Code gave a %s", i, c.ToolName, f, got[f], testutil.JSONType(want[f]))
 					}
 					delete(got, f)
 					delete(want, f)
@@ -185,21 +164,4 @@ func TestPostToolUseResponseOfSearchToolsLikeClaudeCode(t *testing.T) {
 			}
 		})
 	}
-}
-
-// jsonType names the JSON type of a decoded value.
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case float64:
-		return "number"
-	case bool:
-		return "boolean"
-	case []any:
-		return "array"
-	}
-	return "object"
 }

@@ -70,33 +70,11 @@ func TestPostToolUseResponseLikeClaudeCode(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			dump := filepath.Join(t.TempDir(), "post.jsonl")
-			var r hook.Runner
-			r.Set(map[hook.Event][]hook.Matcher{hook.PostToolUse: {matcher(t, "*",
-				&hook.Command{Command: "cat >> " + dump + "; echo >> " + dump, Dir: ws, ClaudeCode: true})}})
-			tools := map[string]tool.Tool{}
-			for _, bt := range tool.Builtins(tool.BuiltinOptions{Workspace: ws}) {
-				if named == "claude-code" {
-					bt = tool.AsClaudeCode(bt)
-				}
-				tools[tool.Name(bt)] = bt
-			}
+			rp := newReplay(t, named, ws, tool.BuiltinOptions{Workspace: ws})
 			for i, c := range rec.Calls {
-				input := json.RawMessage(strings.ReplaceAll(string(c.ToolInput), "<ws>", ws))
-				name := c.ToolName
-				if named == "arbor" {
-					name = tool.FromClaudeCode(name)
-					input = tool.ClaudeCodeInput(name, input)
-				}
-				bt, ok := tools[name]
-				if !ok {
-					t.Fatalf("no built-in %s", name)
-				}
-				res := (&hook.Tool{Tool: bt, Hooks: &r}).Run(t.Context(), tool.Call{ID: "c" + string(rune('a'+i)), Input: input})
-				if res.IsError {
-					t.Fatalf("call %d (%s %s) failed: %s", i, name, input, res.Content)
-				}
+				rp.call(t, i, c.ToolName, json.RawMessage(strings.ReplaceAll(string(c.ToolInput), "<ws>", ws)))
 			}
+			dump := rp.dump
 			seen := readInputs(t, dump)
 			if len(seen) != len(rec.Calls) {
 				t.Fatalf("the hook ran %d times; want %d", len(seen), len(rec.Calls))
@@ -167,4 +145,47 @@ func readInputs(t *testing.T, path string) []hook.Input {
 		out = append(out, in)
 	}
 	return out
+}
+
+// replay runs recorded Claude Code calls with arbor's built-ins, as
+// named ("claude-code": the tools under Claude Code's names and inputs;
+// "arbor": under arbor's), each wrapped in a PostToolUse hook that
+// appends its input to dump.
+type replay struct {
+	named string
+	dump  string
+	r     hook.Runner
+	tools map[string]tool.Tool
+}
+
+func newReplay(t *testing.T, named, ws string, o tool.BuiltinOptions) *replay {
+	t.Helper()
+	rp := &replay{named: named, dump: filepath.Join(t.TempDir(), "post.jsonl"), tools: map[string]tool.Tool{}}
+	rp.r.Set(map[hook.Event][]hook.Matcher{hook.PostToolUse: {matcher(t, "*",
+		&hook.Command{Command: "cat >> " + rp.dump + "; echo >> " + rp.dump, Dir: ws, ClaudeCode: true})}})
+	for _, bt := range tool.Builtins(o) {
+		if named == "claude-code" {
+			bt = tool.AsClaudeCode(bt)
+		}
+		rp.tools[tool.Name(bt)] = bt
+	}
+	return rp
+}
+
+// call runs recorded call i (Claude Code's tool name and input); it must
+// succeed.
+func (rp *replay) call(t *testing.T, i int, name string, input json.RawMessage) {
+	t.Helper()
+	if rp.named == "arbor" {
+		name = tool.FromClaudeCode(name)
+		input = tool.ClaudeCodeInput(name, input)
+	}
+	bt, ok := rp.tools[name]
+	if !ok {
+		t.Fatalf("no built-in %s", name)
+	}
+	res := (&hook.Tool{Tool: bt, Hooks: &rp.r}).Run(t.Context(), tool.Call{ID: "c" + string(rune('a'+i)), Input: input})
+	if res.IsError {
+		t.Fatalf("call %d (%s %s) failed: %s", i, name, input, res.Content)
+	}
 }

@@ -74,3 +74,21 @@ func Deps(t testing.TB, pkg, tags string) []string {
 	}
 	return strings.Fields(string(out))
 }
+
+// JSONType names the JSON type of a value decoded into an any: null,
+// string, number, boolean, array or object.
+func JSONType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case []any:
+		return "array"
+	}
+	return "object"
+}

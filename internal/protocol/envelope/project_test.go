@@ -144,16 +144,7 @@ func TestSessionEndReasons(t *testing.T) {
 	first := ready.P.SessionID
 	b.Send(sendText("hi"))
 	b.Next(typ("idle"))
-	b.Send(sendText("/new"))
-	second := b.Next(typ("session_switched")).P.SessionID
-	b.Next(typ("idle"))
-	b.Send(sendText("hello"))
-	b.Next(typ("idle"))
-	b.Send(sendText("/resume " + first))
-	b.Next(typ("session_switched"))
-	b.Next(typ("idle"))
-	b.Send(sendText("again"))
-	b.Next(typ("idle"))
+	second := newThenResume(b, first)
 	b.Close()
 	data, err := os.ReadFile(b.ws + "/ended.jsonl")
 	if err != nil {
@@ -203,16 +194,7 @@ func TestSessionStartSources(t *testing.T) {
 	b.Next(typ("idle"))
 	b.Send(sendText("after the summary"))
 	b.Next(typ("idle"))
-	b.Send(sendText("/new"))
-	second := b.Next(typ("session_switched")).P.SessionID
-	b.Next(typ("idle"))
-	b.Send(sendText("hello"))
-	b.Next(typ("idle"))
-	b.Send(sendText("/resume " + first))
-	b.Next(typ("session_switched"))
-	b.Next(typ("idle"))
-	b.Send(sendText("again"))
-	b.Next(typ("idle"))
+	second := newThenResume(b, first)
 	b.Close()
 	b, _ = serveAppWith(t, a, ws, envelope.Options{Resume: second})
 	b.Send(sendText("back"))
@@ -247,4 +229,21 @@ func TestSessionStartSources(t *testing.T) {
 	if text := after.Messages[0].Text(); !strings.Contains(text, "SUMMARY-TEXT\n\nHOOK-CONTEXT") {
 		t.Fatalf("the first message after the compaction is %q; want the summary, then the SessionStart hook's context", text)
 	}
+}
+
+// newThenResume opens a session with /new and has a turn in it, then goes
+// back to first with /resume and has a turn there; it returns the
+// session /new opened.
+func newThenResume(b *bundle, first string) (second string) {
+	b.Send(sendText("/new"))
+	second = b.Next(typ("session_switched")).P.SessionID
+	b.Next(typ("idle"))
+	b.Send(sendText("hello"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/resume " + first))
+	b.Next(typ("session_switched"))
+	b.Next(typ("idle"))
+	b.Send(sendText("again"))
+	b.Next(typ("idle"))
+	return second
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/testutil"
 )
 
 // A golden transcript is normalised so that it holds no value that
@@ -257,8 +258,8 @@ func compareAt(t *testing.T, what string, want, got any, path []string, equal bo
 		w, _ := json.Marshal(want)
 		g, _ := json.Marshal(got)
 		switch {
-		case jsonKind(want) != jsonKind(got):
-			t.Errorf("%s: arbor sends a %s (%s), the real CLI a %s (%s)", what, jsonKind(got), g, jsonKind(want), w)
+		case testutil.JSONType(want) != testutil.JSONType(got):
+			t.Errorf("%s: arbor sends a %s (%s), the real CLI a %s (%s)", what, testutil.JSONType(got), g, testutil.JSONType(want), w)
 		case equal && string(w) != string(g):
 			t.Errorf("%s: arbor sends %s, the real CLI %s", what, g, w)
 		}

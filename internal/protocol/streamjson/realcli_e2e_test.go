@@ -25,20 +25,3 @@ func realClaudeCode(t *testing.T) string {
 	}
 	return bin
 }
-
-// jsonKind is the JSON type of a decoded value.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case float64:
-		return "number"
-	case bool:
-		return "boolean"
-	case []any:
-		return "array"
-	}
-	return "object"
-}
