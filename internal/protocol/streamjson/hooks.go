@@ -256,12 +256,14 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 
 // hookLines writes a hook_started line before each command hook and a
 // hook_response line after it, as Claude Code writes them for its
-// SessionStart hooks.
+// SessionStart hooks, with the configuration's secrets redacted from the
+// hook's output.
 func (s *Server) hookLines(sid string) hook.Watch {
 	return func(e hook.Event, target string) func(hook.Ran) {
 		id, name := newUUID(), string(e)+":"+target
 		s.write(hookLine{Type: "system", Subtype: "hook_started", HookID: id, HookName: name, HookEvent: string(e), UUID: newUUID(), SessionID: sid})
 		return func(r hook.Ran) {
+			r.Stdout, r.Stderr = s.app.Redact(r.Stdout), s.app.Redact(r.Stderr)
 			output := r.Stdout + r.Stderr
 			l := hookLine{Type: "system", Subtype: "hook_response", HookID: id, HookName: name, HookEvent: string(e),
 				Output: &output, Stdout: &r.Stdout, Stderr: &r.Stderr, Outcome: r.Outcome, UUID: newUUID(), SessionID: sid}

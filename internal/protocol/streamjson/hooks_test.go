@@ -366,3 +366,36 @@ func TestHookSystemMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestHookOutputRedacted: what a project's hooks print reaches the client
+// (a SessionStart hook's stdout and stderr in its hook_response line, a
+// UserPromptSubmit hook's systemMessage in an informational line) with
+// the configuration's secrets redacted, as a tool's output is.
+func TestHookOutputRedacted(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "done"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{mode: "trust", files: map[string]string{
+		".claude/settings.json": `{"hooks": {
+		  "SessionStart": [{"hooks": [{"type": "command", "command": "echo out test-key-123; echo err test-key-123 >&2"}]}],
+		  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo '{\"systemMessage\": \"saw test-key-123\"}'"}]}]}}`}})
+	b.Send(user("hi"))
+	var lines []string
+	for o, ok := b.Recv(); ok; o, ok = b.Recv() {
+		lines = append(lines, o.raw)
+		if o.Type == "result" {
+			break
+		}
+	}
+	all := strings.Join(lines, "\n")
+	if strings.Contains(all, "test-key-123") {
+		t.Fatalf("a key reached the client:\n%s", all)
+	}
+	for _, want := range []string{`"subtype":"hook_response"`, `out [REDACTED]`, `err [REDACTED]`, `UserPromptSubmit says: saw [REDACTED]`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %s in:\n%s", want, all)
+		}
+	}
+	b.CloseInput()
+	_ = b.Wait()
+}
