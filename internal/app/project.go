@@ -354,16 +354,19 @@ func (a *App) notifyHooks() {
 }
 
 // reportHooks writes the notes of hooks whose event has no turn to show
-// them to (Stop, PreCompact, Notification) to Options.Diag.
+// them to (Stop, PreCompact, Notification) to Options.Diag, with the
+// configuration's secrets redacted: a hook's stderr is in them, and
+// Diag is a log.
 func (a *App) reportHooks(notes []string) {
 	root := a.rootApp()
 	if root.diag == nil || len(notes) == 0 {
 		return
 	}
+	secrets := a.secrets()
 	root.diagMu.Lock()
 	defer root.diagMu.Unlock()
 	for _, n := range notes {
-		fmt.Fprintln(root.diag, "arbor: warning:", n)
+		fmt.Fprintln(root.diag, "arbor: warning:", tool.Redact(n, secrets))
 	}
 }
 

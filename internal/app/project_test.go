@@ -293,13 +293,14 @@ func TestNotificationHook(t *testing.T) {
 }
 
 // TestStopHookReport: a Stop hook that fails does not stop the turn, and
-// its report goes to Options.Diag, there being no turn to show it.
+// its report goes to Options.Diag, there being no turn to show it, with
+// the configuration's secrets redacted (the hook's stderr had the key).
 func TestStopHookReport(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	ws := filepath.Join(home, "repo")
 	writeFiles(t, ws, map[string]string{
-		".claude/settings.json": `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo 'stop hook broke' >&2; exit 1"}]}]}}`,
+		".claude/settings.json": `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo stop hook broke sk-test-0123456789 >&2; exit 1"}]}]}}`,
 	})
 	srv := llmtest.NewServer(llmtest.Turn{Text: "done"})
 	defer srv.Close()
@@ -318,7 +319,7 @@ func TestStopHookReport(t *testing.T) {
 	if res := s.Agent.Send(context.Background(), llm.UserText("go")); res.Outcome != agent.OutcomeCompleted || res.Text != "done" {
 		t.Fatalf("result %+v", res)
 	}
-	if got := diag.String(); !strings.Contains(got, "arbor: warning: hook \"echo 'stop hook broke' >&2; exit 1\" (from "+filepath.Join(ws, ".claude/settings.json")+") exited with status 1: stop hook broke") {
+	if got := diag.String(); strings.Contains(got, "sk-test-0123456789") || !strings.Contains(got, "arbor: warning: hook \"echo stop hook broke [REDACTED] >&2; exit 1\" (from "+filepath.Join(ws, ".claude/settings.json")+") exited with status 1: stop hook broke [REDACTED]") {
 		t.Fatalf("diag %q", got)
 	}
 }
