@@ -312,7 +312,10 @@ func (a *App) PromptContext(ctx context.Context, id, source, prompt string) (str
 			out = append(out, p)
 		}
 	}
-	return strings.Join(out, "\n\n"), nil
+	// What a hook prints reaches the model and the transcript: the
+	// configuration's secrets are redacted from it, as from a tool's
+	// output.
+	return a.Redact(strings.Join(out, "\n\n")), nil
 }
 
 // reports is the hooks' own problems as a line, "" when there are none.

@@ -198,7 +198,9 @@ func (s *Server) promptHooks(ctx context.Context, sess *app.Session, text string
 	case v.Stop:
 		return "", hook.Stopped{Event: hook.UserPromptSubmit, Reason: v.Reason}
 	}
-	return joinNonEmpty("\n\n", start, v.Context, notes(v.Notes), text), nil
+	// The hooks' words reach the model: the secrets are redacted, as
+	// from a tool's output.
+	return joinNonEmpty("\n\n", start, s.app.Redact(joinNonEmpty("\n\n", v.Context, notes(v.Notes))), text), nil
 }
 
 // splitSlash splits "/name args" into its parts.
@@ -287,7 +289,7 @@ func (s *Server) sessionHooks(ctx context.Context, sess *app.Session, source str
 		return fmt.Errorf("the SessionStart hook failed: %w", err)
 	}
 	s.mu.Lock()
-	s.startContext = joinNonEmpty("\n\n", s.startContext, v.Context, notes(v.Notes))
+	s.startContext = joinNonEmpty("\n\n", s.startContext, s.app.Redact(joinNonEmpty("\n\n", v.Context, notes(v.Notes))))
 	s.mu.Unlock()
 	return nil
 }

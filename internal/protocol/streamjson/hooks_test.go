@@ -369,8 +369,9 @@ func TestHookSystemMessage(t *testing.T) {
 
 // TestHookOutputRedacted: what a project's hooks print reaches the client
 // (a SessionStart hook's stdout and stderr in its hook_response line, a
-// UserPromptSubmit hook's systemMessage in an informational line) with
-// the configuration's secrets redacted, as a tool's output is.
+// UserPromptSubmit hook's systemMessage in an informational line) and the
+// model (their context) with the configuration's secrets redacted, as a
+// tool's output does.
 func TestHookOutputRedacted(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "done"})
@@ -378,7 +379,7 @@ func TestHookOutputRedacted(t *testing.T) {
 	b := setup(t, srv, setupOpts{mode: "trust", files: map[string]string{
 		".claude/settings.json": `{"hooks": {
 		  "SessionStart": [{"hooks": [{"type": "command", "command": "echo out test-key-123; echo err test-key-123 >&2"}]}],
-		  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo '{\"systemMessage\": \"saw test-key-123\"}'"}]}]}}`}})
+		  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo '{\"systemMessage\": \"saw test-key-123\", \"hookSpecificOutput\": {\"hookEventName\": \"UserPromptSubmit\", \"additionalContext\": \"context test-key-123\"}}'"}]}]}}`}})
 	b.Send(user("hi"))
 	var lines []string
 	for o, ok := b.Recv(); ok; o, ok = b.Recv() {
@@ -390,6 +391,15 @@ func TestHookOutputRedacted(t *testing.T) {
 	all := strings.Join(lines, "\n")
 	if strings.Contains(all, "test-key-123") {
 		t.Fatalf("a key reached the client:\n%s", all)
+	}
+	// The SessionStart hook's stdout and the UserPromptSubmit hook's
+	// context reach the model, redacted too.
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no model request")
+	}
+	if body := string(reqs[0].Body); strings.Contains(body, "test-key-123") || !strings.Contains(body, "context [REDACTED]") || !strings.Contains(body, "out [REDACTED]") {
+		t.Fatalf("the model's request: %s", body)
 	}
 	for _, want := range []string{`"subtype":"hook_response"`, `out [REDACTED]`, `err [REDACTED]`, `UserPromptSubmit says: saw [REDACTED]`} {
 		if !strings.Contains(all, want) {
