@@ -144,14 +144,24 @@ type TurnHooks interface {
 	// sent to the model as the next message and the turn goes on, unless
 	// a tool ended it.
 	Stopping(ctx context.Context, s StopCheck) (feedback string)
-	// Compacting is told before the context is compacted; trigger is
-	// "manual" or "auto".
-	Compacting(ctx context.Context, trigger string)
+	// Compacting is told before the context is compacted.
+	Compacting(ctx context.Context, c Compaction)
 	// Compacted is told when a compaction has its summary, before the
 	// summary replaces the older turns: extra, when not "", is kept after
 	// the summary (Claude Code's SessionStart hooks with source
 	// "compact", whose context follows its summary).
-	Compacted(ctx context.Context, trigger string) (extra string)
+	Compacted(ctx context.Context, c Compaction) (extra string)
+}
+
+// Compaction is what TurnHooks are told of a compaction.
+type Compaction struct {
+	Trigger string // "manual" or "auto"
+	// Instructions are the person's for the summary (a manual
+	// compaction's: "/compact keep the numbers"), "" when none.
+	Instructions string
+	// Model is the model that writes the summary, by the provider's
+	// name for it.
+	Model string
 }
 
 // StopCheck is what TurnHooks.Stopping is told of a completed turn.

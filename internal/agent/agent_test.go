@@ -316,9 +316,9 @@ func (h *stopOnce) Stopping(_ context.Context, s agent.StopCheck) string {
 	return h.feedback
 }
 
-func (*stopOnce) Compacting(context.Context, string) {}
+func (*stopOnce) Compacting(context.Context, agent.Compaction) {}
 
-func (*stopOnce) Compacted(context.Context, string) string { return "" }
+func (*stopOnce) Compacted(context.Context, agent.Compaction) string { return "" }
 
 // TestSecretsRedactedFromStopHookFeedback: a Stop hook's feedback (a
 // project's script, which may print anything) reaches the model and the

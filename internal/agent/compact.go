@@ -54,10 +54,14 @@ func (a *Agent) estimateTokens() int64 {
 	return int64(n / 4)
 }
 
-// Compact summarizes the older part of the context now, whatever its size.
-// It is a no-op when there is too little to compact.
-func (a *Agent) Compact(ctx context.Context) error {
-	return a.compact(ctx, a.estimateTokens(), a.currentModel(), "manual")
+// Compact summarizes the older part of the context now, whatever its size:
+// all but the policy's KeepRecent messages or, when that leaves nothing
+// to compact, the whole conversation (a person who asks for a compaction
+// gets one, as from Claude Code's /compact). It is a no-op on an empty
+// conversation. Instructions, when not "", are the person's for the
+// summary.
+func (a *Agent) Compact(ctx context.Context, instructions string) error {
+	return a.compact(ctx, a.estimateTokens(), a.currentModel(), Compaction{Trigger: "manual", Instructions: instructions})
 }
 
 func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
@@ -68,7 +72,7 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	est := a.estimateTokens()
 	window := float64(m.window)
 	if float64(est) >= p.Threshold*window && a.compactionCut() > 0 {
-		_ = a.compact(ctx, est, m, "auto") // a failed compaction is reported and the step goes on
+		_ = a.compact(ctx, est, m, Compaction{Trigger: "auto"}) // a failed compaction is reported and the step goes on
 		a.pressureWarned = false
 		return
 	}
@@ -81,19 +85,23 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	}
 }
 
-func (a *Agent) compact(ctx context.Context, est int64, m modelState, trigger string) error {
+func (a *Agent) compact(ctx context.Context, est int64, m modelState, c Compaction) error {
 	a.settleSend() // the session exists before the summary's usage
 	cut := a.compactionCut()
+	if cut <= 0 && c.Trigger == "manual" {
+		cut = len(a.history)
+	}
 	if cut <= 0 {
 		return nil
 	}
+	c.Model = m.name
 	if a.cfg.Hooks != nil {
-		a.cfg.Hooks.Compacting(ctx, trigger)
+		a.cfg.Hooks.Compacting(ctx, c)
 	}
-	a.publish(&CompactionStarted{EstimatedTokens: est, Window: m.window})
-	summary, err := a.summarize(ctx, a.history[:cut], m)
+	a.publish(&CompactionStarted{EstimatedTokens: est, Window: m.window, Trigger: c.Trigger})
+	summary, err := a.summarize(ctx, a.history[:cut], m, c.Instructions)
 	if err == nil && a.cfg.Hooks != nil {
-		if extra := a.cfg.Hooks.Compacted(ctx, trigger); extra != "" {
+		if extra := a.cfg.Hooks.Compacted(ctx, c); extra != "" {
 			summary += "\n\n" + a.redact(extra)
 		}
 	}
@@ -103,7 +111,7 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, trigger st
 		})
 	}
 	if err != nil {
-		a.publish(&CompactionFinished{TokensBefore: est, TokensAfter: est, Err: err.Error()})
+		a.publish(&CompactionFinished{TokensBefore: est, TokensAfter: est, Trigger: c.Trigger, Err: err.Error()})
 		return err
 	}
 	upTo := a.history[cut-1].seq
@@ -111,7 +119,8 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, trigger st
 	a.history = append([]entry(nil), a.history[cut:]...)
 	a.histMu.Unlock()
 	a.summary = summary
-	a.publish(&CompactionFinished{UpToSeq: upTo, TokensBefore: est, TokensAfter: a.estimateTokens()})
+	a.publish(&CompactionFinished{UpToSeq: upTo, TokensBefore: est, TokensAfter: a.estimateTokens(), Trigger: c.Trigger,
+		Summary: summaryPreamble + summary})
 	return nil
 }
 
@@ -139,7 +148,7 @@ func hasToolResults(m llm.Message) bool {
 
 // summarize asks model m for a summary of old (and of the previous
 // summary, which old follows).
-func (a *Agent) summarize(ctx context.Context, old []entry, m modelState) (string, error) {
+func (a *Agent) summarize(ctx context.Context, old []entry, m modelState, instructions string) (string, error) {
 	var b strings.Builder
 	if a.summary != "" {
 		b.WriteString("Summary of even earlier turns:\n" + a.summary + "\n\n")
@@ -147,6 +156,9 @@ func (a *Agent) summarize(ctx context.Context, old []entry, m modelState) (strin
 	b.WriteString("Conversation to summarize:\n")
 	for _, e := range old {
 		renderMessage(&b, e.msg)
+	}
+	if instructions != "" {
+		b.WriteString("\nThe user's instructions for this summary: " + instructions + "\n")
 	}
 	req := &llm.Request{
 		Model:    m.name,

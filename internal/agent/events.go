@@ -154,8 +154,9 @@ type InteractionResolved struct {
 // CompactionStarted and CompactionFinished bracket a context compaction.
 type CompactionStarted struct {
 	Meta
-	EstimatedTokens int64 `json:"estimated_tokens"`
-	Window          int64 `json:"window"`
+	EstimatedTokens int64  `json:"estimated_tokens"`
+	Window          int64  `json:"window"`
+	Trigger         string `json:"trigger"` // "manual" or "auto"
 }
 
 // CompactionFinished reports a compaction's outcome; Err is set when it
@@ -165,7 +166,11 @@ type CompactionFinished struct {
 	UpToSeq      int64  `json:"up_to_seq"`
 	TokensBefore int64  `json:"tokens_before"`
 	TokensAfter  int64  `json:"tokens_after"`
-	Err          string `json:"error,omitempty"`
+	Trigger      string `json:"trigger"` // "manual" or "auto"
+	// Summary is the message that stands for the compacted turns in
+	// the model's context from now on ("" when the compaction failed).
+	Summary string `json:"summary,omitempty"`
+	Err     string `json:"error,omitempty"`
 }
 
 // ContextPressure warns, once per context, that the context approaches

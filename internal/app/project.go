@@ -191,27 +191,34 @@ func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
 	return hook.OrNoReason(v.Reason)
 }
 
-// Compacting implements agent.TurnHooks.
-func (h turnHooks) Compacting(ctx context.Context, trigger string) {
+// Compacting implements agent.TurnHooks: the PreCompact hooks, told the
+// trigger and the person's instructions, as Claude Code tells them.
+func (h turnHooks) Compacting(ctx context.Context, c agent.Compaction) {
 	if h.r.Has(hook.PreCompact) {
-		v, _ := h.r.Run(ctx, hook.PreCompact, trigger, hook.Input{Trigger: trigger})
+		in := hook.Input{Trigger: c.Trigger}
+		if c.Instructions != "" {
+			in.CustomInstructions = &c.Instructions
+		}
+		v, _ := h.r.Run(ctx, hook.PreCompact, c.Trigger, in)
 		h.report(v.Notes)
 		h.say(v.Messages)
 	}
 }
 
 // Compacted implements agent.TurnHooks: the SessionStart hooks, source
-// "compact"; their context is kept after the summary. A failed hook is
-// reported and adds nothing.
-func (h turnHooks) Compacted(ctx context.Context, _ string) string {
+// "compact", told the model as Claude Code tells them; their context is
+// kept after the summary, and what they say is shown to the person. A
+// failed hook is reported and adds nothing.
+func (h turnHooks) Compacted(ctx context.Context, c agent.Compaction) string {
 	if !h.start {
 		return ""
 	}
-	v, err := h.r.Run(ctx, hook.SessionStart, "compact", hook.Input{Source: "compact"})
+	v, err := h.r.Run(ctx, hook.SessionStart, "compact", hook.Input{Source: "compact", Model: c.Model})
 	if err != nil {
 		v.Notes = append(v.Notes, fmt.Sprintf("the SessionStart hook failed: %v", err))
 	}
 	h.report(v.Notes)
+	h.say(v.Messages)
 	if err != nil {
 		return ""
 	}

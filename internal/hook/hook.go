@@ -100,8 +100,10 @@ type Input struct {
 	// PostToolUseFailure
 	Error       string `json:"error,omitempty"`
 	IsInterrupt *bool  `json:"is_interrupt,omitempty"`
-	// SessionStart
+	// SessionStart; Model only for source "compact", as Claude Code
+	// sends it (the model that wrote the summary)
 	Source string `json:"source,omitempty"`
+	Model  string `json:"model,omitempty"`
 	// SessionEnd
 	Reason string `json:"reason,omitempty"`
 	// PreCompact

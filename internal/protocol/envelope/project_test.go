@@ -174,8 +174,8 @@ func TestSessionEndReasons(t *testing.T) {
 // first turn with Claude Code's source: "startup" for the session arbor
 // started with, "clear" for the one /new opened (Claude Code's /clear),
 // "resume" for one /resume or --resume opened; and after a compaction
-// with "compact", their context kept after the summary the model reads
-// from then on, as Claude Code runs them after its /compact.
+// with "compact" and the model, their context kept after the summary the
+// model reads from then on, as Claude Code runs them after its /compact.
 func TestSessionStartSources(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "SUMMARY-TEXT"}, llmtest.Turn{Text: "two"},
@@ -213,13 +213,16 @@ func TestSessionStartSources(t *testing.T) {
 		var in struct {
 			SessionID string `json:"session_id"`
 			Source    string `json:"source"`
+			Model     string `json:"model"`
 		}
 		if err := json.Unmarshal([]byte(line), &in); err != nil {
 			t.Fatalf("%s: %v", line, err)
 		}
-		got = append(got, in.SessionID+" "+in.Source)
+		got = append(got, strings.TrimSpace(in.SessionID+" "+in.Source+" "+in.Model))
 	}
-	want := []string{first + " startup", first + " compact", second + " clear", first + " resume", second + " resume"}
+	// After a compaction the hooks are told the model that wrote the
+	// summary, as Claude Code tells them.
+	want := []string{first + " startup", first + " compact claude-test", second + " clear", first + " resume", second + " resume"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the SessionStart hooks read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
