@@ -111,7 +111,7 @@ func (s *Server) loginFailure(err error, start time.Time) {
 	s.write(messageLine{Type: "assistant", SessionID: id, UUID: newUUID(), Message: apiMessage{
 		ID: newUUID(), Type: "message", Role: "assistant", Model: "<synthetic>", Content: []apiBlock{{Type: "text", Text: text}},
 		StopReason: json.RawMessage(`"stop_sequence"`), StopSequence: json.RawMessage(`""`), Usage: &apiUsage{}}})
-	s.write(resultMessage{Type: "result", Subtype: "success", IsError: true, Result: text, StopReason: "stop_sequence",
+	s.write(resultMessage{Type: "result", Subtype: "success", IsError: true, Result: text, StopReason: json.RawMessage(`"stop_sequence"`),
 		Errors: []string{text}, SessionID: id, DurationMS: time.Since(start).Milliseconds(), NumTurns: 1,
 		PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 }

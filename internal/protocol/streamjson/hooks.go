@@ -262,6 +262,7 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 // hook's output.
 func (s *Server) hookLines(sid string) hook.Watch {
 	return func(e hook.Event, target string) func(hook.Ran) {
+		s.events.Flush() // after the lines of what came before (a compaction's status)
 		id, name := newUUID(), string(e)+":"+target
 		s.write(hookLine{Type: "system", Subtype: "hook_started", HookID: id, HookName: name, HookEvent: string(e), UUID: newUUID(), SessionID: sid})
 		return func(r hook.Ran) {

@@ -315,11 +315,14 @@ type apiUsage struct {
 }
 
 type resultMessage struct {
-	Type              string                `json:"type"` // "result"
-	Subtype           string                `json:"subtype"`
-	IsError           bool                  `json:"is_error"`
-	Result            string                `json:"result"`
-	StopReason        string                `json:"stop_reason,omitempty"`
+	Type    string `json:"type"` // "result"
+	Subtype string `json:"subtype"`
+	IsError bool   `json:"is_error"`
+	Result  string `json:"result"`
+	// StopReason is the raw stop_reason: the last model call's, or
+	// null for a local command's result (as Claude Code writes it);
+	// omitted when empty.
+	StopReason        json.RawMessage       `json:"stop_reason,omitempty"`
 	Errors            []string              `json:"errors,omitempty"`
 	SessionID         string                `json:"session_id"`
 	DurationMS        int64                 `json:"duration_ms"`
@@ -330,6 +333,9 @@ type resultMessage struct {
 	ModelUsage        map[string]modelUsage `json:"modelUsage"`
 	PermissionDenials []permissionDenial    `json:"permission_denials"`
 	UUID              string                `json:"uuid"`
+	// LocalCommand names the command a turn ran instead of the model
+	// ("compact"), as Claude Code's result does.
+	LocalCommand string `json:"local_command,omitempty"`
 	// Error is what the Qwen Code SDK's error result reads
 	// (error.message); set for its clients only.
 	Error *resultError `json:"error,omitempty"`

@@ -46,6 +46,9 @@ type projectFlow struct {
 	// skill is the skill the model loads with Claude Code's Skill tool
 	// ("" = none).
 	skill string
+	// then is a second prompt, sent once the first has its result ("" =
+	// none).
+	then string
 	// check asserts on one CLI's outcome, the same for both.
 	check func(t *testing.T, o projectOutcome)
 }
@@ -313,6 +316,7 @@ func (f projectFlow) play(t *testing.T, bin string, env map[string]string) proje
 	}
 	_, _ = io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":"Run it"},"parent_tool_use_id":null,"session_id":""}`+"\n")
 	var lines []string
+	results := 0
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for sc.Scan() {
@@ -328,6 +332,10 @@ func (f projectFlow) play(t *testing.T, bin string, env map[string]string) proje
 			continue
 		}
 		switch {
+		case m.Type == "result" && results == 0 && f.then != "":
+			results++
+			b, _ := json.Marshal(f.then)
+			_, _ = io.WriteString(stdin, `{"type":"user","message":{"role":"user","content":`+string(b)+`},"parent_tool_use_id":null,"session_id":""}`+"\n")
 		case m.Type == "result":
 			stdin.Close()
 		case m.Type == "control_request" && m.Request.Subtype == "can_use_tool":

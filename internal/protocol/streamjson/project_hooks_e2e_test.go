@@ -52,6 +52,46 @@ var hookFlows = []projectFlow{
 				t.Errorf("hook_response lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		}},
+	// After "/compact" the SessionStart hooks run with source compact:
+	// their hook_started and hook_response lines come during the
+	// compaction, and what they say after its status and before its
+	// compact_boundary line.
+	{name: "hook-compact", then: "/compact",
+		files: map[string]string{
+			".claude/hooks/say.sh":  "#!/bin/sh\ncat >/dev/null\necho \"{\\\"systemMessage\\\": \\\"SYSMSG-$1\\\"}\"\n",
+			".claude/settings.json": sayHooks("SessionStart"),
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			var seq []string
+			for _, l := range o.Stdout {
+				var m struct {
+					Type, Subtype, Content string
+					Status                 *string
+					CompactResult          string `json:"compact_result"`
+					HookName               string `json:"hook_name"`
+				}
+				if json.Unmarshal([]byte(l), &m) != nil || m.Type != "system" {
+					continue
+				}
+				switch {
+				case m.Subtype == "status" && m.Status != nil:
+					seq = append(seq, "status "+*m.Status)
+				case m.Subtype == "status" && m.CompactResult != "":
+					seq = append(seq, "status "+m.CompactResult)
+				case m.Subtype == "hook_response":
+					seq = append(seq, "hook_response "+m.HookName)
+				case m.Subtype == "informational":
+					seq = append(seq, "informational "+m.Content)
+				case m.Subtype == "compact_boundary":
+					seq = append(seq, "compact_boundary")
+				}
+			}
+			want := []string{"hook_response SessionStart:startup", "status compacting", "hook_response SessionStart:compact", "status success",
+				"informational SessionStart:compact says: SYSMSG-SessionStart", "compact_boundary"}
+			if !slices.Equal(seq, want) {
+				t.Errorf("the compaction's system lines\n%s\nwant\n%s", strings.Join(seq, "\n"), strings.Join(want, "\n"))
+			}
+		}},
 }
 
 // sayHooks is a settings file whose hooks for events run say.sh with

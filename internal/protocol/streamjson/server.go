@@ -111,7 +111,8 @@ type Server struct {
 	diag  io.Writer
 	// events translates the bus's events into output lines; a turn flushes
 	// it before writing its result, so the result follows the turn's lines.
-	events *agent.Subscription
+	events     *agent.Subscription
+	compaction compaction // the session's compaction in progress (compact.go)
 	// runner owns the session: every job that uses the agent runs on its
 	// goroutine, one at a time, in the order the lines arrived.
 	runner *app.Runner

@@ -61,8 +61,16 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 		return
 	}
-	s.write(s.initMessage(sess.ID))
+	instructions, compact := s.compactCommand(t.text)
+	compact = compact && !t.cont
+	if !compact { // a compaction's init follows its status (compact.go)
+		s.write(s.initMessage(sess.ID))
+	}
 	if s.turnRefused(t, sess.ID, start) {
+		return
+	}
+	if compact {
+		s.compactTurn(ctx, sess, instructions, start)
 		return
 	}
 
@@ -97,7 +105,9 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 		for _, img := range t.images {
 			msg.Parts = append(msg.Parts, llm.ImagePart(img))
 		}
-		res = sess.Agent.Send(tool.WithEnv(ctx, t.env), msg)
+		// A compaction in the turn runs the SessionStart hooks, whose
+		// lines are written as at the start.
+		res = sess.Agent.Send(hook.WithWatch(tool.WithEnv(ctx, t.env), s.hookLines(sess.ID)), msg)
 	}
 	res = s.stopHooks(ctx, sess, res)
 	if res.Outcome == agent.OutcomeFailed && errors.Is(context.Cause(ctx), errInterrupted) {
@@ -125,7 +135,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
-		r.StopReason = "end_turn"
+		r.StopReason = json.RawMessage(`"end_turn"`)
 		if errs := s.allCallsFailed(denials); errs != nil {
 			// Not a clean success: the result says what failed. Claude
 			// Code's and qwen's result is not an error then (the model
@@ -161,7 +171,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 		}
 		s.write(messageLine{Type: "user", SessionID: sess.ID, UUID: newUUID(), Message: apiMessage{Role: "user",
 			Content: []apiBlock{{Type: "text", Text: note}}}})
-		r.Subtype, r.IsError, r.Errors, r.StopReason = "error_during_execution", true, []string{note}, lastStop
+		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{note}
+		if lastStop != "" {
+			r.StopReason, _ = json.Marshal(lastStop)
+		}
 	default:
 		msg := string(res.Outcome)
 		if res.Err != nil {
@@ -288,6 +301,9 @@ func (s *Server) translate(e agent.Event) {
 		return
 	}
 	s.writePending()
+	if s.compactionEvent(sid, e) {
+		return
+	}
 	if s.sdkLaunch() {
 		if s.opts.PartialMessages {
 			for _, r := range s.raw.events(e, s.modelName(sess.Model.Ref.Ref)) {
