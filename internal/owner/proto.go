@@ -190,6 +190,7 @@ type Event struct {
 	ToolCallFinished     *agent.ToolCallFinished     `json:"tool_call_finished,omitempty"`
 	AssistantMessage     *agent.AssistantMessage     `json:"assistant_message,omitempty"`
 	UsageUpdated         *agent.UsageUpdated         `json:"usage_updated,omitempty"`
+	HookMessage          *agent.HookMessage          `json:"hook_message,omitempty"`
 	// The bounds of a handed-out turn's model calls and of the turn,
 	// sent by the worker running it (turnEvent) for the driver's
 	// telemetry; subscriptions do not carry them.
@@ -238,6 +239,8 @@ func wrap(ev agent.Event, node int64) (Event, bool) {
 		e.AssistantMessage = v
 	case *agent.UsageUpdated:
 		e.UsageUpdated = v
+	case *agent.HookMessage:
+		e.HookMessage = v
 	default:
 		return Event{}, false
 	}
@@ -265,6 +268,8 @@ func (e Event) Value() agent.Event {
 		return e.AssistantMessage
 	case e.UsageUpdated != nil:
 		return e.UsageUpdated
+	case e.HookMessage != nil:
+		return e.HookMessage
 	case e.StepStarted != nil:
 		return e.StepStarted
 	case e.Retrying != nil:

@@ -156,17 +156,27 @@ func TestRemoteTurnReachesItsOwner(t *testing.T) {
 	msg := &agent.AssistantMessage{Message: llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{{Type: llm.PartText, Text: "hi"}}}}
 	msg.SessionID = "r1.3"
 	delta := &agent.TextDelta{Text: "h"}
-	if err := c.Publish(ctx, []agent.Event{delta, msg}); err != nil {
+	// What a hook of the turn said for the person reaches the driver's
+	// front ends too.
+	said := &agent.HookMessage{Text: "Stop says: tests pass", Level: agent.LevelNotice}
+	said.SessionID = "r1.3"
+	if err := c.Publish(ctx, []agent.Event{delta, said, msg}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ev := <-got:
-		am, ok := ev.(*agent.AssistantMessage)
-		if !ok || am.SessionID != "r1.3" || am.Message.Text() != "hi" {
-			t.Fatalf("event: %#v", ev)
+	for _, want := range []string{"hook", "message"} {
+		select {
+		case ev := <-got:
+			hm, isHook := ev.(*agent.HookMessage)
+			am, isMsg := ev.(*agent.AssistantMessage)
+			switch {
+			case want == "hook" && isHook && hm.SessionID == "r1.3" && hm.Text == "Stop says: tests pass" && hm.Level == agent.LevelNotice:
+			case want == "message" && isMsg && am.SessionID == "r1.3" && am.Message.Text() == "hi":
+			default:
+				t.Fatalf("event: %#v, want the %s", ev, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %s reached the owner's bus", want)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event reached the owner's bus")
 	}
 
 	// The end arrives once; the result's error keeps its sentinel.
