@@ -54,6 +54,15 @@ type ActivityFrame struct {
 	Blocked []string `json:"blocked,omitempty"`
 }
 
+// HookFrame (event "hook") is what a project's hook said for the person
+// in a node's session (its systemMessage, "Stop says: …").
+type HookFrame struct {
+	RunID string `json:"run_id"`
+	Node  int64  `json:"node"`
+	Text  string `json:"text"`
+	Level string `json:"level"`
+}
+
 // HelloFrame (event "hello") opens every stream, and ResyncFrame (event
 // "resync") replaces frames a slow client missed: either way the client
 // reads the run again (GET /api/runs/{id}) if Seq moved past what it has.
@@ -228,6 +237,10 @@ func (h *hub) translate(seq uint64, ev agent.Event, rt route) {
 		return
 	}
 	switch e := ev.(type) {
+	case *agent.HookMessage:
+		// For the person: every stream of the run gets it, not only
+		// those that ask for activity.
+		h.emit(seq, "hook", rt.run, HookFrame{RunID: rt.run, Node: rt.node, Text: e.Text, Level: e.Level})
 	case *agent.ToolCallStarted:
 		h.emitActivity(seq, "tool", rt.run, rt.node, ActivityFrame{RunID: rt.run, Node: rt.node, CallID: e.CallID, Tool: e.Tool})
 	case *agent.ToolCallFinished:

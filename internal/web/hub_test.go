@@ -68,3 +68,32 @@ func TestEncodeFrame(t *testing.T) {
 		t.Fatalf("%q, want %q", got, want)
 	}
 }
+
+// TestHookFrame: what a hook said in a node's session reaches the
+// streams of the node's run, activity or not, as a hook frame; a stream
+// of another run gets nothing.
+func TestHookFrame(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	bus := agent.NewBus()
+	s := New(Options{Store: st, Bus: bus, Interactions: agent.NewBroker(bus)})
+	t.Cleanup(s.Close)
+	page := s.hub.join("r1", 0)
+	other := s.hub.join("r2", 0)
+	bus.Publish(&tree.AgentStarted{RunID: "r1", Node: tree.NodeView{ID: 3, SessionID: "r1.3"}})
+	said := &agent.HookMessage{Text: "Stop says: <b>tests</b> pass", Level: agent.LevelNotice}
+	said.SessionID = "r1.3"
+	bus.Publish(said)
+	s.hub.sub.Flush()
+	if len(page.ch) != 1 || len(other.ch) != 0 {
+		t.Fatalf("frames: run page %d, other run %d", len(page.ch), len(other.ch))
+	}
+	f := string((<-page.ch).data)
+	if !strings.Contains(f, "event: hook\n") || !strings.Contains(f, `"node":3`) || !strings.Contains(f, `"text":"Stop says: \u003cb\u003etests\u003c/b\u003e pass"`) {
+		t.Fatalf("frame %q", f)
+	}
+}

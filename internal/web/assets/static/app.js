@@ -112,6 +112,7 @@
       frame(name, (f) => { if (page === "node" && f.node === node) refresh(); });
     }
     frame("tool_done", (f) => { if (f.blocked && f.blocked.length) toast("#" + f.node + " " + f.blocked.join("; ")); });
+    frame("hook", (f) => toast("#" + f.node + " \u2139 " + f.text));
     src.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
   }
 
