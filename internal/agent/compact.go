@@ -59,8 +59,8 @@ func (a *Agent) estimateTokens() int64 {
 // to compact, the whole conversation (a person who asks for a compaction
 // gets one, as from Claude Code's /compact). It is a no-op on an empty
 // conversation. Instructions, when not "", are the person's for the
-// summary.
-func (a *Agent) Compact(ctx context.Context, instructions string) error {
+// summary. It reports whether a compaction ran (it may have failed).
+func (a *Agent) Compact(ctx context.Context, instructions string) (ran bool, err error) {
 	return a.compact(ctx, a.estimateTokens(), a.currentModel(), Compaction{Trigger: "manual", Instructions: instructions})
 }
 
@@ -72,7 +72,7 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	est := a.estimateTokens()
 	window := float64(m.window)
 	if float64(est) >= p.Threshold*window && a.compactionCut() > 0 {
-		_ = a.compact(ctx, est, m, Compaction{Trigger: "auto"}) // a failed compaction is reported and the step goes on
+		_, _ = a.compact(ctx, est, m, Compaction{Trigger: "auto"}) // a failed compaction is reported and the step goes on
 		a.pressureWarned = false
 		return
 	}
@@ -85,14 +85,14 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	}
 }
 
-func (a *Agent) compact(ctx context.Context, est int64, m modelState, c Compaction) error {
+func (a *Agent) compact(ctx context.Context, est int64, m modelState, c Compaction) (bool, error) {
 	a.settleSend() // the session exists before the summary's usage
 	cut := a.compactionCut()
 	if cut <= 0 && c.Trigger == "manual" {
 		cut = len(a.history)
 	}
 	if cut <= 0 {
-		return nil
+		return false, nil
 	}
 	c.Model = m.name
 	if a.cfg.Hooks != nil {
@@ -112,7 +112,7 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, c Compacti
 	}
 	if err != nil {
 		a.publish(&CompactionFinished{TokensBefore: est, TokensAfter: est, Trigger: c.Trigger, Err: err.Error()})
-		return err
+		return true, err
 	}
 	upTo := a.history[cut-1].seq
 	a.histMu.Lock()
@@ -121,7 +121,7 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, c Compacti
 	a.summary = summary
 	a.publish(&CompactionFinished{UpToSeq: upTo, TokensBefore: est, TokensAfter: a.estimateTokens(), Trigger: c.Trigger,
 		Summary: summaryPreamble + summary})
-	return nil
+	return true, nil
 }
 
 // compactionCut returns how many leading messages to compact: all but the

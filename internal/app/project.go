@@ -139,15 +139,26 @@ func claudeCodeMode(m permission.Mode) string {
 // ExpandGoal is goal, or, when it is "/name args" naming a project
 // command or skill, what that stands for (arbor run "/review main.go").
 func (a *App) ExpandGoal(goal string) string {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(goal), "/")
+	name, args, ok := SplitSlash(goal)
 	if !ok {
 		return goal
 	}
-	name, args, _ := strings.Cut(rest, " ")
-	if text, ok := a.ExpandSlash(name, strings.TrimSpace(args)); ok {
+	if text, ok := a.ExpandSlash(name, args); ok {
 		return text
 	}
 	return goal
+}
+
+// SplitSlash splits a prompt "/name args" into the command's name and its
+// arguments; ok is false when the prompt names no command (no leading
+// slash, or a path such as "/etc/hosts is wrong").
+func SplitSlash(text string) (name, args string, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(text), "/")
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	name, args, _ = strings.Cut(rest, " ")
+	return name, strings.TrimSpace(args), !strings.ContainsAny(name, "/\n")
 }
 
 // turnHooks runs a session's project hooks at the loop's points

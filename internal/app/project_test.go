@@ -207,7 +207,7 @@ func TestStopAndCompactHooks(t *testing.T) {
 	if got := strings.Join(lasts, ","); got != "first,second,next,fine" {
 		t.Fatalf("the Stop hooks' last_assistant_message: %s", got)
 	}
-	if err := s.Agent.Compact(context.Background(), ""); err != nil {
+	if _, err := s.Agent.Compact(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	in, err := os.ReadFile(filepath.Join(ws, "compact.json"))

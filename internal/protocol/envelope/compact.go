@@ -40,7 +40,7 @@ func (s *server) compactNow(ctx context.Context) {
 	before := c.started
 	c.mu.Unlock()
 	var err error
-	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) { err = sess.Agent.Compact(ctx, "") })
+	s.cancellable(ctx, func(ctx context.Context, sess *app.Session) { _, err = sess.Agent.Compact(ctx, "") })
 	s.events.Flush()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,6 +1,7 @@
 // Compaction in stream-json: the "/compact [instructions]" prompt, and the
 // lines a compaction (manual or automatic) writes, as the Claude Code CLI
-// runs and writes them (recorded from it: TestClaudeCodeGoldens/compact).
+// runs and writes them (recorded from it: TestClaudeCodeGoldens/compact);
+// and the slash commands offered (compact and the project's).
 
 package streamjson
 
@@ -124,7 +125,7 @@ func (s *Server) compactionEvent(sid string, e agent.Event) bool {
 // its instructions. Qwen's CLI has no such command (it sends the text to
 // the model, as arbor does under its argv).
 func (s *Server) compactCommand(text string) (instructions string, ok bool) {
-	name, args, ok := splitSlash(text)
+	name, args, ok := app.SplitSlash(text)
 	if !ok || name != "compact" || s.opts.Qwen {
 		return "", false
 	}
@@ -153,7 +154,7 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	s.compaction.last = nil
 	s.compaction.mu.Unlock()
 
-	err := sess.Agent.Compact(hook.WithWatch(ctx, s.hookLines(sess.ID)), instructions)
+	_, err := sess.Agent.Compact(hook.WithWatch(ctx, s.hookLines(sess.ID)), instructions)
 	s.events.Flush()
 	s.compaction.mu.Lock()
 	done := s.compaction.last
@@ -189,4 +190,35 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	}
 	s.endTurn(false)
 	s.write(r)
+}
+
+// slashCommand is one of initialize's commands (the Claude Agent SDK's
+// SlashCommand).
+type slashCommand struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	ArgumentHint string `json:"argumentHint"`
+}
+
+// compactSlash is the built-in /compact, as Claude Code lists it; qwen's
+// CLI has no such command.
+var compactSlash = slashCommand{Name: "compact", Description: "Free up context by summarizing the conversation so far",
+	ArgumentHint: "<optional custom summarization instructions>"}
+
+// slashCommands are the project's custom commands and skills; under
+// Claude Code's argv the built-in /compact comes first, as Claude Code
+// lists it, and shadows a project command of its name. (A spec client
+// may send /compact too, but its listings hold the project's only.)
+func (s *Server) slashCommands() []slashCommand {
+	out := []slashCommand{}
+	if s.opts.ClaudeCode {
+		out = append(out, compactSlash)
+	}
+	for _, c := range s.app.SkillsAndCommands() {
+		if c.Name == compactSlash.Name && !s.opts.Qwen {
+			continue // /compact is the built-in one
+		}
+		out = append(out, slashCommand{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgHint})
+	}
+	return out
 }

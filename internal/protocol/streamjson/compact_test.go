@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/protocol/streamjson"
 )
 
 // compactLines are the lines of a bundle's output that report
@@ -86,5 +87,42 @@ func TestCompactCommandFails(t *testing.T) {
 	// The turn after the failure reads the whole conversation.
 	if reqs := srv.Requests(); len(reqs) != 3 || !strings.Contains(reqs[2].Messages[0].Text(), "one") {
 		t.Fatalf("the request after the failed compaction: %+v", reqs[len(reqs)-1].Messages)
+	}
+}
+
+// TestCompactListed: under Claude Code's argv, initialize's commands and
+// the init line's slash_commands list the built-in compact first, as
+// Claude Code lists it, and a project command named compact does not
+// shadow it.
+func TestCompactListed(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "hi"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{opts: streamjson.Options{ClaudeCode: true}, files: map[string]string{
+		".claude/commands/compact.md": "---\ndescription: shadowed\n---\nnot used\n",
+		".claude/commands/greet.md":   "---\ndescription: Greet someone\n---\nGreet $ARGUMENTS.\n",
+	}})
+	b.Send(initialize)
+	r := b.Next(typ("control_response", "success"))
+	var body struct {
+		Commands []struct{ Name, Description, ArgumentHint string }
+	}
+	if err := json.Unmarshal(r.Response.Response, &body); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range body.Commands {
+		names = append(names, c.Name+": "+c.Description)
+	}
+	if got := strings.Join(names, ", "); got != "compact: Free up context by summarizing the conversation so far, greet: Greet someone" {
+		t.Fatalf("initialize's commands: %s", got)
+	}
+	b.Send(user("hello"))
+	b.Next(typ("result", ""))
+	b.Close()
+	for _, o := range b.All {
+		if o.Type == "system" && o.Subtype == "init" && !strings.Contains(o.raw, `"slash_commands":["compact","greet"]`) {
+			t.Fatalf("init line %s", o.raw)
+		}
 	}
 }

@@ -21,23 +21,6 @@ type capabilities struct {
 	ShellEvidenceTool bool `json:"can_handle_shell_evidence_tool"`
 }
 
-// slashCommand is one of initialize's commands (the Claude Agent SDK's
-// SlashCommand).
-type slashCommand struct {
-	Name         string `json:"name"`
-	Description  string `json:"description"`
-	ArgumentHint string `json:"argumentHint"`
-}
-
-// slashCommands are the project's custom commands and skills.
-func (s *Server) slashCommands() []slashCommand {
-	out := []slashCommand{}
-	for _, c := range s.app.SkillsAndCommands() {
-		out = append(out, slashCommand{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgHint})
-	}
-	return out
-}
-
 // initializeResponse answers initialize: the spec's capabilities plus the
 // fields Claude Agent SDK clients read through their accessors.
 type initializeResponse struct {

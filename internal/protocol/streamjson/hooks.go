@@ -179,7 +179,7 @@ func (s *Server) promptHooks(ctx context.Context, sess *app.Session, text string
 	start := s.startContext
 	s.startContext = ""
 	s.mu.Unlock()
-	if name, args, ok := splitSlash(text); ok {
+	if name, args, ok := app.SplitSlash(text); ok {
 		if expanded, ok := s.app.ExpandSlash(name, args); ok {
 			text = expanded
 		}
@@ -201,16 +201,6 @@ func (s *Server) promptHooks(ctx context.Context, sess *app.Session, text string
 	// The hooks' words reach the model: the secrets are redacted, as
 	// from a tool's output.
 	return joinNonEmpty("\n\n", start, s.app.Redact(joinNonEmpty("\n\n", v.Context, notes(v.Notes))), text), nil
-}
-
-// splitSlash splits "/name args" into its parts.
-func splitSlash(text string) (name, args string, ok bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(text), "/")
-	if !ok || rest == "" {
-		return "", "", false
-	}
-	name, args, _ = strings.Cut(rest, " ")
-	return name, strings.TrimSpace(args), !strings.ContainsAny(name, "/\n")
 }
 
 // notes is the hooks' own reports as a line, "" when there are none.

@@ -227,8 +227,10 @@ func (s *Server) initMessage(sessionID string) initMessage {
 	m := initMessage{Type: "system", Subtype: "init", SessionID: sessionID, Cwd: s.app.Workspace, Tools: []string{},
 		PermissionMode: s.modeName(), APIKeySource: "environment", MCPServers: s.initMCPServers(), SlashCommands: []string{},
 		Skills: []string{}, OutputStyle: "default", SandboxEnabled: s.app.SandboxStatus() == "on", UUID: newUUID()}
-	for _, c := range s.app.SkillsAndCommands() {
+	for _, c := range s.slashCommands() {
 		m.SlashCommands = append(m.SlashCommands, c.Name)
+	}
+	for _, c := range s.app.SkillsAndCommands() {
 		if c.Kind == "skill" {
 			m.Skills = append(m.Skills, c.Name)
 		}
