@@ -114,6 +114,13 @@ type update struct {
 		Content string `json:"content"`
 		Status  string `json:"status"`
 	} `json:"entries"`
+	AvailableCommands []struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Input       *struct {
+			Hint string `json:"hint"`
+		} `json:"input"`
+	} `json:"availableCommands"`
 }
 
 // text is a chunk's text.

@@ -51,6 +51,64 @@ func TestSDK(t *testing.T) {
 		}
 	})
 
+	// The session offers the project's commands and skills, and
+	// compact, after session/new; a prompt that names a command is the
+	// prompt it stands for, and /compact compacts the conversation.
+	t.Run("slash commands", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Expect: "Greet Ada warmly", Text: "Hello, Ada!"},
+			llmtest.Turn{Expect: "Conversation to summarize", Text: "The user had Ada greeted."})
+		t.Cleanup(srv.Close)
+		home := t.TempDir()
+		ws := workspace(t, home)
+		for name, text := range map[string]string{
+			".claude/commands/greet.md":    "---\ndescription: Greet someone\nargument-hint: NAME\n---\nGreet $ARGUMENTS warmly.\n",
+			".claude/skills/tidy/SKILL.md": "---\nname: tidy\ndescription: Tidy the imports.\n---\nSteps.\n",
+			".claude/commands/compact.md":  "---\ndescription: shadowed\n---\nnot used\n",
+		} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := h.drive(t, "prompt", driveConfig{Cwd: ws, Env: env(home, srv), Prompts: []string{"/greet Ada", "/compact keep the names", "/compact"}})
+		r.requireDone(t)
+		cmds := r.updates("available_commands_update")
+		if len(cmds) != 1 {
+			r.fatalf(t, "available_commands_updates = %d; want 1, after session/new", len(cmds))
+		}
+		var got []string
+		for _, c := range cmds[0].AvailableCommands {
+			hint := ""
+			if c.Input != nil {
+				hint = " [" + c.Input.Hint + "]"
+			}
+			got = append(got, c.Name+": "+c.Description+hint)
+		}
+		want := []string{"compact: Summarize the conversation so far, to free the model's context [instructions for the summary (optional)]",
+			"greet: Greet someone [NAME]", "tidy: Tidy the imports."}
+		if !slices.Equal(got, want) {
+			r.fatalf(t, "available commands %q; want %q", got, want)
+		}
+		if got := r.stops(); !slices.Equal(got, []string{"end_turn", "end_turn", "end_turn"}) {
+			r.fatalf(t, "stop reasons = %q; want three end_turn", got)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 2 || !strings.Contains(reqs[0].LastUserText(), "Greet Ada warmly.") || !strings.Contains(reqs[1].LastUserText(), "The user's instructions for this summary: keep the names") {
+			r.fatalf(t, "model requests = %d; want the expanded command, then the summary with the instructions", len(reqs))
+		}
+		var said []string
+		for _, c := range r.updates("agent_message_chunk") {
+			said = append(said, c.text())
+		}
+		text := strings.Join(said, "")
+		if !strings.Contains(text, "Hello, Ada!Compacted: from now on the model reads a summary") || !strings.HasSuffix(text, "Nothing to compact: no messages since the session started or was last compacted.") {
+			r.fatalf(t, "agent_message_chunks %q; want the answer, the compaction's outcome, then nothing to compact", text)
+		}
+	})
+
 	t.Run("edits go through the editor's buffers after permission", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer(

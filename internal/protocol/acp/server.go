@@ -210,8 +210,20 @@ func (s *Server) goRequest(m message, answer func(message) (any, *rpcError)) {
 			s.send(s.conn.fail(m.ID, rerr.Code, rerr.Message))
 			return
 		}
+		if t, ok := res.(answerThen); ok {
+			s.send(s.conn.respond(m.ID, t.res))
+			t.then()
+			return
+		}
 		s.send(s.conn.respond(m.ID, res))
 	}()
+}
+
+// answerThen is an answer with what follows it (the notifications of a
+// session the answer gives the client).
+type answerThen struct {
+	res  any
+	then func()
 }
 
 func (s *Server) isInitialized() bool {

@@ -78,7 +78,8 @@ func (s *Server) newSession(m message) (any, *rpcError) {
 	if e != nil {
 		return nil, e
 	}
-	return newSessionResponse{SessionID: ss.id, Modes: ss.modeState(), ConfigOptions: ss.configOptions()}, nil
+	return answerThen{res: newSessionResponse{SessionID: ss.id, Modes: ss.modeState(), ConfigOptions: ss.configOptions()},
+		then: func() { s.announceCommands(ss) }}, nil
 }
 
 func (s *Server) loadSession(m message) (any, *rpcError) {
@@ -97,7 +98,8 @@ func (s *Server) loadSession(m message) (any, *rpcError) {
 		return nil, e
 	}
 	ss.replay()
-	return loadSessionResponse{Modes: ss.modeState(), ConfigOptions: ss.configOptions()}, nil
+	return answerThen{res: loadSessionResponse{Modes: ss.modeState(), ConfigOptions: ss.configOptions()},
+		then: func() { s.announceCommands(ss) }}, nil
 }
 
 // open opens a new session (id "") or loads stored session id, with the

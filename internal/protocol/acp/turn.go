@@ -32,6 +32,18 @@ func (s *Server) prompt(m message) {
 			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopCancelled}))
 			return
 		}
+		// A slash command: /compact runs now, a project command or
+		// skill becomes its prompt (commands.go).
+		text, done := s.slash(ctx, ss, text)
+		if done {
+			s.events.Flush() // the compaction's updates go before its answer
+			stop := stopEndTurn
+			if ctx.Err() != nil {
+				stop = stopCancelled
+			}
+			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stop}))
+			return
+		}
 		// The project's SessionStart (at the session's first prompt) and
 		// UserPromptSubmit hooks; a block refuses the prompt.
 		hooked, err := ss.work.PromptHooks(ctx, ss.sess.ID, ss.takeSource(), text)

@@ -274,6 +274,20 @@ type sessionUpdate struct {
 	Entries []planEntry `json:"entries,omitempty"`
 	// current_mode_update
 	CurrentModeID string `json:"currentModeId,omitempty"`
+	// available_commands_update
+	Commands []availableCommand `json:"-"`
+}
+
+// availableCommand is a slash command the session offers; Input, when
+// set, says it takes the text typed after its name.
+type availableCommand struct {
+	Name        string        `json:"name"`
+	Description string        `json:"description"`
+	Input       *commandInput `json:"input,omitempty"`
+}
+
+type commandInput struct {
+	Hint string `json:"hint"`
 }
 
 // MarshalJSON writes a tool call's content under "content", where chunks
@@ -291,6 +305,11 @@ func (u sessionUpdate) MarshalJSON() ([]byte, error) {
 			plain
 			Entries []planEntry `json:"entries"`
 		}{plain: plain(u), Entries: append([]planEntry{}, u.Entries...)})
+	case updateCommands:
+		return json.Marshal(struct {
+			plain
+			Commands []availableCommand `json:"availableCommands"`
+		}{plain: plain(u), Commands: append([]availableCommand{}, u.Commands...)})
 	}
 	return json.Marshal(plain(u))
 }
@@ -304,6 +323,7 @@ const (
 	updateToolCallUpdate = "tool_call_update"
 	updatePlan           = "plan"
 	updateCurrentMode    = "current_mode_update"
+	updateCommands       = "available_commands_update"
 )
 
 // toolCallContent is content ({type: content, content}) or a diff.
