@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -41,7 +42,10 @@ var (
 
 // Start builds the collector (once per process, reused across processes
 // while its sources are unchanged) and starts one on free ports, stopped
-// when t ends.
+// when t ends. A port is free when picked but may be taken before the
+// collector binds it (tests run in parallel, in several processes): a
+// collector that exits because its address is in use is started again
+// on other ports, a few times.
 func Start(t testing.TB) *Collector {
 	t.Helper()
 	buildOnce.Do(func() { binPath, buildErr = build() })
@@ -49,17 +53,36 @@ func Start(t testing.TB) *Collector {
 		t.Fatalf("build the OpenTelemetry Collector: %v", buildErr)
 	}
 	dir := t.TempDir()
+	const attempts = 5
+	for i := 1; ; i++ {
+		c, err := start(t, dir)
+		if err == nil {
+			return c
+		}
+		if !errors.Is(err, errAddrInUse) || i == attempts {
+			t.Fatal(err)
+		}
+	}
+}
+
+// errAddrInUse: the collector exited because a port picked for it was
+// taken meanwhile.
+var errAddrInUse = errors.New("address already in use")
+
+// start starts one collector on ports free now and waits until both its
+// receivers accept connections.
+func start(t testing.TB, dir string) (*Collector, error) {
 	c := &Collector{out: filepath.Join(dir, "out.jsonl"), log: &bytes.Buffer{}}
 	grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
 	c.HTTP, c.GRPC = "http://"+httpAddr, grpcAddr
 	cfg := filepath.Join(dir, "collector.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, grpcAddr, httpAddr, c.out)), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cmd := exec.Command(binPath, "--config", "file:"+cfg)
 	cmd.Stdout, cmd.Stderr = c.log, c.log
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the collector: %v", err)
+		return nil, fmt.Errorf("start the collector: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -83,16 +106,19 @@ func Start(t testing.TB) *Collector {
 			}
 			select {
 			case <-exited:
-				t.Fatalf("the collector exited:\n%s", c.log)
+				if bytes.Contains(c.log.Bytes(), []byte("address already in use")) {
+					return nil, fmt.Errorf("the collector exited: %w:\n%s", errAddrInUse, c.log)
+				}
+				return nil, fmt.Errorf("the collector exited:\n%s", c.log)
 			default:
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the collector did not listen on %s:\n%s", addr, c.log)
+				return nil, fmt.Errorf("the collector did not listen on %s:\n%s", addr, c.log)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return c
+	return c, nil
 }
 
 const config = `receivers:
