@@ -161,36 +161,40 @@ func SplitSlash(text string) (name, args string, ok bool) {
 	return name, strings.TrimSpace(args), !strings.ContainsAny(name, "/\n")
 }
 
-// turnHooks runs a session's project hooks at the loop's points
-// (agent.TurnHooks): Stop (SubagentStop for a tree's child node),
-// PreCompact, and SessionStart with source "compact" after a compaction
-// of a session's own conversation (not a sub-agent's), as Claude Code
-// runs it.
+// turnHooks runs a session's hooks at the loop's points
+// (agent.TurnHooks): the project's Stop (SubagentStop for a tree's child
+// node); and a client's then the project's PreCompact, and SessionStart
+// with source "compact" after a compaction of a session's own
+// conversation (not a sub-agent's), as Claude Code runs them. (A client
+// runs its own Stop callbacks: streamjson's stopHooks.)
 type turnHooks struct {
-	r      *hook.Runner
-	stop   hook.Event
-	start  bool // SessionStart runs after a compaction
-	report func(notes []string)
-	say    func(msgs []string) // SayHooks of the session
+	r       *hook.Runner // the project's, nil when it declares none
+	compact hook.Chain   // the client's, then the project's
+	stop    hook.Event
+	start   bool // SessionStart may run after a compaction
+	report  func(notes []string)
+	say     func(msgs []string) // SayHooks of the session
 }
 
-// newTurnHooks is nil when r has no hook for those points.
-func (a *App) newTurnHooks(id string, r *hook.Runner, nodeID int64) agent.TurnHooks {
+// newTurnHooks is nil when neither the project (r) nor a client has a
+// hook for those points; a client's hooks (which it may set later) are
+// looked up when a point comes.
+func (a *App) newTurnHooks(id string, r, client *hook.Runner, nodeID int64) agent.TurnHooks {
 	stop, start := hook.Stop, true
 	if nodeID > 1 { // the root is node #1; the others are sub-agents
 		stop, start = hook.SubagentStop, false
 	}
-	start = start && r != nil && r.Has(hook.SessionStart)
-	if r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) && !start {
+	if client == nil && (r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) && !(start && r.Has(hook.SessionStart))) {
 		return nil
 	}
-	return turnHooks{r: r, stop: stop, start: start, report: a.reportHooks, say: func(msgs []string) { a.SayHooks(id, msgs) }}
+	return turnHooks{r: r, compact: hook.Chain{client, r}, stop: stop, start: start, report: a.reportHooks,
+		say: func(msgs []string) { a.SayHooks(id, msgs) }}
 }
 
 // Stopping implements agent.TurnHooks: a hook's block is feedback for
 // the model; a failed hook is no verdict (its note is dropped with it).
 func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
-	if !h.r.Has(h.stop) {
+	if h.r == nil || !h.r.Has(h.stop) {
 		return ""
 	}
 	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &s.Active, LastAssistantMessage: &s.Last})
@@ -205,12 +209,12 @@ func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
 // Compacting implements agent.TurnHooks: the PreCompact hooks, told the
 // trigger and the person's instructions, as Claude Code tells them.
 func (h turnHooks) Compacting(ctx context.Context, c agent.Compaction) {
-	if h.r.Has(hook.PreCompact) {
+	if h.compact.Has(hook.PreCompact) {
 		in := hook.Input{Trigger: c.Trigger}
 		if c.Instructions != "" {
 			in.CustomInstructions = &c.Instructions
 		}
-		v, _ := h.r.Run(ctx, hook.PreCompact, c.Trigger, in)
+		v, _ := h.compact.Run(ctx, hook.PreCompact, c.Trigger, in)
 		h.report(v.Notes)
 		h.say(v.Messages)
 	}
@@ -221,10 +225,10 @@ func (h turnHooks) Compacting(ctx context.Context, c agent.Compaction) {
 // kept after the summary, and what they say is shown to the person. A
 // failed hook is reported and adds nothing.
 func (h turnHooks) Compacted(ctx context.Context, c agent.Compaction) string {
-	if !h.start {
+	if !h.start || !h.compact.Has(hook.SessionStart) {
 		return ""
 	}
-	v, err := h.r.Run(ctx, hook.SessionStart, "compact", hook.Input{Source: "compact", Model: c.Model})
+	v, err := h.compact.Run(ctx, hook.SessionStart, "compact", hook.Input{Source: "compact", Model: c.Model})
 	if err != nil {
 		v.Notes = append(v.Notes, fmt.Sprintf("the SessionStart hook failed: %v", err))
 	}

@@ -69,6 +69,11 @@ type SessionOptions struct {
 	// Wrap, when set, wraps every tool outside the permission decorator
 	// (a client's hooks that run before the permission check).
 	Wrap func(tool.Tool) tool.Tool
+	// ClientHooks are a client's hooks (the Claude Agent SDK's
+	// callbacks), asked before the project's at the points of the loop
+	// a client cannot see from outside: PreCompact, and SessionStart
+	// after a compaction. The client runs its other hooks itself.
+	ClientHooks *hook.Runner
 	// Transcript keeps the hooks' transcript of the session
 	// (TranscriptPath) even where the project declares no hooks: a
 	// client's hooks read it.
@@ -256,7 +261,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
 		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
-		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(id, hooks, o.NodeID), TurnEnded: o.TurnEnded,
+		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(id, hooks, o.ClientHooks, o.NodeID), TurnEnded: o.TurnEnded,
 		ToolsLeftOut: a.toolsLeftOut,
 		Compaction: agent.CompactionPolicy{
 			Threshold: a.Config().Compaction.Threshold, KeepRecent: a.Config().Compaction.KeepRecent,

@@ -70,7 +70,7 @@ func Known(e Event) bool {
 // for e; callers list those for other events as not fired.
 func Supported(e Event) bool {
 	switch e {
-	case PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd:
+	case PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd, PreCompact:
 		return true
 	}
 	return false

@@ -115,19 +115,23 @@ var ccFlows = []ccFlow{
 			"error.message":             "as the assistant's text",
 		}},
 	// "/compact" in a resumed session: the conversation is compacted (one
-	// model request, the summary) and the turn ends with no model turn;
-	// then "/compact" in a new session, which has nothing to compact.
+	// model request, the summary; the SDK's PreCompact and SessionStart
+	// callbacks are asked, with the trigger, the instructions and the
+	// source) and the turn ends with no model turn; then "/compact" in a
+	// new session, which has nothing to compact.
 	{name: "compact", runs: []ccRun{
 		{turns: []llmtest.Turn{ccText("first")}, o: driverOptions{Prompt: "one", Options: map[string]any{"sessionId": "7a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d"}}},
 		{turns: []llmtest.Turn{ccText("The user said one; the assistant answered first.")},
-			o: driverOptions{Prompt: "/compact keep the numbers", Options: map[string]any{"resume": "7a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d"}}},
+			o: driverOptions{Prompt: "/compact keep the numbers", RecordHooks: []string{"PreCompact", "SessionStart"},
+				Options: map[string]any{"resume": "7a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d"}}},
 		{o: driverOptions{Prompt: "/compact"}},
 	}, lenient: map[string]string{
-		"result.usage.input_tokens":                  "the summary request: Claude Code's carries its own system prompt and the tools, arbor's the conversation alone",
-		"result.usage.output_tokens":                 "as input_tokens",
-		"result.modelUsage.claude-test.inputTokens":  "as usage.input_tokens; Claude Code's also adds up the earlier process's turns",
-		"result.modelUsage.claude-test.outputTokens": "as inputTokens",
-		"requests of run 1":                          "Claude Code sends its summary request twice here, both with the conversation (4 messages); arbor once, with the conversation rendered in one message",
+		"result.usage.input_tokens":                    "the summary request: Claude Code's carries its own system prompt and the tools, arbor's the conversation alone",
+		"result.usage.output_tokens":                   "as input_tokens",
+		"result.modelUsage.claude-test.inputTokens":    "as usage.input_tokens; Claude Code's also adds up the earlier process's turns",
+		"result.modelUsage.claude-test.outputTokens":   "as inputTokens",
+		"requests of run 1":                            "Claude Code sends its summary request twice here, both with the conversation (4 messages); arbor once, with the conversation rendered in one message",
+		"SessionStart callbacks at startup and resume": "Claude Code 2.1.332 asks the SDK's SessionStart callbacks only after a compaction (it runs its startup hooks before initialize registers them); arbor also asks them as the session starts or resumes, as the SDK's SessionStartHookInput sources promise",
 	}},
 	{name: "eof-pending", raw: true, runs: []ccRun{{
 		turns: []llmtest.Turn{ccCall("toolu_g8", "Bash", map[string]any{"command": "echo x > ran.txt", "description": "Write ran.txt"}), ccText("gave up")},

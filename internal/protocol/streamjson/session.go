@@ -70,7 +70,7 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	}
 	o := app.SessionOptions{Model: model, MaxTurns: s.opts.MaxTurns, Title: "stream-json",
 		System: joinNonEmpty("\n", s.opts.AppendSystemPrompt, in.appendSystem), SystemBase: in.systemBase, Jobs: s.jobs,
-		Transcript: len(in.hooks) > 0}
+		Transcript: len(in.hooks) > 0, ClientHooks: &s.hooks}
 	if s.opts.SystemPrompt != "" && o.SystemBase == "" {
 		o.SystemBase = s.opts.SystemPrompt
 	}

@@ -156,7 +156,8 @@ async function options(c) {
       ...(opts.hooks ?? {}),
       [event]: [{
         hooks: [async (input) => {
-          emit({ driver: 'hook', tool_name: input.tool_name, tool_use_id: input.tool_use_id, message: input.hook_event_name });
+          emit({ driver: 'hook', tool_name: input.tool_name, tool_use_id: input.tool_use_id, message: input.hook_event_name,
+            source: input.source, trigger: input.trigger, custom_instructions: input.custom_instructions });
           return {};
         }],
       }],
