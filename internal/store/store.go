@@ -44,6 +44,20 @@ type Session struct {
 	NodeID int64  `json:"node_id,omitempty"`
 }
 
+// ConversationQuery selects a page of conversations (sessions no tree node
+// owns), as an editor lists the sessions it may resume.
+type ConversationQuery struct {
+	// Workspace, when not "", keeps those held in it.
+	Workspace string
+	// AfterUpdated and AfterID, when AfterID is set, start the page after
+	// that conversation (the last of the previous page): those written
+	// to before it, or at the same time with a lesser id.
+	AfterUpdated time.Time
+	AfterID      string
+	// Limit bounds the page; <= 0 means no bound.
+	Limit int
+}
+
 // OwnedByNode reports whether s is the agent session of a tree node rather
 // than a conversation to continue or resume.
 func (s Session) OwnedByNode() bool { return s.NodeID != 0 }
@@ -124,6 +138,9 @@ type Store interface {
 	// node owns) held in workspace that was written to last (ties by id,
 	// the greater first); ErrNotFound when there is none.
 	LatestConversation(ctx context.Context, workspace string) (Session, error)
+	// Conversations returns the conversations q asks for, the one
+	// written to last first (ties by id, the greater first).
+	Conversations(ctx context.Context, q ConversationQuery) ([]Session, error)
 	SetSessionStatus(ctx context.Context, id string, status SessionStatus) error
 
 	// AppendMessages appends msgs in one transaction and returns the seq of

@@ -111,6 +111,44 @@ func (s *Store) LatestConversation(ctx context.Context, workspace string) (store
 	return sess, nil
 }
 
+// Conversations returns the conversations q asks for, the last written
+// first (ties by id, the greater first).
+func (s *Store) Conversations(ctx context.Context, q store.ConversationQuery) ([]store.Session, error) {
+	query := `SELECT ` + sessionColumns + ` FROM sessions WHERE (node_id IS NULL OR node_id = 0)`
+	var args []any
+	if q.Workspace != "" {
+		query += ` AND workspace = ?`
+		args = append(args, q.Workspace)
+	}
+	if q.AfterID != "" {
+		after := q.AfterUpdated.UnixNano()
+		query += ` AND (updated_at < ? OR updated_at = ? AND id < ?)`
+		args = append(args, after, after, q.AfterID)
+	}
+	query += ` ORDER BY updated_at DESC, id DESC`
+	if q.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, q.Limit)
+	}
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Session{}
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list conversations: %w", err)
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	return out, nil
+}
+
 // SetSessionStatus changes the status of session id; ErrInvalid for a status
 // outside the store.Session* set, ErrNotFound for an unknown session.
 func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.SessionStatus) error {

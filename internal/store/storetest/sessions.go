@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,6 +143,51 @@ func testSessions(t *testing.T, open Opener) {
 		equal(t, "latest conversation of the other workspace", got.ID, "elsewhere")
 		_, err = b.st.LatestConversation(b.ctx, "/home/me")
 		errIs(t, err, store.ErrNotFound)
+	})
+
+	// Conversations: a workspace's conversations, the last written
+	// first, a page at a time; never a tree node's session.
+	t.Run("Conversations", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		const ws = "/home/me/project"
+		got, err := b.st.Conversations(b.ctx, store.ConversationQuery{Workspace: ws})
+		noErr(t, err)
+		equal(t, "conversations of an empty store", len(got), 0)
+		for i, id := range []string{"a", "b", "c", "d"} {
+			at := when.Add(time.Duration(i) * time.Minute)
+			if id == "d" {
+				at = when.Add(2 * time.Minute) // written with c: ties by id
+			}
+			noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: id, Workspace: ws, CreatedAt: at, UpdatedAt: at}))
+		}
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "elsewhere", Workspace: "/home/me/other", CreatedAt: when.Add(time.Hour)}))
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "r1.2", Workspace: ws, CreatedAt: when.Add(time.Hour), RunID: "r1", NodeID: 2}))
+		noErr(t, b.st.SetSessionStatus(b.ctx, "a", store.SessionIdle)) // written to last
+		ids := func(ss []store.Session) string {
+			var out []string
+			for _, s := range ss {
+				out = append(out, s.ID)
+			}
+			return strings.Join(out, " ")
+		}
+		got, err = b.st.Conversations(b.ctx, store.ConversationQuery{Workspace: ws})
+		noErr(t, err)
+		equal(t, "the workspace's conversations", ids(got), "a d c b")
+		page, err := b.st.Conversations(b.ctx, store.ConversationQuery{Workspace: ws, Limit: 2})
+		noErr(t, err)
+		equal(t, "the first page", ids(page), "a d")
+		last := page[len(page)-1]
+		page, err = b.st.Conversations(b.ctx, store.ConversationQuery{Workspace: ws, Limit: 2, AfterUpdated: last.UpdatedAt, AfterID: last.ID})
+		noErr(t, err)
+		equal(t, "the second page", ids(page), "c b")
+		last = page[len(page)-1]
+		page, err = b.st.Conversations(b.ctx, store.ConversationQuery{Workspace: ws, Limit: 2, AfterUpdated: last.UpdatedAt, AfterID: last.ID})
+		noErr(t, err)
+		equal(t, "past the last page", len(page), 0)
+		got, err = b.st.Conversations(b.ctx, store.ConversationQuery{})
+		noErr(t, err)
+		equal(t, "every workspace's", ids(got), "a elsewhere d c b")
 	})
 
 	t.Run("OwningNode", func(t *testing.T) {
