@@ -100,6 +100,7 @@ type record struct {
 	TerminalID string          `json:"terminalId"`
 	Args       []string        `json:"args"`
 	Alive      bool            `json:"alive"`
+	Result     json.RawMessage `json:"result"`
 }
 
 // update is a session/update's update, in the fields the tests read.

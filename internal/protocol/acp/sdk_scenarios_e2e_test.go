@@ -3,15 +3,21 @@
 package acp_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbor-run/arbor/internal/llm"
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
 	"github.com/arbor-run/arbor/internal/mcpclient/mcptest"
+	"github.com/arbor-run/arbor/internal/store"
+	"github.com/arbor-run/arbor/internal/store/sqlite"
 )
 
 // TestSDK drives the built arbor binary with the official ACP TypeScript
@@ -292,6 +298,94 @@ func TestSDK(t *testing.T) {
 		reqs := srv2.Requests()
 		if len(reqs) != 1 || len(reqs[0].Messages) != 3 || !strings.Contains(firstUserText(reqs[0]), "My colour is blue") {
 			r2.fatalf(t, "the loaded session's model request = %d requests; want 1 carrying the stored conversation", len(reqs))
+		}
+	})
+
+	// session/list pages a workspace's conversations, the last written
+	// first, through the SDK (which checks every answer against the
+	// schema); session/resume opens one without a replay.
+	t.Run("session/list and session/resume", func(t *testing.T) {
+		t.Parallel()
+		home := t.TempDir()
+		ws := workspace(t, home)
+		srv1 := llmtest.NewServer(llmtest.Turn{Text: "Noted: green."})
+		t.Cleanup(srv1.Close)
+		r1 := h.drive(t, "prompt", driveConfig{Cwd: ws, Env: env(home, srv1), Prompts: []string{"My colour is green"}})
+		r1.requireDone(t)
+		id := r1.all("session")[0].SessionID
+		// More conversations than a page holds, written before it, in
+		// this workspace and another; and a tree node's session.
+		st, err := sqlite.Open(context.Background(), filepath.Join(home, "state", "arbor", "arbor.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-time.Hour)
+		for i := range 60 {
+			at := old.Add(time.Duration(i) * time.Second)
+			if err := st.CreateSession(context.Background(), store.Session{ID: fmt.Sprintf("old-%02d", i), Workspace: ws, CreatedAt: at, UpdatedAt: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := time.Now()
+		for _, s := range []store.Session{{ID: "other-ws", Workspace: filepath.Join(home, "other"), CreatedAt: now}, {ID: "r9.2", Workspace: ws, CreatedAt: now, RunID: "r9", NodeID: 2}} {
+			if err := st.CreateSession(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.Close()
+
+		srv2 := llmtest.NewServer()
+		t.Cleanup(srv2.Close)
+		r2 := h.drive(t, "list", driveConfig{Cwd: ws, Env: env(home, srv2)})
+		r2.requireDone(t)
+		var listed []string
+		pages := r2.all("listed")
+		for _, p := range pages {
+			var res struct {
+				Sessions []struct{ SessionID, Cwd, UpdatedAt string }
+			}
+			if err := json.Unmarshal(p.Result, &res); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range res.Sessions {
+				if s.Cwd != ws || s.UpdatedAt == "" {
+					r2.fatalf(t, "session %+v; want the workspace and when it was written", s)
+				}
+				listed = append(listed, s.SessionID)
+			}
+		}
+		want := []string{id}
+		for i := 59; i >= 0; i-- {
+			want = append(want, fmt.Sprintf("old-%02d", i))
+		}
+		if len(pages) != 2 || !slices.Equal(listed, want) {
+			r2.fatalf(t, "%d pages listing %q; want 2 pages listing the new session, then old-59 … old-00", len(pages), listed)
+		}
+		all := r2.all("listed_all")
+		if len(all) != 1 || !strings.Contains(string(all[0].Result), `"other-ws"`) || strings.Contains(string(all[0].Result), `"r9.2"`) {
+			r2.fatalf(t, "session/list without cwd: %s; want the other workspace's too, never a node's", all[0].Result)
+		}
+		if e := r2.all("rpc_error"); len(e) != 1 || e[0].Code == nil || *e[0].Code != -32602 {
+			r2.fatalf(t, "a cursor arbor never gave: %+v; want -32602", e)
+		}
+
+		srv3 := llmtest.NewServer(llmtest.Turn{Text: "Green.", Expect: "What is my colour?"})
+		t.Cleanup(srv3.Close)
+		r3 := h.drive(t, "resume", driveConfig{Cwd: ws, Env: env(home, srv3), SessionID: id, Prompts: []string{"What is my colour?"}})
+		r3.requireDone(t)
+		for _, rec := range r3.records {
+			if rec.Driver == "resumed" {
+				break
+			}
+			if rec.Driver == "update" && rec.Update.SessionUpdate != "available_commands_update" {
+				r3.fatalf(t, "an update before session/resume's answer: %+v; want no replay", rec.Update)
+			}
+		}
+		if got := r3.stops(); !slices.Equal(got, []string{"end_turn"}) {
+			r3.fatalf(t, "stop reasons = %q; want [end_turn]", got)
+		}
+		if reqs := srv3.Requests(); len(reqs) != 1 || !strings.Contains(firstUserText(reqs[0]), "My colour is green") {
+			r3.fatalf(t, "the resumed session's model request = %d requests; want 1 carrying the stored conversation", len(reqs))
 		}
 	})
 

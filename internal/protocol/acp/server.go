@@ -175,6 +175,10 @@ func (s *Server) request(m message) {
 		s.setConfigOption(m)
 	case "session/close":
 		s.goRequest(m, s.closeSession)
+	case "session/list":
+		s.goRequest(m, s.listSessions)
+	case "session/resume":
+		s.goRequest(m, s.resumeSession)
 	default:
 		s.send(s.conn.fail(m.ID, codeMethodNotFound, fmt.Sprintf("method %q is not one arbor implements", m.Method)))
 	}
@@ -247,7 +251,7 @@ func (s *Server) initialize(m message) {
 		AgentCapabilities: agentCapabilities{LoadSession: true,
 			PromptCapabilities:  promptCapabilities{EmbeddedContext: true},
 			MCPCapabilities:     mcpCapabilities{HTTP: true, SSE: true},
-			SessionCapabilities: sessionCapabilities{Close: &struct{}{}}},
+			SessionCapabilities: sessionCapabilities{Close: &struct{}{}, List: &struct{}{}, Resume: &struct{}{}}},
 		AuthMethods: []authMethod{{ID: "environment", Name: "API key in the environment",
 			Description: "arbor reads its model keys (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) from the environment and its config file; set them where the editor starts arbor"}},
 		AgentInfo: implementation{Name: "arbor", Title: "arbor", Version: s.opts.Version},

@@ -82,22 +82,32 @@ func (s *Server) newSession(m message) (any, *rpcError) {
 		then: func() { s.announceCommands(ss) }}, nil
 }
 
-func (s *Server) loadSession(m message) (any, *rpcError) {
+func (s *Server) loadSession(m message) (any, *rpcError) { return s.reopen(m, true) }
+
+// resumeSession is session/load without the replay: the editor shows the
+// conversation it kept.
+func (s *Server) resumeSession(m message) (any, *rpcError) { return s.reopen(m, false) }
+
+// reopen opens a stored session again for session/load (replay: its
+// conversation is sent as updates before the answer) or session/resume.
+func (s *Server) reopen(m message, replay bool) (any, *rpcError) {
 	var p loadSessionRequest
 	if e := params(m, &p); e != nil {
 		return nil, e
 	}
 	if p.SessionID == "" {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "session/load: sessionId is empty"}
+		return nil, &rpcError{Code: codeInvalidParams, Message: m.Method + ": sessionId is empty"}
 	}
 	if s.session(p.SessionID) != nil {
-		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("session/load: session %s is open already", p.SessionID)}
+		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%s: session %s is open already", m.Method, p.SessionID)}
 	}
 	ss, e := s.open(p.Cwd, p.MCPServers, p.SessionID)
 	if e != nil {
 		return nil, e
 	}
-	ss.replay()
+	if replay {
+		ss.replay()
+	}
 	return answerThen{res: loadSessionResponse{Modes: ss.modeState(), ConfigOptions: ss.configOptions()},
 		then: func() { s.announceCommands(ss) }}, nil
 }
@@ -129,7 +139,7 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 		st, err := s.app.Store.GetSession(s.ctx, id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("session/load: arbor has no stored session %q", id)}
+			return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("arbor has no stored session %q", id)}
 		case err != nil:
 			return nil, &rpcError{Code: codeInternalError, Message: err.Error()}
 		case st.OwnedByNode():

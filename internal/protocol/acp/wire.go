@@ -102,7 +102,9 @@ type agentCapabilities struct {
 // sessionCapabilities are the session methods beyond the baseline; {}
 // says a method is supported.
 type sessionCapabilities struct {
-	Close *struct{} `json:"close,omitempty"` // session/close
+	Close  *struct{} `json:"close,omitempty"`  // session/close
+	List   *struct{} `json:"list,omitempty"`   // session/list
+	Resume *struct{} `json:"resume,omitempty"` // session/resume
 }
 
 type promptCapabilities struct {
@@ -154,6 +156,26 @@ type loadSessionRequest struct {
 	SessionID  string      `json:"sessionId"`
 	Cwd        string      `json:"cwd"`
 	MCPServers []mcpServer `json:"mcpServers"`
+}
+
+// session/resume takes what session/load takes and answers as it does,
+// without the replay.
+type resumeSessionRequest = loadSessionRequest
+
+type listSessionsRequest struct {
+	Cwd    string `json:"cwd"`
+	Cursor string `json:"cursor"`
+}
+
+type listSessionsResponse struct {
+	Sessions   []sessionInfo `json:"sessions"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+type sessionInfo struct {
+	SessionID string `json:"sessionId"`
+	Cwd       string `json:"cwd"`
+	UpdatedAt string `json:"updatedAt,omitempty"` // RFC 3339
 }
 
 type newSessionResponse struct {

@@ -8,6 +8,8 @@
 //   {driver: "read"|"write", path, ...}   fs/read_text_file, fs/write_text_file
 //   {driver: "terminal"|"release", ...}   terminal/create, terminal/release
 //   {driver: "session", sessionId}        session/new's answer
+//   {driver: "loaded"|"resumed", result}  session/load's, session/resume's answer
+//   {driver: "listed"|"listed_all", result}  a session/list answer
 //   {driver: "closed", result}            a session/close's answer (cfg.close)
 //   {driver: "stop", stopReason}          a prompt's answer
 //   {driver: "rpc_error", what, code, message}
@@ -121,10 +123,26 @@ async function run(ctx) {
     await rpcError("load unknown", ctx.request(methods.agent.session.load, { sessionId: "no-such-session", cwd: cfg.cwd, mcpServers: [] }));
     return;
   }
+  if (scenario === "list") {
+    // Every page of session/list for cfg.cwd, following nextCursor; then
+    // one of every workspace's, and a cursor arbor never gave.
+    let cursor;
+    do {
+      const r = await ctx.request(methods.agent.session.list, { cwd: cfg.cwd, ...(cursor ? { cursor } : {}) });
+      rec({ driver: "listed", result: r });
+      cursor = r.nextCursor;
+    } while (cursor);
+    rec({ driver: "listed_all", result: await ctx.request(methods.agent.session.list, {}) });
+    await rpcError("bad cursor", ctx.request(methods.agent.session.list, { cwd: cfg.cwd, cursor: "not-a-cursor" }));
+    return;
+  }
   let sessionId = cfg.sessionId;
   if (scenario === "load") {
     const r = await ctx.request(methods.agent.session.load, { sessionId, cwd: cfg.cwd, mcpServers: [] });
     rec({ driver: "loaded", result: r });
+  } else if (scenario === "resume") {
+    const r = await ctx.request(methods.agent.session.resume, { sessionId, cwd: cfg.cwd, mcpServers: [] });
+    rec({ driver: "resumed", result: r });
   } else {
     const r = await ctx.request(methods.agent.session.new, { cwd: cfg.cwd, mcpServers: cfg.mcpServers ?? [] });
     sessionId = r.sessionId;
