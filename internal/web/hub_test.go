@@ -16,14 +16,7 @@ import (
 // it reads again it is sent a resync frame, then only newer frames.
 func TestLaggingClientIsResynced(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	bus := agent.NewBus()
-	s := New(Options{Store: st, Bus: bus, Interactions: agent.NewBroker(bus), QueueLen: 4})
-	t.Cleanup(s.Close)
+	s, bus := hubServer(t, 4)
 	stuck := s.hub.join("r1", 0)
 	other := s.hub.join("r2", 0)
 	const events = 10_000
@@ -74,14 +67,7 @@ func TestEncodeFrame(t *testing.T) {
 // of another run gets nothing.
 func TestHookFrame(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	bus := agent.NewBus()
-	s := New(Options{Store: st, Bus: bus, Interactions: agent.NewBroker(bus)})
-	t.Cleanup(s.Close)
+	s, bus := hubServer(t, 0)
 	page := s.hub.join("r1", 0)
 	other := s.hub.join("r2", 0)
 	bus.Publish(&tree.AgentStarted{RunID: "r1", Node: tree.NodeView{ID: 3, SessionID: "r1.3"}})
@@ -96,4 +82,19 @@ func TestHookFrame(t *testing.T) {
 	if !strings.Contains(f, "event: hook\n") || !strings.Contains(f, `"node":3`) || !strings.Contains(f, `"text":"Stop says: \u003cb\u003etests\u003c/b\u003e pass"`) {
 		t.Fatalf("frame %q", f)
 	}
+}
+
+// hubServer is a web server on a fresh store and bus whose clients queue
+// queueLen frames (0: the default).
+func hubServer(t *testing.T, queueLen int) (*Server, *agent.Bus) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	bus := agent.NewBus()
+	s := New(Options{Store: st, Bus: bus, Interactions: agent.NewBroker(bus), QueueLen: queueLen})
+	t.Cleanup(s.Close)
+	return s, bus
 }

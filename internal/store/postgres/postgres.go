@@ -236,13 +236,12 @@ func nullableTime(n *int64) *time.Time {
 	return &t
 }
 
-// listNewest runs an ordered SELECT with an optional LIMIT (limit <= 0
-// means all) and scans every row.
-func listNewest[T any](ctx context.Context, s *Store, query string, limit int, scan func(pgx.Row) (T, error)) ([]T, error) {
-	var args []any
+// listNewest runs an ordered SELECT of args with an optional LIMIT
+// (limit <= 0 means all) and scans every row.
+func listNewest[T any](ctx context.Context, s *Store, query string, limit int, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
 	if limit > 0 {
-		query += ` LIMIT $1`
 		args = append(args, limit)
+		query += fmt.Sprintf(` LIMIT $%d`, len(args))
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {

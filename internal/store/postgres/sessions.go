@@ -128,24 +128,8 @@ func (s *Store) Conversations(ctx context.Context, q store.ConversationQuery) ([
 		after := arg(q.AfterUpdated.UnixNano())
 		query += ` AND (updated_at < ` + after + ` OR updated_at = ` + after + ` AND id < ` + arg(q.AfterID) + `)`
 	}
-	query += ` ORDER BY updated_at DESC, id DESC`
-	if q.Limit > 0 {
-		query += ` LIMIT ` + arg(q.Limit)
-	}
-	rows, err := s.pool.Query(ctx, query, args...)
+	out, err := listNewest(ctx, s, query+` ORDER BY updated_at DESC, id DESC`, q.Limit, scanSession, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Session{}
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return out, nil

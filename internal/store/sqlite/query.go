@@ -25,10 +25,9 @@ func insertNew(ctx context.Context, tx *wtx, what, query string, args ...any) er
 	return nil
 }
 
-// listNewest runs an ordered SELECT with an optional LIMIT (limit <= 0
-// means all) on the read pool and scans every row.
-func listNewest[T any](ctx context.Context, db *sql.DB, query string, limit int, scan func(scanner) (T, error)) ([]T, error) {
-	var args []any
+// listNewest runs an ordered SELECT of args with an optional LIMIT
+// (limit <= 0 means all) on the read pool and scans every row.
+func listNewest[T any](ctx context.Context, db *sql.DB, query string, limit int, scan func(scanner) (T, error), args ...any) ([]T, error) {
 	if limit > 0 {
 		query += ` LIMIT ?`
 		args = append(args, limit)

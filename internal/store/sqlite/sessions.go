@@ -125,25 +125,8 @@ func (s *Store) Conversations(ctx context.Context, q store.ConversationQuery) ([
 		query += ` AND (updated_at < ? OR updated_at = ? AND id < ?)`
 		args = append(args, after, after, q.AfterID)
 	}
-	query += ` ORDER BY updated_at DESC, id DESC`
-	if q.Limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, q.Limit)
-	}
-	rows, err := s.read.QueryContext(ctx, query, args...)
+	out, err := listNewest(ctx, s.read, query+` ORDER BY updated_at DESC, id DESC`, q.Limit, scanSession, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Session{}
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return out, nil
