@@ -265,15 +265,7 @@ func TestSDK(t *testing.T) {
 		t.Parallel()
 		home := t.TempDir()
 		ws := workspace(t, home)
-		srv1 := llmtest.NewServer(llmtest.Turn{Text: "Noted: blue."})
-		t.Cleanup(srv1.Close)
-		r1 := h.drive(t, "prompt", driveConfig{Cwd: ws, Env: env(home, srv1), Prompts: []string{"My colour is blue"}})
-		r1.requireDone(t)
-		sessions := r1.all("session")
-		if len(sessions) != 1 || sessions[0].SessionID == "" {
-			r1.fatalf(t, "session/new answers = %+v; want one with a session id", sessions)
-		}
-		id := sessions[0].SessionID
+		id := h.firstSession(t, home, ws, "My colour is blue", "Noted: blue.")
 
 		srv2 := llmtest.NewServer(llmtest.Turn{Text: "Blue.", Expect: "What is my colour?"})
 		t.Cleanup(srv2.Close)
@@ -308,11 +300,7 @@ func TestSDK(t *testing.T) {
 		t.Parallel()
 		home := t.TempDir()
 		ws := workspace(t, home)
-		srv1 := llmtest.NewServer(llmtest.Turn{Text: "Noted: green."})
-		t.Cleanup(srv1.Close)
-		r1 := h.drive(t, "prompt", driveConfig{Cwd: ws, Env: env(home, srv1), Prompts: []string{"My colour is green"}})
-		r1.requireDone(t)
-		id := r1.all("session")[0].SessionID
+		id := h.firstSession(t, home, ws, "My colour is green", "Noted: green.")
 		// More conversations than a page holds, written before it, in
 		// this workspace and another; and a tree node's session.
 		st, err := sqlite.Open(context.Background(), filepath.Join(home, "state", "arbor", "arbor.db"))
@@ -521,4 +509,19 @@ func (h *harness) sleeper(t *testing.T, c driveConfig) (*sdkRun, *llmtest.Server
 		r.fatalf(t, "the command's process after the prompt ended = %+v; want gone", alive)
 	}
 	return r, srv
+}
+
+// firstSession opens a session in ws through the SDK, has one prompt
+// answered there, and returns the session's id.
+func (h *harness) firstSession(t *testing.T, home, ws, prompt, answer string) string {
+	t.Helper()
+	srv := llmtest.NewServer(llmtest.Turn{Text: answer})
+	t.Cleanup(srv.Close)
+	r := h.drive(t, "prompt", driveConfig{Cwd: ws, Env: env(home, srv), Prompts: []string{prompt}})
+	r.requireDone(t)
+	sessions := r.all("session")
+	if len(sessions) != 1 || sessions[0].SessionID == "" {
+		r.fatalf(t, "session/new answers = %+v; want one with a session id", sessions)
+	}
+	return sessions[0].SessionID
 }
