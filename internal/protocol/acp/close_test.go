@@ -19,8 +19,8 @@ func TestSessionClose(t *testing.T) {
 	t.Parallel()
 	b := setup(t, llmtest.Turn{Text: "a long answer that never ends", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 2}})
 	b.Send(initialize)
-	if o := b.Next(id(1)); o.Error != nil || !strings.Contains(string(o.Result), `"sessionCapabilities":{"close":{}}`) {
-		t.Fatalf("initialize answered %s; want session/close advertised", o.raw)
+	if o := b.Next(id(1)); o.Error != nil || !strings.Contains(string(o.Result), `"sessionCapabilities":{"close":{},"list":{},"resume":{}}`) {
+		t.Fatalf("initialize answered %s; want session/close, session/list and session/resume advertised", o.raw)
 	}
 	b.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, b.ws))
 	o := b.Next(id(2))
