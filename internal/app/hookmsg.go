@@ -10,13 +10,12 @@ import (
 // SayHooks shows the person what hooks said for them (their
 // systemMessage, hook.Verdict.Messages): HookMessage events of session
 // id on the bus, for the front ends; with no session (arbor run's goal,
-// whose tree has none yet), lines on Options.Diag. The configuration's
-// secrets are redacted from them, as from a tool's output.
+// whose tree has none yet), lines on Options.Diag. The hooks' runner
+// redacted the configuration's secrets from them (Redact).
 func (a *App) SayHooks(id string, msgs []string) {
 	if len(msgs) == 0 {
 		return
 	}
-	secrets := a.secrets()
 	if id == "" {
 		root := a.rootApp()
 		if root.diag == nil {
@@ -25,16 +24,19 @@ func (a *App) SayHooks(id string, msgs []string) {
 		root.diagMu.Lock()
 		defer root.diagMu.Unlock()
 		for _, m := range msgs {
-			fmt.Fprintln(root.diag, "arbor:", tool.Redact(m, secrets))
+			fmt.Fprintln(root.diag, "arbor:", m)
 		}
 		return
 	}
 	for _, m := range msgs {
-		a.Bus.Publish(&agent.HookMessage{Meta: agent.Meta{SessionID: id}, Text: tool.Redact(m, secrets), Level: agent.LevelNotice})
+		a.Bus.Publish(&agent.HookMessage{Meta: agent.Meta{SessionID: id}, Text: m, Level: agent.LevelNotice})
 	}
 }
 
 // Redact replaces in s every credential the configuration reaches (the
-// agents' Secrets), for what a front end shows that comes from outside a
-// session's agent: a hook's output.
+// agents' Secrets). Every hook runner applies it to what its hooks give
+// back (hook.Runner.Redact): the project's (sessionHooks) and a client's
+// (stream-json's SDK callbacks). So what a hook prints is redacted once,
+// in the runner, wherever it goes next: the model's context, a client's
+// stream, the logs.
 func (a *App) Redact(s string) string { return tool.Redact(s, a.secrets()) }

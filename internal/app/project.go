@@ -104,7 +104,7 @@ func (a *App) sessionHooks(id string) *hook.Runner {
 	if len(a.project.hooks) == 0 {
 		return nil
 	}
-	r := &hook.Runner{Base: func(in *hook.Input) {
+	r := &hook.Runner{Redact: a.Redact, Base: func(in *hook.Input) {
 		in.SessionID, in.Cwd = id, a.Workspace
 		in.PermissionMode = claudeCodeMode(a.Permissions.Mode())
 		in.TranscriptPath = a.TranscriptPath(id)
@@ -335,9 +335,8 @@ func (a *App) PromptContext(ctx context.Context, id, source, prompt string) (str
 		}
 	}
 	// What a hook prints reaches the model and the transcript: the
-	// configuration's secrets are redacted from it, as from a tool's
-	// output.
-	return a.Redact(strings.Join(out, "\n\n")), nil
+	// runner redacted the configuration's secrets from it.
+	return strings.Join(out, "\n\n"), nil
 }
 
 // reports is the hooks' own problems as a line, "" when there are none.
@@ -379,19 +378,18 @@ func (a *App) notifyHooks() {
 }
 
 // reportHooks writes the notes of hooks whose event has no turn to show
-// them to (Stop, PreCompact, Notification) to Options.Diag, with the
-// configuration's secrets redacted: a hook's stderr is in them, and
-// Diag is a log.
+// them to (Stop, PreCompact, Notification) to Options.Diag. A hook's
+// stderr is in them and Diag is a log: the runner redacted the
+// configuration's secrets from them.
 func (a *App) reportHooks(notes []string) {
 	root := a.rootApp()
 	if root.diag == nil || len(notes) == 0 {
 		return
 	}
-	secrets := a.secrets()
 	root.diagMu.Lock()
 	defer root.diagMu.Unlock()
 	for _, n := range notes {
-		fmt.Fprintln(root.diag, "arbor: warning:", tool.Redact(n, secrets))
+		fmt.Fprintln(root.diag, "arbor: warning:", n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,32 @@ func TestWatch(t *testing.T) {
 	r.Set(map[hook.Event][]hook.Matcher{hook.PreToolUse: {matcher(t, "", cmd("cat >/dev/null"))}})
 	if _, err := r.Run(ctx, hook.PreToolUse, "shell", hook.Input{}); err != nil || len(seen) != len(want) {
 		t.Fatalf("a PreToolUse hook was watched (%v): %q", err, seen[len(want):])
+	}
+}
+
+// TestRunnerRedacts: a runner with Redact applies it to every text its
+// hooks give back, the reasons, context, messages and notes of the
+// verdict and what a Watch reads, before anyone else reads them.
+func TestRunnerRedacts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := func(c string) hook.Handler { return &hook.Command{Command: c, Dir: dir} }
+	r := hook.Runner{Redact: func(s string) string { return strings.ReplaceAll(s, "SECRET", "[REDACTED]") }}
+	r.Set(map[hook.Event][]hook.Matcher{hook.UserPromptSubmit: {matcher(t, "",
+		cmd(`cat >/dev/null; echo '{"systemMessage": "saw SECRET", "reason": "SECRET reason", "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ctx SECRET"}}'`),
+		cmd("cat >/dev/null; echo 'broken SECRET' >&2; exit 1"),
+		cmd("cat >/dev/null; echo 'SECRET is refused' >&2; exit 2"))}})
+	var ran []string
+	ctx := hook.WithWatch(t.Context(), func(hook.Event, string) func(hook.Ran) {
+		return func(r hook.Ran) { ran = append(ran, r.Stdout+r.Stderr) }
+	})
+	v, err := r.Run(ctx, hook.UserPromptSubmit, "", hook.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%q %q %q %q %q", v.Reason, v.Context, v.Messages, v.Notes, ran)
+	if strings.Contains(got, "SECRET") || !strings.Contains(v.Reason, "[REDACTED] is refused") || !strings.Contains(v.Context, "ctx [REDACTED]") ||
+		len(v.Messages) != 1 || !strings.Contains(v.Messages[0], "saw [REDACTED]") || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "broken [REDACTED]") {
+		t.Fatalf("verdict and watched output: %s", got)
 	}
 }

@@ -14,6 +14,12 @@ type Runner struct {
 	// Base fills the common fields of every input (session id, cwd,
 	// permission mode) just before a handler is called.
 	Base func(*Input)
+	// Redact, when set, is applied to every text a handler gives back
+	// (its reasons, context, messages and notes, and a command's stdout
+	// and stderr for a Watch) before anything else reads it: what a hook
+	// prints reaches the model, the client's stream and the logs, and
+	// must not carry the configuration's secrets.
+	Redact func(string) string
 
 	mu  sync.Mutex // guards set
 	set map[Event][]Matcher
@@ -53,6 +59,9 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 			}
 			done := watching(ctx, h, e, target)
 			out, err := h.Call(ctx, in)
+			if r.Redact != nil {
+				out.redact(r.Redact)
+			}
 			if done != nil {
 				report(done, out, err)
 			}
@@ -247,4 +256,18 @@ func (c Chain) Run(ctx context.Context, e Event, target string, in Input) (Verdi
 		}
 	}
 	return v, nil
+}
+
+// redact applies f to every text of o a person, a client or the model
+// may read.
+func (o *Output) redact(f func(string) string) {
+	for _, p := range []*string{&o.StopReason, &o.Reason, &o.SystemMessage, &o.HookSpecificOutput.PermissionDecisionReason,
+		&o.HookSpecificOutput.AdditionalContext, &o.Ran.Stdout, &o.Ran.Stderr} {
+		if *p != "" {
+			*p = f(*p)
+		}
+	}
+	for i, n := range o.Notes {
+		o.Notes[i] = f(n)
+	}
 }

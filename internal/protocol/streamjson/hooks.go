@@ -198,9 +198,9 @@ func (s *Server) promptHooks(ctx context.Context, sess *app.Session, text string
 	case v.Stop:
 		return "", hook.Stopped{Event: hook.UserPromptSubmit, Reason: v.Reason}
 	}
-	// The hooks' words reach the model: the secrets are redacted, as
-	// from a tool's output.
-	return joinNonEmpty("\n\n", start, s.app.Redact(joinNonEmpty("\n\n", v.Context, notes(v.Notes))), text), nil
+	// The hooks' words reach the model: their runner redacted the
+	// secrets from them, as a tool's output is.
+	return joinNonEmpty("\n\n", start, v.Context, notes(v.Notes), text), nil
 }
 
 // notes is the hooks' own reports as a line, "" when there are none.
@@ -248,15 +248,14 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 
 // hookLines writes a hook_started line before each command hook and a
 // hook_response line after it, as Claude Code writes them for its
-// SessionStart hooks, with the configuration's secrets redacted from the
-// hook's output.
+// SessionStart hooks; the runner redacted the configuration's secrets
+// from the hook's output.
 func (s *Server) hookLines(sid string) hook.Watch {
 	return func(e hook.Event, target string) func(hook.Ran) {
 		s.events.Flush() // after the lines of what came before (a compaction's status)
 		id, name := newUUID(), string(e)+":"+target
 		s.write(hookLine{Type: "system", Subtype: "hook_started", HookID: id, HookName: name, HookEvent: string(e), UUID: newUUID(), SessionID: sid})
 		return func(r hook.Ran) {
-			r.Stdout, r.Stderr = s.app.Redact(r.Stdout), s.app.Redact(r.Stderr)
 			output := r.Stdout + r.Stderr
 			l := hookLine{Type: "system", Subtype: "hook_response", HookID: id, HookName: name, HookEvent: string(e),
 				Output: &output, Stdout: &r.Stdout, Stderr: &r.Stderr, Outcome: r.Outcome, UUID: newUUID(), SessionID: sid}
@@ -280,7 +279,7 @@ func (s *Server) sessionHooks(ctx context.Context, sess *app.Session, source str
 		return fmt.Errorf("the SessionStart hook failed: %w", err)
 	}
 	s.mu.Lock()
-	s.startContext = joinNonEmpty("\n\n", s.startContext, s.app.Redact(joinNonEmpty("\n\n", v.Context, notes(v.Notes))))
+	s.startContext = joinNonEmpty("\n\n", s.startContext, v.Context, notes(v.Notes))
 	s.mu.Unlock()
 	return nil
 }

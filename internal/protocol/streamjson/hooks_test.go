@@ -409,3 +409,20 @@ func TestHookOutputRedacted(t *testing.T) {
 	b.CloseInput()
 	_ = b.Wait()
 }
+
+// TestHookBlockReasonRedacted: the reason a hook gives for refusing a
+// prompt (its stderr, exit 2) has the configuration's secrets redacted
+// before the client's result line carries it.
+func TestHookBlockReasonRedacted(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "never asked"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{files: map[string]string{
+		".claude/settings.json": `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo 'refused: the key is test-key-123' >&2; exit 2"}]}]}}`}})
+	b.Send(user("hi"))
+	r := b.Next(typ("result", ""))
+	b.Close()
+	if !r.IsError || strings.Contains(r.raw, "test-key-123") || !strings.Contains(r.raw, "refused: the key is [REDACTED]") {
+		t.Fatalf("result %s; want the hook's reason, redacted", r.raw)
+	}
+}
