@@ -8,6 +8,7 @@ package streamjson
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -175,7 +176,15 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	if done == nil { // no compaction started: the turn's init comes first
 		s.write(s.initMessage(sid))
 	}
+	interrupted := errors.Is(context.Cause(ctx), errInterrupted)
 	switch {
+	case interrupted:
+		// As an interrupted turn ends (turn.go); the conversation is
+		// kept whole.
+		note := "[Request interrupted by user]"
+		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
+			Content: []apiBlock{{Type: "text", Text: note}}}})
+		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{note}
 	case err != nil:
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"compaction failed: " + err.Error()}
 	case done == nil:
@@ -188,7 +197,7 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 		s.write(textLine{Type: "user", SessionID: sid, UUID: newUUID(), IsReplay: true,
 			Message: textMsg{Role: "user", Content: "<local-command-stdout>Compacted </local-command-stdout>"}})
 	}
-	s.endTurn(false)
+	s.endTurn(interrupted)
 	s.write(r)
 }
 

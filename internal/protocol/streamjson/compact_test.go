@@ -126,3 +126,31 @@ func TestCompactListed(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactInterrupted: an interrupt during /compact ends it as an
+// interrupted turn ends, and the next turn reads the whole conversation.
+func TestCompactInterrupted(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "first"},
+		llmtest.Turn{Text: "a summary never finished", Fault: &llmtest.Fault{Kind: llmtest.FaultStall, AfterEvents: 1}},
+		llmtest.Turn{Text: "after"})
+	defer srv.Close()
+	b := setup(t, srv, setupOpts{})
+	b.Send(user("one"))
+	b.Next(typ("result", ""))
+	b.Send(user("/compact"))
+	b.Next(func(o out) bool { return o.Type == "system" && o.Subtype == "status" && strings.Contains(o.raw, `"compacting"`) })
+	b.Send(`{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}`)
+	r := b.Next(typ("result", ""))
+	if !r.IsError || len(r.Errors) != 1 || r.Errors[0] != "[Request interrupted by user]" {
+		t.Fatalf("result %s", r.raw)
+	}
+	b.Send(user("two"))
+	if r := b.Next(typ("result", "")); r.IsError || r.Result != "after" {
+		t.Fatalf("the next turn: %s", r.raw)
+	}
+	b.Close()
+	if reqs := srv.Requests(); len(reqs) != 3 || !strings.Contains(reqs[2].Messages[0].Text(), "one") {
+		t.Fatalf("the request after the interrupted compaction: %d requests", len(reqs))
+	}
+}
