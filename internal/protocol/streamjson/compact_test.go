@@ -139,7 +139,9 @@ func TestCompactInterrupted(t *testing.T) {
 	b.Send(user("one"))
 	b.Next(typ("result", ""))
 	b.Send(user("/compact"))
-	b.Next(func(o out) bool { return o.Type == "system" && o.Subtype == "status" && strings.Contains(o.raw, `"compacting"`) })
+	b.Next(func(o out) bool {
+		return o.Type == "system" && o.Subtype == "status" && strings.Contains(o.raw, `"compacting"`)
+	})
 	b.Send(`{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}`)
 	r := b.Next(typ("result", ""))
 	if !r.IsError || len(r.Errors) != 1 || r.Errors[0] != "[Request interrupted by user]" {
