@@ -142,6 +142,7 @@ func TestCompactInterrupted(t *testing.T) {
 	b.Next(func(o out) bool {
 		return o.Type == "system" && o.Subtype == "status" && strings.Contains(o.raw, `"compacting"`)
 	})
+	srv.WaitRequests(2) // the summary's request stalls at the server, not before it
 	b.Send(`{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}`)
 	r := b.Next(typ("result", ""))
 	if !r.IsError || len(r.Errors) != 1 || r.Errors[0] != "[Request interrupted by user]" {
