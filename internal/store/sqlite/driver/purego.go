@@ -4,13 +4,28 @@ package driver
 
 import (
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 
-	_ "modernc.org/sqlite" // registers "sqlite"
+	"modernc.org/sqlite"
 )
 
-// Name is the database/sql driver name to open a store's file with.
-const Name = "sqlite"
+// Name is the database/sql driver name to open a store's file with:
+// modernc's driver behind one that prepares SQLite (prepare) before it
+// opens the process's first connection.
+const Name = "arbor-sqlite"
+
+func init() { sql.Register(Name, preparing{&sqlite.Driver{}}) }
+
+// preparing opens connections with its Driver once SQLite is prepared:
+// the unix VFS's system calls are replaced (walbatch.go) before any
+// connection can read them, whichever goroutine opens the first one.
+type preparing struct{ sqldriver.Driver }
+
+func (d preparing) Open(dsn string) (sqldriver.Conn, error) {
+	prepare()
+	return d.Driver.Open(dsn)
+}
 
 // Kind says which SQLite this build links.
 const Kind = "pure Go, modernc.org/sqlite"

@@ -91,13 +91,16 @@ type (
 	cFuncPointer = uintptr
 )
 
-// WriterParams adds to params what the store's writer connection needs,
-// and, the first time, makes SQLite batch WAL writes (above). Called
-// before the writer's connection is opened.
+// WriterParams adds to params what the store's writer connection needs.
 func WriterParams(params url.Values) {
-	walOnce.Do(installWALBatching)
 	params.Add("_pragma", "cache_spill(0)")
 }
+
+// prepare makes SQLite batch WAL writes (above), once, before the
+// process's first connection is opened (Name's driver calls it): the
+// replacement writes the VFS's table of system calls, which every
+// connection reads.
+func prepare() { walOnce.Do(installWALBatching) }
 
 // installWALBatching replaces the unix VFS's system calls. Connections
 // opened before keep theirs: a WAL file they opened is not buffered.

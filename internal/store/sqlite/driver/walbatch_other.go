@@ -8,3 +8,6 @@ import "net/url"
 // nothing here (on 64-bit Linux the pure-Go SQLite batches WAL writes,
 // walbatch.go).
 func WriterParams(url.Values) {}
+
+// prepare does nothing here: there is no WAL batching to install.
+func prepare() {}
