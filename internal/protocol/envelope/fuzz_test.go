@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,7 +52,8 @@ const fuzzRestart = 1000
 //     rejected lines and status commands, the output is exactly their
 //     answers, each status_response takes the next seq with the same
 //     payload as the last (no state changed, not even its updated_at),
-//     and the model gets no request.
+//     and the model gets no request (once the requests of earlier work
+//     have all reached it: see settle).
 //
 // One server for many inputs makes an input cost what its lines cost,
 // not a session's creation (about 1.3 ms); the state earlier inputs left
@@ -102,7 +104,12 @@ func FuzzServe(f *testing.F) {
 // fuzzHost is FuzzServe's app, model and current server.
 type fuzzHost struct {
 	app      *app.App
+	model    *httptest.Server
 	requests atomic.Int64 // model requests so far
+	conns    atomic.Int64 // the model server's open connections
+	// unsettled requests: work that may have sent the model a request
+	// ran since the model last settled (see settle).
+	inFlight bool
 
 	srv     *testutil.PipeServer
 	inputs  int    // inputs the server has handled
@@ -139,13 +146,23 @@ func newFuzzHost(f *testing.F) *fuzzHost {
 	}
 	// Every model request is refused at once (400 is not retried), so a
 	// turn ends with an error as soon as it starts.
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	model := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		h.requests.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"fuzzing: no model"}}`)
 	}))
+	model.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			h.conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			h.conns.Add(-1)
+		}
+	}
+	model.Start()
 	f.Cleanup(model.Close)
+	h.model = model
 	env := map[string]string{"ANTHROPIC_BASE_URL": model.URL, "ANTHROPIC_API_KEY": "fuzz-key",
 		"XDG_CONFIG_HOME": filepath.Join(home, "c"), "XDG_STATE_HOME": filepath.Join(home, "s"), "HOME": home}
 	a, err := app.Open(context.Background(), app.Options{Workspace: ws, Getenv: func(k string) string { return env[k] },
@@ -194,6 +211,26 @@ func (h *fuzzHost) run(t *testing.T, in []byte) {
 	h.broken = false
 }
 
+// settle waits until the model has counted every request sent so far.
+// A request that arbor cancels (a turn cancelled, or a server's input
+// ended) may have been written to the connection already: arbor's turn
+// has ended, but the model server reads the request and counts it later,
+// during another input, which would count against that input. Closing the
+// model's connections and waiting until each is closed waits out every
+// such request: a connection is closed only after the request read on it
+// was handled, and unread bytes are dropped with it.
+func (h *fuzzHost) settle(t *testing.T) {
+	h.model.CloseClientConnections()
+	deadline := time.Now().Add(fuzzBound)
+	for h.conns.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the model's %d connections still open after %s", h.conns.Load(), fuzzBound)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	h.inFlight = false
+}
+
 // inert reports whether lines hold only rejected lines and status
 // commands, which change nothing.
 func inert(lines []lineClass) bool {
@@ -231,6 +268,7 @@ func (h *fuzzHost) stop() error {
 	}
 	srv, broken := h.srv, h.broken
 	h.srv = nil
+	h.inFlight = true // its requests cancelled at the input's end
 	err := srv.Close(fuzzBound)
 	if broken {
 		return nil // a failed input was reported already
@@ -261,6 +299,10 @@ func (h *fuzzHost) stop() error {
 // lines, chunk's lines as the spec frames them.
 func (h *fuzzHost) check(t *testing.T, in, chunk []byte, lines []lineClass) {
 	quiet, lastStatus, seq := h.quiet, h.status, h.markerSeq+1
+	if quiet && inert(lines) && h.inFlight {
+		h.settle(t)
+	}
+	h.inFlight = h.inFlight || !inert(lines)
 	requests := h.requests.Load()
 	statuses := 1 // the marker
 	for _, l := range lines {
