@@ -359,13 +359,16 @@ func WithNewID[T any](create func(id string) (T, error)) (T, error) {
 	return create(NewID())
 }
 
-// secrets returns every credential the configuration can reach, so the
+// Secrets returns every credential the configuration can reach, so the
 // agent can keep them out of transcripts and events: the providers' keys,
 // arbor's own tokens and store connection string (and its password), the
 // OpenTelemetry exporter's headers, and the headers and environment values
 // of the MCP servers (after their ${VAR}s are filled in) and the variables
-// they name.
-func (a *App) secrets() []string {
+// they name. Every hook runner redacts them from what its hooks give back
+// (hook.Runner.Secrets): the project's (sessionHooks) and a client's
+// (stream-json's SDK callbacks), so what a hook prints is redacted once,
+// wherever it goes next: the model's context, a client's stream, the logs.
+func (a *App) Secrets() []string {
 	cfg := a.Config()
 	var vals []string
 	for _, p := range cfg.Providers {

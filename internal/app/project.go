@@ -104,7 +104,7 @@ func (a *App) sessionHooks(id string) *hook.Runner {
 	if len(a.project.hooks) == 0 {
 		return nil
 	}
-	r := &hook.Runner{Redact: a.Redact, Base: func(in *hook.Input) {
+	r := &hook.Runner{Secrets: a.Secrets, Base: func(in *hook.Input) {
 		in.SessionID, in.Cwd = id, a.Workspace
 		in.PermissionMode = claudeCodeMode(a.Permissions.Mode())
 		in.TranscriptPath = a.TranscriptPath(id)

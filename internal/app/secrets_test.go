@@ -35,7 +35,7 @@ func TestSecretsCoverEveryCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	got := a.secrets()
+	got := a.Secrets()
 	for _, want := range []string{"sk-ant-secret-0001", "mine-secret-0002", "ghp_secret_0003", "Bearer ghp_secret_0003",
 		"search-secret-0004", "mcp-token-0005", "serve-token-0006", "authorization=Bearer otlp-0007"} {
 		if !slices.Contains(got, want) {

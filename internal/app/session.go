@@ -260,7 +260,7 @@ func (a *App) sessionWith(ctx context.Context, id string, m Model, o SessionOpti
 		SessionID: id, Model: m.Ref.Name, ModelRef: m.Ref.Ref, Provider: m.Provider,
 		System: system, Tools: reg, Store: a.Store, Bus: a.Bus,
 		Price: m.Ref.Price, MaxTurns: maxTurns, MaxTokens: m.Ref.MaxOutput,
-		ContextWindow: m.Ref.ContextWindow, Secrets: a.secrets(), Gate: o.Gate, Charge: o.Charge,
+		ContextWindow: m.Ref.ContextWindow, Secrets: a.Secrets(), Gate: o.Gate, Charge: o.Charge,
 		Create: create, Flush: o.Flush, Resendable: o.Resendable, QueueEnd: o.QueueEnd, Hooks: a.newTurnHooks(id, hooks, o.ClientHooks, o.NodeID), TurnEnded: o.TurnEnded,
 		ToolsLeftOut: a.toolsLeftOut,
 		Compaction: agent.CompactionPolicy{

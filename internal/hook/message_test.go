@@ -92,14 +92,14 @@ func TestWatch(t *testing.T) {
 	}
 }
 
-// TestRunnerRedacts: a runner with Redact applies it to every text its
+// TestRunnerRedacts: a runner with Secrets redacts them from every text its
 // hooks give back, the reasons, context, messages and notes of the
 // verdict and what a Watch reads, before anyone else reads them.
 func TestRunnerRedacts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cmd := func(c string) hook.Handler { return &hook.Command{Command: c, Dir: dir} }
-	r := hook.Runner{Redact: func(s string) string { return strings.ReplaceAll(s, "SECRET", "[REDACTED]") }}
+	r := hook.Runner{Secrets: func() []string { return []string{"SECRET"} }}
 	r.Set(map[hook.Event][]hook.Matcher{hook.UserPromptSubmit: {matcher(t, "",
 		cmd(`cat >/dev/null; echo '{"systemMessage": "saw SECRET", "reason": "SECRET reason", "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ctx SECRET"}}'`),
 		cmd("cat >/dev/null; echo 'broken SECRET' >&2; exit 1"),

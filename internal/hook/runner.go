@@ -14,12 +14,13 @@ type Runner struct {
 	// Base fills the common fields of every input (session id, cwd,
 	// permission mode) just before a handler is called.
 	Base func(*Input)
-	// Redact, when set, is applied to every text a handler gives back
-	// (its reasons, context, messages and notes, and a command's stdout
-	// and stderr for a Watch) before anything else reads it: what a hook
-	// prints reaches the model, the client's stream and the logs, and
-	// must not carry the configuration's secrets.
-	Redact func(string) string
+	// Secrets, when set, gives the values redacted from every text a
+	// handler gives back (its reasons, context, messages and notes, and a
+	// command's stdout and stderr for a Watch) before anything else reads
+	// it: what a hook prints reaches the model, the client's stream and
+	// the logs, and must not carry the configuration's secrets. It is
+	// asked once for each handler's output.
+	Secrets func() []string
 
 	mu  sync.Mutex // guards set
 	set map[Event][]Matcher
@@ -59,8 +60,8 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 			}
 			done := watching(ctx, h, e, target)
 			out, err := h.Call(ctx, in)
-			if r.Redact != nil {
-				out.redact(r.Redact)
+			if r.Secrets != nil {
+				out.redact(r.Secrets())
 			}
 			if done != nil {
 				report(done, out, err)
@@ -260,14 +261,12 @@ func (c Chain) Run(ctx context.Context, e Event, target string, in Input) (Verdi
 
 // redact applies f to every text of o a person, a client or the model
 // may read.
-func (o *Output) redact(f func(string) string) {
+func (o *Output) redact(secrets []string) {
 	for _, p := range []*string{&o.StopReason, &o.Reason, &o.SystemMessage, &o.HookSpecificOutput.PermissionDecisionReason,
 		&o.HookSpecificOutput.AdditionalContext, &o.Ran.Stdout, &o.Ran.Stderr} {
-		if *p != "" {
-			*p = f(*p)
-		}
+		*p = tool.Redact(*p, secrets)
 	}
 	for i, n := range o.Notes {
-		o.Notes[i] = f(n)
+		o.Notes[i] = tool.Redact(n, secrets)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -164,10 +165,7 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	sid := sess.ID
 	after, cost, _ := sess.Agent.Usage()
 	s.mu.Lock()
-	mu := make(map[string]modelUsage, len(s.modelUsage))
-	for k, v := range s.modelUsage {
-		mu[k] = v
-	}
+	mu := maps.Clone(s.modelUsage)
 	s.mu.Unlock()
 	r := resultMessage{Type: "result", Subtype: "success", SessionID: sid, DurationMS: time.Since(start).Milliseconds(),
 		DurationAPIMS: time.Duration(s.apiTime.Load()).Milliseconds(), Usage: usageDelta(before, after), TotalCostUSD: cost,
@@ -181,10 +179,8 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	case interrupted:
 		// As an interrupted turn ends (turn.go); the conversation is
 		// kept whole.
-		note := "[Request interrupted by user]"
-		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
-			Content: []apiBlock{{Type: "text", Text: note}}}})
-		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{note}
+		s.writeInterrupted(sid, interruptedNote)
+		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{interruptedNote}
 	case err != nil:
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"compaction failed: " + err.Error()}
 	case done == nil:

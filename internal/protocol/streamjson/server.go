@@ -210,7 +210,7 @@ func Serve(ctx context.Context, a *app.App, in io.Reader, out, diag io.Writer, o
 	limit := a.Config().Headless.QueueLimit
 	s := &Server{app: a, opts: o, diag: diag, asks: map[string]string{}, hookCalls: map[string]chan hookReply{},
 		runner: app.NewRunner(limit), limit: limit, inputDone: make(chan struct{})}
-	s.hooks.Base, s.hooks.Redact = s.hookBase, a.Redact
+	s.hooks.Base, s.hooks.Secrets = s.hookBase, a.Secrets
 	s.noteMode(o.ApprovalMode)
 	defer func() {
 		// Claude Code exits with status 1 after an error result, which

@@ -165,12 +165,11 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			break
 		}
 		// As Claude Code does, the transcript the client sees says so.
-		note := "[Request interrupted by user]"
+		note := interruptedNote
 		if errors.Is(context.Cause(ctx), errDeniedInterrupt) {
 			note = "[Request interrupted by user for tool use]"
 		}
-		s.write(messageLine{Type: "user", SessionID: sess.ID, UUID: newUUID(), Message: apiMessage{Role: "user",
-			Content: []apiBlock{{Type: "text", Text: note}}}})
+		s.writeInterrupted(sess.ID, note)
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{note}
 		if lastStop != "" {
 			r.StopReason, _ = json.Marshal(lastStop)
@@ -187,6 +186,17 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	}
 	s.endTurn(res.Outcome == agent.OutcomeCancelled)
 	s.write(r)
+}
+
+// interruptedNote is the user line of a turn a person interrupted, as
+// Claude Code writes it into the transcript the client sees.
+const interruptedNote = "[Request interrupted by user]"
+
+// writeInterrupted writes the user line that says a turn was
+// interrupted (note: interruptedNote, or its variant for a denied tool).
+func (s *Server) writeInterrupted(sid, note string) {
+	s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
+		Content: []apiBlock{{Type: "text", Text: note}}}})
 }
 
 // modeName is the permission mode as the client names it: Claude Code's

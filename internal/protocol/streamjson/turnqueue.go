@@ -86,10 +86,8 @@ func (s *Server) turnRefused(t userTurn, sid string, start time.Time) bool {
 	s.mu.Unlock()
 	switch {
 	case stopped:
-		note := "[Request interrupted by user]"
-		s.write(messageLine{Type: "user", SessionID: sid, UUID: newUUID(), Message: apiMessage{Role: "user",
-			Content: []apiBlock{{Type: "text", Text: note}}}})
-		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true, Errors: []string{note},
+		s.writeInterrupted(sid, interruptedNote)
+		s.write(resultMessage{Type: "result", Subtype: "error_during_execution", IsError: true, Errors: []string{interruptedNote},
 			SessionID: sid, DurationMS: time.Since(start).Milliseconds(), PermissionDenials: []permissionDenial{},
 			ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 		s.endTurn(true)
