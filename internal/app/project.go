@@ -381,14 +381,17 @@ func (a *App) notifyHooks() {
 // them to (Stop, PreCompact, Notification) to Options.Diag. A hook's
 // stderr is in them and Diag is a log: the runner redacted the
 // configuration's secrets from them.
-func (a *App) reportHooks(notes []string) {
+func (a *App) reportHooks(notes []string) { a.warn(notes...) }
+
+// warn writes each of msgs to Options.Diag as a warning.
+func (a *App) warn(msgs ...string) {
 	root := a.rootApp()
-	if root.diag == nil || len(notes) == 0 {
+	if root.diag == nil || len(msgs) == 0 {
 		return
 	}
 	root.diagMu.Lock()
 	defer root.diagMu.Unlock()
-	for _, n := range notes {
+	for _, n := range msgs {
 		fmt.Fprintln(root.diag, "arbor: warning:", n)
 	}
 }

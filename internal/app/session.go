@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/arbor-run/arbor/internal/agent"
@@ -105,6 +106,9 @@ type Session struct {
 	// ones; front ends run
 	// the others at their points of a turn.
 	Hooks *hook.Runner
+
+	// titled: the session has its title (NameConversation).
+	titled atomic.Bool
 }
 
 // NewSession creates and stores a new session with a fresh id
@@ -131,7 +135,9 @@ func (a *App) CreateSession(ctx context.Context, id string, o SessionOptions) (*
 	if err := a.Store.CreateSession(ctx, rec); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	return a.session(ctx, id, m, o), nil
+	s := a.session(ctx, id, m, o)
+	s.titled.Store(o.Title != "")
+	return s, nil
 }
 
 // ResumeSession loads a stored session, completing a transcript that a
@@ -153,6 +159,7 @@ func (a *App) ResumeSession(ctx context.Context, id string, o SessionOptions) (*
 		return nil, err
 	}
 	s := a.session(ctx, id, m, o)
+	s.titled.Store(st.Title != "")
 	s.Agent.SetTotals(st.Usage, st.CostUSD, st.CostKnown)
 	if err := s.Agent.Load(ctx); err != nil {
 		return nil, err

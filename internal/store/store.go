@@ -142,6 +142,11 @@ type Store interface {
 	// written to last first (ties by id, the greater first).
 	Conversations(ctx context.Context, q ConversationQuery) ([]Session, error)
 	SetSessionStatus(ctx context.Context, id string, status SessionStatus) error
+	// TitleSession gives session id the title when it has none (its title
+	// is empty): a conversation is named after its first prompt, and the
+	// first title given stays. It does not count as a write to the
+	// session (updated_at stays). ErrNotFound for an unknown session.
+	TitleSession(ctx context.Context, id, title string) error
 
 	// AppendMessages appends msgs in one transaction and returns the seq of
 	// the last one.

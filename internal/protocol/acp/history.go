@@ -51,7 +51,7 @@ func (s *Server) listSessions(m message) (any, *rpcError) {
 		if !filepath.IsAbs(c.Workspace) {
 			continue // ACP names a session's cwd by an absolute path
 		}
-		out.Sessions = append(out.Sessions, sessionInfo{SessionID: c.ID, Cwd: c.Workspace, UpdatedAt: c.UpdatedAt.UTC().Format(time.RFC3339Nano)})
+		out.Sessions = append(out.Sessions, sessionInfo{SessionID: c.ID, Cwd: c.Workspace, Title: c.Title, UpdatedAt: c.UpdatedAt.UTC().Format(time.RFC3339Nano)})
 	}
 	return out, nil
 }

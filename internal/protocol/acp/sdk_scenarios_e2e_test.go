@@ -330,7 +330,7 @@ func TestSDK(t *testing.T) {
 		pages := r2.all("listed")
 		for _, p := range pages {
 			var res struct {
-				Sessions []struct{ SessionID, Cwd, UpdatedAt string }
+				Sessions []struct{ SessionID, Cwd, UpdatedAt, Title string }
 			}
 			if err := json.Unmarshal(p.Result, &res); err != nil {
 				t.Fatal(err)
@@ -338,6 +338,9 @@ func TestSDK(t *testing.T) {
 			for _, s := range res.Sessions {
 				if s.Cwd != ws || s.UpdatedAt == "" {
 					r2.fatalf(t, "session %+v; want the workspace and when it was written", s)
+				}
+				if want := map[bool]string{true: "My colour is green"}[s.SessionID == id]; s.Title != want {
+					r2.fatalf(t, "session %+v; want the title %q (its first prompt)", s, want)
 				}
 				listed = append(listed, s.SessionID)
 			}
@@ -522,6 +525,16 @@ func (h *harness) firstSession(t *testing.T, home, ws, prompt, answer string) st
 	sessions := r.all("session")
 	if len(sessions) != 1 || sessions[0].SessionID == "" {
 		r.fatalf(t, "session/new answers = %+v; want one with a session id", sessions)
+	}
+	// The prompt names the conversation, and the editor is told.
+	var titles []string
+	for _, u := range r.all("update") {
+		if u.Update.SessionUpdate == "session_info_update" {
+			titles = append(titles, u.Update.Title)
+		}
+	}
+	if !slices.Equal(titles, []string{prompt}) {
+		r.fatalf(t, "session_info_update titles = %q; want [%q]: the first prompt names the conversation", titles, prompt)
 	}
 	return sessions[0].SessionID
 }

@@ -179,7 +179,7 @@ func (s *Server) open(cwd string, servers []mcpServer, id string) (*session, *rp
 func (ss *session) start(ctx context.Context, resume bool) error {
 	s := ss.srv
 	engine := ss.work.HostEngine(ss.modelRef)
-	so := app.SessionOptions{Model: s.opts.Model, Title: "acp", System: hostedSystem,
+	so := app.SessionOptions{Model: s.opts.Model, System: hostedSystem,
 		// Nobody could answer these: ACP v1 puts no question to the user.
 		Hide: func(name string) bool { return name == "ask_user" || name == "ask" }}
 	if caps := s.capabilities(); caps.FS.ReadTextFile && caps.FS.WriteTextFile {

@@ -24,7 +24,7 @@ func (s *Server) prompt(m message) {
 		s.send(s.conn.fail(m.ID, codeInvalidParams, "session/prompt: the prompt holds no text"))
 		return
 	}
-	gen := ss.generation()
+	typed, gen := text, ss.generation()
 	err := ss.runner.Submit(app.Job{Kind: "turn", Run: func(ctx context.Context) {
 		s.promptRuns()
 		defer s.promptEnds() // after its answer is queued
@@ -51,6 +51,11 @@ func (s *Server) prompt(m message) {
 			s.update(ss.id, chunk(updateAgentChunk, err.Error()))
 			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopRefusal}))
 			return
+		}
+		// Named as typed, not as a command expands it; the editor's list
+		// of sessions learns the title at once.
+		if title := ss.work.NameConversation(ctx, ss.sess, typed); title != "" {
+			s.update(ss.id, sessionUpdate{SessionUpdate: updateSessionInfo, Title: title})
 		}
 		res := ss.sess.Agent.Send(ctx, llm.UserText(ss.takeEnded()+hooked))
 		s.events.Flush() // the turn's updates go before its answer

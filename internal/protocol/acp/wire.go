@@ -175,6 +175,7 @@ type listSessionsResponse struct {
 type sessionInfo struct {
 	SessionID string `json:"sessionId"`
 	Cwd       string `json:"cwd"`
+	Title     string `json:"title,omitempty"`     // the conversation's first prompt (app.NameConversation)
 	UpdatedAt string `json:"updatedAt,omitempty"` // RFC 3339
 }
 
@@ -283,7 +284,7 @@ type sessionUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 	// chunks
 	Content *contentBlock `json:"content,omitempty"`
-	// tool_call, tool_call_update
+	// tool_call, tool_call_update; Title also session_info_update's
 	ToolCallID  string            `json:"toolCallId,omitempty"`
 	Title       string            `json:"title,omitempty"`
 	Kind        string            `json:"kind,omitempty"`
@@ -346,6 +347,7 @@ const (
 	updatePlan           = "plan"
 	updateCurrentMode    = "current_mode_update"
 	updateCommands       = "available_commands_update"
+	updateSessionInfo    = "session_info_update"
 )
 
 // toolCallContent is content ({type: content, content}) or a diff.

@@ -177,7 +177,7 @@ func (s *server) handoff(c handoffCmd) error {
 	var err error
 	if deny {
 		text := "The user rejected the plan: " + c.DenyReason
-		err = s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, text)) })
+		err = s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, text, "")) })
 	} else {
 		text := fmt.Sprintf("Execute this plan (saved at %s):\n\n%s", req.PlanPath, req.PlanText)
 		err = s.submit("switch", func(ctx context.Context) { s.executePlan(ctx, c.Pool, text) })
@@ -219,5 +219,5 @@ func (s *server) executePlan(ctx context.Context, pool, text string) {
 		s.finishTurn(agent.Result{Outcome: agent.OutcomeFailed, Err: err})
 		return
 	}
-	s.finishTurn(s.runTurn(ctx, text))
+	s.finishTurn(s.runTurn(ctx, text, ""))
 }

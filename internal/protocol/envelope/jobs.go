@@ -54,7 +54,7 @@ func (s *server) deliver(ctx context.Context, jobs *tool.Jobs, content string) {
 	if stale {
 		return
 	}
-	s.finishWork(s.runTurn(ctx, content), true)
+	s.finishWork(s.runTurn(ctx, content, ""), true)
 }
 
 // jobCountLocked is running_jobs: the current session's running jobs and

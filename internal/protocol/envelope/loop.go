@@ -93,7 +93,7 @@ func (s *server) continueLoopLocked(outcome *string) bool {
 		*outcome = "error"
 		return false
 	}
-	if !s.submitInternal("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, continuationText)) }) {
+	if !s.submitInternal("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, continuationText, "")) }) {
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: "loop off: input ended"}, func(st *state) { st.loop = false })
 		return false
 	}

@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -19,13 +20,14 @@ func TestProjectSlash(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "reviewed"})
 	defer srv.Close()
-	b, _ := setupFiles(t, srv, map[string]string{
+	a, _, ws := openApp(t, srv, map[string]string{
 		"AGENTS.md":                     "ENVELOPE-RULE: keep answers short.\n",
 		".claude/commands/review.md":    "---\ndescription: Review a file\n---\nReview $ARGUMENTS for bugs.\n",
 		".arbor/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy the service.\n---\nSteps.\n",
 		".claude/settings.json": `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo SESSION-CONTEXT"}]}], "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo PROMPT-CONTEXT"}]}],
 		  "SessionEnd": [{"hooks": [{"type": "command", "command": "cat > ended.json"}]}]}}`,
 	})
+	b, ready := serveApp(t, a, ws)
 	b.Send(sendText("/help"))
 	if r := b.Next(typ("info")); !strings.Contains(r.P.Message, "/review  Review a file (command)") || !strings.Contains(r.P.Message, "/deploy  Deploy the service. (skill)") {
 		t.Fatalf("/help: %s", r.raw)
@@ -46,6 +48,11 @@ func TestProjectSlash(t *testing.T) {
 	}
 	if !strings.Contains(reqs[0].System, "ENVELOPE-RULE: keep answers short.") || !strings.Contains(reqs[0].System, "- deploy: Deploy the service.") {
 		t.Fatalf("the system prompt lacks AGENTS.md or the skill:\n%s", reqs[0].System)
+	}
+	// The conversation is named after its first prompt as typed, not as
+	// the command and the hooks made it (arbor sessions lists it so).
+	if s, err := a.Store.GetSession(context.Background(), ready.P.SessionID); err != nil || s.Title != "/review main.go" {
+		t.Fatalf("the session's title %q (%v); want the prompt as typed", s.Title, err)
 	}
 }
 

@@ -475,7 +475,7 @@ func (s *server) sessionOptions() app.SessionOptions {
 	jobs = tool.NewJobs(func(j tool.Job) { s.jobDone(jobs, j) })
 	s.ctl.mu.Lock()
 	defer s.ctl.mu.Unlock()
-	return app.SessionOptions{Title: "headless", OnTodos: s.onTodos, Model: s.ctl.model, System: s.ctl.roleSystem, Jobs: jobs,
+	return app.SessionOptions{OnTodos: s.onTodos, Model: s.ctl.model, System: s.ctl.roleSystem, Jobs: jobs,
 		Tools: []tool.Tool{s.doneTool(), s.handoffTool()}}
 }
 

@@ -388,7 +388,7 @@ func (s *server) deliverInbox(ctx context.Context) {
 		return
 	}
 	c.mu.Unlock()
-	s.finishTurn(s.runTurn(ctx, strings.Join(items, "\n\n")))
+	s.finishTurn(s.runTurn(ctx, strings.Join(items, "\n\n"), ""))
 }
 
 // settleLocked pushes the idle that the tree was holding back once it and

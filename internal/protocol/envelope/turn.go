@@ -36,6 +36,7 @@ const (
 // message starting with "/".
 func (s *server) send(c sendCmd) error {
 	text := strings.TrimSpace(c.Content)
+	typed := text // as the client typed it: a command's expansion does not name the conversation
 	if text == "" {
 		return fmt.Errorf("%w: content is empty", errBadCommand)
 	}
@@ -57,7 +58,7 @@ func (s *server) send(c sendCmd) error {
 	// Queue the turn and count it before the pending requests are closed,
 	// so the turn they belong to cannot report idle in between (the job
 	// cannot start before ctl.mu is released).
-	if err := s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content)) }); err != nil {
+	if err := s.submit("turn", func(ctx context.Context) { s.finishTurn(s.runTurn(ctx, c.Content, typed)) }); err != nil {
 		s.ctl.mu.Unlock()
 		return err
 	}
@@ -96,7 +97,10 @@ func (s *server) cancellable(ctx context.Context, fn func(ctx context.Context, s
 	s.ctl.mu.Unlock()
 }
 
-func (s *server) runTurn(ctx context.Context, content string) agent.Result {
+// runTurn runs a turn with content. typed is the prompt as the client
+// typed it, which names a conversation that has no title yet; "" for the
+// turns arbor starts itself (a loop's, a job's or a handoff's).
+func (s *server) runTurn(ctx context.Context, content, typed string) agent.Result {
 	res := agent.Result{Outcome: agent.OutcomeCancelled}
 	if ctx.Err() != nil {
 		return res
@@ -118,6 +122,7 @@ func (s *server) runTurn(ctx context.Context, content string) agent.Result {
 			s.pushError(err.Error())
 			return
 		}
+		s.app.NameConversation(ctx, sess, typed)
 		res = sess.Agent.Send(ctx, llm.UserText(text))
 		if res.Outcome == agent.OutcomeFailed && ctx.Err() != nil {
 			// The cancel interrupted the agent's own bookkeeping (storing

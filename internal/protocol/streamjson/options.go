@@ -125,6 +125,9 @@ func (s *Server) fork(ctx context.Context, from string, o app.SessionOptions) (*
 	if o.Model == "" {
 		o.Model = st.Model
 	}
+	if o.Title == "" {
+		o.Title = st.Title // the fork is the same conversation's
+	}
 	if _, err := s.app.CreateSession(ctx, id, o); err != nil {
 		return nil, fmt.Errorf("fork session %s: %w", from, err)
 	}

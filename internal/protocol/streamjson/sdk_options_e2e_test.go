@@ -3,6 +3,7 @@
 package streamjson_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/arbor-run/arbor/internal/llm/llmtest"
+	"github.com/arbor-run/arbor/internal/store/sqlite"
 )
 
 // TestSDKOptions drives the built binary through the real SDK with the
@@ -362,6 +364,18 @@ func TestSDKOptions(t *testing.T) {
 		// The original is untouched by the fork and the continuation.
 		if got := len(srv3.Requests()[0].Messages); got != 5 {
 			r3.fatalf(t, "the continued turn sent %d messages, want 5", got)
+		}
+		// The first prompt names the conversation (arbor sessions, ACP's
+		// session/list); its fork is the same conversation, named alike.
+		st, err := sqlite.Open(context.Background(), filepath.Join(state["XDG_STATE_HOME"], "arbor", "arbor.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		for _, sid := range []string{id, forked} {
+			if s, err := st.GetSession(context.Background(), sid); err != nil || s.Title != "one" {
+				t.Fatalf("session %s: title %q (%v); want %q, its conversation's first prompt", sid, s.Title, err, "one")
+			}
 		}
 	})
 }

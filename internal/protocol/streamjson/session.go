@@ -68,7 +68,7 @@ func (s *Server) session(ctx context.Context) (*app.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := app.SessionOptions{Model: model, MaxTurns: s.opts.MaxTurns, Title: "stream-json",
+	o := app.SessionOptions{Model: model, MaxTurns: s.opts.MaxTurns,
 		System: joinNonEmpty("\n", s.opts.AppendSystemPrompt, in.appendSystem), SystemBase: in.systemBase, Jobs: s.jobs,
 		Transcript: len(in.hooks) > 0, ClientHooks: &s.hooks}
 	if s.opts.SystemPrompt != "" && o.SystemBase == "" {

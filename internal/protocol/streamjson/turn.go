@@ -101,6 +101,7 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 	if t.cont {
 		res = sess.Agent.Continue(ctx)
 	} else {
+		s.app.NameConversation(ctx, sess, t.text)
 		msg := llm.UserText(text)
 		for _, img := range t.images {
 			msg.Parts = append(msg.Parts, llm.ImagePart(img))

@@ -147,6 +147,24 @@ func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.Se
 	return nil
 }
 
+// TitleSession gives session id the title when it has none; ErrNotFound
+// for an unknown session.
+func (s *Store) TitleSession(ctx context.Context, id, title string) error {
+	var n int64
+	err := s.inBatch(ctx, func(b *pgx.Batch) {
+		// One statement: the row that has a title already counts as found.
+		b.Queue(`WITH t AS (UPDATE sessions SET title = $1 WHERE id = $2 AND title = '' RETURNING 1)
+			SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM sessions WHERE id = $2 AND title <> '')`, title, id)
+	}, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&n) })
+	if err == nil && n == 0 {
+		err = fmt.Errorf("no such session: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("title session %s: %w", id, err)
+	}
+	return nil
+}
+
 // touchSession advances the session's updated_at inside tx; ErrNotFound
 // when the session does not exist.
 func touchSession(ctx context.Context, tx pgx.Tx, id string) error {

@@ -144,6 +144,30 @@ func (s *Store) SetSessionStatus(ctx context.Context, id string, status store.Se
 	return nil
 }
 
+// TitleSession gives session id the title when it has none; ErrNotFound
+// for an unknown session.
+func (s *Store) TitleSession(ctx context.Context, id, title string) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ? WHERE id = ? AND title = ''`, title, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("no such session: %w", store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("title session %s: %w", id, err)
+	}
+	return nil
+}
+
 // touchSession advances the session's updated_at inside tx; ErrNotFound
 // when the session does not exist.
 func touchSession(ctx context.Context, tx *wtx, id string) error {

@@ -109,6 +109,28 @@ func testSessions(t *testing.T, open Opener) {
 		}
 	})
 
+	// TitleSession names a conversation once: the first title given
+	// stays, a session created with one keeps it, and giving one is not a
+	// write to the conversation (the lists' order stays).
+	t.Run("Title", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "s1", Model: "test/model"}))
+		s := b.get(t, "s1")
+		equal(t, "title of a new session", s.Title, "")
+		noErr(t, b.st.TitleSession(b.ctx, "s1", "fix the login page"))
+		s.Title = "fix the login page"
+		equal(t, "session after its title", b.get(t, "s1"), s)
+		noErr(t, b.st.TitleSession(b.ctx, "s1", "a later prompt"))
+		equal(t, "session after a second title", b.get(t, "s1"), s)
+
+		noErr(t, b.st.CreateSession(b.ctx, store.Session{ID: "s2", Title: "#3 leaf"}))
+		noErr(t, b.st.TitleSession(b.ctx, "s2", "a prompt"))
+		equal(t, "title of a session created with one", b.get(t, "s2").Title, "#3 leaf")
+
+		errIs(t, b.st.TitleSession(b.ctx, "nope", "x"), store.ErrNotFound)
+	})
+
 	// LatestConversation (--continue): the conversation of the workspace
 	// written to last, whichever was created last, never a tree node's
 	// session, and found among all sessions: a run of more than a
