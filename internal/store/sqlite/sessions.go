@@ -98,9 +98,7 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]store.Session, e
 // LatestConversation returns the last-written session of workspace that
 // no tree node owns; ErrNotFound when there is none.
 func (s *Store) LatestConversation(ctx context.Context, workspace string) (store.Session, error) {
-	row := s.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions
-		WHERE workspace = ? AND (node_id IS NULL OR node_id = 0)
-		ORDER BY updated_at DESC, id DESC LIMIT 1`, workspace)
+	row := s.read.QueryRowContext(ctx, latestConversationSQL, workspace)
 	sess, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("latest conversation in %s: %w", workspace, store.ErrNotFound)
@@ -114,7 +112,27 @@ func (s *Store) LatestConversation(ctx context.Context, workspace string) (store
 // Conversations returns the conversations q asks for, the last written
 // first (ties by id, the greater first).
 func (s *Store) Conversations(ctx context.Context, q store.ConversationQuery) ([]store.Session, error) {
-	query := `SELECT ` + sessionColumns + ` FROM sessions WHERE (node_id IS NULL OR node_id = 0)`
+	query, args := conversationsSQL(q)
+	out, err := listNewest(ctx, s.read, query, q.Limit, scanSession, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	return out, nil
+}
+
+// conversation is what makes a session a conversation, written as the
+// partial index sessions_conversations (0015) is, so that SQLite reads
+// the conversations through it instead of every node's session.
+const conversation = `(node_id IS NULL OR node_id = 0)`
+
+const latestConversationSQL = `SELECT ` + sessionColumns + ` FROM sessions
+	WHERE workspace = ? AND ` + conversation + `
+	ORDER BY updated_at DESC, id DESC LIMIT 1`
+
+// conversationsSQL is the query of Conversations and its arguments,
+// without the limit.
+func conversationsSQL(q store.ConversationQuery) (string, []any) {
+	query := `SELECT ` + sessionColumns + ` FROM sessions WHERE ` + conversation
 	var args []any
 	if q.Workspace != "" {
 		query += ` AND workspace = ?`
@@ -125,11 +143,7 @@ func (s *Store) Conversations(ctx context.Context, q store.ConversationQuery) ([
 		query += ` AND (updated_at < ? OR updated_at = ? AND id < ?)`
 		args = append(args, after, after, q.AfterID)
 	}
-	out, err := listNewest(ctx, s.read, query+` ORDER BY updated_at DESC, id DESC`, q.Limit, scanSession, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	return out, nil
+	return query + ` ORDER BY updated_at DESC, id DESC`, args
 }
 
 // SetSessionStatus changes the status of session id; ErrInvalid for a status
