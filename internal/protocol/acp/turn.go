@@ -24,7 +24,7 @@ func (s *Server) prompt(m message) {
 		s.send(s.conn.fail(m.ID, codeInvalidParams, "session/prompt: the prompt holds no text"))
 		return
 	}
-	typed, gen := text, ss.generation()
+	typed, gen := promptTyped(p.Prompt), ss.generation()
 	err := ss.runner.Submit(app.Job{Kind: "turn", Run: func(ctx context.Context) {
 		s.promptRuns()
 		defer s.promptEnds() // after its answer is queued
@@ -52,8 +52,8 @@ func (s *Server) prompt(m message) {
 			s.send(s.conn.respond(m.ID, promptResponse{StopReason: stopRefusal}))
 			return
 		}
-		// Named as typed, not as a command expands it; the editor's list
-		// of sessions learns the title at once.
+		// Named as typed, not as a command expands it nor with the files
+		// attached; the editor's list of sessions learns the title at once.
 		if title := ss.work.NameConversation(ctx, ss.sess, typed); title != "" {
 			s.update(ss.id, sessionUpdate{SessionUpdate: updateSessionInfo, Title: title})
 		}
@@ -125,6 +125,21 @@ func stopReason(r agent.Result) (string, *rpcError) {
 		return stopCancelled, nil
 	}
 	return "", &rpcError{Code: code, Message: msg}
+}
+
+// promptTyped is what the person typed of a prompt: its text, a link
+// (an editor's @-mention) by its name, no attached file's content.
+func promptTyped(blocks []contentBlock) string {
+	var b strings.Builder
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "text":
+			b.WriteString(bl.Text)
+		case "resource_link":
+			b.WriteString(bl.Name)
+		}
+	}
+	return b.String()
 }
 
 // promptText flattens a prompt's blocks into the text the model sees:
