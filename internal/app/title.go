@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/arbor-run/arbor/internal/tool"
 )
 
 // titleRunes bounds a conversation's title.
@@ -15,12 +17,14 @@ const titleRunes = 80
 // A session created with a title (a tree node's) keeps it, and a titled
 // one is never written again. A title that cannot be stored is reported
 // on Options.Diag and tried again at the next prompt; the turn goes on.
-// It returns the title it gave, "" when it gave none.
+// The configuration's secrets are redacted from it. It returns the title it
+// gave, "" when it gave none.
 func (a *App) NameConversation(ctx context.Context, sess *Session, prompt string) string {
 	if sess.titled.Load() {
 		return ""
 	}
-	title := conversationTitle(prompt)
+	// Shown in lists and logs: the configuration's secrets are kept out.
+	title := conversationTitle(tool.Redact(prompt, a.Secrets()))
 	if title == "" {
 		return ""
 	}

@@ -39,7 +39,7 @@ func TestNameConversation(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "c"), "XDG_STATE_HOME": filepath.Join(home, "s"),
-		"ANTHROPIC_API_KEY": "k"}
+		"ANTHROPIC_API_KEY": "sk-ant-title-0001"}
 	var diag bytes.Buffer
 	a, err := Open(context.Background(), Options{Workspace: home, Getenv: func(k string) string { return env[k] }, Diag: &diag})
 	if err != nil {
@@ -84,6 +84,14 @@ func TestNameConversation(t *testing.T) {
 	}
 	if got := a.NameConversation(ctx, named, "a prompt"); got != "" || title(named.ID) != "#3 leaf" {
 		t.Fatalf("a session made with a title: gave %q, stored %q", got, title(named.ID))
+	}
+
+	keyed, err := a.NewSession(ctx, SessionOptions{Model: "anthropic/claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.NameConversation(ctx, keyed, "try the key sk-ant-title-0001 again"); got != "try the key [REDACTED] again" || title(keyed.ID) != got {
+		t.Fatalf("a prompt with a configured secret: gave %q, stored %q; want it redacted", got, title(keyed.ID))
 	}
 
 	gone := &Session{ID: "no-such-session"}
