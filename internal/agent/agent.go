@@ -144,8 +144,10 @@ type TurnHooks interface {
 	// sent to the model as the next message and the turn goes on, unless
 	// a tool ended it.
 	Stopping(ctx context.Context, s StopCheck) (feedback string)
-	// Compacting is told before the context is compacted.
-	Compacting(ctx context.Context, c Compaction)
+	// Compacting is told before the context is compacted. Refusal, when
+	// not "", refuses the compaction and says why (Claude Code's PreCompact
+	// hook that blocks): the context stays as it is.
+	Compacting(ctx context.Context, c Compaction) (refusal string)
 	// Compacted is told when a compaction has its summary, before the
 	// summary replaces the older turns: extra, when not "", is kept after
 	// the summary (Claude Code's SessionStart hooks with source

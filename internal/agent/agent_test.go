@@ -316,7 +316,7 @@ func (h *stopOnce) Stopping(_ context.Context, s agent.StopCheck) string {
 	return h.feedback
 }
 
-func (*stopOnce) Compacting(context.Context, agent.Compaction) {}
+func (*stopOnce) Compacting(context.Context, agent.Compaction) string { return "" }
 
 func (*stopOnce) Compacted(context.Context, agent.Compaction) string { return "" }
 

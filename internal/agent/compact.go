@@ -59,7 +59,8 @@ func (a *Agent) estimateTokens() int64 {
 // to compact, the whole conversation (a person who asks for a compaction
 // gets one, as from Claude Code's /compact). It is a no-op on an empty
 // conversation. Instructions, when not "", are the person's for the
-// summary. It reports whether a compaction ran (it may have failed).
+// summary. It reports whether a compaction ran (it may have failed, or
+// been refused: *CompactionRefused).
 func (a *Agent) Compact(ctx context.Context, instructions string) (ran bool, err error) {
 	return a.compact(ctx, a.estimateTokens(), a.currentModel(), Compaction{Trigger: "manual", Instructions: instructions})
 }
@@ -95,10 +96,15 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, c Compacti
 		return false, nil
 	}
 	c.Model = m.name
-	if a.cfg.Hooks != nil {
-		a.cfg.Hooks.Compacting(ctx, c)
-	}
+	// Started before the hooks are asked, as Claude Code's status says
+	// "compacting" before its PreCompact hooks run (and may refuse it).
 	a.publish(&CompactionStarted{EstimatedTokens: est, Window: m.window, Trigger: c.Trigger})
+	if a.cfg.Hooks != nil {
+		if why := a.cfg.Hooks.Compacting(ctx, c); why != "" {
+			a.publish(&CompactionFinished{TokensBefore: est, TokensAfter: est, Trigger: c.Trigger, Err: why, Refused: true})
+			return true, &CompactionRefused{Reason: why}
+		}
+	}
 	summary, err := a.summarize(ctx, a.history[:cut], m, c.Instructions)
 	if err == nil && a.cfg.Hooks != nil {
 		if extra := a.cfg.Hooks.Compacted(ctx, c); extra != "" {
@@ -123,6 +129,12 @@ func (a *Agent) compact(ctx context.Context, est int64, m modelState, c Compacti
 		Summary: summaryPreamble + summary})
 	return true, nil
 }
+
+// CompactionRefused is the error of a compaction that TurnHooks.Compacting
+// refused: it did not run, and the context is as it was.
+type CompactionRefused struct{ Reason string }
+
+func (e *CompactionRefused) Error() string { return e.Reason }
 
 // compactionCut returns how many leading messages to compact: all but the
 // last KeepRecent, moved earlier until the kept part starts with an

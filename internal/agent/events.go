@@ -171,6 +171,9 @@ type CompactionFinished struct {
 	// the model's context from now on ("" when the compaction failed).
 	Summary string `json:"summary,omitempty"`
 	Err     string `json:"error,omitempty"`
+	// Refused: the compaction did not run, for the reason in Err
+	// (TurnHooks.Compacting refused it); nothing was summarized.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // ContextPressure warns, once per context, that the context approaches
@@ -187,6 +190,9 @@ type ContextPressure struct {
 type HookMessage struct {
 	Meta
 	Text string `json:"text"`
+	// Event is the hook event whose hook said it ("PreCompact"), "" when
+	// not known.
+	Event string `json:"event,omitempty"`
 	// Level is Claude Code's: "notice".
 	Level string `json:"level"`
 }

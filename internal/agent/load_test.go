@@ -1,6 +1,10 @@
 package agent_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +127,68 @@ func TestCompaction(t *testing.T) {
 	}
 	if got := len(again.History()); int64(got) != 8-c.UpToSeq {
 		t.Fatalf("loaded %d messages after compaction up to %d", got, c.UpToSeq)
+	}
+}
+
+// refuseCompaction is TurnHooks whose PreCompact refuses every compaction.
+type refuseCompaction struct{ asked int }
+
+func (*refuseCompaction) Stopping(context.Context, agent.StopCheck) string { return "" }
+func (h *refuseCompaction) Compacting(context.Context, agent.Compaction) string {
+	h.asked++
+	return "Compaction blocked by PreCompact hook: [no.sh]: not now"
+}
+func (*refuseCompaction) Compacted(context.Context, agent.Compaction) string { return "" }
+
+// TestCompactionRefused: a compaction the hooks refuse does not run, as
+// Claude Code's PreCompact hook blocks one: a manual one reports
+// CompactionRefused, an automatic one lets the turn go on with the whole
+// context; the events say it started and was refused, no summary is
+// asked for, and nothing is stored.
+func TestCompactionRefused(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("lorem ipsum ", 200) // ~600 tokens each
+	b := setup(t, text(long), text(long), text(long), text("final"))
+	b.cfg.ContextWindow = 2000
+	b.cfg.Compaction = agent.CompactionPolicy{Threshold: 0.8, KeepRecent: 2}
+	hooks := &refuseCompaction{}
+	b.cfg.Hooks = hooks
+	a := agent.New(b.cfg)
+	for i := range 3 {
+		if res := a.Send(b.ctx, llm.UserText("hello "+string(rune('a'+i)))); res.Outcome != agent.OutcomeCompleted {
+			t.Fatalf("send %d: %+v", i, res)
+		}
+	}
+	if res := a.Send(b.ctx, llm.UserText("last")); res.Text != "final" {
+		t.Fatalf("the turn after a refused automatic compaction: %+v", res)
+	}
+	ran, err := a.Compact(b.ctx, "")
+	var refused *agent.CompactionRefused
+	if !ran || !errors.As(err, &refused) || refused.Reason != "Compaction blocked by PreCompact hook: [no.sh]: not now" {
+		t.Fatalf("manual compaction: ran %v, err %v; want it refused with the hook's reason", ran, err)
+	}
+	reqs := b.provider.requests()
+	if len(reqs) != 4 || len(reqs[3].Messages) != 7 {
+		t.Fatalf("%d model calls, the last with %d messages; want the 4 turns, the last with the whole context", len(reqs), len(reqs[len(reqs)-1].Messages))
+	}
+	if hooks.asked != 2 {
+		t.Fatalf("the hooks were asked %d times; want the automatic and the manual compaction", hooks.asked)
+	}
+	var seen []string
+	for _, e := range b.events.all() {
+		switch e := e.(type) {
+		case *agent.CompactionStarted:
+			seen = append(seen, "started "+e.Trigger)
+		case *agent.CompactionFinished:
+			seen = append(seen, fmt.Sprintf("finished %s refused=%v %s", e.Trigger, e.Refused, e.Err))
+		}
+	}
+	want := []string{"started auto", "finished auto refused=true Compaction blocked by PreCompact hook: [no.sh]: not now",
+		"started manual", "finished manual refused=true Compaction blocked by PreCompact hook: [no.sh]: not now"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("events %q; want %q", seen, want)
+	}
+	if _, err := b.store.LatestCompaction(b.ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a compaction was stored: %v", err)
 	}
 }

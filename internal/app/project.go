@@ -173,7 +173,7 @@ type turnHooks struct {
 	stop    hook.Event
 	start   bool // SessionStart may run after a compaction
 	report  func(notes []string)
-	say     func(msgs []string) // SayHooks of the session
+	say     func(e hook.Event, msgs []string) // SayHooks of the session
 }
 
 // newTurnHooks is nil when neither the project (r) nor a client has a
@@ -188,7 +188,7 @@ func (a *App) newTurnHooks(id string, r, client *hook.Runner, nodeID int64) agen
 		return nil
 	}
 	return turnHooks{r: r, compact: hook.Chain{client, r}, stop: stop, start: start, report: a.reportHooks,
-		say: func(msgs []string) { a.SayHooks(id, msgs) }}
+		say: func(e hook.Event, msgs []string) { a.SayHooks(id, e, msgs) }}
 }
 
 // Stopping implements agent.TurnHooks: a hook's block is feedback for
@@ -199,7 +199,7 @@ func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
 	}
 	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &s.Active, LastAssistantMessage: &s.Last})
 	h.report(v.Notes)
-	h.say(v.Messages)
+	h.say(h.stop, v.Messages)
 	if err != nil || !v.Block || v.Stop {
 		return ""
 	}
@@ -207,17 +207,26 @@ func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
 }
 
 // Compacting implements agent.TurnHooks: the PreCompact hooks, told the
-// trigger and the person's instructions, as Claude Code tells them.
-func (h turnHooks) Compacting(ctx context.Context, c agent.Compaction) {
-	if h.compact.Has(hook.PreCompact) {
-		in := hook.Input{Trigger: c.Trigger}
-		if c.Instructions != "" {
-			in.CustomInstructions = &c.Instructions
-		}
-		v, _ := h.compact.Run(ctx, hook.PreCompact, c.Trigger, in)
-		h.report(v.Notes)
-		h.say(v.Messages)
+// trigger and the person's instructions, as Claude Code tells them. A
+// hook that blocks (exit 2, decision "block") refuses the compaction, as
+// Claude Code's does, and the refusal says so as Claude Code's: "Compaction
+// blocked by PreCompact hook: [its command]: its reason". A hook that
+// fails refuses nothing.
+func (h turnHooks) Compacting(ctx context.Context, c agent.Compaction) string {
+	if !h.compact.Has(hook.PreCompact) {
+		return ""
 	}
+	in := hook.Input{Trigger: c.Trigger}
+	if c.Instructions != "" {
+		in.CustomInstructions = &c.Instructions
+	}
+	v, err := h.compact.Run(ctx, hook.PreCompact, c.Trigger, in)
+	h.report(v.Notes)
+	h.say(hook.PreCompact, v.Messages)
+	if err != nil || !v.Block {
+		return ""
+	}
+	return fmt.Sprintf("Compaction blocked by PreCompact hook: [%s]: %s", v.BlockedBy, hook.OrNoReason(v.Reason))
 }
 
 // Compacted implements agent.TurnHooks: the SessionStart hooks, source
@@ -233,7 +242,7 @@ func (h turnHooks) Compacted(ctx context.Context, c agent.Compaction) string {
 		v.Notes = append(v.Notes, fmt.Sprintf("the SessionStart hook failed: %v", err))
 	}
 	h.report(v.Notes)
-	h.say(v.Messages)
+	h.say(hook.SessionStart, v.Messages)
 	if err != nil {
 		return ""
 	}
@@ -278,7 +287,7 @@ func (a *App) EndSessionWith(ctx context.Context, id, reason string, client *hoo
 		v.Notes = append(v.Notes, fmt.Sprintf("the SessionEnd hook failed: %v", err))
 	}
 	a.reportHooks(v.Notes)
-	a.SayHooks("", v.Messages) // on stderr: the session is over
+	a.SayHooks("", hook.SessionEnd, v.Messages) // on stderr: the session is over
 }
 
 // PromptHooks runs the project's hooks for a prompt of session id
@@ -315,11 +324,11 @@ func (a *App) PromptContext(ctx context.Context, id, source, prompt string) (str
 			return "", fmt.Errorf("the SessionStart hook failed: %w", err)
 		}
 		parts = append(parts, v.Context, reports(v.Notes))
-		a.SayHooks(id, v.Messages)
+		a.SayHooks(id, hook.SessionStart, v.Messages)
 	}
 	if r.Has(hook.UserPromptSubmit) {
 		v, err := r.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &prompt})
-		a.SayHooks(id, v.Messages) // a blocking hook's too
+		a.SayHooks(id, hook.UserPromptSubmit, v.Messages) // a blocking hook's too
 		switch {
 		case err != nil:
 			return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
@@ -371,7 +380,7 @@ func (a *App) notifyHooks() {
 		if r := a.sessionHooks(ir.Interaction.SessionID); r != nil {
 			v, _ := r.Run(ctx, hook.Notification, "", hook.Input{Message: msg})
 			a.reportHooks(v.Notes)
-			a.SayHooks(ir.Interaction.SessionID, v.Messages)
+			a.SayHooks(ir.Interaction.SessionID, hook.Notification, v.Messages)
 		}
 	})
 	a.onClose(func() { cancel(); sub.Close() })

@@ -211,12 +211,15 @@ func (m Matcher) Matches(target string) bool {
 
 // Verdict is what the hooks of one event said together.
 type Verdict struct {
-	Block   bool   // decision "block" (or PreToolUse's deny)
-	Ask     bool   // PreToolUse's permissionDecision "ask"
-	Stop    bool   // continue: false
-	Reason  string // why, joined
-	Context string // additionalContext, joined
-	Input   json.RawMessage
+	Block bool // decision "block" (or PreToolUse's deny)
+	// BlockedBy names the first hook that blocked: a command hook's
+	// command line, "a callback" for another handler.
+	BlockedBy string
+	Ask       bool   // PreToolUse's permissionDecision "ask"
+	Stop      bool   // continue: false
+	Reason    string // why, joined
+	Context   string // additionalContext, joined
+	Input     json.RawMessage
 	// Notes are the hooks' own problems (Output.Notes), to report.
 	Notes []string
 	// Messages are the hooks' systemMessage for the person, each as

@@ -118,3 +118,41 @@ func TestRunnerRedacts(t *testing.T) {
 		t.Fatalf("verdict and watched output: %s", got)
 	}
 }
+
+// TestBlockedByAndWatchedPreCompact: a verdict names the command hook that
+// blocked first, through a chain too, and a Watch is told of PreCompact
+// command hooks with their command line (Claude Code's /compact output).
+func TestBlockedByAndWatchedPreCompact(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := func(c string) hook.Handler { return &hook.Command{Command: c, Dir: dir} }
+	r := &hook.Runner{}
+	r.Set(map[hook.Event][]hook.Matcher{hook.PreCompact: {matcher(t, "",
+		cmd("cat >/dev/null; echo fine"),
+		cmd("cat >/dev/null; echo first >&2; exit 2"),
+		cmd("cat >/dev/null; echo second >&2; exit 2"))}})
+	var ran []string
+	ctx := hook.WithWatch(t.Context(), func(e hook.Event, _ string) func(hook.Ran) {
+		return func(r hook.Ran) { ran = append(ran, fmt.Sprintf("%s %s %s", e, r.Command, r.Outcome)) }
+	})
+	for _, run := range []func() (hook.Verdict, error){
+		func() (hook.Verdict, error) { return r.Run(ctx, hook.PreCompact, "manual", hook.Input{}) },
+		func() (hook.Verdict, error) {
+			return hook.Chain{nil, r}.Run(ctx, hook.PreCompact, "manual", hook.Input{})
+		},
+	} {
+		ran = nil
+		v, err := run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "cat >/dev/null; echo first >&2; exit 2"; !v.Block || v.BlockedBy != want {
+			t.Fatalf("verdict blocked %v by %q; want by %q", v.Block, v.BlockedBy, want)
+		}
+		want := []string{"PreCompact cat >/dev/null; echo fine success", "PreCompact cat >/dev/null; echo first >&2; exit 2 error",
+			"PreCompact cat >/dev/null; echo second >&2; exit 2 error"}
+		if !slices.Equal(ran, want) {
+			t.Fatalf("watched %q; want %q", ran, want)
+		}
+	}
+}

@@ -75,6 +75,9 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 				v.Messages = append(v.Messages, said(e, target, out.SystemMessage))
 			}
 			if out.Decision == "block" || hs.PermissionDecision == "deny" {
+				if !v.Block {
+					v.BlockedBy = handlerName(h)
+				}
 				v.Block = true
 			}
 			if hs.PermissionDecision == "ask" {
@@ -92,6 +95,14 @@ func (r *Runner) Run(ctx context.Context, e Event, target string, in Input) (Ver
 		}
 	}
 	return v, nil
+}
+
+// handlerName names h in a message: a command hook by its command line.
+func handlerName(h Handler) string {
+	if c, ok := h.(*Command); ok {
+		return c.Command
+	}
+	return "a callback"
 }
 
 // Tool runs a tool's PreToolUse hooks before it (before the permission
@@ -244,6 +255,9 @@ func (c Chain) Run(ctx context.Context, e Event, target string, in Input) (Verdi
 		w, err := r.Run(ctx, e, target, in)
 		if err != nil {
 			return Verdict{}, err
+		}
+		if w.Block && !v.Block {
+			v.BlockedBy = w.BlockedBy
 		}
 		v.Block = v.Block || w.Block
 		v.Ask = v.Ask || w.Ask

@@ -2,16 +2,19 @@ package hook
 
 import "context"
 
-// Watch is told of each SessionStart command hook a Run calls
-// (stream-json's hook_started and hook_response lines; Claude Code
-// reports no other event's): called before the command runs, it returns
-// what is called with how it ran once it is done. Other handlers (the
-// Claude Agent SDK's callbacks) are not told of, and the tool calls'
-// hooks do not look for a Watch.
+// Watch is told of each SessionStart and PreCompact command hook a Run
+// calls (stream-json's hook_started and hook_response lines, and the
+// result of Claude Code's /compact; Claude Code reports no other
+// event's): called before the command runs, it returns what is called
+// with how it ran once it is done, or nil. Other handlers (the Claude
+// Agent SDK's callbacks) are not told of, and the tool calls' hooks do
+// not look for a Watch.
 type Watch func(e Event, target string) (done func(Ran))
 
 // Ran is how a command hook ran: what it printed and how it ended.
 type Ran struct {
+	// Command is the hook's command line, as configured.
+	Command        string
 	Stdout, Stderr string
 	// ExitCode is the command's exit status when Exited; it did not
 	// exit by itself when it timed out or could not start.
@@ -33,17 +36,25 @@ func WithWatch(ctx context.Context, w Watch) context.Context {
 // watching is ctx's Watch's done for a command hook h of e about to run,
 // nil when h is no command or ctx has no Watch.
 func watching(ctx context.Context, h Handler, e Event, target string) func(Ran) {
-	if e != SessionStart {
+	if e != SessionStart && e != PreCompact {
 		return nil
 	}
-	if _, ok := h.(*Command); !ok {
+	c, ok := h.(*Command)
+	if !ok {
 		return nil
 	}
 	w, _ := ctx.Value(watchKey{}).(Watch)
 	if w == nil {
 		return nil
 	}
-	return w(e, target)
+	done := w(e, target)
+	if done == nil {
+		return nil
+	}
+	return func(r Ran) {
+		r.Command = c.Command
+		done(r)
+	}
 }
 
 // ran is how the command ran, for a Watch.

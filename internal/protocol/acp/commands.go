@@ -6,7 +6,9 @@ package acp
 
 import (
 	"context"
+	"errors"
 
+	"github.com/arbor-run/arbor/internal/agent"
 	"github.com/arbor-run/arbor/internal/app"
 )
 
@@ -54,9 +56,12 @@ func (s *Server) slash(ctx context.Context, ss *session, text string) (prompt st
 	if name == compactCommand.Name {
 		ran, err := ss.sess.Agent.Compact(ctx, args)
 		msg := "Compacted: from now on the model reads a summary of the conversation so far."
+		var refused *agent.CompactionRefused
 		switch {
 		case ctx.Err() != nil:
 			return "", true // cancelled: the answer says so
+		case errors.As(err, &refused):
+			msg = refused.Reason + ". The conversation is kept whole."
 		case err != nil:
 			msg = "The compaction failed, so the conversation is kept whole: " + err.Error()
 		case !ran:

@@ -71,6 +71,8 @@ func (s *server) compactionEvent(e agent.Event) {
 	case *agent.CompactionFinished:
 		p := compactionStatus{Status: "succeeded", Trigger: trigger, Reason: e.Err, PlanID: c.plan}
 		switch {
+		case e.Refused: // a PreCompact hook blocked it: it did not run
+			p.Status = "skipped"
 		case e.Err != "" && (cancelled || strings.Contains(e.Err, context.Canceled.Error())):
 			// Stopped by a cancel: its internal error text is not shown.
 			p.Status, p.Reason = "cancelled", "cancelled"

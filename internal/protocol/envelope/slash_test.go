@@ -106,6 +106,29 @@ func TestSlashCompact(t *testing.T) {
 			t.Fatalf("%d model requests, want the turn and the summary", n)
 		}
 	})
+	// A project's PreCompact hook that blocks (exit 2) refuses it, as
+	// Claude Code's does: skipped, saying why; no summary is asked for.
+	t.Run("refused by a PreCompact hook", func(t *testing.T) {
+		t.Parallel()
+		srv := llmtest.NewServer(llmtest.Turn{Text: "hello"})
+		defer srv.Close()
+		b, _ := setupFiles(t, srv, map[string]string{
+			".claude/settings.json": `{"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "cat >/dev/null; echo not now >&2; exit 2"}]}]}}`,
+		})
+		b.Send(sendText("hi"))
+		b.Next(typ("idle"))
+		b.Send(sendText("/compact"))
+		if c := b.Next(typ("compaction_status")); c.P.Status != "started" {
+			t.Fatalf("started %s", c.raw)
+		}
+		if c := b.Next(typ("compaction_status")); c.P.Status != "skipped" || c.P.Reason != "Compaction blocked by PreCompact hook: [cat >/dev/null; echo not now >&2; exit 2]: not now" {
+			t.Fatalf("refused %s", c.raw)
+		}
+		b.Close()
+		if n := len(srv.Requests()); n != 1 {
+			t.Fatalf("%d model requests, want the turn's alone", n)
+		}
+	})
 	t.Run("nothing to compact", func(t *testing.T) {
 		t.Parallel()
 		srv := llmtest.NewServer()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -92,6 +93,11 @@ func (s *Server) compactionEvent(sid string, e agent.Event) bool {
 		s.write(statusLine{Type: "system", Subtype: "status", Status: &compacting, SessionID: sid, UUID: newUUID()})
 		return true
 	case *agent.HookMessage:
+		if e.Event == string(hook.PreCompact) {
+			// Claude Code shows no PreCompact hook's message: /compact's
+			// result line tells how each of them ran (compactTurn).
+			return true
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.active {
@@ -104,7 +110,10 @@ func (s *Server) compactionEvent(sid string, e agent.Event) bool {
 		c.active, c.held, c.last = false, nil, e
 		c.mu.Unlock()
 		st := statusLine{Type: "system", Subtype: "status", CompactResult: "success", SessionID: sid, UUID: newUUID()}
-		if e.Err != "" {
+		switch {
+		case e.Refused: // as Claude Code says a PreCompact hook's block
+			st.CompactResult, st.CompactError = "failed", "skipped: "+e.Err
+		case e.Err != "":
 			st.CompactResult, st.CompactError = "failed", e.Err
 		}
 		s.write(st)
@@ -121,6 +130,76 @@ func (s *Server) compactionEvent(sid string, e agent.Event) bool {
 		return true
 	}
 	return false
+}
+
+// writeLocalCommandText writes the assistant line in which Claude Code
+// answers a local command (/compact) with text, not with the model: its
+// source is how the command's output reads in the transcript, outcome
+// "failed" or "succeeded".
+func (s *Server) writeLocalCommandText(sid, text, source, outcome string) {
+	end, _ := json.Marshal("end_turn")
+	s.write(localCommandLine{Type: "assistant", SessionID: sid, UUID: newUUID(), Message: apiMessage{
+		ID: "msg_" + strings.ReplaceAll(newUUID(), "-", ""), Type: "message", Role: "assistant", Model: "<synthetic>",
+		Content: []apiBlock{{Type: "text", Text: text}}, StopReason: end, Usage: &apiUsage{}},
+		Source: source, Run: localCommandRun{Command: "compact", Args: ""}, Outcome: localCommandOutcome{Kind: outcome}})
+}
+
+// localCommandLine is an assistant line a local command wrote.
+type localCommandLine struct {
+	Type            string              `json:"type"` // "assistant"
+	Message         apiMessage          `json:"message"`
+	SessionID       string              `json:"session_id"`
+	ParentToolUseID *string             `json:"parent_tool_use_id"`
+	UUID            string              `json:"uuid"`
+	Source          string              `json:"local_command_source"`
+	Run             localCommandRun     `json:"local_command_run"`
+	Outcome         localCommandOutcome `json:"local_command_outcome"`
+}
+
+type localCommandRun struct {
+	Command string `json:"command"`
+	Args    string `json:"args"`
+}
+
+type localCommandOutcome struct {
+	Kind string `json:"kind"` // "failed", "succeeded"
+}
+
+// preCompactRan collects how a /compact's PreCompact command hooks ran,
+// for the command's output, as Claude Code lists them after "Compacted ".
+type preCompactRan struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// watch is next (the SessionStart hooks' lines) with the PreCompact
+// hooks collected.
+func (p *preCompactRan) watch(next hook.Watch) hook.Watch {
+	return func(e hook.Event, target string) func(hook.Ran) {
+		if e != hook.PreCompact {
+			return next(e, target)
+		}
+		return func(r hook.Ran) {
+			line := fmt.Sprintf("PreCompact [%s] completed successfully", r.Command)
+			out := strings.TrimSpace(r.Stdout)
+			if r.Outcome != "success" {
+				line, out = fmt.Sprintf("PreCompact [%s] failed", r.Command), strings.TrimSpace(r.Stderr)
+			}
+			if out != "" {
+				line += ": " + out
+			}
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			p.mu.Unlock()
+		}
+	}
+}
+
+// text is the collected lines, one a hook.
+func (p *preCompactRan) text() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
 }
 
 // compactCommand reports whether text is Claude Code's "/compact" and
@@ -156,7 +235,8 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	s.compaction.last = nil
 	s.compaction.mu.Unlock()
 
-	_, err := sess.Agent.Compact(hook.WithWatch(ctx, s.hookLines(sess.ID)), instructions)
+	ran := &preCompactRan{}
+	_, err := sess.Agent.Compact(hook.WithWatch(ctx, ran.watch(s.hookLines(sess.ID))), instructions)
 	s.events.Flush()
 	s.compaction.mu.Lock()
 	done := s.compaction.last
@@ -175,7 +255,13 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 		s.write(s.initMessage(sid))
 	}
 	interrupted := errors.Is(context.Cause(ctx), errInterrupted)
+	var refused *agent.CompactionRefused
 	switch {
+	case errors.As(err, &refused):
+		// As Claude Code ends a /compact a PreCompact hook blocked: the
+		// reason as the command's output, and a turn that succeeded.
+		s.writeLocalCommandText(sid, refused.Reason, "<local-command-stderr>"+refused.Reason+"</local-command-stderr>", "failed")
+		r.Result = refused.Reason
 	case interrupted:
 		// As an interrupted turn ends (turn.go); the conversation is
 		// kept whole.
@@ -184,14 +270,12 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	case err != nil:
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"compaction failed: " + err.Error()}
 	case done == nil:
-		end, _ := json.Marshal("end_turn")
-		s.write(messageLine{Type: "assistant", SessionID: sid, UUID: newUUID(), Message: apiMessage{
-			ID: "msg_" + strings.ReplaceAll(newUUID(), "-", ""), Type: "message", Role: "assistant", Model: "<synthetic>",
-			Content: []apiBlock{{Type: "text", Text: "Error: No messages to compact"}}, StopReason: end, Usage: &apiUsage{}}})
+		const none = "Error: No messages to compact"
+		s.writeLocalCommandText(sid, none, "<local-command-stderr>"+none+"</local-command-stderr>", "failed")
 	default:
 		s.write(textLine{Type: "user", SessionID: sid, UUID: newUUID(), IsSynthetic: true, Message: textMsg{Role: "user", Content: done.Summary}})
 		s.write(textLine{Type: "user", SessionID: sid, UUID: newUUID(), IsReplay: true,
-			Message: textMsg{Role: "user", Content: "<local-command-stdout>Compacted </local-command-stdout>"}})
+			Message: textMsg{Role: "user", Content: "<local-command-stdout>Compacted " + ran.text() + "</local-command-stdout>"}})
 	}
 	s.endTurn(interrupted)
 	s.write(r)

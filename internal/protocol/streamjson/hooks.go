@@ -189,7 +189,7 @@ func (s *Server) promptHooks(ctx context.Context, sess *app.Session, text string
 		return joinNonEmpty("\n\n", start, text), nil
 	}
 	v, err := hooks.Run(ctx, hook.UserPromptSubmit, "", hook.Input{Prompt: &text})
-	s.app.SayHooks(sess.ID, v.Messages)
+	s.app.SayHooks(sess.ID, hook.UserPromptSubmit, v.Messages)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("the UserPromptSubmit hook failed, so the prompt was not run: %w", err)
@@ -227,7 +227,7 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 		active := i > 0
 		last := res.Text
 		v, err := hooks.Run(ctx, hook.Stop, "", hook.Input{StopHookActive: &active, LastAssistantMessage: &last})
-		s.app.SayHooks(sess.ID, v.Messages)
+		s.app.SayHooks(sess.ID, hook.Stop, v.Messages)
 		if err != nil {
 			res.Outcome, res.Err = agent.OutcomeFailed, fmt.Errorf("the Stop hook failed: %w", err)
 			return res
@@ -252,6 +252,9 @@ func (s *Server) stopHooks(ctx context.Context, sess *app.Session, res agent.Res
 // from the hook's output.
 func (s *Server) hookLines(sid string) hook.Watch {
 	return func(e hook.Event, target string) func(hook.Ran) {
+		if e != hook.SessionStart {
+			return nil // Claude Code writes these lines for SessionStart's alone
+		}
 		s.events.Flush() // after the lines of what came before (a compaction's status)
 		id, name := newUUID(), string(e)+":"+target
 		s.write(hookLine{Type: "system", Subtype: "hook_started", HookID: id, HookName: name, HookEvent: string(e), UUID: newUUID(), SessionID: sid})

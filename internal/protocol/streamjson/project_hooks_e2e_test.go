@@ -92,6 +92,104 @@ var hookFlows = []projectFlow{
 				t.Errorf("the compaction's system lines\n%s\nwant\n%s", strings.Join(seq, "\n"), strings.Join(want, "\n"))
 			}
 		}},
+	// /compact with PreCompact hooks: what each command hook did is the
+	// command's output, after "Compacted " (a line each: its stdout when
+	// it succeeded, its stderr when it failed), and what one says for the
+	// person is no system/informational line.
+	{name: "hook-precompact", then: "/compact",
+		files: map[string]string{
+			".claude/hooks/say.sh": "#!/bin/sh\ncat >/dev/null\necho \"{\\\"systemMessage\\\": \\\"SYSMSG-$1\\\"}\"\n",
+			".claude/settings.json": `{"hooks": {"PreCompact": [{"hooks": [
+			  {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/say.sh PreCompact"},
+			  {"type": "command", "command": "cat >/dev/null; echo PLAIN-OUT"},
+			  {"type": "command", "command": "cat >/dev/null; echo FAIL-OUT; echo FAIL-ERR >&2; exit 1"},
+			  {"type": "command", "command": "cat >/dev/null"}]}]}}`,
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			want := []string{"status compacting", "status success", "compact_boundary", "replay <local-command-stdout>Compacted " +
+				`PreCompact ["$CLAUDE_PROJECT_DIR"/.claude/hooks/say.sh PreCompact] completed successfully: {"systemMessage": "SYSMSG-PreCompact"}` + "\n" +
+				"PreCompact [cat >/dev/null; echo PLAIN-OUT] completed successfully: PLAIN-OUT\n" +
+				"PreCompact [cat >/dev/null; echo FAIL-OUT; echo FAIL-ERR >&2; exit 1] failed: FAIL-ERR\n" +
+				"PreCompact [cat >/dev/null] completed successfully</local-command-stdout>",
+				"result success false  compact"}
+			if got := compactionLines(t, o.Stdout); !slices.Equal(got, want) {
+				t.Errorf("the compaction's lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}},
+	// A PreCompact hook that blocks (exit 2) refuses the compaction: its
+	// status says it was skipped and why, the command's output says it,
+	// and the turn succeeds; the conversation is not compacted.
+	{name: "hook-precompact-block", then: "/compact",
+		files: map[string]string{
+			".claude/hooks/say.sh": "#!/bin/sh\ncat >/dev/null\necho \"{\\\"systemMessage\\\": \\\"SYSMSG-$1\\\"}\"\n",
+			".claude/settings.json": `{"hooks": {"PreCompact": [{"hooks": [
+			  {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/say.sh PreCompact"},
+			  {"type": "command", "command": "cat >/dev/null; echo BLOCK-OUT; echo BLOCK-ERR >&2; exit 2"}]}]}}`,
+		},
+		check: func(t *testing.T, o projectOutcome) {
+			const why = "Compaction blocked by PreCompact hook: [cat >/dev/null; echo BLOCK-OUT; echo BLOCK-ERR >&2; exit 2]: BLOCK-ERR"
+			want := []string{"status compacting", "status failed skipped: " + why,
+				"local command <local-command-stderr>" + why + "</local-command-stderr> failed: " + why,
+				"result success false " + why + " compact"}
+			if got := compactionLines(t, o.Stdout); !slices.Equal(got, want) {
+				t.Errorf("the compaction's lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}},
+}
+
+// compactionLines are the lines a /compact writes, from its status on, as
+// one string each: its statuses, compact_boundary, what hooks said, the
+// command's output (a replay line, or a local command's answer) and the
+// result's subtype, is_error, result and local_command.
+func compactionLines(t *testing.T, stdout []string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range stdout {
+		var m struct {
+			Type, Subtype, Content, Result string
+			Status                         *string
+			CompactResult                  string                `json:"compact_result"`
+			CompactError                   string                `json:"compact_error"`
+			IsReplay                       bool                  `json:"isReplay"`
+			IsError                        bool                  `json:"is_error"`
+			LocalCommand                   string                `json:"local_command"`
+			Source                         string                `json:"local_command_source"`
+			Outcome                        struct{ Kind string } `json:"local_command_outcome"`
+			Message                        struct {
+				Content json.RawMessage
+			}
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		switch {
+		case m.Subtype == "status" && m.Status != nil:
+			out = append(out, "status "+*m.Status)
+		case m.Subtype == "status":
+			out = append(out, strings.TrimSpace("status "+m.CompactResult+" "+m.CompactError))
+		case len(out) == 0:
+			continue // before the compaction
+		case m.Subtype == "compact_boundary":
+			out = append(out, "compact_boundary")
+		case m.Subtype == "informational":
+			out = append(out, "informational "+m.Content)
+		case m.Type == "user" && m.IsReplay:
+			var text string
+			json.Unmarshal(m.Message.Content, &text)
+			out = append(out, "replay "+text)
+		case m.Type == "assistant" && m.Source != "":
+			var blocks []struct{ Text string }
+			json.Unmarshal(m.Message.Content, &blocks)
+			text := ""
+			if len(blocks) > 0 {
+				text = blocks[0].Text
+			}
+			out = append(out, fmt.Sprintf("local command %s %s: %s", m.Source, m.Outcome.Kind, text))
+		case m.Type == "result":
+			out = append(out, fmt.Sprintf("result %s %v %s %s", m.Subtype, m.IsError, m.Result, m.LocalCommand))
+		}
+	}
+	return out
 }
 
 // sayHooks is a settings file whose hooks for events run say.sh with
