@@ -36,6 +36,19 @@ func (a *App) NameConversation(ctx context.Context, sess *Session, prompt string
 	return title
 }
 
+// RenameConversation sets sess's title, whatever it was (a person's
+// /rename); "" clears it, and the next prompt names the conversation
+// again. The configuration's secrets are redacted from it; it returns
+// the title as stored.
+func (a *App) RenameConversation(ctx context.Context, sess *Session, title string) (string, error) {
+	title = strings.TrimSpace(tool.Redact(title, a.Secrets()))
+	if err := a.Store.RenameSession(context.WithoutCancel(ctx), sess.ID, title); err != nil {
+		return "", err
+	}
+	sess.titled.Store(title != "")
+	return title, nil
+}
+
 // conversationTitle is the title a prompt gives: its first line that is
 // not blank, its spaces collapsed, at most titleRunes runes (cut with
 // "…").

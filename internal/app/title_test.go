@@ -94,6 +94,16 @@ func TestNameConversation(t *testing.T) {
 		t.Fatalf("a prompt with a configured secret: gave %q, stored %q; want it redacted", got, title(keyed.ID))
 	}
 
+	if got, err := a.RenameConversation(ctx, keyed, " key sk-ant-title-0001 "); err != nil || got != "key [REDACTED]" || title(keyed.ID) != got {
+		t.Fatalf("a rename with a configured secret: gave %q (%v), stored %q; want it redacted", got, err, title(keyed.ID))
+	}
+	if _, err := a.RenameConversation(ctx, keyed, ""); err != nil || title(keyed.ID) != "" {
+		t.Fatalf("a rename to nothing: stored %q (%v)", title(keyed.ID), err)
+	}
+	if got := a.NameConversation(ctx, keyed, "named again"); got != "named again" {
+		t.Fatalf("after a cleared title the next prompt gave %q; want it to name the conversation", got)
+	}
+
 	gone := &Session{ID: "no-such-session"}
 	if got := a.NameConversation(ctx, gone, "a prompt"); got != "" || !strings.Contains(diag.String(), "no-such-session") {
 		t.Fatalf("an unknown session: gave %q, diag %q; want none and a warning naming it", got, diag.String())

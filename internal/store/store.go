@@ -147,6 +147,10 @@ type Store interface {
 	// first title given stays. It does not count as a write to the
 	// session (updated_at stays). ErrNotFound for an unknown session.
 	TitleSession(ctx context.Context, id, title string) error
+	// RenameSession sets session id's title, whatever it was ("" clears
+	// it): a person's /rename. Like TitleSession it is not a write to the
+	// session. ErrNotFound for an unknown session.
+	RenameSession(ctx context.Context, id, title string) error
 
 	// AppendMessages appends msgs in one transaction and returns the seq of
 	// the last one.

@@ -56,6 +56,44 @@ func TestProjectSlash(t *testing.T) {
 	}
 }
 
+// TestSlashRename: /rename names the session, as Chord's does, with
+// Chord's toast; without a title it clears the name, and the next prompt
+// names the conversation again.
+func TestSlashRename(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"})
+	defer srv.Close()
+	a, _, ws := openApp(t, srv, nil)
+	b, ready := serveApp(t, a, ws)
+	title := func() string {
+		t.Helper()
+		s, err := a.Store.GetSession(context.Background(), ready.P.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Title
+	}
+	b.Send(sendText("fix the login page"))
+	b.Next(typ("idle"))
+	b.Send(sendText("/rename   login, round two "))
+	if r := b.Next(typ("toast")); r.P.Message != "Session title set to: login, round two" || !strings.Contains(string(r.raw), `"level":"info"`) {
+		t.Fatalf("toast %s", r.raw)
+	}
+	b.Send(sendText("/rename"))
+	if r := b.Next(typ("toast")); r.P.Message != "Session title cleared" {
+		t.Fatalf("toast %s", r.raw)
+	}
+	if got := title(); got != "" {
+		t.Fatalf("title after /rename alone %q; want none", got)
+	}
+	b.Send(sendText("then the tests"))
+	b.Next(typ("idle"))
+	b.Close()
+	if got := title(); got != "then the tests" {
+		t.Fatalf("title %q; want the prompt after the clear", got)
+	}
+}
+
 // TestBlockedPromptIsAnError: a prompt the project's UserPromptSubmit hook
 // refuses is reported as Chord reports a request its hook blocked: an
 // error push naming the hook's reason, then idle with last_outcome

@@ -23,6 +23,7 @@ const helpText = `Commands:
   /role <name>       switch the role
   /stats             tokens and cost of this session
   /compact           compact the conversation now
+  /rename [TITLE]    name the session (clear its name without TITLE)
   /new               start a new session
   /resume <id>       switch to a stored session
   /loop on|off       keep the agent working until it calls done
@@ -63,6 +64,8 @@ func (s *server) slash(text string) error {
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.mcpText()}, nil)
 	case "/stats":
 		s.wire.push(evInfo, infoPayload{AgentID: mainAgent, Message: s.stats()}, nil)
+	case "/rename":
+		return s.rename(strings.TrimSpace(strings.TrimPrefix(text, "/rename")))
 	case "/compact":
 		return s.submitWaiting("compact", "/compact", s.navigation(false, func(ctx context.Context) error { s.compactNow(ctx); return nil }))
 	case "/new":
@@ -85,6 +88,24 @@ func (s *server) slash(text string) error {
 	default:
 		return fmt.Errorf("%w %s", errUnknownSlash, name)
 	}
+	return nil
+}
+
+// rename names the current session, as Chord's /rename does, and says
+// so with Chord's toast; "" clears its name.
+func (s *server) rename(title string) error {
+	s.ctl.mu.Lock()
+	sess := s.ctl.sess
+	s.ctl.mu.Unlock()
+	title, err := s.app.RenameConversation(context.Background(), sess, title)
+	if err != nil {
+		return &slashError{err: fmt.Errorf("/rename: %w", err)}
+	}
+	msg := "Session title cleared"
+	if title != "" {
+		msg = "Session title set to: " + title
+	}
+	s.wire.push(evToast, toast{AgentID: mainAgent, Level: "info", Message: msg}, nil)
 	return nil
 }
 
@@ -191,7 +212,7 @@ func (s *server) switchSession(ctx context.Context, id string) error {
 
 // builtinSlash are the names slash handles.
 var builtinSlash = map[string]bool{"models": true, "role": true, "help": true, "mcp": true, "stats": true, "compact": true,
-	"new": true, "resume": true, "worktree": true, "export": true, "loop": true}
+	"new": true, "resume": true, "rename": true, "worktree": true, "export": true, "loop": true}
 
 // projectSlash expands "/name args" when name is one of the project's
 // custom commands (.arbor/commands, .claude/commands) or skills, as

@@ -165,6 +165,26 @@ func (s *Store) TitleSession(ctx context.Context, id, title string) error {
 	return nil
 }
 
+// RenameSession sets session id's title; ErrNotFound for an unknown
+// session.
+func (s *Store) RenameSession(ctx context.Context, id, title string) error {
+	var n int64
+	err := s.inBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(`UPDATE sessions SET title = $1 WHERE id = $2`, title, id)
+	}, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		n = tag.RowsAffected()
+		return err
+	})
+	if err == nil && n == 0 {
+		err = fmt.Errorf("no such session: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("rename session %s: %w", id, err)
+	}
+	return nil
+}
+
 // touchSession advances the session's updated_at inside tx; ErrNotFound
 // when the session does not exist.
 func touchSession(ctx context.Context, tx pgx.Tx, id string) error {

@@ -182,6 +182,22 @@ func (s *Store) TitleSession(ctx context.Context, id, title string) error {
 	return nil
 }
 
+// RenameSession sets session id's title; ErrNotFound for an unknown
+// session.
+func (s *Store) RenameSession(ctx context.Context, id, title string) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ? WHERE id = ?`, title, id)
+		if err != nil {
+			return err
+		}
+		return requireRow(res)
+	})
+	if err != nil {
+		return fmt.Errorf("rename session %s: %w", id, err)
+	}
+	return nil
+}
+
 // touchSession advances the session's updated_at inside tx; ErrNotFound
 // when the session does not exist.
 func touchSession(ctx context.Context, tx *wtx, id string) error {

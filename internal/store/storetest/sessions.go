@@ -129,6 +129,18 @@ func testSessions(t *testing.T, open Opener) {
 		equal(t, "title of a session created with one", b.get(t, "s2").Title, "#3 leaf")
 
 		errIs(t, b.st.TitleSession(b.ctx, "nope", "x"), store.ErrNotFound)
+
+		// A rename replaces any title, clears it with "", and leaves
+		// updated_at too; a cleared title is given again by TitleSession.
+		noErr(t, b.st.RenameSession(b.ctx, "s1", "login page, round two"))
+		s.Title = "login page, round two"
+		equal(t, "session after a rename", b.get(t, "s1"), s)
+		noErr(t, b.st.RenameSession(b.ctx, "s1", ""))
+		s.Title = ""
+		equal(t, "session after its title was cleared", b.get(t, "s1"), s)
+		noErr(t, b.st.TitleSession(b.ctx, "s1", "named again"))
+		equal(t, "title after a clear", b.get(t, "s1").Title, "named again")
+		errIs(t, b.st.RenameSession(b.ctx, "nope", "x"), store.ErrNotFound)
 	})
 
 	// LatestConversation (--continue): the conversation of the workspace
