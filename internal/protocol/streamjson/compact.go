@@ -132,28 +132,37 @@ func (s *Server) compactionEvent(sid string, e agent.Event) bool {
 	return false
 }
 
+// compactRun is /compact's local_command_run: Claude Code writes no
+// arguments there, whatever the instructions.
+var compactRun = localCommandRun{Command: compactSlash.Name}
+
 // writeLocalCommandText writes the assistant line in which Claude Code
-// answers a local command (/compact) with text, not with the model: its
-// source is how the command's output reads in the transcript, outcome
-// "failed" or "succeeded".
-func (s *Server) writeLocalCommandText(sid, text, source, outcome string) {
+// answers a local command (/compact, /rename) with text, not with the
+// model: its source is how the command's output reads in the transcript;
+// outcome is "failed", or "" for none (Claude Code writes none for a
+// command that did what it was asked).
+func (s *Server) writeLocalCommandText(sid, text, source string, run localCommandRun, outcome string) {
 	end, _ := json.Marshal("end_turn")
-	s.write(localCommandLine{Type: "assistant", SessionID: sid, UUID: newUUID(), Message: apiMessage{
+	l := localCommandLine{Type: "assistant", SessionID: sid, UUID: newUUID(), Message: apiMessage{
 		ID: "msg_" + strings.ReplaceAll(newUUID(), "-", ""), Type: "message", Role: "assistant", Model: "<synthetic>",
 		Content: []apiBlock{{Type: "text", Text: text}}, StopReason: end, Usage: &apiUsage{}},
-		Source: source, Run: localCommandRun{Command: "compact", Args: ""}, Outcome: localCommandOutcome{Kind: outcome}})
+		Source: source, Run: run}
+	if outcome != "" {
+		l.Outcome = &localCommandOutcome{Kind: outcome}
+	}
+	s.write(l)
 }
 
 // localCommandLine is an assistant line a local command wrote.
 type localCommandLine struct {
-	Type            string              `json:"type"` // "assistant"
-	Message         apiMessage          `json:"message"`
-	SessionID       string              `json:"session_id"`
-	ParentToolUseID *string             `json:"parent_tool_use_id"`
-	UUID            string              `json:"uuid"`
-	Source          string              `json:"local_command_source"`
-	Run             localCommandRun     `json:"local_command_run"`
-	Outcome         localCommandOutcome `json:"local_command_outcome"`
+	Type            string               `json:"type"` // "assistant"
+	Message         apiMessage           `json:"message"`
+	SessionID       string               `json:"session_id"`
+	ParentToolUseID *string              `json:"parent_tool_use_id"`
+	UUID            string               `json:"uuid"`
+	Source          string               `json:"local_command_source"`
+	Run             localCommandRun      `json:"local_command_run"`
+	Outcome         *localCommandOutcome `json:"local_command_outcome,omitempty"`
 }
 
 type localCommandRun struct {
@@ -260,7 +269,7 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	case errors.As(err, &refused):
 		// As Claude Code ends a /compact a PreCompact hook blocked: the
 		// reason as the command's output, and a turn that succeeded.
-		s.writeLocalCommandText(sid, refused.Reason, "<local-command-stderr>"+refused.Reason+"</local-command-stderr>", "failed")
+		s.writeLocalCommandText(sid, refused.Reason, "<local-command-stderr>"+refused.Reason+"</local-command-stderr>", compactRun, "failed")
 		r.Result = refused.Reason
 	case interrupted:
 		// As an interrupted turn ends (turn.go); the conversation is
@@ -271,7 +280,7 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"compaction failed: " + err.Error()}
 	case done == nil:
 		const none = "Error: No messages to compact"
-		s.writeLocalCommandText(sid, none, "<local-command-stderr>"+none+"</local-command-stderr>", "failed")
+		s.writeLocalCommandText(sid, none, "<local-command-stderr>"+none+"</local-command-stderr>", compactRun, "failed")
 	default:
 		s.write(textLine{Type: "user", SessionID: sid, UUID: newUUID(), IsSynthetic: true, Message: textMsg{Role: "user", Content: done.Summary}})
 		s.write(textLine{Type: "user", SessionID: sid, UUID: newUUID(), IsReplay: true,
@@ -295,17 +304,18 @@ var compactSlash = slashCommand{Name: "compact", Description: "Free up context b
 	ArgumentHint: "<optional custom summarization instructions>"}
 
 // slashCommands are the project's custom commands and skills; under
-// Claude Code's argv the built-in /compact comes first, as Claude Code
-// lists it, and shadows a project command of its name. (A spec client
-// may send /compact too, but its listings hold the project's only.)
+// Claude Code's argv the built-in /compact and /rename come first, as
+// Claude Code lists them, and shadow a project command of their names.
+// (A spec client may send them too, but its listings hold the project's
+// only.)
 func (s *Server) slashCommands() []slashCommand {
 	out := []slashCommand{}
 	if s.opts.ClaudeCode {
-		out = append(out, compactSlash)
+		out = append(out, compactSlash, renameSlash)
 	}
 	for _, c := range s.app.SkillsAndCommands() {
-		if c.Name == compactSlash.Name && !s.opts.Qwen {
-			continue // /compact is the built-in one
+		if (c.Name == compactSlash.Name || c.Name == renameSlash.Name || c.Name == "name") && !s.opts.Qwen {
+			continue // a built-in command's
 		}
 		out = append(out, slashCommand{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgHint})
 	}

@@ -91,9 +91,9 @@ func TestCompactCommandFails(t *testing.T) {
 }
 
 // TestCompactListed: under Claude Code's argv, initialize's commands and
-// the init line's slash_commands list the built-in compact first, as
-// Claude Code lists it, and a project command named compact does not
-// shadow it.
+// the init line's slash_commands list the built-in compact and rename
+// first, as Claude Code lists them, and a project command named compact
+// does not shadow it.
 func TestCompactListed(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Turn{Text: "hi"})
@@ -114,14 +114,14 @@ func TestCompactListed(t *testing.T) {
 	for _, c := range body.Commands {
 		names = append(names, c.Name+": "+c.Description)
 	}
-	if got := strings.Join(names, ", "); got != "compact: Free up context by summarizing the conversation so far, greet: Greet someone" {
+	if got := strings.Join(names, ", "); got != "compact: Free up context by summarizing the conversation so far, rename: Rename the current conversation, greet: Greet someone" {
 		t.Fatalf("initialize's commands: %s", got)
 	}
 	b.Send(user("hello"))
 	b.Next(typ("result", ""))
 	b.Close()
 	for _, o := range b.All {
-		if o.Type == "system" && o.Subtype == "init" && !strings.Contains(o.raw, `"slash_commands":["compact","greet"]`) {
+		if o.Type == "system" && o.Subtype == "init" && !strings.Contains(o.raw, `"slash_commands":["compact","rename","greet"]`) {
 			t.Fatalf("init line %s", o.raw)
 		}
 	}

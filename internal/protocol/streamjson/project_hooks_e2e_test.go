@@ -135,6 +135,79 @@ var hookFlows = []projectFlow{
 				t.Errorf("the compaction's lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		}},
+	// "/rename <name>" names the session: a session_title_changed line,
+	// the turn's init, the answer as a local command's, and a result with
+	// it; no model turn.
+	{name: "rename", then: "/rename login page", files: map[string]string{},
+		check: func(t *testing.T, o projectOutcome) {
+			want := []string{"session_title_changed login page", "init",
+				"local command <local-command-stdout>Session renamed to: login page</local-command-stdout> rename login page : Session renamed to: login page",
+				"result success false Session renamed to: login page rename"}
+			if got := localCommandLines(t, o.Stdout); !slices.Equal(got, want) {
+				t.Errorf("/rename's lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}},
+	// "/rename" alone: Claude Code asks its model for a name (here it
+	// finds none); arbor answers with the usage. Both in the same lines.
+	{name: "rename-without-name", then: "/rename", files: map[string]string{},
+		check: func(t *testing.T, o projectOutcome) {
+			got := localCommandLines(t, o.Stdout)
+			if len(got) != 3 || got[0] != "init" || !strings.HasPrefix(got[1], "local command <local-command-stdout>") ||
+				!strings.Contains(got[1], "Usage: /rename <name></local-command-stdout> rename  : ") ||
+				!strings.HasPrefix(got[2], "result success false ") || !strings.HasSuffix(got[2], "Usage: /rename <name> rename") {
+				t.Errorf("/rename's lines\n%s\nwant an init, the usage as the command's answer, and a result with it", strings.Join(got, "\n"))
+			}
+		}},
+}
+
+// localCommandLines are the lines a local command (the second prompt)
+// writes after the first prompt's result: session_title_changed, init,
+// a local command's answer (its source, command, arguments, outcome and
+// text) and the result (subtype, is_error, result, local_command).
+func localCommandLines(t *testing.T, stdout []string) []string {
+	t.Helper()
+	var out []string
+	results := 0
+	for _, l := range stdout {
+		var m struct {
+			Type, Subtype, Title, Result string
+			IsError                      bool                           `json:"is_error"`
+			LocalCommand                 string                         `json:"local_command"`
+			Source                       string                         `json:"local_command_source"`
+			Run                          struct{ Command, Args string } `json:"local_command_run"`
+			Outcome                      *struct{ Kind string }         `json:"local_command_outcome"`
+			Message                      struct{ Content json.RawMessage }
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if results == 0 {
+			if m.Type == "result" {
+				results++
+			}
+			continue
+		}
+		switch {
+		case m.Subtype == "session_title_changed":
+			out = append(out, "session_title_changed "+m.Title)
+		case m.Subtype == "init":
+			out = append(out, "init")
+		case m.Type == "assistant":
+			var blocks []struct{ Text string }
+			json.Unmarshal(m.Message.Content, &blocks)
+			text, outcome := "", ""
+			if len(blocks) > 0 {
+				text = blocks[0].Text
+			}
+			if m.Outcome != nil {
+				outcome = m.Outcome.Kind
+			}
+			out = append(out, fmt.Sprintf("local command %s %s %s %s: %s", m.Source, m.Run.Command, m.Run.Args, outcome, text))
+		case m.Type == "result":
+			out = append(out, fmt.Sprintf("result %s %v %s %s", m.Subtype, m.IsError, m.Result, m.LocalCommand))
+		}
+	}
+	return out
 }
 
 // compactionLines are the lines a /compact writes, from its status on, as

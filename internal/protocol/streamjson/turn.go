@@ -61,6 +61,10 @@ func (s *Server) turn(ctx context.Context, t userTurn) {
 			PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID()})
 		return
 	}
+	if name, ok := s.renameCommand(t.text); ok && !t.cont {
+		s.renameTurn(ctx, sess, name, start)
+		return
+	}
 	instructions, compact := s.compactCommand(t.text)
 	compact = compact && !t.cont
 	if !compact { // a compaction's init follows its status (compact.go)

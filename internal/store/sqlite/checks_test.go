@@ -176,7 +176,7 @@ func TestMigrateChecksWithoutIn(t *testing.T) {
 		indexes = append(indexes, name)
 	}
 	must(t, rows.Err())
-	if want := []string{"compactions_session", "runs_created_at", "sessions_created_at"}; !reflect.DeepEqual(indexes, want) {
+	if want := []string{"compactions_session", "runs_created_at", "sessions_conversations", "sessions_created_at"}; !reflect.DeepEqual(indexes, want) {
 		t.Fatalf("indexes after the migration = %v, want %v", indexes, want)
 	}
 	b := &testBundle{ctx: t.Context(), path: path, st: st}
