@@ -308,3 +308,29 @@ func TestNodeInsertWritesEmptyColumnsAsLiterals(t *testing.T) {
 		t.Fatalf("%d insert statements for nodes of two shapes", len(b.st.w.nodes.inserts))
 	}
 }
+
+// TestMigrateConversationTitles: 0016 clears the front ends' placeholder
+// titles of stored conversations, so their next prompt names them, and
+// keeps every other title: a node's, and a conversation's own.
+func TestMigrateConversationTitles(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "arbor.db")
+	old := migratedBefore(t, path, "0016_conversation_titles.sql")
+	for _, s := range []struct {
+		id, title string
+		node      any
+	}{{"c1", "headless", nil}, {"c2", "stream-json", nil}, {"c3", "acp", 0}, {"c4", "fix the login page", nil}, {"r1.2", "headless", 2}} {
+		_, err := old.ExecContext(t.Context(), `INSERT INTO sessions (id, title, model, workspace, status, created_at, updated_at, node_id)
+			VALUES (?, ?, '', '', 'idle', 1, 1, ?)`, s.id, s.title, s.node)
+		must(t, err)
+	}
+	must(t, old.Close())
+	st := openAt(t, path)
+	for id, want := range map[string]string{"c1": "", "c2": "", "c3": "", "c4": "fix the login page", "r1.2": "headless"} {
+		got, err := st.GetSession(t.Context(), id)
+		must(t, err)
+		if got.Title != want {
+			t.Errorf("session %s titled %q after the migration, want %q", id, got.Title, want)
+		}
+	}
+}
