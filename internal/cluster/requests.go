@@ -101,8 +101,10 @@ type RequestError struct{ Message string }
 func (e *RequestError) Error() string { return e.Message }
 
 // Request stores req on st, notifies the workers and waits until the
-// run's driver carried it out (its state), failed it (*RequestError), or
-// ctx ended (ErrNotDelivered: the request stays open). It needs no
+// run's driver carried it out (its state), failed it (*RequestError), the
+// run ended before any driver carried it out (*RequestError: it is closed,
+// since no worker takes an ended run), or ctx ended (ErrNotDelivered: the
+// request stays open). It needs no
 // Cluster: any process with the store sends requests.
 func Request(ctx context.Context, st *postgres.Store, req ControlRequest) (string, error) {
 	var id int64
@@ -121,10 +123,12 @@ func Request(ctx context.Context, st *postgres.Store, req ControlRequest) (strin
 	defer t.Stop()
 	for {
 		var (
-			done       bool
-			state, msg string
+			done            bool
+			state, msg, run string
+			runStatus       *string
 		)
-		err := st.Pool().QueryRow(ctx, `SELECT done_at IS NOT NULL, state, error FROM control_requests WHERE id = $1`, id).Scan(&done, &state, &msg)
+		err := st.Pool().QueryRow(ctx, `SELECT r.done_at IS NOT NULL, r.state, r.error, r.run_id, runs.status
+			FROM control_requests r LEFT JOIN runs ON runs.id = r.run_id WHERE r.id = $1`, id).Scan(&done, &state, &msg, &run, &runStatus)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return "", fmt.Errorf("%s #%d of %s: %w", req.Op, req.Node, req.Run, ErrNotDelivered)
@@ -134,6 +138,16 @@ func Request(ctx context.Context, st *postgres.Store, req ControlRequest) (strin
 			return "", &RequestError{Message: msg}
 		case done:
 			return state, nil
+		case runStatus != nil && store.RunStatus(*runStatus).Terminal():
+			// The run ended before its driver carried the request out: no
+			// worker will take it any more. The request is closed as
+			// refused, unless its driver recorded an outcome meanwhile.
+			why := fmt.Sprintf("run %s has ended (%s): nothing drives it", run, *runStatus)
+			if _, err := st.Pool().Exec(ctx, `UPDATE control_requests SET done_at = $2, error = $3 WHERE id = $1 AND done_at IS NULL`,
+				id, time.Now().UnixNano(), why); err != nil {
+				return "", fmt.Errorf("%s #%d of %s: %w", req.Op, req.Node, req.Run, err)
+			}
+			continue // its outcome, ours or the driver's
 		}
 		select {
 		case <-ctx.Done():

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/arbor-run/arbor/internal/store"
 )
 
 // fakeController drives the runs in its set and records what it did.
@@ -86,6 +88,21 @@ func TestRequestsReachTheDriver(t *testing.T) {
 	}
 	if len(other.done()) != 0 {
 		t.Fatalf("the other process carried out %+v", other.done())
+	}
+
+	// A run that has ended refuses a request nobody carried out, at once
+	// (a resolve sent as the run completed), instead of leaving it open
+	// for a worker that will never take the run.
+	ended, endedRoot := clusterRun("run-ended", "b")
+	ended.Status = store.RunComplete
+	must(t, b.st.CreateRun(b.ctx, ended))
+	must(t, b.st.Commit(b.ctx, nil, endedRoot))
+	ctx, cancel = context.WithTimeout(b.ctx, RequestWait)
+	_, err = Request(ctx, b.st, ControlRequest{Run: ended.ID, Op: OpResolve, Text: "x"})
+	cancel()
+	var ref *RequestError
+	if !errors.As(err, &ref) || ref.Message != "run run-ended has ended (complete): nothing drives it" {
+		t.Fatalf("request to an ended run: %v, want it refused as ended", err)
 	}
 
 	// A failure is the driver's message.
