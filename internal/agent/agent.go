@@ -230,6 +230,10 @@ type Agent struct {
 	// pressureWarned is set once ContextPressure was published for the
 	// current context; a compaction clears it.
 	pressureWarned bool
+	// autoRefused is set when the hooks refused an automatic compaction,
+	// until the turn ends: it is not asked for again within the turn, so
+	// a PreCompact hook that blocks runs once a turn, not at every step.
+	autoRefused bool
 	// status is the session status this agent last stored ("" before its
 	// first write), so that a status already written with a step's
 	// messages is not written again.
@@ -417,6 +421,7 @@ func (a *Agent) run(ctx context.Context) Result {
 		a.setStatus(ctx, store.SessionActive)
 	}
 	a.loop.reset()
+	a.autoRefused = false
 	var last string
 	for step := 1; ; step++ {
 		if step > a.cfg.MaxTurns {

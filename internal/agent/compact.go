@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,7 +74,12 @@ func (a *Agent) maybeCompact(ctx context.Context, m modelState) {
 	est := a.estimateTokens()
 	window := float64(m.window)
 	if float64(est) >= p.Threshold*window && a.compactionCut() > 0 {
-		_, _ = a.compact(ctx, est, m, Compaction{Trigger: "auto"}) // a failed compaction is reported and the step goes on
+		if a.autoRefused {
+			return // refused earlier in this turn
+		}
+		_, err := a.compact(ctx, est, m, Compaction{Trigger: "auto"}) // a failed compaction is reported and the step goes on
+		var refused *CompactionRefused
+		a.autoRefused = errors.As(err, &refused)
 		a.pressureWarned = false
 		return
 	}

@@ -143,12 +143,13 @@ func (*refuseCompaction) Compacted(context.Context, agent.Compaction) string { r
 // TestCompactionRefused: a compaction the hooks refuse does not run, as
 // Claude Code's PreCompact hook blocks one: a manual one reports
 // CompactionRefused, an automatic one lets the turn go on with the whole
-// context; the events say it started and was refused, no summary is
-// asked for, and nothing is stored.
+// context and is not asked for again within the turn (the hook runs once
+// a turn, not at every step); the events say it started and was refused,
+// no summary is asked for, and nothing is stored.
 func TestCompactionRefused(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("lorem ipsum ", 200) // ~600 tokens each
-	b := setup(t, text(long), text(long), text(long), text("final"))
+	b := setup(t, text(long), text(long), text(long), calls(call("c1", "echo", `{"text":"x"}`)), text("final"))
 	b.cfg.ContextWindow = 2000
 	b.cfg.Compaction = agent.CompactionPolicy{Threshold: 0.8, KeepRecent: 2}
 	hooks := &refuseCompaction{}
@@ -168,11 +169,11 @@ func TestCompactionRefused(t *testing.T) {
 		t.Fatalf("manual compaction: ran %v, err %v; want it refused with the hook's reason", ran, err)
 	}
 	reqs := b.provider.requests()
-	if len(reqs) != 4 || len(reqs[3].Messages) != 7 {
-		t.Fatalf("%d model calls, the last with %d messages; want the 4 turns, the last with the whole context", len(reqs), len(reqs[len(reqs)-1].Messages))
+	if len(reqs) != 5 || len(reqs[4].Messages) != 9 {
+		t.Fatalf("%d model calls, the last with %d messages; want the 4 turns' 5, the last with the whole context", len(reqs), len(reqs[len(reqs)-1].Messages))
 	}
 	if hooks.asked != 2 {
-		t.Fatalf("the hooks were asked %d times; want the automatic and the manual compaction", hooks.asked)
+		t.Fatalf("the hooks were asked %d times; want once for the last turn's two steps and once for the manual compaction", hooks.asked)
 	}
 	var seen []string
 	for _, e := range b.events.all() {
