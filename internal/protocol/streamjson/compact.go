@@ -231,7 +231,7 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	case errors.As(err, &refused):
 		// As Claude Code ends a /compact a PreCompact hook blocked: the
 		// reason as the command's output, and a turn that succeeded.
-		s.writeLocalCommandText(sid, refused.Reason, "<local-command-stderr>"+refused.Reason+"</local-command-stderr>", compactRun, "failed")
+		s.writeLocalCommandText(sid, refused.Reason, compactRun, true)
 		r.Result = refused.Reason
 	case interrupted:
 		// As an interrupted turn ends (turn.go); the conversation is
@@ -241,8 +241,7 @@ func (s *Server) compactTurn(ctx context.Context, sess *app.Session, instruction
 	case err != nil:
 		r.Subtype, r.IsError, r.Errors = "error_during_execution", true, []string{"compaction failed: " + err.Error()}
 	case done == nil:
-		const none = "Error: No messages to compact"
-		s.writeLocalCommandText(sid, none, "<local-command-stderr>"+none+"</local-command-stderr>", compactRun, "failed")
+		s.writeLocalCommandText(sid, "Error: No messages to compact", compactRun, true)
 	default:
 		s.write(textLine{Type: "user", SessionID: sid, UUID: newUUID(), IsSynthetic: true, Message: textMsg{Role: "user", Content: done.Summary}})
 		s.write(textLine{Type: "user", SessionID: sid, UUID: newUUID(), IsReplay: true,

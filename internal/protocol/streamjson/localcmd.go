@@ -11,17 +11,19 @@ import (
 
 // writeLocalCommandText writes the assistant line in which Claude Code
 // answers a local command (/compact, /rename) with text, not with the
-// model: its source is how the command's output reads in the transcript;
-// outcome is "failed", or "" for none (Claude Code writes none for a
-// command that did what it was asked).
-func (s *Server) writeLocalCommandText(sid, text, source string, run localCommandRun, outcome string) {
+// model. Its source is the text as the command's output reads in the
+// transcript: its stderr when the command failed (outcome "failed"), else
+// its stdout (and no outcome, as Claude Code writes none for a command
+// that did what it was asked).
+func (s *Server) writeLocalCommandText(sid, text string, run localCommandRun, failed bool) {
 	end, _ := json.Marshal("end_turn")
 	l := localCommandLine{Type: "assistant", SessionID: sid, UUID: newUUID(), Message: apiMessage{
 		ID: "msg_" + strings.ReplaceAll(newUUID(), "-", ""), Type: "message", Role: "assistant", Model: "<synthetic>",
 		Content: []apiBlock{{Type: "text", Text: text}}, StopReason: end, Usage: &apiUsage{}},
-		Source: source, Run: run}
-	if outcome != "" {
-		l.Outcome = &localCommandOutcome{Kind: outcome}
+		Source: "<local-command-stdout>" + text + "</local-command-stdout>", Run: run}
+	if failed {
+		l.Source = "<local-command-stderr>" + text + "</local-command-stderr>"
+		l.Outcome = &localCommandOutcome{Kind: "failed"}
 	}
 	s.write(l)
 }
@@ -44,5 +46,5 @@ type localCommandRun struct {
 }
 
 type localCommandOutcome struct {
-	Kind string `json:"kind"` // "failed", "succeeded"
+	Kind string `json:"kind"` // "failed"
 }

@@ -59,7 +59,7 @@ func (s *Server) renameTurn(ctx context.Context, sess *app.Session, name string,
 		answer = "Session renamed to: " + title
 	}
 	s.write(s.initMessage(sid))
-	s.writeLocalCommandText(sid, answer, "<local-command-stdout>"+answer+"</local-command-stdout>", localCommandRun{Command: renameSlash.Name, Args: name}, "")
+	s.writeLocalCommandText(sid, answer, localCommandRun{Command: renameSlash.Name, Args: name}, false)
 	s.write(resultMessage{Type: "result", Subtype: "success", Result: answer, SessionID: sid, DurationMS: time.Since(start).Milliseconds(),
 		PermissionDenials: []permissionDenial{}, ModelUsage: map[string]modelUsage{}, UUID: newUUID(), LocalCommand: renameSlash.Name,
 		StopReason: json.RawMessage("null")})
