@@ -172,7 +172,7 @@ type turnHooks struct {
 	compact hook.Chain   // the client's, then the project's
 	stop    hook.Event
 	start   bool // SessionStart may run after a compaction
-	report  func(notes []string)
+	report  func(notes ...string)
 	say     func(e hook.Event, msgs []string) // SayHooks of the session
 }
 
@@ -187,7 +187,7 @@ func (a *App) newTurnHooks(id string, r, client *hook.Runner, nodeID int64) agen
 	if client == nil && (r == nil || !r.Has(stop) && !r.Has(hook.PreCompact) && !(start && r.Has(hook.SessionStart))) {
 		return nil
 	}
-	return turnHooks{r: r, compact: hook.Chain{client, r}, stop: stop, start: start, report: a.reportHooks,
+	return turnHooks{r: r, compact: hook.Chain{client, r}, stop: stop, start: start, report: a.warn,
 		say: func(e hook.Event, msgs []string) { a.SayHooks(id, e, msgs) }}
 }
 
@@ -198,7 +198,7 @@ func (h turnHooks) Stopping(ctx context.Context, s agent.StopCheck) string {
 		return ""
 	}
 	v, err := h.r.Run(ctx, h.stop, "", hook.Input{StopHookActive: &s.Active, LastAssistantMessage: &s.Last})
-	h.report(v.Notes)
+	h.report(v.Notes...)
 	h.say(h.stop, v.Messages)
 	if err != nil || !v.Block || v.Stop {
 		return ""
@@ -221,7 +221,7 @@ func (h turnHooks) Compacting(ctx context.Context, c agent.Compaction) string {
 		in.CustomInstructions = &c.Instructions
 	}
 	v, err := h.compact.Run(ctx, hook.PreCompact, c.Trigger, in)
-	h.report(v.Notes)
+	h.report(v.Notes...)
 	h.say(hook.PreCompact, v.Messages)
 	if err != nil || !v.Block {
 		return ""
@@ -241,7 +241,7 @@ func (h turnHooks) Compacted(ctx context.Context, c agent.Compaction) string {
 	if err != nil {
 		v.Notes = append(v.Notes, fmt.Sprintf("the SessionStart hook failed: %v", err))
 	}
-	h.report(v.Notes)
+	h.report(v.Notes...)
 	h.say(hook.SessionStart, v.Messages)
 	if err != nil {
 		return ""
@@ -286,7 +286,7 @@ func (a *App) EndSessionWith(ctx context.Context, id, reason string, client *hoo
 	case err != nil:
 		v.Notes = append(v.Notes, fmt.Sprintf("the SessionEnd hook failed: %v", err))
 	}
-	a.reportHooks(v.Notes)
+	a.warn(v.Notes...)
 	a.SayHooks("", hook.SessionEnd, v.Messages) // on stderr: the session is over
 }
 
@@ -379,20 +379,18 @@ func (a *App) notifyHooks() {
 		}
 		if r := a.sessionHooks(ir.Interaction.SessionID); r != nil {
 			v, _ := r.Run(ctx, hook.Notification, "", hook.Input{Message: msg})
-			a.reportHooks(v.Notes)
+			a.warn(v.Notes...)
 			a.SayHooks(ir.Interaction.SessionID, hook.Notification, v.Messages)
 		}
 	})
 	a.onClose(func() { cancel(); sub.Close() })
 }
 
-// reportHooks writes the notes of hooks whose event has no turn to show
-// them to (Stop, PreCompact, Notification) to Options.Diag. A hook's
-// stderr is in them and Diag is a log: the runner redacted the
-// configuration's secrets from them.
-func (a *App) reportHooks(notes []string) { a.warn(notes...) }
-
-// warn writes each of msgs to Options.Diag as a warning.
+// warn writes each of msgs to Options.Diag as a warning: a title that
+// could not be stored, and the notes of hooks whose event has no turn to
+// show them to (Stop, PreCompact, Notification). A hook's stderr is in
+// those and Diag is a log: the runner redacted the configuration's
+// secrets from them.
 func (a *App) warn(msgs ...string) {
 	root := a.rootApp()
 	if root.diag == nil || len(msgs) == 0 {
